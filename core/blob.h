@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * blob.h - an image's byte stream, any range: the one path every reader of
+ * an image takes. Maps [off, off+len) to chunks through the index, asks the
+ * chunk source for all of them at once (prefetch), then copies out.
+ *
+ * Borrows the index and the chunk source: both must outlive the blob.
+ * Thread-safe (the index is immutable, the chunk source is thread-safe).
+ */
+#ifndef CA_BLOB_H
+#define CA_BLOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "chunksrc.h"
+#include "index.h"
+
+struct ca_blob;
+
+int ca_blob_new(struct ca_index *idx, struct ca_chunksrc *src, struct ca_blob **ret);
+void ca_blob_free(struct ca_blob *b); /* accepts NULL */
+
+uint64_t ca_blob_size(const struct ca_blob *b);
+struct ca_index *ca_blob_index(const struct ca_blob *b);
+struct ca_chunksrc *ca_blob_chunksrc(const struct ca_blob *b);
+
+/* Read up to len bytes at off. Returns the count (short only at the end of
+ * the image, 0 at or past it) or a negative errno: -EBADMSG when a chunk is
+ * corrupt everywhere, -ENOENT when no store has it, -EIO and friends. */
+ssize_t ca_blob_read(struct ca_blob *b, void *buf, size_t len, uint64_t off);
+
+/* Hint: [off, off+len) will be read soon; start fetching it. Never blocks on I/O. */
+void ca_blob_readahead(struct ca_blob *b, uint64_t off, uint64_t len);
+
+#endif

@@ -1,0 +1,466 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* chunksrc.c - backend chain, in-flight table and memory LRU. */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chunksrc.h"
+#include "compress.h"
+#include "log.h"
+
+#define MAX_BACKENDS 16
+#define HASH_BUCKETS 4096
+
+struct backend {
+	const struct ca_chunk_backend_ops *ops;
+	void *be;
+};
+
+/* A chunk the table knows: being fetched (!ready) or done and in the LRU. */
+struct entry {
+	struct ca_chunk chunk; /* first: callers get &entry->chunk */
+	uint8_t id[CA_CHUNK_ID_SIZE];
+	struct entry *hnext;
+	struct entry *prev, *next; /* LRU list, most recent first; only when ready */
+	unsigned refs;             /* callers holding chunk */
+	bool in_table, ready;
+	int err;                   /* when done without data */
+	uint8_t *mem;
+};
+
+struct codec_slot {
+	struct ca_codec *codec;
+	struct codec_slot *next;
+};
+
+struct ca_chunksrc {
+	enum ca_digest_type digest;
+	size_t lru_limit, lru_bytes;
+	bool offline, touch_cache;
+	struct ca_store *cache;
+	struct backend backends[MAX_BACKENDS];
+	unsigned n_backends;
+
+	pthread_mutex_t lock; /* guards everything below */
+	pthread_cond_t done;  /* broadcast when any fetch finishes */
+	struct entry *buckets[HASH_BUCKETS];
+	struct entry *lru_head, *lru_tail;
+	struct ca_chunksrc_stats stats;
+	struct codec_slot *free_codecs; /* idle per-call codecs */
+};
+
+static unsigned bucket_of(const uint8_t id[CA_CHUNK_ID_SIZE])
+{
+	unsigned v;
+	memcpy(&v, id, sizeof(v)); /* ids are digests: already uniform */
+	return v % HASH_BUCKETS;
+}
+
+static struct entry *lookup(struct ca_chunksrc *src, const uint8_t *id)
+{
+	for (struct entry *e = src->buckets[bucket_of(id)]; e; e = e->hnext)
+		if (!memcmp(e->id, id, CA_CHUNK_ID_SIZE))
+			return e;
+	return NULL;
+}
+
+static void table_remove(struct ca_chunksrc *src, struct entry *e)
+{
+	struct entry **pp = &src->buckets[bucket_of(e->id)];
+	while (*pp != e)
+		pp = &(*pp)->hnext;
+	*pp = e->hnext;
+	e->in_table = false;
+	if (e->ready) {
+		if (e->prev)
+			e->prev->next = e->next;
+		else
+			src->lru_head = e->next;
+		if (e->next)
+			e->next->prev = e->prev;
+		else
+			src->lru_tail = e->prev;
+		src->lru_bytes -= e->chunk.size;
+	}
+}
+
+static void entry_free(struct entry *e)
+{
+	free(e->mem);
+	free(e);
+}
+
+static void lru_front(struct ca_chunksrc *src, struct entry *e)
+{
+	if (src->lru_head == e)
+		return;
+	e->prev->next = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		src->lru_tail = e->prev;
+	e->prev = NULL;
+	e->next = src->lru_head;
+	src->lru_head->prev = e;
+	src->lru_head = e;
+}
+
+static void lru_evict(struct ca_chunksrc *src)
+{
+	while (src->lru_bytes > src->lru_limit && src->lru_tail) {
+		struct entry *e = src->lru_tail;
+		table_remove(src, e);
+		if (e->refs == 0)
+			entry_free(e);
+	}
+}
+
+int ca_chunksrc_new(enum ca_digest_type digest, size_t lru_bytes, struct ca_chunksrc **ret)
+{
+	struct ca_chunksrc *src = calloc(1, sizeof(*src));
+	if (!src)
+		return -ENOMEM;
+	src->digest = digest;
+	src->lru_limit = lru_bytes;
+	pthread_mutex_init(&src->lock, NULL);
+	pthread_cond_init(&src->done, NULL);
+	*ret = src;
+	return 0;
+}
+
+void ca_chunksrc_free(struct ca_chunksrc *src)
+{
+	if (!src)
+		return;
+	for (unsigned i = 0; i < HASH_BUCKETS; i++)
+		while (src->buckets[i]) {
+			struct entry *e = src->buckets[i];
+			table_remove(src, e);
+			entry_free(e);
+		}
+	for (unsigned i = 0; i < src->n_backends; i++)
+		if (src->backends[i].ops->free)
+			src->backends[i].ops->free(src->backends[i].be);
+	ca_store_free(src->cache);
+	while (src->free_codecs) {
+		struct codec_slot *s = src->free_codecs;
+		src->free_codecs = s->next;
+		ca_codec_free(s->codec);
+		free(s);
+	}
+	pthread_cond_destroy(&src->done);
+	pthread_mutex_destroy(&src->lock);
+	free(src);
+}
+
+int ca_chunksrc_add_backend(struct ca_chunksrc *src, const struct ca_chunk_backend_ops *ops, void *be)
+{
+	if (src->n_backends == MAX_BACKENDS) {
+		if (ops->free)
+			ops->free(be);
+		return -E2BIG;
+	}
+	src->backends[src->n_backends++] = (struct backend){ ops, be };
+	return 0;
+}
+
+static int store_fetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_buf *out, bool *ret_compressed)
+{
+	return ca_store_get_raw(be, id, out, ret_compressed);
+}
+
+static int store_has(void *be, const uint8_t id[CA_CHUNK_ID_SIZE])
+{
+	return ca_store_has(be, id);
+}
+
+static void store_free(void *be)
+{
+	ca_store_free(be);
+}
+
+static const struct ca_chunk_backend_ops store_ops = {
+	.kind = "store",
+	.fetch = store_fetch,
+	.has = store_has,
+	.free = store_free,
+};
+
+int ca_chunksrc_add_store(struct ca_chunksrc *src, struct ca_store *store)
+{
+	return ca_chunksrc_add_backend(src, &store_ops, store);
+}
+
+int ca_chunksrc_set_cache(struct ca_chunksrc *src, struct ca_store *cache, bool touch)
+{
+	ca_store_free(src->cache);
+	src->cache = cache;
+	src->touch_cache = touch;
+	return 0;
+}
+
+void ca_chunksrc_set_offline(struct ca_chunksrc *src, bool offline)
+{
+	src->offline = offline;
+}
+
+static struct codec_slot *codec_take(struct ca_chunksrc *src)
+{
+	pthread_mutex_lock(&src->lock);
+	struct codec_slot *s = src->free_codecs;
+	if (s)
+		src->free_codecs = s->next;
+	pthread_mutex_unlock(&src->lock);
+	if (s)
+		return s;
+	s = calloc(1, sizeof(*s));
+	if (s && ca_codec_new(src->digest, &s->codec) < 0) {
+		free(s);
+		s = NULL;
+	}
+	return s;
+}
+
+static void codec_give(struct ca_chunksrc *src, struct codec_slot *s)
+{
+	pthread_mutex_lock(&src->lock);
+	s->next = src->free_codecs;
+	src->free_codecs = s;
+	pthread_mutex_unlock(&src->lock);
+}
+
+static void count(struct ca_chunksrc *src, uint64_t *field, uint64_t n)
+{
+	pthread_mutex_lock(&src->lock);
+	*field += n;
+	pthread_mutex_unlock(&src->lock);
+}
+
+/* Turn a chunk file's bytes into verified data in out. */
+static int decode(struct ca_codec *codec, struct ca_buf *raw, bool compressed, const uint8_t *id, uint64_t size,
+                  struct ca_buf *out)
+{
+	if (compressed)
+		return ca_codec_decode_chunk(codec, raw->data, raw->size, id, size, out);
+	/* a bare chunk is the data itself */
+	uint8_t got[CA_CHUNK_ID_SIZE];
+	if (size != UINT64_MAX && raw->size != size)
+		return -EBADMSG;
+	int r = ca_digest_once(ca_codec_digest(codec), raw->data, raw->size, got);
+	if (r < 0)
+		return r;
+	if (memcmp(got, id, CA_CHUNK_ID_SIZE))
+		return -EBADMSG;
+	struct ca_buf t = *out;
+	*out = *raw;
+	*raw = t;
+	return 0;
+}
+
+static int fetch_chain(struct ca_chunksrc *src, struct ca_codec *codec, const uint8_t *id, uint64_t size,
+                       struct ca_buf *out)
+{
+	struct ca_buf raw = CA_BUF_INIT;
+	bool compressed = true;
+	int r, result = -ENOENT;
+	char hex[2 * CA_CHUNK_ID_SIZE + 1];
+
+	if (src->cache) {
+		r = ca_store_get_raw(src->cache, id, &raw, &compressed);
+		if (r == 0) {
+			r = decode(codec, &raw, compressed, id, size, out);
+			if (r == 0) {
+				count(src, &src->stats.cache_hits, 1);
+				if (src->touch_cache)
+					(void)ca_store_touch(src->cache, id);
+				goto done;
+			}
+			/* a damaged cache entry must not shadow a good remote copy */
+			ca_id_to_hex(id, hex);
+			ca_log_warning("cache: chunk %s is corrupt, dropping it", hex);
+			(void)ca_store_remove(src->cache, id);
+			count(src, &src->stats.corrupt, 1);
+		}
+	}
+	if (src->offline) {
+		r = -ENOMEDIUM;
+		goto done;
+	}
+	for (unsigned i = 0; i < src->n_backends; i++) {
+		const struct backend *b = &src->backends[i];
+		compressed = true;
+		r = b->ops->fetch(b->be, id, &raw, &compressed);
+		if (r == -ENOENT)
+			continue;
+		if (r < 0) {
+			if (result == -ENOENT)
+				result = r;
+			continue;
+		}
+		r = decode(codec, &raw, compressed, id, size, out);
+		if (r == -EBADMSG) {
+			count(src, &src->stats.corrupt, 1);
+			result = -EBADMSG;
+			continue;
+		}
+		if (r < 0) {
+			result = r;
+			continue;
+		}
+		count(src, &src->stats.fetched_bytes, raw.size);
+		count(src, &src->stats.fetched_chunks, 1);
+		if (src->cache) {
+			if (compressed)
+				r = ca_store_put_raw(src->cache, id, raw.data, raw.size);
+			else if ((r = ca_codec_compress(codec, out->data, out->size, &raw)) == 0)
+				r = ca_store_put_raw(src->cache, id, raw.data, raw.size);
+			if (r < 0) {
+				ca_id_to_hex(id, hex);
+				ca_log_warning_errno(r, "cache: cannot store chunk %s", hex);
+			}
+		}
+		r = 0;
+		goto done;
+	}
+	r = result;
+done:
+	ca_buf_release(&raw);
+	return r;
+}
+
+int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size,
+                    const struct ca_chunk **ret)
+{
+	struct entry *e;
+	int r;
+
+	pthread_mutex_lock(&src->lock);
+	e = lookup(src, id);
+	if (e) {
+		e->refs++;
+		if (e->ready)
+			src->stats.lru_hits++;
+		while (!e->ready && e->err == 0)
+			pthread_cond_wait(&src->done, &src->lock);
+		if (e->ready) {
+			if (e->in_table)
+				lru_front(src, e);
+			pthread_mutex_unlock(&src->lock);
+			*ret = &e->chunk;
+			return 0;
+		}
+		r = e->err;
+		if (--e->refs == 0 && !e->in_table)
+			entry_free(e);
+		pthread_mutex_unlock(&src->lock);
+		return r;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		pthread_mutex_unlock(&src->lock);
+		return -ENOMEM;
+	}
+	memcpy(e->id, id, CA_CHUNK_ID_SIZE);
+	e->refs = 1;
+	e->in_table = true;
+	unsigned b = bucket_of(id);
+	e->hnext = src->buckets[b];
+	src->buckets[b] = e;
+	pthread_mutex_unlock(&src->lock);
+
+	struct ca_buf out = CA_BUF_INIT;
+	struct codec_slot *cs = codec_take(src);
+	r = cs ? fetch_chain(src, cs->codec, id, size, &out) : -ENOMEM;
+	if (cs)
+		codec_give(src, cs);
+
+	pthread_mutex_lock(&src->lock);
+	if (r < 0) {
+		src->stats.errors++;
+		e->err = r;
+		table_remove(src, e);
+		ca_buf_release(&out);
+	} else {
+		e->mem = out.data;
+		e->chunk.data = out.data;
+		e->chunk.size = out.size;
+		e->ready = true;
+		if (src->lru_limit == 0 || out.size > src->lru_limit) {
+			/* no LRU: waiters already hold references */
+			struct entry **pp = &src->buckets[b];
+			while (*pp != e)
+				pp = &(*pp)->hnext;
+			*pp = e->hnext;
+			e->in_table = false;
+		} else {
+			e->next = src->lru_head;
+			if (src->lru_head)
+				src->lru_head->prev = e;
+			src->lru_head = e;
+			if (!src->lru_tail)
+				src->lru_tail = e;
+			src->lru_bytes += out.size;
+			lru_evict(src);
+		}
+	}
+	pthread_cond_broadcast(&src->done);
+	if (r < 0 && --e->refs == 0)
+		entry_free(e);
+	pthread_mutex_unlock(&src->lock);
+	if (r < 0)
+		return r;
+	*ret = &e->chunk;
+	return 0;
+}
+
+void ca_chunksrc_put(struct ca_chunksrc *src, const struct ca_chunk *chunk)
+{
+	if (!chunk)
+		return;
+	struct entry *e = (struct entry *)chunk;
+	pthread_mutex_lock(&src->lock);
+	if (--e->refs == 0 && !e->in_table)
+		entry_free(e);
+	pthread_mutex_unlock(&src->lock);
+}
+
+int ca_chunksrc_is_local(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE])
+{
+	pthread_mutex_lock(&src->lock);
+	struct entry *e = lookup(src, id);
+	bool hit = e && e->ready;
+	pthread_mutex_unlock(&src->lock);
+	if (hit)
+		return 1;
+	return src->cache ? ca_store_has(src->cache, id) : 0;
+}
+
+void ca_chunksrc_prefetch(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE])
+{
+	if (src->offline)
+		return;
+	pthread_mutex_lock(&src->lock);
+	bool known = lookup(src, id) != NULL;
+	pthread_mutex_unlock(&src->lock);
+	if (known || (src->cache && ca_store_has(src->cache, id) > 0))
+		return;
+	for (unsigned i = 0; i < src->n_backends; i++) {
+		const struct backend *b = &src->backends[i];
+		if (b->ops->has && b->ops->has(b->be, id) > 0)
+			return; /* a local store has it: no need to go further */
+		if (b->ops->prefetch) {
+			b->ops->prefetch(b->be, id);
+			return;
+		}
+	}
+}
+
+void ca_chunksrc_get_stats(struct ca_chunksrc *src, struct ca_chunksrc_stats *ret)
+{
+	pthread_mutex_lock(&src->lock);
+	*ret = src->stats;
+	pthread_mutex_unlock(&src->lock);
+}

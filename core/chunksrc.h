@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * chunksrc.h - where chunks come from: a chain of backends tried in order
+ * (the local cache store first, then other stores, then remote stores),
+ * behind an in-memory LRU of decompressed, verified chunks.
+ *
+ *   get(id) -> LRU hit? -> someone already fetching id? wait for them
+ *           -> backend 0, 1, ... until one has it
+ *           -> decompress + verify against id (never hand out unverified data)
+ *           -> write the compressed bytes back into the cache store
+ *           -> LRU, wake waiters
+ *
+ * All functions are thread-safe. One in-flight table makes concurrent
+ * requests for one chunk share one fetch. Locks: src->lock guards the LRU
+ * and the in-flight table; it is never held across a backend call or a
+ * decompression.
+ */
+#ifndef CA_CHUNKSRC_H
+#define CA_CHUNKSRC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "digest.h"
+#include "format.h"
+#include "store.h"
+
+/* A backend: something that can produce a chunk's compressed bytes. */
+struct ca_chunk_backend_ops {
+	const char *kind; /* "store", "http", ... for messages */
+	/* Blocking, thread-safe. Fill out with the chunk file's bytes; *ret_compressed
+	 * false for an uncompressed chunk. -ENOENT if this backend does not have it,
+	 * -EIO (or another errno) if it failed to answer. */
+	int (*fetch)(void *be, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_buf *out, bool *ret_compressed);
+	/* Optional, non-blocking: start fetching id so a later fetch finds it fast. */
+	void (*prefetch)(void *be, const uint8_t id[CA_CHUNK_ID_SIZE]);
+	/* Optional: 1 if the backend holds the chunk locally, 0 if not, without fetching. */
+	int (*has)(void *be, const uint8_t id[CA_CHUNK_ID_SIZE]);
+	void (*free)(void *be);
+};
+
+/* A decompressed, verified chunk, shared by reference. */
+struct ca_chunk {
+	const uint8_t *data;
+	size_t size;
+};
+
+struct ca_chunksrc;
+
+struct ca_chunksrc_stats {
+	uint64_t lru_hits, cache_hits, fetched_chunks, fetched_bytes, errors, corrupt;
+};
+
+/* lru_bytes bounds the memory LRU (0 disables it). */
+int ca_chunksrc_new(enum ca_digest_type digest, size_t lru_bytes, struct ca_chunksrc **ret);
+void ca_chunksrc_free(struct ca_chunksrc *src); /* accepts NULL; no get() may be running */
+
+/* Append a backend; the chunksrc owns be and frees it with ops->free. */
+int ca_chunksrc_add_backend(struct ca_chunksrc *src, const struct ca_chunk_backend_ops *ops, void *be);
+/* Convenience: a local store as a read backend (owned). */
+int ca_chunksrc_add_store(struct ca_chunksrc *src, struct ca_store *store);
+/* The cache: tried first, and every chunk fetched from another backend is
+ * written into it (owned). At most one. touch=true marks hits as used (mtime). */
+int ca_chunksrc_set_cache(struct ca_chunksrc *src, struct ca_store *cache, bool touch);
+/* Offline: only the LRU and the cache are consulted; everything else fails with -ENOMEDIUM. */
+void ca_chunksrc_set_offline(struct ca_chunksrc *src, bool offline);
+
+/* The chunk id, uncompressed size `size` (UINT64_MAX if unknown). On success
+ * *ret holds a reference; drop it with ca_chunksrc_put. -ENOENT: no backend
+ * has it; -EBADMSG: every copy found was corrupt; other errno: I/O. */
+int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size,
+                    const struct ca_chunk **ret);
+void ca_chunksrc_put(struct ca_chunksrc *src, const struct ca_chunk *chunk); /* accepts NULL */
+
+/* Like get, but only makes sure the chunk will be quick to get: starts
+ * backend prefetches; never blocks on the network. */
+void ca_chunksrc_prefetch(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]);
+
+/* 1 if the chunk is in the LRU or the cache store, 0 if not. */
+int ca_chunksrc_is_local(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]);
+
+void ca_chunksrc_get_stats(struct ca_chunksrc *src, struct ca_chunksrc_stats *ret);
+
+#endif

@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* compress.c - zstd chunk encoding; zstd/xz/gzip decoding by magic. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zstd.h>
+#ifdef HAVE_LZMA
+#include <lzma.h>
+#endif
+#ifdef HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+#include "compress.h"
+#include "log.h"
+
+struct ca_codec {
+	ZSTD_CCtx *cctx;
+	ZSTD_DCtx *dctx;
+	struct ca_digest *digest;
+};
+
+int ca_codec_new(enum ca_digest_type type, struct ca_codec **ret)
+{
+	struct ca_codec *c = calloc(1, sizeof(*c));
+	int r = -ENOMEM;
+	if (!c)
+		return r;
+	c->cctx = ZSTD_createCCtx();
+	c->dctx = ZSTD_createDCtx();
+	if (!c->cctx || !c->dctx)
+		goto fail;
+	r = ca_digest_new(type, &c->digest);
+	if (r < 0)
+		goto fail;
+	*ret = c;
+	return 0;
+fail:
+	ca_codec_free(c);
+	return r;
+}
+
+void ca_codec_free(struct ca_codec *c)
+{
+	if (!c)
+		return;
+	ZSTD_freeCCtx(c->cctx);
+	ZSTD_freeDCtx(c->dctx);
+	ca_digest_free(c->digest);
+	free(c);
+}
+
+struct ca_digest *ca_codec_digest(struct ca_codec *c)
+{
+	return c->digest;
+}
+
+enum ca_compression ca_compression_detect(const void *data, size_t n)
+{
+	const uint8_t *p = data;
+	if (n >= 4 && p[0] == 0x28 && p[1] == 0xb5 && p[2] == 0x2f && p[3] == 0xfd)
+		return CA_COMPRESSION_ZSTD;
+	if (n >= 6 && !memcmp(p, "\xfd" "7zXZ\0", 6))
+		return CA_COMPRESSION_XZ;
+	if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b)
+		return CA_COMPRESSION_GZIP;
+	return CA_COMPRESSION_NONE;
+}
+
+static int zstd_fail(size_t rc, const char *what)
+{
+	return ca_log_debug_errno(-EBADMSG, "zstd %s failed (%s)", what, ZSTD_getErrorName(rc));
+}
+
+int ca_codec_compress(struct ca_codec *c, const void *p, size_t n, struct ca_buf *out)
+{
+	/* casync streams each chunk through ZSTD_compressStream + ZSTD_endStream
+	 * without a pledged size; feeding the input with ZSTD_e_continue first
+	 * keeps libzstd from inferring one, which would change the frame header. */
+	size_t rc = ZSTD_CCtx_reset(c->cctx, ZSTD_reset_session_and_parameters);
+	if (!ZSTD_isError(rc))
+		rc = ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_compressionLevel, 3);
+	if (ZSTD_isError(rc))
+		return zstd_fail(rc, "setup");
+
+	int r = ca_buf_reserve(out, ZSTD_compressBound(n) + 64, SIZE_MAX);
+	if (r < 0)
+		return r;
+	ZSTD_inBuffer in = { p, n, 0 };
+	ZSTD_outBuffer ob = { out->data, out->cap, 0 };
+	while (in.pos < in.size) {
+		rc = ZSTD_compressStream2(c->cctx, &ob, &in, ZSTD_e_continue);
+		if (ZSTD_isError(rc))
+			return zstd_fail(rc, "compress");
+	}
+	do {
+		if (ob.pos == ob.size) {
+			r = ca_buf_reserve(out, out->cap * 2, SIZE_MAX);
+			if (r < 0)
+				return r;
+			ob.dst = out->data;
+			ob.size = out->cap;
+		}
+		rc = ZSTD_compressStream2(c->cctx, &ob, &in, ZSTD_e_end);
+		if (ZSTD_isError(rc))
+			return zstd_fail(rc, "compress");
+	} while (rc != 0);
+	out->size = ob.pos;
+	return 0;
+}
+
+static int grow(struct ca_buf *out, size_t limit)
+{
+	size_t want = out->cap < 65536 ? 65536 : out->cap * 2;
+	if (out->cap >= limit)
+		return -EBADMSG; /* more output than allowed */
+	if (want > limit)
+		want = limit;
+	return ca_buf_reserve(out, want, limit);
+}
+
+static int decompress_zstd(struct ca_codec *c, const uint8_t *p, size_t n, struct ca_buf *out, size_t limit)
+{
+	ZSTD_DCtx_reset(c->dctx, ZSTD_reset_session_only);
+	/* a frame that states its size lets us size the buffer once */
+	unsigned long long fs = ZSTD_getFrameContentSize(p, n);
+	if (fs != ZSTD_CONTENTSIZE_UNKNOWN && fs != ZSTD_CONTENTSIZE_ERROR) {
+		if (fs >= limit)
+			return -EBADMSG;
+		int r = ca_buf_reserve(out, fs + 1, limit);
+		if (r < 0)
+			return r;
+	}
+	ZSTD_inBuffer in = { p, n, 0 };
+	ZSTD_outBuffer ob = { out->data, out->cap, 0 };
+	size_t rc;
+	for (;;) {
+		if (ob.pos == ob.size) {
+			int r = grow(out, limit);
+			if (r < 0)
+				return r;
+			ob.dst = out->data;
+			ob.size = out->cap;
+		}
+		rc = ZSTD_decompressStream(c->dctx, &ob, &in);
+		if (ZSTD_isError(rc))
+			return zstd_fail(rc, "decompress");
+		if (rc == 0)
+			break; /* frame complete */
+		if (in.pos == in.size && ob.pos < ob.size)
+			return -EBADMSG; /* truncated */
+	}
+	if (in.pos != in.size)
+		return -EBADMSG; /* one stream per chunk: trailing bytes are corruption */
+	out->size = ob.pos;
+	return 0;
+}
+
+#ifdef HAVE_LZMA
+static int decompress_xz(const uint8_t *p, size_t n, struct ca_buf *out, size_t limit)
+{
+	lzma_stream s = LZMA_STREAM_INIT;
+	int r = 0;
+	if (lzma_stream_decoder(&s, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
+		return -ENOMEM;
+	s.next_in = p;
+	s.avail_in = n;
+	out->size = 0;
+	for (;;) {
+		if (out->size == out->cap && (r = grow(out, limit)) < 0)
+			break;
+		s.next_out = out->data + out->size;
+		s.avail_out = out->cap - out->size;
+		lzma_ret lr = lzma_code(&s, LZMA_FINISH);
+		out->size = out->cap - s.avail_out;
+		if (lr == LZMA_STREAM_END)
+			break;
+		if (lr != LZMA_OK) {
+			r = -EBADMSG;
+			break;
+		}
+	}
+	lzma_end(&s);
+	return r;
+}
+#endif
+
+#ifdef HAVE_ZLIB
+static int decompress_gzip(const uint8_t *p, size_t n, struct ca_buf *out, size_t limit)
+{
+	z_stream s;
+	int r = 0;
+	memset(&s, 0, sizeof(s));
+	if (inflateInit2(&s, 15 + 16) != Z_OK)
+		return -ENOMEM;
+	s.next_in = (Bytef *)p;
+	s.avail_in = n;
+	out->size = 0;
+	for (;;) {
+		if (out->size == out->cap && (r = grow(out, limit)) < 0)
+			break;
+		s.next_out = out->data + out->size;
+		s.avail_out = out->cap - out->size;
+		int zr = inflate(&s, Z_NO_FLUSH);
+		out->size = out->cap - s.avail_out;
+		if (zr == Z_STREAM_END) {
+			if (s.avail_in)
+				r = -EBADMSG;
+			break;
+		}
+		if (zr != Z_OK && !(zr == Z_BUF_ERROR && s.avail_out == 0)) {
+			r = -EBADMSG;
+			break;
+		}
+	}
+	inflateEnd(&s);
+	return r;
+}
+#endif
+
+int ca_codec_decompress(struct ca_codec *c, const void *p, size_t n, struct ca_buf *out, size_t limit)
+{
+	int r;
+	if (limit > CA_CHUNK_SIZE_LIMIT_MAX)
+		limit = CA_CHUNK_SIZE_LIMIT_MAX;
+	/* room for one byte more than allowed, so that the decoder never stalls
+	 * on a full buffer exactly at the limit and overlong output shows */
+	size_t cap = limit + 1;
+	out->size = 0;
+	switch (ca_compression_detect(p, n)) {
+	case CA_COMPRESSION_ZSTD:
+		r = decompress_zstd(c, p, n, out, cap);
+		break;
+#ifdef HAVE_LZMA
+	case CA_COMPRESSION_XZ:
+		r = decompress_xz(p, n, out, cap);
+		break;
+#endif
+#ifdef HAVE_ZLIB
+	case CA_COMPRESSION_GZIP:
+		r = decompress_gzip(p, n, out, cap);
+		break;
+#endif
+	default:
+		return -EBADMSG;
+	}
+	if (r == 0 && out->size > limit)
+		r = -EBADMSG;
+	return r;
+}
+
+int ca_codec_decode_chunk(struct ca_codec *c, const void *p, size_t n, const uint8_t id[CA_CHUNK_ID_SIZE],
+                          uint64_t expected_size, struct ca_buf *out)
+{
+	uint8_t got[CA_CHUNK_ID_SIZE];
+	size_t limit = expected_size != UINT64_MAX && expected_size < CA_CHUNK_SIZE_LIMIT_MAX ?
+	               (size_t)expected_size : CA_CHUNK_SIZE_LIMIT_MAX;
+	int r;
+	if (expected_size != UINT64_MAX) {
+		r = ca_buf_reserve(out, limit + 1, SIZE_MAX);
+		if (r < 0)
+			return r;
+	}
+	r = ca_codec_decompress(c, p, n, out, limit);
+	if (r < 0)
+		return r;
+	if (expected_size != UINT64_MAX && out->size != expected_size)
+		return -EBADMSG;
+	r = ca_digest_once(c->digest, out->data, out->size, got);
+	if (r < 0)
+		return r;
+	return memcmp(got, id, CA_CHUNK_ID_SIZE) ? -EBADMSG : 0;
+}

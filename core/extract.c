@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* extract.c - parallel blob extraction. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atomic_file.h"
+#include "digest.h"
+#include "extract.h"
+#include "fdio.h"
+#include "log.h"
+
+#define MAX_WORKERS 64
+#define PROGRESS_STEP (8u << 20)
+
+struct extract_job {
+	struct ca_index *idx;
+	struct ca_chunksrc *src;
+	const struct ca_extract_opts *o;
+	int fd;
+	bool seq_out; /* not seekable: write in order */
+	uint8_t zero_id[CA_CHUNK_ID_SIZE]; /* id of a max-size run of zeros */
+	uint64_t zero_size;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	size_t next;        /* next chunk to hand out */
+	size_t next_write;  /* sequential output: next chunk to write */
+	uint64_t written, reported;
+	int err;
+};
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	/* compare the buffer against itself shifted by one byte after checking the first */
+	return n == 0 || (p[0] == 0 && !memcmp(p, p + 1, n - 1));
+}
+
+static void *worker(void *arg)
+{
+	struct extract_job *x = arg;
+	size_t n = ca_index_n_chunks(x->idx);
+
+	for (;;) {
+		pthread_mutex_lock(&x->lock);
+		size_t i = x->next++;
+		int err = x->err;
+		pthread_mutex_unlock(&x->lock);
+		if (i >= n || err)
+			break;
+
+		uint64_t start, end;
+		const uint8_t *id;
+		const struct ca_chunk *c = NULL;
+		int r = 0;
+		ca_index_chunk(x->idx, i, &start, &end, &id);
+		bool zero = !x->seq_out && end - start == x->zero_size &&
+		            !memcmp(id, x->zero_id, CA_CHUNK_ID_SIZE);
+		if (!zero) {
+			r = ca_chunksrc_get(x->src, id, end - start, &c);
+			if (r < 0) {
+				char hex[2 * CA_CHUNK_ID_SIZE + 1];
+				ca_id_to_hex(id, hex);
+				r = ca_log_error_errno(r, "chunk %s", hex);
+			}
+		}
+		if (r == 0 && c && x->seq_out) {
+			pthread_mutex_lock(&x->lock);
+			while (x->next_write != i && !x->err)
+				pthread_cond_wait(&x->cond, &x->lock);
+			pthread_mutex_unlock(&x->lock);
+			if (!x->err)
+				r = ca_write_all(x->fd, c->data, c->size);
+		} else if (r == 0 && c && !all_zero(c->data, c->size)) {
+			r = ca_pwrite_all(x->fd, c->data, c->size, start);
+		}
+		ca_chunksrc_put(x->src, c);
+
+		pthread_mutex_lock(&x->lock);
+		if (r < 0 && !x->err)
+			x->err = r;
+		x->next_write++;
+		x->written += end - start;
+		bool report = x->o->progress && x->written - x->reported >= PROGRESS_STEP;
+		if (report)
+			x->reported = x->written;
+		uint64_t w = x->written;
+		pthread_cond_broadcast(&x->cond);
+		pthread_mutex_unlock(&x->lock);
+		if (report)
+			x->o->progress(x->o->progress_userdata, w);
+	}
+	return NULL;
+}
+
+int ca_extract_blob_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, const struct ca_extract_opts *o)
+{
+	struct extract_job x = { .idx = idx, .src = src, .o = o, .fd = fd };
+	pthread_t th[MAX_WORKERS];
+	unsigned n = o->threads, started = 0;
+	struct stat st;
+	int r = 0;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	x.seq_out = !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode);
+	if (n == 0) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+		n = c > 2 ? (unsigned)c : 2;
+	}
+	if (n > MAX_WORKERS)
+		n = MAX_WORKERS;
+
+	/* runs of zeros cut at max size all share one id: skip those unread */
+	x.zero_size = ca_index_chunk_size_max(idx);
+	uint8_t *zeros = calloc(1, x.zero_size);
+	struct ca_digest *d = NULL;
+	if (!zeros)
+		return -ENOMEM;
+	r = ca_digest_new(ca_digest_type_from_flags(ca_index_feature_flags(idx)), &d);
+	if (r == 0)
+		r = ca_digest_once(d, zeros, x.zero_size, x.zero_id);
+	ca_digest_free(d);
+	free(zeros);
+	if (r < 0)
+		return r;
+	/* only a fresh file of the right size is known to read zero where we skip */
+	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size != ca_index_blob_size(idx))
+		x.zero_size = 0;
+	if (S_ISBLK(st.st_mode))
+		x.zero_size = 0;
+
+	pthread_mutex_init(&x.lock, NULL);
+	pthread_cond_init(&x.cond, NULL);
+	for (; started < n; started++)
+		if ((r = -pthread_create(&th[started], NULL, worker, &x)) < 0)
+			break;
+	if (r < 0) {
+		pthread_mutex_lock(&x.lock);
+		x.err = r;
+		pthread_mutex_unlock(&x.lock);
+	}
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	if (o->progress && !x.err)
+		o->progress(o->progress_userdata, x.written);
+	pthread_cond_destroy(&x.cond);
+	pthread_mutex_destroy(&x.lock);
+	return x.err;
+}
+
+int ca_extract_blob(struct ca_index *idx, struct ca_chunksrc *src, const char *path, const struct ca_extract_opts *o)
+{
+	struct ca_atomic_file f;
+	int r;
+	if (!strcmp(path, "-"))
+		return ca_extract_blob_fd(idx, src, STDOUT_FILENO, o);
+	r = ca_atomic_file_open(&f, path, 0666);
+	if (r < 0)
+		return r;
+	if (ftruncate(f.fd, (off_t)ca_index_blob_size(idx)) < 0)
+		r = -errno;
+	if (r == 0)
+		r = ca_extract_blob_fd(idx, src, f.fd, o);
+	if (r < 0) {
+		ca_atomic_file_abort(&f);
+		return r;
+	}
+	return ca_atomic_file_commit(&f);
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * extract.h - write a whole image (all chunks of an index) to a file,
+ * in parallel: a pool of workers gets chunks from the chunk source
+ * (decompressed, verified) and pwrite()s each at its offset. All-zero
+ * chunks are left as holes in a fresh file. The output appears under its
+ * final name only when complete.
+ */
+#ifndef CA_EXTRACT_H
+#define CA_EXTRACT_H
+
+#include <stdint.h>
+
+#include "chunksrc.h"
+#include "index.h"
+
+struct ca_extract_opts {
+	unsigned threads; /* 0 = number of CPUs (at least 2) */
+	/* called now and then, from any worker, with bytes written so far */
+	void (*progress)(void *userdata, uint64_t bytes);
+	void *progress_userdata;
+};
+
+/* Extract the blob of idx to path (a regular file, replaced atomically), or
+ * to "-" for stdout. On failure nothing is left under path; the error names
+ * the first chunk that failed (logged). */
+int ca_extract_blob(struct ca_index *idx, struct ca_chunksrc *src, const char *path,
+                    const struct ca_extract_opts *o);
+
+/* Same into an open fd at offset 0, which must be seekable and already
+ * truncated to the blob size (holes stay holes). */
+int ca_extract_blob_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, const struct ca_extract_opts *o);
+
+#endif

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* log.c - stderr diagnostics, one write per message. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+/* The level is process configuration set once by main before any thread
+ * starts; a plain int read everywhere afterwards. */
+static enum ca_log_level max_level = CA_LOG_WARNING;
+
+void ca_log_set_level(enum ca_log_level level)
+{
+	max_level = level;
+}
+
+enum ca_log_level ca_log_get_level(void)
+{
+	return max_level;
+}
+
+const char *ca_strerror(int err, char *buf, unsigned len)
+{
+	err = abs(err);
+	if (err == EBADMSG)
+		return "corrupt data";
+	/* GNU strerror_r returns a pointer that may or may not be buf */
+	return strerror_r(err, buf, len);
+}
+
+static void emit(enum ca_log_level level, const char *fmt, va_list ap, int err)
+{
+	char line[2048];
+	int n = snprintf(line, sizeof(line), "cafs: %s", level == CA_LOG_WARNING ? "warning: " : "");
+	if (n < 0)
+		return;
+	int m = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+	if (m < 0)
+		return;
+	n += m;
+	if (n > (int)sizeof(line) - 2)
+		n = sizeof(line) - 2;
+	if (err) {
+		char eb[128];
+		const char *es = ca_strerror(err, eb, sizeof(eb));
+		int k = snprintf(line + n, sizeof(line) - n, ": %s", es);
+		if (k > 0)
+			n += k;
+		if (n > (int)sizeof(line) - 2)
+			n = sizeof(line) - 2;
+	}
+	line[n++] = '\n';
+	ssize_t w = write(STDERR_FILENO, line, n);
+	(void)w;
+}
+
+void ca_log(enum ca_log_level level, const char *fmt, ...)
+{
+	if (level > max_level)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	emit(level, fmt, ap, 0);
+	va_end(ap);
+}
+
+int ca_log_errno(enum ca_log_level level, int err, const char *fmt, ...)
+{
+	err = abs(err);
+	if (level <= max_level) {
+		va_list ap;
+		va_start(ap, fmt);
+		emit(level, fmt, ap, err);
+		va_end(ap);
+	}
+	return -err;
+}

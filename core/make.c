@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * make.c - the make pipeline (see make.h for the picture).
+ *
+ * One lock (m->lock) guards all queues and counters; it is held only to
+ * move pointers, never across hashing, compression or file I/O, except for
+ * the buffered index append that keeps items in stream order.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "chunker.h"
+#include "compress.h"
+#include "fdio.h"
+#include "index.h"
+#include "log.h"
+#include "make.h"
+#include "store.h"
+
+#define SEG_SIZE (4u << 20)
+#define MAX_SEGS 8                    /* input buffered ahead of the chunker and digest */
+#define MAX_JOB_BYTES (64u << 20)     /* chunk data waiting for workers */
+#define MAX_WORKERS 64
+
+struct segment {
+	struct segment *next_c, *next_d; /* chunker queue, digest queue */
+	unsigned refs;
+	size_t size;
+	uint8_t data[];
+};
+
+struct job {
+	struct job *next_w, *next_p; /* work queue, pending (stream order) list */
+	uint64_t end;
+	struct ca_buf buf;
+	uint8_t id[CA_CHUNK_ID_SIZE];
+	bool done;
+};
+
+struct ca_maker {
+	struct ca_make_opts o;
+	struct ca_chunker chunker;
+	struct ca_store *store;
+	struct ca_index_writer *index;
+	struct ca_digest *stream_digest;
+	struct segment *cur; /* being filled by feed */
+	uint64_t fed;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* any state change; few threads, so one condition serves */
+	struct segment *cq_head, *cq_tail, *dq_head, *dq_tail;
+	unsigned live_segs;
+	struct job *wq_head, *wq_tail, *pq_head, *pq_tail;
+	uint64_t job_bytes;
+	struct ca_buf *spare_bufs; /* recycled chunk buffers, so big chunks don't fault in fresh pages */
+	size_t n_spare, cap_spare;
+	bool input_done, chunker_done, stop;
+	int err;
+	struct ca_make_stats stats;
+
+	pthread_t chunker_thread, digest_thread, workers[MAX_WORKERS];
+	unsigned n_workers;
+	bool chunker_started, digest_started;
+};
+
+static void fail_locked(struct ca_maker *m, int r)
+{
+	if (!m->err)
+		m->err = r;
+	pthread_cond_broadcast(&m->cond);
+}
+
+static void seg_unref_locked(struct ca_maker *m, struct segment *s)
+{
+	if (--s->refs == 0) {
+		free(s);
+		m->live_segs--;
+		pthread_cond_broadcast(&m->cond);
+	}
+}
+
+static void *digest_main(void *arg)
+{
+	struct ca_maker *m = arg;
+	pthread_mutex_lock(&m->lock);
+	for (;;) {
+		while (!m->dq_head && !m->input_done && !m->err)
+			pthread_cond_wait(&m->cond, &m->lock);
+		struct segment *s = m->dq_head;
+		if (!s || m->err)
+			break;
+		m->dq_head = s->next_d;
+		if (!m->dq_head)
+			m->dq_tail = NULL;
+		pthread_mutex_unlock(&m->lock);
+		int r = ca_digest_update(m->stream_digest, s->data, s->size);
+		pthread_mutex_lock(&m->lock);
+		if (r < 0)
+			fail_locked(m, r);
+		seg_unref_locked(m, s);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+/* A chunk is complete: hand its buffer to the workers. Called with the lock held. */
+static void emit_locked(struct ca_maker *m, struct ca_buf *acc, uint64_t end)
+{
+	struct job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		fail_locked(m, -ENOMEM);
+		return;
+	}
+	j->end = end;
+	j->buf = *acc;
+	*acc = (struct ca_buf)CA_BUF_INIT;
+	if (m->n_spare)
+		*acc = m->spare_bufs[--m->n_spare];
+	acc->size = 0;
+	m->job_bytes += j->buf.size;
+	if (m->pq_tail)
+		m->pq_tail->next_p = j;
+	else
+		m->pq_head = j;
+	m->pq_tail = j;
+	if (m->wq_tail)
+		m->wq_tail->next_w = j;
+	else
+		m->wq_head = j;
+	m->wq_tail = j;
+	m->stats.chunks++;
+	pthread_cond_broadcast(&m->cond);
+}
+
+static void *chunker_main(void *arg)
+{
+	struct ca_maker *m = arg;
+	struct ca_buf acc = CA_BUF_INIT;
+	uint64_t pos = 0; /* stream offset of the end of acc */
+	int r;
+
+	pthread_mutex_lock(&m->lock);
+	for (;;) {
+		while (!m->cq_head && !m->input_done && !m->err)
+			pthread_cond_wait(&m->cond, &m->lock);
+		struct segment *s = m->cq_head;
+		if (m->err || !s)
+			break;
+		m->cq_head = s->next_c;
+		if (!m->cq_head)
+			m->cq_tail = NULL;
+		pthread_mutex_unlock(&m->lock);
+
+		size_t off = 0;
+		while (off < s->size && !m->err) {
+			size_t k = ca_chunker_scan(&m->chunker, s->data + off, s->size - off);
+			bool cut = k != CA_CHUNKER_NO_CUT;
+			if (!cut)
+				k = s->size - off;
+			r = ca_buf_append(&acc, s->data + off, k, CA_CHUNK_SIZE_LIMIT_MAX);
+			off += k;
+			pos += k;
+			if (cut || r < 0) {
+				pthread_mutex_lock(&m->lock);
+				if (r < 0)
+					fail_locked(m, r);
+				else
+					emit_locked(m, &acc, pos);
+				while (m->job_bytes > MAX_JOB_BYTES && !m->err)
+					pthread_cond_wait(&m->cond, &m->lock);
+				pthread_mutex_unlock(&m->lock);
+			}
+		}
+		pthread_mutex_lock(&m->lock);
+		seg_unref_locked(m, s);
+	}
+	if (!m->err && acc.size > 0)
+		emit_locked(m, &acc, pos);
+	m->chunker_done = true;
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	ca_buf_release(&acc);
+	return NULL;
+}
+
+/* Write finished jobs at the head of the stream-order list into the index. */
+static void retire_locked(struct ca_maker *m)
+{
+	while (m->pq_head && m->pq_head->done) {
+		struct job *j = m->pq_head;
+		m->pq_head = j->next_p;
+		if (!m->pq_head)
+			m->pq_tail = NULL;
+		if (m->index && !m->err) {
+			int r = ca_index_writer_add(m->index, j->end, j->id);
+			if (r < 0)
+				fail_locked(m, r);
+		}
+		free(j);
+	}
+}
+
+static int store_chunk(struct ca_maker *m, struct ca_codec *codec, struct ca_buf *cbuf, struct job *j, bool *ret_new)
+{
+	int r = ca_store_has(m->store, j->id);
+	*ret_new = false;
+	if (r != 0)
+		return r < 0 ? r : 0;
+	r = ca_codec_compress(codec, j->buf.data, j->buf.size, cbuf);
+	if (r < 0)
+		return r;
+	r = ca_store_put_raw(m->store, j->id, cbuf->data, cbuf->size);
+	if (r < 0)
+		return r;
+	*ret_new = r > 0;
+	return 0;
+}
+
+static void *worker_main(void *arg)
+{
+	struct ca_maker *m = arg;
+	struct ca_codec *codec = NULL;
+	struct ca_buf cbuf = CA_BUF_INIT;
+	int r = ca_codec_new(ca_digest_type_from_flags(m->o.feature_flags), &codec);
+
+	pthread_mutex_lock(&m->lock);
+	if (r < 0)
+		fail_locked(m, r);
+	for (;;) {
+		while (!m->wq_head && !m->chunker_done && !m->err)
+			pthread_cond_wait(&m->cond, &m->lock);
+		struct job *j = m->wq_head;
+		if (!j || m->err)
+			break;
+		m->wq_head = j->next_w;
+		if (!m->wq_head)
+			m->wq_tail = NULL;
+		pthread_mutex_unlock(&m->lock);
+
+		bool is_new = false;
+		r = ca_digest_once(ca_codec_digest(codec), j->buf.data, j->buf.size, j->id);
+		if (r == 0 && m->store)
+			r = store_chunk(m, codec, &cbuf, j, &is_new);
+
+		pthread_mutex_lock(&m->lock);
+		if (r < 0)
+			fail_locked(m, r);
+		if (is_new) {
+			m->stats.chunks_new++;
+			m->stats.bytes_stored += cbuf.size;
+		}
+		m->job_bytes -= j->buf.size;
+		if (m->n_spare < m->cap_spare)
+			m->spare_bufs[m->n_spare++] = j->buf;
+		else
+			ca_buf_release(&j->buf);
+		j->buf = (struct ca_buf)CA_BUF_INIT;
+		j->done = true;
+		retire_locked(m);
+		pthread_cond_broadcast(&m->cond);
+	}
+	pthread_mutex_unlock(&m->lock);
+	ca_buf_release(&cbuf);
+	ca_codec_free(codec);
+	return NULL;
+}
+
+int ca_maker_new(const struct ca_make_opts *o, struct ca_maker **ret)
+{
+	struct ca_maker *m = calloc(1, sizeof(*m));
+	int r;
+	if (!m)
+		return -ENOMEM;
+	m->o = *o;
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->cond, NULL);
+	r = ca_chunker_init(&m->chunker, o->chunk_min, o->chunk_avg, o->chunk_max);
+	if (r < 0)
+		goto fail;
+	r = ca_digest_new(ca_digest_type_from_flags(o->feature_flags), &m->stream_digest);
+	if (r < 0)
+		goto fail;
+	if (o->store_path && (r = ca_store_open(o->store_path, &m->store)) < 0)
+		goto fail;
+	if (o->index_path &&
+	    (r = ca_index_writer_open(o->index_path, o->feature_flags, o->chunk_min, o->chunk_avg, o->chunk_max,
+	                              o->index_mode, &m->index)) < 0)
+		goto fail;
+
+	unsigned n = o->threads;
+	if (n == 0) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+		n = c > 0 ? (unsigned)c : 1;
+	}
+	if (n > MAX_WORKERS)
+		n = MAX_WORKERS;
+	m->cap_spare = n + 4;
+	m->spare_bufs = calloc(m->cap_spare, sizeof(*m->spare_bufs));
+	if (!m->spare_bufs) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	if ((r = -pthread_create(&m->digest_thread, NULL, digest_main, m)) < 0)
+		goto fail;
+	m->digest_started = true;
+	if ((r = -pthread_create(&m->chunker_thread, NULL, chunker_main, m)) < 0)
+		goto fail;
+	m->chunker_started = true;
+	for (; m->n_workers < n; m->n_workers++)
+		if ((r = -pthread_create(&m->workers[m->n_workers], NULL, worker_main, m)) < 0)
+			goto fail;
+	*ret = m;
+	return 0;
+fail:
+	ca_maker_free(m);
+	return r;
+}
+
+static int push_segment(struct ca_maker *m)
+{
+	struct segment *s = m->cur;
+	m->cur = NULL;
+	s->refs = 2;
+	pthread_mutex_lock(&m->lock);
+	if (m->cq_tail)
+		m->cq_tail->next_c = s;
+	else
+		m->cq_head = s;
+	m->cq_tail = s;
+	if (m->dq_tail)
+		m->dq_tail->next_d = s;
+	else
+		m->dq_head = s;
+	m->dq_tail = s;
+	pthread_cond_broadcast(&m->cond);
+	int r = m->err;
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
+/* Make sure there is a segment with room to fill, waiting for the
+ * pipeline to drain when it holds its bound. */
+static int seg_ensure(struct ca_maker *m)
+{
+	if (m->cur)
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	while (m->live_segs >= MAX_SEGS && !m->err)
+		pthread_cond_wait(&m->cond, &m->lock);
+	int r = m->err;
+	if (!r)
+		m->live_segs++;
+	pthread_mutex_unlock(&m->lock);
+	if (r)
+		return r;
+	m->cur = malloc(sizeof(struct segment) + SEG_SIZE);
+	if (!m->cur) {
+		pthread_mutex_lock(&m->lock);
+		m->live_segs--;
+		pthread_mutex_unlock(&m->lock);
+		return -ENOMEM;
+	}
+	m->cur->next_c = m->cur->next_d = NULL;
+	m->cur->size = 0;
+	return 0;
+}
+
+/* Account k bytes just placed in the current segment; ship it when full. */
+static int seg_filled(struct ca_maker *m, size_t k)
+{
+	m->cur->size += k;
+	m->fed += k;
+	if (m->cur->size < SEG_SIZE)
+		return 0;
+	int r = push_segment(m);
+	if (r == 0 && m->o.progress)
+		m->o.progress(m->o.progress_userdata, m->fed);
+	return r;
+}
+
+int ca_maker_feed(struct ca_maker *m, const void *p, size_t n)
+{
+	const uint8_t *q = p;
+	while (n > 0) {
+		int r = seg_ensure(m);
+		if (r)
+			return r;
+		size_t k = SEG_SIZE - m->cur->size;
+		if (k > n)
+			k = n;
+		memcpy(m->cur->data + m->cur->size, q, k);
+		q += k;
+		n -= k;
+		r = seg_filled(m, k);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int ca_maker_feed_fd(struct ca_maker *m, int fd)
+{
+	for (;;) {
+		/* read straight into the segment: no bounce buffer */
+		int r = seg_ensure(m);
+		if (r)
+			return r;
+		ssize_t k = ca_read_full(fd, m->cur->data + m->cur->size, SEG_SIZE - m->cur->size);
+		if (k <= 0)
+			return (int)k;
+		r = seg_filled(m, k);
+		if (r)
+			return r;
+	}
+}
+
+static void join_all(struct ca_maker *m)
+{
+	if (m->chunker_started)
+		pthread_join(m->chunker_thread, NULL);
+	if (m->digest_started)
+		pthread_join(m->digest_thread, NULL);
+	for (unsigned i = 0; i < m->n_workers; i++)
+		pthread_join(m->workers[i], NULL);
+	m->chunker_started = m->digest_started = false;
+	m->n_workers = 0;
+}
+
+int ca_maker_finish(struct ca_maker *m, uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats)
+{
+	int r = 0;
+	if (m->cur && m->cur->size > 0)
+		r = push_segment(m);
+	pthread_mutex_lock(&m->lock);
+	if (r)
+		fail_locked(m, r);
+	m->input_done = true;
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	join_all(m);
+	r = m->err;
+	if (r == 0)
+		r = ca_digest_final(m->stream_digest, ret_digest);
+	if (r == 0 && m->index) {
+		r = ca_index_writer_commit(m->index);
+		m->index = NULL;
+	}
+	m->stats.bytes = m->fed;
+	if (ret_stats)
+		*ret_stats = m->stats;
+	if (m->o.progress)
+		m->o.progress(m->o.progress_userdata, m->fed);
+	return r;
+}
+
+void ca_maker_free(struct ca_maker *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	fail_locked(m, -ECANCELED);
+	m->input_done = true;
+	pthread_mutex_unlock(&m->lock);
+	join_all(m);
+	free(m->cur);
+	while (m->cq_head) { /* segments nobody consumed */
+		struct segment *s = m->cq_head;
+		m->cq_head = s->next_c;
+		if (--s->refs == 0)
+			free(s);
+	}
+	while (m->dq_head) {
+		struct segment *s = m->dq_head;
+		m->dq_head = s->next_d;
+		if (--s->refs == 0)
+			free(s);
+	}
+	while (m->pq_head) {
+		struct job *j = m->pq_head;
+		m->pq_head = j->next_p;
+		ca_buf_release(&j->buf);
+		free(j);
+	}
+	for (size_t i = 0; i < m->n_spare; i++)
+		ca_buf_release(&m->spare_bufs[i]);
+	free(m->spare_bufs);
+	ca_index_writer_abort(m->index);
+	ca_store_free(m->store);
+	ca_digest_free(m->stream_digest);
+	pthread_cond_destroy(&m->cond);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* store.c - local casync chunk store: lookup, atomic write, iteration. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "fdio.h"
+#include "log.h"
+#include "store.h"
+#include "atomic_file.h"
+
+struct ca_store {
+	char *path;
+};
+
+int ca_store_open(const char *path, struct ca_store **ret)
+{
+	struct ca_store *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->path = strdup(path);
+	if (!s->path) {
+		free(s);
+		return -ENOMEM;
+	}
+	*ret = s;
+	return 0;
+}
+
+void ca_store_free(struct ca_store *s)
+{
+	if (!s)
+		return;
+	free(s->path);
+	free(s);
+}
+
+const char *ca_store_path(const struct ca_store *s)
+{
+	return s->path;
+}
+
+void ca_store_rel_path(const uint8_t id[CA_CHUNK_ID_SIZE], char out[CA_STORE_REL_PATH_LEN + 1])
+{
+	char hex[2 * CA_CHUNK_ID_SIZE + 1];
+	ca_id_to_hex(id, hex);
+	memcpy(out, hex, 4);
+	out[4] = '/';
+	memcpy(out + 5, hex, 64);
+	memcpy(out + 69, ".cacnk", 7);
+}
+
+/* full path of the chunk; bare=true drops the suffix */
+static int chunk_path(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], bool bare, char *out, size_t len)
+{
+	char rel[CA_STORE_REL_PATH_LEN + 1];
+	ca_store_rel_path(id, rel);
+	if (bare)
+		rel[69] = 0;
+	int n = snprintf(out, len, "%s/%s", s->path, rel);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int ca_store_has(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE])
+{
+	char p[PATH_MAX];
+	int r = chunk_path(s, id, false, p, sizeof(p));
+	if (r < 0)
+		return r;
+	if (faccessat(AT_FDCWD, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return 1;
+	if (errno != ENOENT && errno != ENOTDIR)
+		return -errno;
+	p[strlen(p) - 6] = 0;
+	if (faccessat(AT_FDCWD, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return 1;
+	return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+}
+
+static int read_file(int fd, struct ca_buf *out)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EBADMSG;
+	/* a compressed chunk larger than the largest chunk is not one of ours;
+	 * incompressible data grows by a few bytes, gzip/xz by a bit more */
+	if ((uint64_t)st.st_size > (uint64_t)CA_CHUNK_SIZE_LIMIT_MAX + CA_CHUNK_SIZE_LIMIT_MAX / 64)
+		return -EBADMSG;
+	out->size = 0;
+	int r = ca_buf_reserve(out, st.st_size + 1, SIZE_MAX);
+	if (r < 0)
+		return r;
+	for (;;) {
+		if (out->size == out->cap) {
+			r = ca_buf_reserve(out, out->cap * 2, (size_t)CA_CHUNK_SIZE_LIMIT_MAX * 2);
+			if (r < 0)
+				return r == -EFBIG ? -EBADMSG : r;
+		}
+		ssize_t k = read(fd, out->data + out->size, out->cap - out->size);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (k == 0)
+			return 0;
+		out->size += k;
+	}
+}
+
+int ca_store_get_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_buf *out,
+                     bool *ret_compressed)
+{
+	char p[PATH_MAX];
+	int r = chunk_path(s, id, false, p, sizeof(p));
+	if (r < 0)
+		return r;
+	/* O_NOFOLLOW: a symlink at a chunk path means "known missing" to casync */
+	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	bool compressed = true;
+	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
+		p[strlen(p) - 6] = 0;
+		fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+		compressed = false;
+	}
+	if (fd < 0)
+		return errno == ENOTDIR || errno == ELOOP ? -ENOENT : -errno;
+	r = read_file(fd, out);
+	close(fd);
+	if (r < 0)
+		return r;
+	if (ret_compressed)
+		*ret_compressed = compressed;
+	return 0;
+}
+
+int ca_store_put_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], const void *p, size_t n)
+{
+	char final[PATH_MAX], tmp[PATH_MAX], rnd[17];
+	int r = ca_store_has(s, id);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	r = chunk_path(s, id, false, final, sizeof(final));
+	if (r < 0)
+		return r;
+	r = ca_random_hex16(rnd);
+	if (r < 0)
+		return r;
+	/* "<prefix>/<id>.<16 hex>.tmp", the name casync uses */
+	int k = snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp", (int)(strlen(final) - 6), final, rnd);
+	if (k < 0 || (size_t)k >= sizeof(tmp))
+		return -ENAMETOOLONG;
+
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	if (fd < 0 && errno == ENOENT) {
+		char *slash = strrchr(final, '/');
+		*slash = 0;
+		if (mkdir(s->path, 0777) < 0 && errno != EEXIST)
+			return -errno;
+		if (mkdir(final, 0777) < 0 && errno != EEXIST)
+			return -errno;
+		*slash = '/';
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	}
+	if (fd < 0)
+		return -errno;
+	r = ca_write_all(fd, p, n);
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) < 0)
+		r = errno == EEXIST ? 1 : -errno; /* a concurrent writer won: same bytes */
+	if (r != 0) {
+		unlink(tmp);
+		return r == 1 ? 0 : r;
+	}
+	return 1;
+}
+
+int ca_store_remove(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE])
+{
+	char p[PATH_MAX];
+	int r = chunk_path(s, id, false, p, sizeof(p));
+	if (r < 0)
+		return r;
+	int found = 0;
+	if (unlink(p) == 0)
+		found = 1;
+	else if (errno != ENOENT)
+		return -errno;
+	p[strlen(p) - 6] = 0;
+	if (unlink(p) == 0)
+		found = 1;
+	else if (errno != ENOENT)
+		return -errno;
+	return found ? 0 : -ENOENT;
+}
+
+int ca_store_touch(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE])
+{
+	char p[PATH_MAX];
+	int r = chunk_path(s, id, false, p, sizeof(p));
+	if (r < 0)
+		return r;
+	if (utimensat(AT_FDCWD, p, NULL, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	return 0;
+}
+
+static bool is_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+int ca_store_foreach(struct ca_store *s, ca_store_iter_fn fn, void *userdata)
+{
+	DIR *top = opendir(s->path);
+	int r = 0;
+	if (!top)
+		return errno == ENOENT ? 0 : -errno;
+	struct dirent *de;
+	while (r == 0 && (de = readdir(top))) {
+		if (strlen(de->d_name) != 4 || !is_hex(de->d_name, 4))
+			continue;
+		int dfd = openat(dirfd(top), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			continue;
+		DIR *sub = fdopendir(dfd);
+		if (!sub) {
+			close(dfd);
+			continue;
+		}
+		struct dirent *ce;
+		while (r == 0 && (ce = readdir(sub))) {
+			uint8_t id[CA_CHUNK_ID_SIZE];
+			char hex[65];
+			if (strlen(ce->d_name) != 70 || strcmp(ce->d_name + 64, ".cacnk") ||
+			    memcmp(ce->d_name, de->d_name, 4))
+				continue;
+			memcpy(hex, ce->d_name, 64);
+			hex[64] = 0;
+			if (!is_hex(hex, 64) || ca_id_from_hex(hex, id) < 0)
+				continue;
+			r = fn(id, dirfd(sub), ce->d_name, userdata);
+		}
+		closedir(sub);
+	}
+	closedir(top);
+	return r;
+}

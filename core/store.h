@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * store.h - a local chunk store in casync's layout:
+ *   <dir>/<first 4 hex of id>/<64 hex of id>.cacnk
+ * A bare "<prefix>/<id>" file is an uncompressed chunk (read only).
+ *
+ * The store only moves compressed bytes; ca_codec (compress.h) turns them
+ * into verified data. Writes are atomic (O_EXCL temp file, then
+ * renameat2(RENAME_NOREPLACE)) so any number of processes and threads may
+ * write the same store at once. All functions are thread-safe.
+ */
+#ifndef CA_STORE_H
+#define CA_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "format.h"
+
+struct ca_store;
+
+/* Opens (never creates) a store rooted at path; the directory may not exist
+ * yet, it is made by the first write. Returns 0 or a negative errno. */
+int ca_store_open(const char *path, struct ca_store **ret);
+void ca_store_free(struct ca_store *s); /* accepts NULL */
+const char *ca_store_path(const struct ca_store *s);
+
+/* 1 if the chunk is present (compressed or bare), 0 if not, negative errno on error. */
+int ca_store_has(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE]);
+
+/* Read the chunk file into out. *ret_compressed says whether it is a
+ * .cacnk (true) or a bare uncompressed file (false). -ENOENT if absent. */
+int ca_store_get_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_buf *out,
+                     bool *ret_compressed);
+
+/* Store compressed bytes under id. Returns 1 if written, 0 if it was
+ * already there, negative errno on failure (nothing is left behind). */
+int ca_store_put_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], const void *p, size_t n);
+
+/* Remove a chunk (both names). 0, or -ENOENT if neither existed. */
+int ca_store_remove(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE]);
+
+/* Mark a chunk as used now (mtime), for LRU pruning of caches. */
+int ca_store_touch(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE]);
+
+/* Call fn for every *.cacnk in the store. Stops and returns fn's value when it
+ * is non-zero. Files whose names are not valid ids are skipped. */
+typedef int (*ca_store_iter_fn)(const uint8_t id[CA_CHUNK_ID_SIZE], int dirfd, const char *name,
+                                void *userdata);
+int ca_store_foreach(struct ca_store *s, ca_store_iter_fn fn, void *userdata);
+
+/* "<dir>/<prefix>/<id>.cacnk" into out (at least CA_STORE_CHUNK_PATH_MAX bytes past the dir). */
+#define CA_STORE_REL_PATH_LEN (4 + 1 + 64 + 6)
+void ca_store_rel_path(const uint8_t id[CA_CHUNK_ID_SIZE], char out[CA_STORE_REL_PATH_LEN + 1]);
+
+#endif

@@ -1,0 +1,97 @@
+# tests/lib.sh - sourced by the shell tests: TAP output, a private work dir,
+# and cleanup that runs even on failure.
+#
+#   . "$top_srcdir/tests/lib.sh"
+#   need casync                       # skip the whole file if missing
+#   ok "make is identical" cmp a b    # one TAP line per check
+#   at_cleanup 'kill $pid'            # runs from the EXIT trap, in reverse order
+#   done_testing
+#
+# $CAFS is the binary under test; $T is a fresh directory removed at exit.
+set -u
+: "${CAFS:?CAFS must point at the cafs binary}"
+: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+export LC_ALL=C
+
+_tap_n=0
+_tap_failed=0
+_cleanups=()
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/cafs-test.XXXXXX")
+
+at_cleanup() { _cleanups+=("$1"); }
+
+_run_cleanups() {
+	local i
+	for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do
+		eval "${_cleanups[$i]}" >/dev/null 2>&1 || true
+	done
+	rm -rf "$T" 2>/dev/null || true
+}
+trap _run_cleanups EXIT
+trap 'exit 130' INT TERM
+
+# ok DESCRIPTION COMMAND...: run COMMAND; pass if it exits 0.
+ok() {
+	local desc=$1
+	shift
+	_tap_n=$((_tap_n + 1))
+	local out
+	if out=$("$@" 2>&1); then
+		echo "ok $_tap_n - $desc"
+	else
+		echo "not ok $_tap_n - $desc"
+		_tap_failed=$((_tap_failed + 1))
+		printf '%s\n' "$out" | tail -n 20 | sed 's/^/#   /'
+	fi
+}
+
+# fails DESCRIPTION COMMAND...: pass if COMMAND exits non-zero (not by a signal).
+fails() {
+	local desc=$1
+	shift
+	_tap_n=$((_tap_n + 1))
+	local rc=0 out
+	out=$("$@" 2>&1) || rc=$?
+	if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ]; then
+		echo "ok $_tap_n - $desc"
+	else
+		echo "not ok $_tap_n - $desc (exit $rc)"
+		_tap_failed=$((_tap_failed + 1))
+		printf '%s\n' "$out" | tail -n 20 | sed 's/^/#   /'
+	fi
+}
+
+# skip_all REASON: the whole file is skipped
+skip_all() {
+	echo "1..0 # SKIP $*"
+	exit 0
+}
+
+need() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 || skip_all "$c not installed"
+	done
+}
+
+done_testing() {
+	echo "1..$_tap_n"
+	[ "$_tap_failed" -eq 0 ]
+}
+
+# gen_data FILE SIZE SEED: deterministic pseudo-random bytes (xorshift32)
+gen_data() {
+	python3 - "$1" "$2" "$3" <<'PY'
+import sys
+path, size, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+x = seed or 1
+out = bytearray(size)
+for i in range(size):
+    x ^= (x << 13) & 0xffffffff
+    x ^= x >> 17
+    x ^= (x << 5) & 0xffffffff
+    out[i] = x & 0xff
+open(path, 'wb').write(out)
+PY
+}

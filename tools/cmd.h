@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cmd.h - the subcommands of the cafs command and what they share.
+ *
+ * Each command is `int cafs_cmd_NAME(int argc, char **argv)`: argv[0] is
+ * the command name, it parses its own options with getopt_long and returns
+ * an exit code: 0 success, 1 runtime error (already reported on stderr as
+ * "cafs: <what>: <why>"), 2 usage error.
+ */
+#ifndef CAFS_CMD_H
+#define CAFS_CMD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "digest.h"
+#include "format.h"
+
+#define EXIT_USAGE 2
+
+struct cafs_command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *synopsis; /* one line: "make [OPTIONS] OUT.caibx|OUT.catar|OUT.caidx INPUT" */
+	const char *help;     /* the options, one per line, for `cafs help NAME` */
+};
+
+/* the commands; the table that names them lives in main.c */
+int cafs_cmd_make(int argc, char **argv);
+int cafs_cmd_extract(int argc, char **argv);
+int cafs_cmd_digest(int argc, char **argv);
+int cafs_cmd_info(int argc, char **argv);
+
+
+const struct cafs_command *cafs_command_find(const char *name);
+
+/* Print "cafs: usage: ..." hint to stderr and return EXIT_USAGE. */
+int cafs_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Print a command's help to f. */
+void cafs_command_help(const struct cafs_command *c, FILE *f);
+
+enum cafs_kind { CAFS_KIND_UNKNOWN, CAFS_KIND_BLOB_INDEX, CAFS_KIND_ARCHIVE_INDEX, CAFS_KIND_ARCHIVE };
+/* By suffix, as casync decides: .caibx, .caidx, .catar (URLs too, query ignored). */
+enum cafs_kind cafs_kind_from_name(const char *name);
+
+/* "<dir of index>/default.castr" for an index path or URL (malloc'd). */
+char *cafs_default_store(const char *index);
+
+/* Options several commands share. */
+struct cafs_chunking {
+	uint64_t min, avg, max;
+	enum ca_digest_type digest;
+};
+void cafs_chunking_init(struct cafs_chunking *c);
+
+/* One line for the shared verbosity options. */
+void cafs_set_verbosity(int level);
+
+/* scheme://... (file:// included), as casync tells a URL from a path */
+bool cafs_is_url(const char *s);
+/* -j/--threads: 0..64 */
+int cafs_parse_threads(const char *s, unsigned *ret);
+/* Open an index from a path or file:// URL (http(s) once the fetcher is
+ * linked), logging a one-line error on failure. */
+struct ca_index;
+int cafs_open_index(const char *path, struct ca_index **ret);
+/* A chunk source over the given stores (paths or URLs), or over the default
+ * store beside index_path when none is given. Logs its errors. */
+struct ca_chunksrc;
+int cafs_chunksrc_open(char **stores, size_t n_stores, const char *index_path, enum ca_digest_type digest,
+                       size_t lru_bytes, struct ca_chunksrc **ret);
+
+/* Parsed `cafs make` arguments, shared by the blob and archive paths. */
+struct cafs_make_args {
+	const char *out, *input, *store;
+	struct cafs_chunking ch;
+	uint64_t with;       /* OR of --with=; meaningful when with_set */
+	bool with_set;
+	uint64_t without;    /* OR of --without= */
+	bool exclude_nodump, exclude_submounts, exclude_file;
+	unsigned threads;
+};
+
+/* Parsed `cafs extract` arguments. */
+struct cafs_extract_args {
+	const char *in, *out;
+	char **stores;
+	size_t n_stores;
+	unsigned threads;
+};
+
+/* cmd_blob.c */
+int cafs_make_blob(const struct cafs_make_args *a);
+/* cmd_tree.c: archives (.catar, .caidx) and directories */
+int cafs_make_archive(const struct cafs_make_args *a);
+int cafs_extract_archive(const struct cafs_extract_args *a);
+/* Print the digest casync digest would for a directory or an archive(-index). */
+int cafs_digest_tree(const char *path, char **stores, size_t n_stores);
+
+#endif

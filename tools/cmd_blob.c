@@ -1,0 +1,539 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cmd_blob.c - make, extract, digest and info: option parsing for all
+ * inputs, and the blob (.caibx) paths. Archives go to cmd_tree.c.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "blob.h"
+#include "chunker.h"
+#include "cmd.h"
+#include "extract.h"
+#include "feature.h"
+#include "index.h"
+#include "log.h"
+#include "make.h"
+#include "progress.h"
+
+enum {
+	OPT_CHUNK_SIZE = 0x100,
+	OPT_DIGEST,
+	OPT_WITH,
+	OPT_WITHOUT,
+	OPT_EXCLUDE_NODUMP,
+	OPT_EXCLUDE_SUBMOUNTS,
+	OPT_EXCLUDE_FILE,
+};
+
+static int parse_bool(const char *s, bool *ret)
+{
+	if (!strcmp(s, "yes") || !strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "on"))
+		*ret = true;
+	else if (!strcmp(s, "no") || !strcmp(s, "false") || !strcmp(s, "0") || !strcmp(s, "off"))
+		*ret = false;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static void print_digest(const uint8_t d[CA_CHUNK_ID_SIZE])
+{
+	char hex[2 * CA_CHUNK_ID_SIZE + 1];
+	ca_id_to_hex(d, hex);
+	printf("%s\n", hex);
+}
+
+int cafs_make_blob(const struct cafs_make_args *a)
+{
+	struct ca_make_opts o = {
+		.chunk_min = a->ch.min, .chunk_avg = a->ch.avg, .chunk_max = a->ch.max,
+		.feature_flags = (a->ch.digest == CA_DIGEST_SHA512_256 ? CA_FORMAT_SHA512_256 : 0) |
+		                 CA_FORMAT_EXCLUDE_NODUMP | CA_FORMAT_EXCLUDE_FILE,
+		.index_path = a->out,
+		.threads = a->threads,
+	};
+	struct ca_maker *m = NULL;
+	struct cafs_progress prog;
+	struct ca_make_stats stats;
+	uint8_t digest[CA_CHUNK_ID_SIZE];
+	char *def = NULL;
+	struct stat st;
+	int fd, r;
+
+	fd = strcmp(a->input, "-") ? open(a->input, O_RDONLY | O_CLOEXEC | O_NOCTTY) : STDIN_FILENO;
+	if (fd < 0)
+		return ca_log_error_errno(errno, "%s", a->input), 1;
+	if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode)) {
+		ca_log_error_errno(S_ISDIR(st.st_mode) ? EISDIR : errno, "%s", a->input);
+		goto fail;
+	}
+	if (S_ISBLK(st.st_mode)) {
+		uint64_t size;
+		if (ioctl(fd, BLKGETSIZE64, &size) == 0)
+			st.st_size = (off_t)size;
+	}
+	o.index_mode = S_ISREG(st.st_mode) ? st.st_mode & 0666 : 0644;
+	if (a->store) {
+		o.store_path = a->store;
+	} else {
+		def = cafs_default_store(a->out);
+		if (!def) {
+			ca_log_error_errno(ENOMEM, "store");
+			goto fail;
+		}
+		o.store_path = def;
+	}
+	cafs_progress_init(&prog, "make", S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) ? (uint64_t)st.st_size : 0);
+	o.progress = cafs_progress_update;
+	o.progress_userdata = &prog;
+	r = ca_maker_new(&o, &m);
+	if (r < 0) {
+		cafs_progress_done(&prog);
+		ca_log_error_errno(r, "%s", a->out);
+		goto fail;
+	}
+	r = ca_maker_feed_fd(m, fd);
+	if (r < 0) {
+		cafs_progress_done(&prog);
+		ca_log_error_errno(r, "%s", a->input);
+		goto fail;
+	}
+	r = ca_maker_finish(m, digest, &stats);
+	cafs_progress_done(&prog);
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", a->out);
+		goto fail;
+	}
+	ca_maker_free(m);
+	free(def);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	print_digest(digest);
+	ca_log_info("%llu bytes, %llu chunks, %llu new (%llu bytes stored)", (unsigned long long)stats.bytes,
+	            (unsigned long long)stats.chunks, (unsigned long long)stats.chunks_new,
+	            (unsigned long long)stats.bytes_stored);
+	return 0;
+fail:
+	ca_maker_free(m);
+	free(def);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	return 1;
+}
+
+int cafs_cmd_make(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "store", required_argument, NULL, 's' },
+		{ "chunk-size", required_argument, NULL, OPT_CHUNK_SIZE },
+		{ "digest", required_argument, NULL, OPT_DIGEST },
+		{ "with", required_argument, NULL, OPT_WITH },
+		{ "without", required_argument, NULL, OPT_WITHOUT },
+		{ "exclude-nodump", required_argument, NULL, OPT_EXCLUDE_NODUMP },
+		{ "exclude-submounts", required_argument, NULL, OPT_EXCLUDE_SUBMOUNTS },
+		{ "exclude-file", required_argument, NULL, OPT_EXCLUDE_FILE },
+		{ "threads", required_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	struct cafs_make_args a = { .exclude_nodump = true, .exclude_file = true };
+	int c, verbosity = 0;
+	uint64_t f;
+	bool *bp;
+
+	cafs_chunking_init(&a.ch);
+	while ((c = getopt_long(argc, argv, "s:j:vqh", opts, NULL)) >= 0) {
+		switch (c) {
+		case 's':
+			a.store = optarg;
+			break;
+		case OPT_CHUNK_SIZE:
+			if (ca_chunk_size_parse(optarg, &a.ch.min, &a.ch.avg, &a.ch.max) < 0)
+				return cafs_usage_error("make", "invalid chunk size '%s'", optarg);
+			break;
+		case OPT_DIGEST:
+			if (ca_digest_type_parse(optarg, &a.ch.digest) < 0)
+				return cafs_usage_error("make", "unknown digest '%s'", optarg);
+			break;
+		case OPT_WITH:
+		case OPT_WITHOUT:
+			if (ca_feature_parse_name(optarg, &f) < 0)
+				return cafs_usage_error("make", "unknown feature '%s'", optarg);
+			if (c == OPT_WITH) {
+				a.with |= f;
+				a.with_set = true;
+			} else {
+				a.without |= f;
+			}
+			break;
+		case OPT_EXCLUDE_NODUMP:
+		case OPT_EXCLUDE_SUBMOUNTS:
+		case OPT_EXCLUDE_FILE:
+			bp = c == OPT_EXCLUDE_NODUMP ? &a.exclude_nodump :
+			     c == OPT_EXCLUDE_SUBMOUNTS ? &a.exclude_submounts : &a.exclude_file;
+			if (parse_bool(optarg, bp) < 0)
+				return cafs_usage_error("make", "expected yes or no, got '%s'", optarg);
+			break;
+		case 'j':
+			if (cafs_parse_threads(optarg, &a.threads) < 0)
+				return cafs_usage_error("make", "invalid thread count '%s'", optarg);
+			break;
+		case 'v':
+			verbosity++;
+			break;
+		case 'q':
+			verbosity = -1;
+			break;
+		case 'h':
+			cafs_command_help(cafs_command_find("make"), stdout);
+			return 0;
+		default:
+			return cafs_usage_error("make", "bad option");
+		}
+	}
+	cafs_set_verbosity(verbosity);
+	if (argc - optind != 2)
+		return cafs_usage_error("make", "expected OUT and INPUT");
+	a.out = argv[optind];
+	a.input = argv[optind + 1];
+	switch (cafs_kind_from_name(a.out)) {
+	case CAFS_KIND_BLOB_INDEX:
+		return cafs_make_blob(&a);
+	case CAFS_KIND_ARCHIVE:
+	case CAFS_KIND_ARCHIVE_INDEX:
+		return cafs_make_archive(&a);
+	default:
+		return cafs_usage_error("make", "%s: output must end in .caibx, .caidx or .catar", a.out);
+	}
+}
+
+/* Parses -s/-j/-v/-q/-h shared by extract, digest and info; collects
+ * positional arguments. Returns -1 to go on, or an exit code. */
+static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_extract_args *a, char ***ret_pos,
+                           int *ret_npos)
+{
+	static const struct option opts[] = {
+		{ "store", required_argument, NULL, 's' },
+		{ "threads", required_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	int c, verbosity = 0;
+	while ((c = getopt_long(argc, argv, "s:j:vqh", opts, NULL)) >= 0) {
+		switch (c) {
+		case 's': {
+			char **n = realloc(a->stores, (a->n_stores + 1) * sizeof(char *));
+			if (!n)
+				return ca_log_error_errno(ENOMEM, "%s", cmd), 1;
+			a->stores = n;
+			a->stores[a->n_stores++] = optarg;
+			break;
+		}
+		case 'j':
+			if (cafs_parse_threads(optarg, &a->threads) < 0)
+				return cafs_usage_error(cmd, "invalid thread count '%s'", optarg);
+			break;
+		case 'v':
+			verbosity++;
+			break;
+		case 'q':
+			verbosity = -1;
+			break;
+		case 'h':
+			cafs_command_help(cafs_command_find(cmd), stdout);
+			return 0;
+		default:
+			return cafs_usage_error(cmd, "bad option");
+		}
+	}
+	cafs_set_verbosity(verbosity);
+	*ret_pos = argv + optind;
+	*ret_npos = argc - optind;
+	return -1;
+}
+
+static int extract_blob(const struct cafs_extract_args *a)
+{
+	struct ca_index *idx = NULL;
+	struct ca_chunksrc *src = NULL;
+	struct cafs_progress prog;
+	int r = cafs_open_index(a->in, &idx);
+	if (r < 0)
+		return 1;
+	r = cafs_chunksrc_open(a->stores, a->n_stores, a->in, ca_digest_type_from_flags(ca_index_feature_flags(idx)),
+	                       0, &src);
+	if (r < 0) {
+		ca_index_free(idx);
+		return 1;
+	}
+	cafs_progress_init(&prog, "extract", ca_index_blob_size(idx));
+	struct ca_extract_opts o = { .threads = a->threads, .progress = cafs_progress_update, .progress_userdata = &prog };
+	r = ca_extract_blob(idx, src, a->out, &o);
+	cafs_progress_done(&prog);
+	if (r < 0)
+		ca_log_error_errno(r, "%s", a->out);
+	ca_chunksrc_free(src);
+	ca_index_free(idx);
+	return r < 0 ? 1 : 0;
+}
+
+int cafs_cmd_extract(int argc, char **argv)
+{
+	struct cafs_extract_args a = { 0 };
+	char **pos;
+	int npos, r;
+	r = parse_read_opts("extract", argc, argv, &a, &pos, &npos);
+	if (r < 0) {
+		if (npos != 2) {
+			r = cafs_usage_error("extract", "expected IN and OUT");
+		} else {
+			a.in = pos[0];
+			a.out = pos[1];
+			switch (cafs_kind_from_name(a.in)) {
+			case CAFS_KIND_BLOB_INDEX:
+				r = extract_blob(&a);
+				break;
+			case CAFS_KIND_ARCHIVE:
+			case CAFS_KIND_ARCHIVE_INDEX:
+				r = cafs_extract_archive(&a);
+				break;
+			default:
+				r = cafs_usage_error("extract", "%s: input must end in .caibx, .caidx or .catar", a.in);
+			}
+		}
+	}
+	free(a.stores);
+	return r;
+}
+
+/* digest of a blob index: read the blob back through the store */
+static int digest_blob_index(const char *path, char **stores, size_t n_stores)
+{
+	struct ca_index *idx = NULL;
+	struct ca_chunksrc *src = NULL;
+	struct ca_digest *d = NULL;
+	uint8_t out[CA_CHUNK_ID_SIZE];
+	int r = cafs_open_index(path, &idx);
+	if (r < 0)
+		return 1;
+	enum ca_digest_type t = ca_digest_type_from_flags(ca_index_feature_flags(idx));
+	r = cafs_chunksrc_open(stores, n_stores, path, t, 0, &src);
+	if (r == 0)
+		r = ca_digest_new(t, &d);
+	for (size_t i = 0; r == 0 && i < ca_index_n_chunks(idx); i++) {
+		uint64_t s, e;
+		const uint8_t *id;
+		const struct ca_chunk *c;
+		ca_index_chunk(idx, i, &s, &e, &id);
+		r = ca_chunksrc_get(src, id, e - s, &c);
+		if (r < 0) {
+			char hex[2 * CA_CHUNK_ID_SIZE + 1];
+			ca_id_to_hex(id, hex);
+			ca_log_error_errno(r, "chunk %s", hex);
+			break;
+		}
+		r = ca_digest_update(d, c->data, c->size);
+		ca_chunksrc_put(src, c);
+	}
+	if (r == 0)
+		r = ca_digest_final(d, out);
+	if (r == 0)
+		print_digest(out);
+	ca_digest_free(d);
+	ca_chunksrc_free(src);
+	ca_index_free(idx);
+	return r < 0 ? 1 : 0;
+}
+
+static int digest_file(const char *path, enum ca_digest_type t)
+{
+	struct ca_digest *d = NULL;
+	uint8_t out[CA_CHUNK_ID_SIZE];
+	static const size_t bufsize = 1 << 20;
+	uint8_t *buf = malloc(bufsize);
+	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) : STDIN_FILENO;
+	int r = fd < 0 ? -errno : 0;
+	if (!buf)
+		r = -ENOMEM;
+	if (r == 0)
+		r = ca_digest_new(t, &d);
+	while (r == 0) {
+		ssize_t k = read(fd, buf, bufsize);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			r = -errno;
+		else if (k == 0)
+			break;
+		else
+			r = ca_digest_update(d, buf, k);
+	}
+	if (r == 0)
+		r = ca_digest_final(d, out);
+	if (r == 0)
+		print_digest(out);
+	else
+		ca_log_error_errno(r, "%s", path);
+	ca_digest_free(d);
+	free(buf);
+	if (fd > STDIN_FILENO)
+		close(fd);
+	return r < 0 ? 1 : 0;
+}
+
+int cafs_cmd_digest(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "store", required_argument, NULL, 's' },
+		{ "digest", required_argument, NULL, OPT_DIGEST },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	enum ca_digest_type t = CA_DIGEST_SHA512_256;
+	char **stores = NULL;
+	size_t n_stores = 0;
+	int c, r, verbosity = 0;
+	struct stat st;
+
+	while ((c = getopt_long(argc, argv, "s:vqh", opts, NULL)) >= 0) {
+		switch (c) {
+		case 's': {
+			char **n = realloc(stores, (n_stores + 1) * sizeof(char *));
+			if (!n) {
+				free(stores);
+				return ca_log_error_errno(ENOMEM, "digest"), 1;
+			}
+			stores = n;
+			stores[n_stores++] = optarg;
+			break;
+		}
+		case OPT_DIGEST:
+			if (ca_digest_type_parse(optarg, &t) < 0) {
+				free(stores);
+				return cafs_usage_error("digest", "unknown digest '%s'", optarg);
+			}
+			break;
+		case 'v':
+			verbosity++;
+			break;
+		case 'q':
+			verbosity = -1;
+			break;
+		case 'h':
+			free(stores);
+			cafs_command_help(cafs_command_find("digest"), stdout);
+			return 0;
+		default:
+			free(stores);
+			return cafs_usage_error("digest", "bad option");
+		}
+	}
+	cafs_set_verbosity(verbosity);
+	if (argc - optind != 1) {
+		free(stores);
+		return cafs_usage_error("digest", "expected one INPUT");
+	}
+	const char *in = argv[optind];
+	switch (cafs_kind_from_name(in)) {
+	case CAFS_KIND_BLOB_INDEX:
+		r = digest_blob_index(in, stores, n_stores);
+		break;
+	case CAFS_KIND_ARCHIVE:
+	case CAFS_KIND_ARCHIVE_INDEX:
+		r = cafs_digest_tree(in, stores, n_stores);
+		break;
+	default:
+		if (strcmp(in, "-") && stat(in, &st) == 0 && S_ISDIR(st.st_mode))
+			r = cafs_digest_tree(in, stores, n_stores);
+		else
+			r = digest_file(in, t);
+	}
+	free(stores);
+	return r;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int cafs_cmd_info(int argc, char **argv)
+{
+	struct cafs_extract_args a = { 0 };
+	struct ca_index *idx = NULL;
+	struct ca_store *store = NULL;
+	uint64_t *sizes = NULL;
+	char **pos;
+	int npos, r;
+	char flags[1024];
+
+	r = parse_read_opts("info", argc, argv, &a, &pos, &npos);
+	if (r >= 0)
+		goto out;
+	if (npos != 1) {
+		r = cafs_usage_error("info", "expected one INDEX");
+		goto out;
+	}
+	r = 1;
+	if (cafs_open_index(pos[0], &idx) < 0)
+		goto out;
+	if (a.n_stores > 0 && ca_store_open(a.stores[0], &store) < 0)
+		goto out;
+	size_t n = ca_index_n_chunks(idx);
+	sizes = malloc((n ? n : 1) * sizeof(uint64_t));
+	if (!sizes)
+		goto out;
+	uint64_t present = 0, present_bytes = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t s, e;
+		const uint8_t *id;
+		ca_index_chunk(idx, i, &s, &e, &id);
+		sizes[i] = e - s;
+		if (store && ca_store_has(store, id) > 0) {
+			present++;
+			present_bytes += e - s;
+		}
+	}
+	qsort(sizes, n, sizeof(uint64_t), cmp_u64);
+	uint64_t fl = ca_index_feature_flags(idx);
+	ca_feature_format(fl, flags, sizeof(flags));
+	printf("Kind: %s\n", cafs_kind_from_name(pos[0]) == CAFS_KIND_ARCHIVE_INDEX ? "archive index" : "blob index");
+	printf("Feature flags: 0x%016llx%s%s\n", (unsigned long long)fl, *flags ? " " : "", flags);
+	printf("Digest: %s\n", ca_digest_type_name(ca_digest_type_from_flags(fl)));
+	printf("Chunk size: min %llu, avg %llu, max %llu\n", (unsigned long long)ca_index_chunk_size_min(idx),
+	       (unsigned long long)ca_index_chunk_size_avg(idx), (unsigned long long)ca_index_chunk_size_max(idx));
+	printf("Size: %llu bytes\n", (unsigned long long)ca_index_blob_size(idx));
+	printf("Chunks: %zu\n", n);
+	if (n)
+		printf("Chunk sizes: smallest %llu, median %llu, mean %llu, largest %llu\n",
+		       (unsigned long long)sizes[0], (unsigned long long)sizes[n / 2],
+		       (unsigned long long)(ca_index_blob_size(idx) / n), (unsigned long long)sizes[n - 1]);
+	if (store)
+		printf("In store %s: %llu of %zu chunks, %llu of %llu bytes\n", a.stores[0],
+		       (unsigned long long)present, n, (unsigned long long)present_bytes,
+		       (unsigned long long)ca_index_blob_size(idx));
+	r = 0;
+out:
+	free(sizes);
+	ca_store_free(store);
+	ca_index_free(idx);
+	free(a.stores);
+	return r;
+}

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* common.c - what several subcommands share: naming rules, stores, indexes. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chunksrc.h"
+#include "cmd.h"
+#include "index.h"
+#include "store.h"
+#include "log.h"
+
+static bool has_suffix(const char *s, size_t n, const char *suffix)
+{
+	size_t k = strlen(suffix);
+	return n >= k && !memcmp(s + n - k, suffix, k);
+}
+
+enum cafs_kind cafs_kind_from_name(const char *name)
+{
+	size_t n = strcspn(name, "?#"); /* URLs: ignore query and fragment */
+	if (has_suffix(name, n, ".caibx"))
+		return CAFS_KIND_BLOB_INDEX;
+	if (has_suffix(name, n, ".caidx"))
+		return CAFS_KIND_ARCHIVE_INDEX;
+	if (has_suffix(name, n, ".catar"))
+		return CAFS_KIND_ARCHIVE;
+	return CAFS_KIND_UNKNOWN;
+}
+
+bool cafs_is_url(const char *s)
+{
+	const char *p = strstr(s, "://");
+	if (!p || p == s || s[0] == '/' || !strncmp(s, "./", 2))
+		return false;
+	for (const char *q = s; q < p; q++)
+		if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '+' ||
+		      *q == '-' || *q == '.'))
+			return false;
+	return true;
+}
+
+char *cafs_default_store(const char *index)
+{
+	size_t n = strcspn(index, "?#");
+	const char *slash = memrchr(index, '/', n);
+	size_t dir = slash ? (size_t)(slash - index + 1) : 0;
+	char *s = malloc(dir + sizeof("default.castr"));
+	if (!s)
+		return NULL;
+	memcpy(s, index, dir);
+	strcpy(s + dir, "default.castr");
+	return s;
+}
+
+void cafs_chunking_init(struct cafs_chunking *c)
+{
+	c->avg = CA_CHUNK_SIZE_AVG_DEFAULT;
+	c->min = c->avg / 4;
+	c->max = c->avg * 4;
+	c->digest = CA_DIGEST_SHA512_256;
+}
+
+void cafs_set_verbosity(int level)
+{
+	if (level < 0)
+		ca_log_set_level(CA_LOG_ERROR);
+	else if (level == 0)
+		ca_log_set_level(CA_LOG_WARNING);
+	else if (level == 1)
+		ca_log_set_level(CA_LOG_INFO);
+	else
+		ca_log_set_level(CA_LOG_DEBUG);
+}
+
+int cafs_parse_threads(const char *s, unsigned *ret)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || *end || end == s || v > 64)
+		return -EINVAL;
+	*ret = (unsigned)v;
+	return 0;
+}
+
+int cafs_open_index(const char *path, struct ca_index **ret)
+{
+	int r;
+	if (cafs_is_url(path) && strncmp(path, "file://", 7) != 0)
+		return ca_log_error_errno(-EPROTONOSUPPORT, "%s", path);
+	if (!strncmp(path, "file://", 7))
+		path += 7;
+	r = ca_index_open(path, ret);
+	if (r == -EBADMSG)
+		return ca_log_error_errno(r, "%s: not a valid casync index", path);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", path);
+	return 0;
+}
+
+int cafs_chunksrc_open(char **stores, size_t n_stores, const char *index_path, enum ca_digest_type digest,
+                       size_t lru_bytes, struct ca_chunksrc **ret)
+{
+	struct ca_chunksrc *src = NULL;
+	char *def = NULL;
+	int r = ca_chunksrc_new(digest, lru_bytes, &src);
+	if (r < 0)
+		return ca_log_error_errno(r, "chunk source");
+	if (n_stores == 0) {
+		def = cafs_default_store(index_path);
+		if (!def) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		stores = &def;
+		n_stores = 1;
+	}
+	for (size_t i = 0; i < n_stores; i++) {
+		const char *p = stores[i];
+		struct ca_store *s;
+		if (cafs_is_url(p) && strncmp(p, "file://", 7) != 0) {
+			r = ca_log_error_errno(-EPROTONOSUPPORT, "%s", p);
+			goto fail;
+		}
+		if (!strncmp(p, "file://", 7))
+			p += 7;
+		r = ca_store_open(p, &s);
+		if (r < 0) {
+			ca_log_error_errno(r, "%s", p);
+			goto fail;
+		}
+		r = ca_chunksrc_add_store(src, s);
+		if (r < 0) {
+			ca_log_error_errno(r, "%s", p);
+			goto fail;
+		}
+	}
+	free(def);
+	*ret = src;
+	return 0;
+fail:
+	free(def);
+	ca_chunksrc_free(src);
+	return r;
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * main.c - the cafs command: dispatch to subcommands.
+ *
+ * `cafs SOURCE MOUNTPOINT` (no subcommand) means `cafs mount SOURCE
+ * MOUNTPOINT`; invoked as mount.cafs it takes mount(8)'s argument order.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "log.h"
+
+static const struct cafs_command commands[] = {
+	{ "make", cafs_cmd_make, "make [OPTIONS] OUT.caibx|OUT.caidx|OUT.catar INPUT",
+	  "  -s, --store=DIR         chunk store (default: default.castr beside OUT)\n"
+	  "      --chunk-size=SPEC   AVG or MIN:AVG:MAX (default 16K:64K:256K)\n"
+	  "      --digest=NAME       sha512-256 (default) or sha256\n"
+	  "      --with=FLAG         archive only these features (repeatable)\n"
+	  "      --without=FLAG      leave out a feature (repeatable)\n"
+	  "  -j, --threads=N         worker threads (default: number of CPUs)\n"
+	  "Prints the digest of the whole stream, as casync make does.\n" },
+	{ "extract", cafs_cmd_extract, "extract [OPTIONS] IN.caibx|IN.caidx|IN.catar OUT",
+	  "  -s, --store=DIR|URL     chunk store (repeatable; default: default.castr beside IN)\n"
+	  "  -j, --threads=N         worker threads (default: number of CPUs)\n" },
+	{ "digest", cafs_cmd_digest, "digest [OPTIONS] FILE|DIR|INDEX|ARCHIVE",
+	  "  -s, --store=DIR         chunk store for an index (default: default.castr beside it)\n"
+	  "      --digest=NAME       for a plain file: sha512-256 (default) or sha256\n" },
+	{ "info", cafs_cmd_info, "info [OPTIONS] INDEX",
+	  "  -s, --store=DIR         also report how much of the index this store holds\n" },
+};
+
+static const char *program = "cafs";
+
+const struct cafs_command *cafs_command_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+void cafs_command_help(const struct cafs_command *c, FILE *f)
+{
+	fprintf(f, "Usage: %s %s\n\n%s", program, c->synopsis, c->help);
+	fprintf(f, "  -v, --verbose           more messages (repeat for debug)\n"
+	           "  -q, --quiet             errors only\n"
+	           "  -h, --help              this help\n");
+}
+
+int cafs_usage_error(const char *cmd, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "cafs: %s%s%s\nTry '%s %s%s--help'.\n", cmd ? cmd : "", cmd ? ": " : "", msg, program,
+	        cmd ? cmd : "", cmd ? " " : "");
+	return EXIT_USAGE;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: %s COMMAND [OPTIONS] ...\n"
+	           "       %s [mount] [OPTIONS] SOURCE MOUNTPOINT\n\n"
+	           "Content-addressed images in casync's formats: make, mount lazily over HTTP, extract.\n\n"
+	           "Commands:\n",
+	        program, program);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %s\n", commands[i].synopsis);
+	fprintf(f, "  help COMMAND\n\n"
+	           "Options: -h, --help; --version. 'cafs help COMMAND' shows a command's options.\n");
+}
+
+/* fds 0-2 must be open before we open anything, or a chunk could land on stdout */
+static void ensure_std_fds(void)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+			int n = open("/dev/null", O_RDWR);
+			if (n >= 0 && n != fd)
+				close(n);
+		}
+}
+
+int main(int argc, char **argv)
+{
+	const char *base = strrchr(argv[0], '/');
+	base = base ? base + 1 : argv[0];
+	ensure_std_fds();
+
+	if (!strcmp(base, "mount.cafs")) {
+		const struct cafs_command *m = cafs_command_find("mount");
+		if (!m) {
+			fprintf(stderr, "cafs: mount: not built into this cafs\n");
+			return 1;
+		}
+		argv[0] = (char *)"mount";
+		return m->run(argc, argv);
+	}
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("cafs %s\n", PACKAGE_VERSION);
+		return 0;
+	}
+	if (!strcmp(argv[1], "help")) {
+		if (argc < 3) {
+			usage(stdout);
+			return 0;
+		}
+		const struct cafs_command *c = cafs_command_find(argv[2]);
+		if (!c)
+			return cafs_usage_error(NULL, "unknown command '%s'", argv[2]);
+		cafs_command_help(c, stdout);
+		return 0;
+	}
+	const struct cafs_command *c = cafs_command_find(argv[1]);
+	if (c)
+		return c->run(argc - 1, argv + 1);
+	/* `cafs SOURCE MOUNTPOINT [OPTIONS]`: the mount is the default command */
+	const struct cafs_command *m = cafs_command_find("mount");
+	if (m && argv[1][0] != '-' && argc >= 3) {
+		argv[0] = (char *)"mount";
+		return m->run(argc, argv);
+	}
+	if (argv[1][0] == '-')
+		return cafs_usage_error(NULL, "unknown option '%s'", argv[1]);
+	return cafs_usage_error(NULL, "unknown command '%s'", argv[1]);
+}
