@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* cmd_tree.c - archive (.catar/.caidx) and directory commands. */
+/* cmd_tree_make.c - making archives (.catar/.caidx) of directories, and their digests. */
 #include "config.h"
 
 #include <errno.h>
@@ -7,15 +7,10 @@
 #include "cmd.h"
 #include "log.h"
 
+/* placeholder until the catar encoder lands */
 int cafs_make_archive(const struct cafs_make_args *a)
 {
 	ca_log_error_errno(-EOPNOTSUPP, "%s: archives", a->out);
-	return 1;
-}
-
-int cafs_extract_archive(const struct cafs_extract_args *a)
-{
-	ca_log_error_errno(-EOPNOTSUPP, "%s: archives", a->in);
 	return 1;
 }
 
