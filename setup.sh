@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# setup.sh - one entry point for a fresh Debian 12 machine (run as root):
+#
+#   ./setup.sh demo    install build deps, build cafs, and mount a demo image
+#                      lazily over HTTP on 127.0.0.1 (see docs/demo.md)
+#   ./setup.sh check   install deps, build, run the whole test suite (what CI runs);
+#                      ends with "N passed, N failed"
+#   ./setup.sh build   install deps and build only
+#
+# Installing is idempotent: apt-get only runs when a package is missing.
+set -euo pipefail
+cd "$(dirname "$(readlink -f "$0")")"
+top=$PWD
+build=${CAFS_BUILD_DIR:-$top/build}
+
+packages=(
+	build-essential autoconf automake libtool pkg-config
+	libfuse3-dev fuse3 libcurl4-openssl-dev libssl-dev libzstd-dev zstd
+	liblzma-dev zlib1g-dev libattr1-dev libacl1-dev
+	attr acl libcap2-bin xz-utils python3 e2fsprogs
+	casync nginx-light curl
+)
+
+install_deps() {
+	local missing=()
+	for p in "${packages[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "setup.sh: missing packages: ${missing[*]} (run as root to install them)" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# nginx-light's package starts a system nginx on port 80; tests run their own
+	if command -v systemctl >/dev/null 2>&1; then
+		systemctl stop nginx >/dev/null 2>&1 || true
+		systemctl disable nginx >/dev/null 2>&1 || true
+	fi
+}
+
+build() {
+	[ -x "$top/configure" ] || ./autogen.sh >/dev/null
+	mkdir -p "$build"
+	cd "$build"
+	[ -f Makefile ] || "$top/configure" -q
+	make -j"$(nproc)" >/dev/null
+	cd "$top"
+}
+
+# Read automake's per-test .trs files and print one closing line.
+summarize() {
+	local pass=0 fail=0 skip=0 line
+	while IFS= read -r line; do
+		case "$line" in
+		":test-result: PASS"*|":test-result: XFAIL"*) pass=$((pass + 1)) ;;
+		":test-result: SKIP"*) skip=$((skip + 1)) ;;
+		":test-result: "*) fail=$((fail + 1)) ;;
+		esac
+	done < <(find "$build/tests" -name '*.trs' -exec cat {} + 2>/dev/null)
+	echo "$pass passed, $fail failed, $skip skipped"
+	[ "$fail" -eq 0 ]
+}
+
+check() {
+	local rc=0
+	cd "$build"
+	find tests -name '*.trs' -delete 2>/dev/null || true
+	make -j"$(nproc)" check || rc=$?
+	if [ -f tests/../test-suite.log ] && [ "$rc" -ne 0 ]; then
+		sed -n '1,200p' test-suite.log || true
+	fi
+	make check-sanitizers >/dev/null 2>&1 && echo "sanitizer build: ok" || {
+		grep -q '^check-sanitizers:' Makefile && { echo "sanitizer build: FAILED"; rc=1; } || true
+	}
+	cd "$top"
+	summarize || rc=1
+	return $rc
+}
+
+case "${1:-}" in
+build) install_deps; build ;;
+check) install_deps; build; check ;;
+demo) install_deps; build; exec "$top/tests/demo.sh" "$build/cafs" ;;
+*) sed -n '2,12p' "$0"; exit 2 ;;
+esac
