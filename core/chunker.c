@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,12 +26,17 @@ static inline uint32_t rol32(uint32_t x, unsigned r)
 	return r ? (x << r) | (x >> (32 - r)) : x;
 }
 
-/* x mod d for 32-bit x without a division (Lemire, "Faster remainder by
- * direct computation", 2019): exact for every 32-bit x and d. */
-static inline uint32_t fastmod_u32(uint32_t x, uint64_t m, uint32_t d)
+/* casync cuts where h mod d == d - 1, i.e. where d divides h + 1. A
+ * division per byte would dominate the loop, so test divisibility with one
+ * multiplication (Lemire, Kaser, Kurz, "Faster remainder by direct
+ * computation", 2019): for n < 2^32 and m = floor((2^64 - 1) / d) + 1,
+ * d | n  <=>  n * m (mod 2^64) < m. h + 1 reaches 2^32 only for
+ * h = 0xffffffff, which takes the slow path. */
+static inline bool is_cut(uint32_t h, uint64_t m, uint32_t d)
 {
-	uint64_t low = m * x;
-	return (uint32_t)(((unsigned __int128)low * d) >> 64);
+	if (__builtin_expect(h == UINT32_MAX || m == 0, 0)) /* m == 0: d == 1 */
+		return h % d == d - 1;
+	return ((uint64_t)h + 1) * m < m;
 }
 
 uint32_t ca_buzhash(const uint8_t w[W])
@@ -123,8 +129,7 @@ size_t ca_chunker_scan(struct ca_chunker *c, const void *data, size_t n)
 		if (c->chunk_size < c->first_test)
 			return CA_CHUNKER_NO_CUT;
 		c->h = ca_buzhash(c->window);
-		if (c->chunk_size >= c->max ||
-		    fastmod_u32(c->h, c->fastmod_m, (uint32_t)c->discriminator) == c->discriminator - 1)
+		if (c->chunk_size >= c->max || is_cut(c->h, c->fastmod_m, (uint32_t)c->discriminator))
 			return cut(c, i);
 	}
 	if (i >= n)
@@ -134,19 +139,19 @@ size_t ca_chunker_scan(struct ca_chunker *c, const void *data, size_t n)
 	const uint8_t *base = p + i;
 	size_t m = n - i, j = 0;
 	uint32_t h = c->h;
-	const uint32_t d = (uint32_t)c->discriminator, target = d - 1;
+	const uint32_t d = (uint32_t)c->discriminator;
 	const uint64_t fm = c->fastmod_m;
 	uint64_t room = c->max - c->chunk_size; /* bytes until the forced cut */
 	size_t limit = m < room ? m : (size_t)room;
 
 	for (; j < limit && j < W; j++) {
 		h = rol32(h, 1) ^ rol32(ca_buzhash_table[c->window[j]], W) ^ ca_buzhash_table[base[j]];
-		if (fastmod_u32(h, fm, d) == target)
+		if (is_cut(h, fm, d))
 			return cut(c, i + j + 1);
 	}
 	for (; j < limit; j++) {
 		h = rol32(h, 1) ^ rol32(ca_buzhash_table[base[j - W]], W) ^ ca_buzhash_table[base[j]];
-		if (fastmod_u32(h, fm, d) == target)
+		if (is_cut(h, fm, d))
 			return cut(c, i + j + 1);
 	}
 	if (limit < m || (uint64_t)m == room) /* reached max */

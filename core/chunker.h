@@ -19,7 +19,7 @@
 struct ca_chunker {
 	uint64_t min, avg, max;
 	uint64_t discriminator;
-	uint64_t fastmod_m;      /* Lemire's reciprocal of discriminator */
+	uint64_t fastmod_m;      /* floor((2^64-1)/discriminator)+1, for the divisibility test */
 	uint64_t first_test;     /* max(min, window size): first length a cut may be hashed at */
 	uint64_t chunk_size;     /* bytes in the chunk being built */
 	uint32_t h;

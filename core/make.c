@@ -52,8 +52,13 @@ struct ca_maker {
 	uint64_t fed;
 
 	pthread_mutex_t lock;
-	pthread_cond_t cond; /* any state change; few threads, so one condition serves */
+	/* one condition per kind of waiter, so a finished chunk does not wake everyone */
+	pthread_cond_t feed_cond;    /* feeder: a segment was freed */
+	pthread_cond_t chunker_cond; /* chunker: a segment arrived, or job memory was freed */
+	pthread_cond_t digest_cond;  /* digest: a segment arrived */
+	pthread_cond_t work_cond;    /* workers: a job arrived, or the chunker is done */
 	struct segment *cq_head, *cq_tail, *dq_head, *dq_tail;
+	struct segment *spare_segs;  /* freed segments, reused so their pages stay mapped */
 	unsigned live_segs;
 	struct job *wq_head, *wq_tail, *pq_head, *pq_tail;
 	uint64_t job_bytes;
@@ -68,19 +73,28 @@ struct ca_maker {
 	bool chunker_started, digest_started;
 };
 
+static void wake_all(struct ca_maker *m)
+{
+	pthread_cond_broadcast(&m->feed_cond);
+	pthread_cond_broadcast(&m->chunker_cond);
+	pthread_cond_broadcast(&m->digest_cond);
+	pthread_cond_broadcast(&m->work_cond);
+}
+
 static void fail_locked(struct ca_maker *m, int r)
 {
 	if (!m->err)
 		m->err = r;
-	pthread_cond_broadcast(&m->cond);
+	wake_all(m);
 }
 
 static void seg_unref_locked(struct ca_maker *m, struct segment *s)
 {
 	if (--s->refs == 0) {
-		free(s);
+		s->next_c = m->spare_segs;
+		m->spare_segs = s;
 		m->live_segs--;
-		pthread_cond_broadcast(&m->cond);
+		pthread_cond_signal(&m->feed_cond);
 	}
 }
 
@@ -90,7 +104,7 @@ static void *digest_main(void *arg)
 	pthread_mutex_lock(&m->lock);
 	for (;;) {
 		while (!m->dq_head && !m->input_done && !m->err)
-			pthread_cond_wait(&m->cond, &m->lock);
+			pthread_cond_wait(&m->digest_cond, &m->lock);
 		struct segment *s = m->dq_head;
 		if (!s || m->err)
 			break;
@@ -134,7 +148,7 @@ static void emit_locked(struct ca_maker *m, struct ca_buf *acc, uint64_t end)
 		m->wq_head = j;
 	m->wq_tail = j;
 	m->stats.chunks++;
-	pthread_cond_broadcast(&m->cond);
+	pthread_cond_signal(&m->work_cond);
 }
 
 static void *chunker_main(void *arg)
@@ -147,7 +161,7 @@ static void *chunker_main(void *arg)
 	pthread_mutex_lock(&m->lock);
 	for (;;) {
 		while (!m->cq_head && !m->input_done && !m->err)
-			pthread_cond_wait(&m->cond, &m->lock);
+			pthread_cond_wait(&m->chunker_cond, &m->lock);
 		struct segment *s = m->cq_head;
 		if (m->err || !s)
 			break;
@@ -172,7 +186,7 @@ static void *chunker_main(void *arg)
 				else
 					emit_locked(m, &acc, pos);
 				while (m->job_bytes > MAX_JOB_BYTES && !m->err)
-					pthread_cond_wait(&m->cond, &m->lock);
+					pthread_cond_wait(&m->chunker_cond, &m->lock);
 				pthread_mutex_unlock(&m->lock);
 			}
 		}
@@ -182,7 +196,7 @@ static void *chunker_main(void *arg)
 	if (!m->err && acc.size > 0)
 		emit_locked(m, &acc, pos);
 	m->chunker_done = true;
-	pthread_cond_broadcast(&m->cond);
+	pthread_cond_broadcast(&m->work_cond);
 	pthread_mutex_unlock(&m->lock);
 	ca_buf_release(&acc);
 	return NULL;
@@ -233,7 +247,7 @@ static void *worker_main(void *arg)
 		fail_locked(m, r);
 	for (;;) {
 		while (!m->wq_head && !m->chunker_done && !m->err)
-			pthread_cond_wait(&m->cond, &m->lock);
+			pthread_cond_wait(&m->work_cond, &m->lock);
 		struct job *j = m->wq_head;
 		if (!j || m->err)
 			break;
@@ -262,7 +276,8 @@ static void *worker_main(void *arg)
 		j->buf = (struct ca_buf)CA_BUF_INIT;
 		j->done = true;
 		retire_locked(m);
-		pthread_cond_broadcast(&m->cond);
+		if (m->job_bytes <= MAX_JOB_BYTES)
+			pthread_cond_signal(&m->chunker_cond);
 	}
 	pthread_mutex_unlock(&m->lock);
 	ca_buf_release(&cbuf);
@@ -278,7 +293,10 @@ int ca_maker_new(const struct ca_make_opts *o, struct ca_maker **ret)
 		return -ENOMEM;
 	m->o = *o;
 	pthread_mutex_init(&m->lock, NULL);
-	pthread_cond_init(&m->cond, NULL);
+	pthread_cond_init(&m->feed_cond, NULL);
+	pthread_cond_init(&m->chunker_cond, NULL);
+	pthread_cond_init(&m->digest_cond, NULL);
+	pthread_cond_init(&m->work_cond, NULL);
 	r = ca_chunker_init(&m->chunker, o->chunk_min, o->chunk_avg, o->chunk_max);
 	if (r < 0)
 		goto fail;
@@ -337,7 +355,8 @@ static int push_segment(struct ca_maker *m)
 	else
 		m->dq_head = s;
 	m->dq_tail = s;
-	pthread_cond_broadcast(&m->cond);
+	pthread_cond_signal(&m->chunker_cond);
+	pthread_cond_signal(&m->digest_cond);
 	int r = m->err;
 	pthread_mutex_unlock(&m->lock);
 	return r;
@@ -351,14 +370,19 @@ static int seg_ensure(struct ca_maker *m)
 		return 0;
 	pthread_mutex_lock(&m->lock);
 	while (m->live_segs >= MAX_SEGS && !m->err)
-		pthread_cond_wait(&m->cond, &m->lock);
+		pthread_cond_wait(&m->feed_cond, &m->lock);
 	int r = m->err;
-	if (!r)
+	if (!r) {
 		m->live_segs++;
+		m->cur = m->spare_segs;
+		if (m->cur)
+			m->spare_segs = m->cur->next_c;
+	}
 	pthread_mutex_unlock(&m->lock);
 	if (r)
 		return r;
-	m->cur = malloc(sizeof(struct segment) + SEG_SIZE);
+	if (!m->cur)
+		m->cur = malloc(sizeof(struct segment) + SEG_SIZE);
 	if (!m->cur) {
 		pthread_mutex_lock(&m->lock);
 		m->live_segs--;
@@ -440,7 +464,7 @@ int ca_maker_finish(struct ca_maker *m, uint8_t ret_digest[CA_CHUNK_ID_SIZE], st
 	if (r)
 		fail_locked(m, r);
 	m->input_done = true;
-	pthread_cond_broadcast(&m->cond);
+	wake_all(m);
 	pthread_mutex_unlock(&m->lock);
 	join_all(m);
 	r = m->err;
@@ -486,13 +510,21 @@ void ca_maker_free(struct ca_maker *m)
 		ca_buf_release(&j->buf);
 		free(j);
 	}
+	while (m->spare_segs) {
+		struct segment *s = m->spare_segs;
+		m->spare_segs = s->next_c;
+		free(s);
+	}
 	for (size_t i = 0; i < m->n_spare; i++)
 		ca_buf_release(&m->spare_bufs[i]);
 	free(m->spare_bufs);
 	ca_index_writer_abort(m->index);
 	ca_store_free(m->store);
 	ca_digest_free(m->stream_digest);
-	pthread_cond_destroy(&m->cond);
+	pthread_cond_destroy(&m->feed_cond);
+	pthread_cond_destroy(&m->chunker_cond);
+	pthread_cond_destroy(&m->digest_cond);
+	pthread_cond_destroy(&m->work_cond);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }

@@ -116,6 +116,10 @@ static int read_file(int fd, struct ca_buf *out)
 		if (k == 0)
 			return 0;
 		out->size += k;
+		/* chunk files are immutable once renamed into place: stop at the
+		 * size fstat saw instead of paying another read for EOF */
+		if (out->size == (size_t)st.st_size)
+			return 0;
 	}
 }
 
@@ -148,10 +152,9 @@ int ca_store_get_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], str
 int ca_store_put_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], const void *p, size_t n)
 {
 	char final[PATH_MAX], tmp[PATH_MAX], rnd[17];
-	int r = ca_store_has(s, id);
-	if (r != 0)
-		return r < 0 ? r : 0;
-	r = chunk_path(s, id, false, final, sizeof(final));
+	/* no existence check first: callers that care (make) check before
+	 * compressing, and renameat2(RENAME_NOREPLACE) settles races anyway */
+	int r = chunk_path(s, id, false, final, sizeof(final));
 	if (r < 0)
 		return r;
 	r = ca_random_hex16(rnd);

@@ -34,8 +34,10 @@ int ca_store_has(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE]);
 int ca_store_get_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_buf *out,
                      bool *ret_compressed);
 
-/* Store compressed bytes under id. Returns 1 if written, 0 if it was
- * already there, negative errno on failure (nothing is left behind). */
+/* Store compressed bytes under id. Returns 1 if written, 0 if a .cacnk of
+ * that id was already there, negative errno on failure (nothing is left
+ * behind). Does not look for a bare uncompressed copy: check with
+ * ca_store_has first to avoid compressing a chunk the store holds. */
 int ca_store_put_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], const void *p, size_t n);
 
 /* Remove a chunk (both names). 0, or -ENOENT if neither existed. */
