@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * testdata.h - deterministic test data for the unit tests: the xorshift32
+ * stream of the format reference (section 12), so that chunk boundaries
+ * and ids can be compared with the values casync produced.
+ */
+#ifndef CAFS_TESTDATA_H
+#define CAFS_TESTDATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* x ^= x<<13; x ^= x>>17; x ^= x<<5; emit x & 0xff (seed 0 means 1) */
+static inline void testdata_xorshift(uint8_t *p, size_t n, uint32_t seed)
+{
+	uint32_t x = seed ? seed : 1;
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		p[i] = (uint8_t)x;
+	}
+}
+
+/* The 4 MiB reference blob (malloc'd; aborts on ENOMEM: it is a test). */
+#define TESTDATA_BLOB_SIZE 4194304u
+static inline uint8_t *testdata_blob(void)
+{
+	uint8_t *p = malloc(TESTDATA_BLOB_SIZE);
+	if (!p)
+		abort();
+	testdata_xorshift(p, TESTDATA_BLOB_SIZE, 1);
+	return p;
+}
+
+/* A small PRNG for split sizes and the like, independent of the data. */
+static inline uint32_t testdata_rand(uint32_t *state)
+{
+	uint32_t x = *state ? *state : 0x9e3779b9u;
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	*state = x;
+	return x;
+}
+
+#endif
