@@ -1,21 +1,386 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* cmd_tree_make.c - making archives (.catar/.caidx) of directories, and their digests. */
+/*
+ * cmd_tree_make.c - making archives (.catar/.caidx) of directories, and
+ * the digests `casync digest` prints for directories and archives.
+ */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "atomic_file.h"
+#include "catar_enc.h"
+#include "chunksrc.h"
 #include "cmd.h"
+#include "digest.h"
+#include "fdio.h"
+#include "feature.h"
+#include "index.h"
 #include "log.h"
+#include "make.h"
+#include "progress.h"
 
-/* placeholder until the catar encoder lands */
+/* casync's rule: --with replaces the default (every WITH bit), --without
+ * removes, the exclusion and digest options add their bits, then the set
+ * is normalized. */
+static uint64_t archive_flags(const struct cafs_make_args *a)
+{
+	uint64_t f = (a->with_set ? a->with : CA_FORMAT_WITH_MASK) & ~a->without & CA_FORMAT_WITH_MASK;
+	if (a->exclude_nodump)
+		f |= CA_FORMAT_EXCLUDE_NODUMP;
+	if (a->exclude_submounts)
+		f |= CA_FORMAT_EXCLUDE_SUBMOUNTS;
+	if (a->exclude_file)
+		f |= CA_FORMAT_EXCLUDE_FILE;
+	if (a->ch.digest == CA_DIGEST_SHA512_256)
+		f |= CA_FORMAT_SHA512_256;
+	return ca_feature_normalize(f);
+}
+
+/* One fd per directory level is open during the walk. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static void print_digest(const uint8_t d[CA_CHUNK_ID_SIZE])
+{
+	char hex[2 * CA_CHUNK_ID_SIZE + 1];
+	ca_id_to_hex(d, hex);
+	printf("%s\n", hex);
+}
+
+static int open_input_dir(const char *path, struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return ca_log_error_errno(errno, "%s", path);
+	if (fstat(fd, st) < 0) {
+		int r = ca_log_error_errno(errno, "%s", path);
+		close(fd);
+		return r;
+	}
+	if (!S_ISDIR(st->st_mode)) {
+		close(fd);
+		return ca_log_error_errno(ENOTDIR, "%s", path);
+	}
+	return fd;
+}
+
+/* sink for .catar files and digests: optional fd, running digest */
+struct file_sink {
+	int fd;
+	struct ca_digest *digest;
+	int err; /* first failure, to tell the sink's errors from the walk's */
+	bool digest_failed;
+};
+
+static int file_sink_write(void *userdata, const void *p, size_t n)
+{
+	struct file_sink *s = userdata;
+	int r = 0;
+	if (s->fd >= 0)
+		r = ca_write_all(s->fd, p, n);
+	if (r == 0) {
+		r = ca_digest_update(s->digest, p, n);
+		s->digest_failed = r < 0;
+	}
+	if (r < 0 && !s->err)
+		s->err = r;
+	return r;
+}
+
+struct maker_sink {
+	struct ca_maker *m;
+	int err;
+};
+
+static int maker_sink_write(void *userdata, const void *p, size_t n)
+{
+	struct maker_sink *s = userdata;
+	int r = ca_maker_feed(s->m, p, n);
+	if (r < 0 && !s->err)
+		s->err = r;
+	return r;
+}
+
+static int make_catar(const struct cafs_make_args *a, int in_fd, const struct stat *st, uint64_t flags)
+{
+	struct ca_atomic_file af = { .fd = -1 };
+	struct file_sink s = { .fd = -1 };
+	uint8_t d[CA_CHUNK_ID_SIZE];
+	bool to_stdout = !strcmp(a->out, "-");
+	int r;
+
+	r = ca_digest_new(ca_digest_type_from_flags(flags), &s.digest);
+	if (r < 0)
+		return ca_log_error_errno(r, "digest"), 1;
+	if (to_stdout) {
+		s.fd = STDOUT_FILENO;
+	} else {
+		r = ca_atomic_file_open(&af, a->out, st->st_mode & 0666);
+		if (r < 0) {
+			ca_log_error_errno(r, "%s", a->out);
+			goto fail;
+		}
+		s.fd = af.fd;
+	}
+	struct ca_catar_enc_opts o = {
+		.feature_flags = flags, .write = file_sink_write, .userdata = &s, .root_name = a->input,
+	};
+	r = ca_catar_encode(in_fd, &o, NULL);
+	if (r < 0) {
+		if (s.err)
+			ca_log_error_errno(s.err, "%s", s.digest_failed ? "digest" : a->out);
+		goto fail;
+	}
+	if (!to_stdout) {
+		r = ca_atomic_file_commit(&af);
+		if (r < 0) {
+			ca_log_error_errno(r, "%s", a->out);
+			goto fail;
+		}
+	}
+	r = ca_digest_final(s.digest, d);
+	ca_digest_free(s.digest);
+	if (r < 0)
+		return ca_log_error_errno(r, "digest"), 1;
+	/* the archive went to stdout: the digest goes to stderr, as casync does */
+	if (to_stdout) {
+		char hex[2 * CA_CHUNK_ID_SIZE + 1];
+		ca_id_to_hex(d, hex);
+		fprintf(stderr, "%s\n", hex);
+	} else {
+		print_digest(d);
+	}
+	return 0;
+fail:
+	if (!to_stdout)
+		ca_atomic_file_abort(&af);
+	ca_digest_free(s.digest);
+	return 1;
+}
+
+static int make_caidx(const struct cafs_make_args *a, int in_fd, const struct stat *st, uint64_t flags)
+{
+	struct ca_make_opts o = {
+		.chunk_min = a->ch.min, .chunk_avg = a->ch.avg, .chunk_max = a->ch.max,
+		.feature_flags = flags,
+		.index_path = a->out,
+		.index_mode = st->st_mode & 0666,
+		.threads = a->threads,
+	};
+	struct maker_sink s = { 0 };
+	struct cafs_progress prog;
+	struct ca_make_stats stats;
+	uint8_t d[CA_CHUNK_ID_SIZE];
+	char *def = NULL;
+	int r;
+
+	if (a->store) {
+		o.store_path = a->store;
+	} else {
+		def = cafs_default_store(a->out);
+		if (!def)
+			return ca_log_error_errno(ENOMEM, "store"), 1;
+		o.store_path = def;
+	}
+	cafs_progress_init(&prog, "make", 0);
+	o.progress = cafs_progress_update;
+	o.progress_userdata = &prog;
+	r = ca_maker_new(&o, &s.m);
+	if (r < 0) {
+		cafs_progress_done(&prog);
+		ca_log_error_errno(r, "%s", a->out);
+		goto fail;
+	}
+	struct ca_catar_enc_opts eo = {
+		.feature_flags = flags, .write = maker_sink_write, .userdata = &s, .root_name = a->input,
+	};
+	r = ca_catar_encode(in_fd, &eo, NULL);
+	if (r < 0) {
+		cafs_progress_done(&prog);
+		if (s.err)
+			ca_log_error_errno(s.err, "%s", a->out);
+		goto fail;
+	}
+	r = ca_maker_finish(s.m, d, &stats);
+	cafs_progress_done(&prog);
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", a->out);
+		goto fail;
+	}
+	ca_maker_free(s.m);
+	free(def);
+	print_digest(d);
+	ca_log_info("%llu bytes, %llu chunks, %llu new (%llu bytes stored)", (unsigned long long)stats.bytes,
+	            (unsigned long long)stats.chunks, (unsigned long long)stats.chunks_new,
+	            (unsigned long long)stats.bytes_stored);
+	return 0;
+fail:
+	ca_maker_free(s.m);
+	free(def);
+	return 1;
+}
+
 int cafs_make_archive(const struct cafs_make_args *a)
 {
-	ca_log_error_errno(-EOPNOTSUPP, "%s: archives", a->out);
-	return 1;
+	uint64_t flags = archive_flags(a);
+	struct stat st;
+	int fd, r;
+
+	fd = open_input_dir(a->input, &st);
+	if (fd < 0)
+		return 1;
+	raise_fd_limit();
+	if (cafs_kind_from_name(a->out) == CAFS_KIND_ARCHIVE)
+		r = make_catar(a, fd, &st, flags);
+	else
+		r = make_caidx(a, fd, &st, flags);
+	close(fd);
+	return r;
+}
+
+/* ---- digests ---- */
+
+static int digest_dir(const char *path)
+{
+	struct file_sink s = { .fd = -1 };
+	uint8_t d[CA_CHUNK_ID_SIZE];
+	struct stat st;
+	int fd, r;
+
+	fd = open_input_dir(path, &st);
+	if (fd < 0)
+		return 1;
+	raise_fd_limit();
+	r = ca_digest_new(ca_digest_type_from_flags(CA_FORMAT_DEFAULT), &s.digest);
+	if (r < 0) {
+		close(fd);
+		return ca_log_error_errno(r, "digest"), 1;
+	}
+	struct ca_catar_enc_opts o = {
+		.feature_flags = CA_FORMAT_DEFAULT, .write = file_sink_write, .userdata = &s, .root_name = path,
+	};
+	r = ca_catar_encode(fd, &o, NULL);
+	if (r < 0 && s.err)
+		ca_log_error_errno(s.err, "digest");
+	if (r == 0)
+		r = ca_digest_final(s.digest, d);
+	if (r == 0)
+		print_digest(d);
+	ca_digest_free(s.digest);
+	close(fd);
+	return r < 0 ? 1 : 0;
+}
+
+/* An archive's digest is that of its bytes; the digest named by the
+ * archive's own flags (first ENTRY) is used. */
+static int digest_catar(const char *path)
+{
+	struct ca_digest *dg = NULL;
+	uint8_t d[CA_CHUNK_ID_SIZE], head[64];
+	static const size_t bufsize = 1 << 20;
+	uint8_t *buf = NULL;
+	int r, fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return ca_log_error_errno(errno, "%s", path), 1;
+	ssize_t k = ca_read_full(fd, head, sizeof(head));
+	if (k < 0) {
+		r = ca_log_error_errno((int)k, "%s", path);
+		goto out;
+	}
+	if (k < (ssize_t)sizeof(head) || ca_le64_read(head) != 64 || ca_le64_read(head + 8) != CA_FORMAT_ENTRY ||
+	    !ca_feature_is_valid(ca_le64_read(head + 16))) {
+		r = ca_log_error_errno(EBADMSG, "%s: not a valid catar archive", path);
+		goto out;
+	}
+	buf = malloc(bufsize);
+	r = buf ? ca_digest_new(ca_digest_type_from_flags(ca_le64_read(head + 16)), &dg) : -ENOMEM;
+	if (r == 0)
+		r = ca_digest_update(dg, head, sizeof(head));
+	while (r == 0) {
+		k = ca_read_full(fd, buf, bufsize);
+		if (k < 0)
+			r = (int)k;
+		else if (k == 0)
+			break;
+		else
+			r = ca_digest_update(dg, buf, (size_t)k);
+	}
+	if (r == 0)
+		r = ca_digest_final(dg, d);
+	if (r < 0)
+		ca_log_error_errno(r, "%s", path);
+	else
+		print_digest(d);
+out:
+	ca_digest_free(dg);
+	free(buf);
+	close(fd);
+	return r < 0 ? 1 : 0;
+}
+
+/* The archive's bytes are the index's blob: hash it chunk by chunk. */
+static int digest_caidx(const char *path, char **stores, size_t n_stores)
+{
+	struct ca_index *idx = NULL;
+	struct ca_chunksrc *src = NULL;
+	struct ca_digest *dg = NULL;
+	uint8_t d[CA_CHUNK_ID_SIZE];
+	int r;
+
+	if (cafs_open_index(path, &idx) < 0)
+		return 1;
+	enum ca_digest_type t = ca_digest_type_from_flags(ca_index_feature_flags(idx));
+	r = cafs_chunksrc_open(stores, n_stores, path, t, 0, &src);
+	if (r == 0)
+		r = ca_digest_new(t, &dg);
+	for (size_t i = 0; r == 0 && i < ca_index_n_chunks(idx); i++) {
+		uint64_t s, e;
+		const uint8_t *id;
+		const struct ca_chunk *c;
+		ca_index_chunk(idx, i, &s, &e, &id);
+		r = ca_chunksrc_get(src, id, e - s, &c);
+		if (r < 0) {
+			char hex[2 * CA_CHUNK_ID_SIZE + 1];
+			ca_id_to_hex(id, hex);
+			ca_log_error_errno(r, "chunk %s", hex);
+			break;
+		}
+		r = ca_digest_update(dg, c->data, c->size);
+		ca_chunksrc_put(src, c);
+	}
+	if (r == 0)
+		r = ca_digest_final(dg, d);
+	if (r == 0)
+		print_digest(d);
+	ca_digest_free(dg);
+	ca_chunksrc_free(src);
+	ca_index_free(idx);
+	return r < 0 ? 1 : 0;
 }
 
 int cafs_digest_tree(const char *path, char **stores, size_t n_stores)
 {
-	ca_log_error_errno(-EOPNOTSUPP, "%s: archives", path);
-	return 1;
+	switch (cafs_kind_from_name(path)) {
+	case CAFS_KIND_ARCHIVE:
+		return digest_catar(path);
+	case CAFS_KIND_ARCHIVE_INDEX:
+		return digest_caidx(path, stores, n_stores);
+	default:
+		return digest_dir(path);
+	}
 }

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * catar_enc.h - serialize a directory tree as a .catar stream, byte for
+ * byte what `casync make` writes for the same tree and feature flags.
+ *
+ * The walk is iterative (heap frames, no recursion) and holds one
+ * directory's sorted names and GOODBYE items per level of the current
+ * path, plus one open fd per level. Bytes go out through a write callback
+ * in pieces of up to CA_CATAR_ENC_BUFSIZE, so the output can be a file, a
+ * digest, or the make pipeline (core/make.h) for a .caidx.
+ *
+ * What gets stored follows the feature flags exactly as casync does
+ * (see docs in the format reference, sections 6-8): node types, uid/gid
+ * widths, user names, time granularity, permission bits, chattr/FAT/btrfs
+ * flags, xattrs (user.*, trusted.*), ACLs, SELinux labels, file
+ * capabilities, project ids. The EXCLUDE_* bits in the flags turn on the
+ * exclusions: chattr +d nodes, other mounts, .caexclude rules. Files on
+ * virtual API filesystems (proc, sysfs, ...) are stored without content.
+ * Hard links are stored as independent copies.
+ *
+ * Thread-safety: none; one encode per thread.
+ */
+#ifndef CA_CATAR_ENC_H
+#define CA_CATAR_ENC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CA_CATAR_ENC_BUFSIZE (1u << 20)
+
+struct ca_catar_enc_opts {
+	/* Normalized feature flags (ca_feature_normalize); written into every
+	 * ENTRY. Non-normalized or unknown bits are refused with -EINVAL. */
+	uint64_t feature_flags;
+	/* Receives the stream in order; returns 0 or a negative errno, which
+	 * stops the walk and is returned unchanged (and not logged). */
+	int (*write)(void *userdata, const void *p, size_t n);
+	void *userdata;
+	/* Used in error messages as the root's name ("DIR/sub/file: ..."). */
+	const char *root_name;
+};
+
+/* Walk the directory open at dir_fd (not closed, position untouched) and
+ * write its archive. Returns 0, or a negative errno: filesystem errors and
+ * things casync refuses too (a uid above 65535 with 16bit-uids, a bad
+ * .caexclude line, a file shrinking while read = -EIO) are logged once as
+ * "cafs: <path>: <why>"; errors of the write callback are returned as is.
+ * ret_size (may be NULL) receives the number of bytes written. */
+int ca_catar_encode(int dir_fd, const struct ca_catar_enc_opts *o, uint64_t *ret_size);
+
+/* The GOODBYE item order for n items sorted by (hash, offset): fills
+ * perm[slot] = index into the sorted items, as a complete binary search
+ * tree in array form (children of slot i at 2i+1 and 2i+2). Exposed for
+ * tests. */
+void ca_catar_goodbye_layout(size_t n, size_t *perm);
+
+#endif
