@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * http.h - GET a URL into memory, many at once, on libcurl's multi
+ * interface: one event-loop thread per engine drives one curl multi handle.
+ *
+ * Connections are kept open and reused (HTTP/1.1 keep-alive; HTTP/2
+ * multiplexing when a TLS server offers it through ALPN, never forced).
+ * Redirects are followed. Bodies are capped. Connection failures, timeouts
+ * and 5xx answers are retried with exponential back-off a bounded number
+ * of times; 404 and 410 mean "missing" (-ENOENT, never retried); any other
+ * status is -EIO with the status logged.
+ *
+ * Results are 0 or a negative errno, converted once from curl's codes:
+ *   -ENOENT       404/410             -ETIMEDOUT    connect or stall timeout
+ *   -ECONNREFUSED could not connect   -EHOSTUNREACH could not resolve the host
+ *   -EFBIG        body over the cap   -ECONNRESET   connection dropped mid-way
+ *   -EIO          other status/error  -ECANCELED    engine freed before the end
+ * curl's own message is logged at debug level.
+ *
+ * Threads: every function may be called from any thread, except that
+ * ca_http_free must not race with submissions. Completion callbacks run on
+ * the engine's thread: they must be quick and must not call back into the
+ * engine's blocking functions (ca_http_get) or free it.
+ */
+#ifndef CA_HTTP_H
+#define CA_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+struct ca_http_opts {
+	unsigned max_connections;    /* per host, CURLMOPT_MAX_HOST_CONNECTIONS; 0 = 8 */
+	unsigned max_transfers;      /* transfers started at once; 0 = max_connections */
+	unsigned connect_timeout_ms; /* 0 = 10000 */
+	unsigned stall_timeout_s;    /* no byte received for this long = timeout; 0 = 30 */
+	unsigned total_timeout_s;    /* whole transfer, 0 = unlimited */
+	int retries;                 /* extra attempts after the first; < 0 = 3 */
+	unsigned retry_delay_ms;     /* first back-off, doubled each time (max 8 s); 0 = 250 */
+	uint64_t max_recv_speed;     /* bytes/s per transfer, 0 = unlimited */
+};
+
+/* The defaults above, written out. */
+void ca_http_opts_init(struct ca_http_opts *o);
+
+struct ca_http_stats {
+	uint64_t requests; /* submitted */
+	uint64_t attempts; /* GETs sent, retries included */
+	uint64_t retries;
+	uint64_t ok, missing, errors; /* final outcomes */
+	uint64_t bytes;    /* body bytes of successful requests */
+};
+
+struct ca_http;
+
+/* Start an engine (and its thread). o may be NULL for the defaults. */
+int ca_http_new(const struct ca_http_opts *o, struct ca_http **ret);
+/* Stop it: transfers still queued or running complete with -ECANCELED
+ * (their callbacks run, on the engine thread, before this returns), the
+ * thread is joined and every handle freed. Accepts NULL. */
+void ca_http_free(struct ca_http *h);
+
+/* Called exactly once per successful submission, on the engine thread.
+ * r is 0 or a negative errno; body holds the response on success and may
+ * be taken over (swap it out and leave it zeroed); what is left in it is
+ * freed after the callback returns. */
+typedef void (*ca_http_done_fn)(void *userdata, int r, struct ca_buf *body);
+
+/* Queue a GET of url whose body may be at most cap bytes. Never blocks on
+ * the network. 0 when queued (fn will be called), negative errno if not
+ * (fn will not be called). */
+int ca_http_submit(struct ca_http *h, const char *url, size_t cap, ca_http_done_fn fn, void *userdata);
+
+/* Submit and wait: the body goes into out (which must be empty). */
+int ca_http_get(struct ca_http *h, const char *url, size_t cap, struct ca_buf *out);
+
+void ca_http_get_stats(struct ca_http *h, struct ca_http_stats *ret);
+
+#endif

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * remote.h - chunk stores and index files behind http:// and https://
+ * URLs, on top of the HTTP engine (http.h).
+ *
+ * A remote store is a chunk backend for chunksrc.h: fetch() downloads
+ *   <store URL cut at the first '?', ';' or '#', trailing '/' stripped>
+ *     + "/" + first 4 hex of the id + "/" + 64 hex + ".cacnk"
+ * as casync's HTTP helper does. The bytes are handed to chunksrc, which
+ * decompresses and verifies them (this module never trusts them).
+ *
+ * prefetch() starts a download without waiting and parks the result in a
+ * small table, so the fetch() that follows takes it instead of downloading
+ * again; a fetch() of an id whose prefetch is still running waits for that
+ * one download. The table is bounded (entries and bytes); finished
+ * downloads nobody claims are dropped oldest first, or after a minute.
+ *
+ * Each remote store owns its own engine (one thread, its own connection
+ * pool). All functions are thread-safe; ca_remote_store_free must not race
+ * with the others (chunksrc guarantees that for its backends).
+ */
+#ifndef CA_REMOTE_H
+#define CA_REMOTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "chunksrc.h"
+#include "format.h"
+#include "http.h"
+
+/* A .cacnk larger than this is refused before it is decompressed. */
+#define CA_REMOTE_CHUNK_FILE_MAX ((size_t)CA_CHUNK_SIZE_LIMIT_MAX + (size_t)(4u << 20))
+
+/* true for http:// and https:// (any case): what this module fetches. */
+bool ca_remote_is_http_url(const char *s);
+
+struct ca_remote_store;
+
+/* o may be NULL for the defaults. -EINVAL if url is not http(s)://. */
+int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca_remote_store **ret);
+void ca_remote_store_free(struct ca_remote_store *rs); /* accepts NULL */
+
+/* The URL chunks are fetched under (no query, no trailing '/'). */
+const char *ca_remote_store_base(const struct ca_remote_store *rs);
+
+/* The chunk backend; its be pointer is a struct ca_remote_store *. */
+extern const struct ca_chunk_backend_ops ca_remote_store_ops;
+
+/* Create a remote store and append it to src, which then owns it (even
+ * when this fails). *ret_rs (may be NULL) lets the caller read statistics
+ * for as long as src lives. */
+int ca_chunksrc_add_remote(struct ca_chunksrc *src, const char *url, const struct ca_http_opts *o,
+                           struct ca_remote_store **ret_rs);
+
+struct ca_remote_store_stats {
+	struct ca_http_stats http;
+	uint64_t prefetches;     /* downloads started by prefetch() */
+	uint64_t prefetch_hits;  /* fetch() served (or joined) by a prefetch */
+	uint64_t prefetch_drops; /* finished prefetches dropped unclaimed */
+	uint64_t prefetch_skips; /* prefetch() hints ignored: table full */
+};
+void ca_remote_store_get_stats(struct ca_remote_store *rs, struct ca_remote_store_stats *ret);
+
+/* Download a whole file (an index, an archive) of at most cap bytes into
+ * out (empty on entry; caller frees). One short-lived engine; o may be NULL. */
+int ca_remote_get_file(const char *url, size_t cap, const struct ca_http_opts *o, struct ca_buf *out);
+
+#endif

@@ -1,0 +1,105 @@
+# tests/lib-http.sh - a real nginx on 127.0.0.1 for the HTTP tests.
+# Source it after tests/lib.sh:
+#
+#   . "$top_srcdir/tests/lib-http.sh"
+#   nginx_start "$T/www"          # serve $T/www; sets NGINX_URL, NGINX_PORT, NGINX_PID
+#   curl -s "$NGINX_URL/x.caibx"
+#   nginx_log                     # the access log: "METHOD URI STATUS BYTES" per line
+#   nginx_log_reset               # empty it
+#   nginx_stop                    # kill it and wait (also done at exit)
+#   nginx_start "$T/www" "$NGINX_PORT"   # again, on the same port
+#
+# NGINX_EXTRA (optional) is pasted into the server block before starting,
+# e.g. NGINX_EXTRA='location /slow/ { limit_rate 1k; }'.
+# The server is a single process (master_process off) run in the
+# foreground in the background of this shell, so NGINX_PID is the server
+# itself and stopping it leaves nothing behind.
+
+NGINX_PID=
+NGINX_PORT=
+NGINX_URL=
+NGINX_CONF_DIR="$T/nginx"
+_nginx_cleanup_set=
+
+need nginx python3
+
+_nginx_free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# _nginx_wait_up PORT: up to ~5 s for the port to accept connections
+_nginx_wait_up() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		if ! kill -0 "$NGINX_PID" 2>/dev/null; then
+			return 1
+		fi
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+# nginx_start ROOT [PORT]
+nginx_start() {
+	local root=$1 want=${2:-} port attempt
+	mkdir -p "$NGINX_CONF_DIR/tmp" "$root"
+	root=$(cd "$root" && pwd)
+	if [ -z "$_nginx_cleanup_set" ]; then
+		at_cleanup nginx_stop
+		_nginx_cleanup_set=1
+	fi
+	for attempt in 1 2 3 4 5; do
+		port=${want:-$(_nginx_free_port)}
+		cat >"$NGINX_CONF_DIR/nginx.conf" <<EOF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $NGINX_CONF_DIR/nginx.pid;
+error_log $NGINX_CONF_DIR/error.log warn;
+events { worker_connections 512; }
+http {
+	log_format cafs '\$request_method \$request_uri \$status \$body_bytes_sent';
+	access_log $NGINX_CONF_DIR/access.log cafs;
+	client_body_temp_path $NGINX_CONF_DIR/tmp/body;
+	proxy_temp_path $NGINX_CONF_DIR/tmp/proxy;
+	fastcgi_temp_path $NGINX_CONF_DIR/tmp/fastcgi;
+	uwsgi_temp_path $NGINX_CONF_DIR/tmp/uwsgi;
+	scgi_temp_path $NGINX_CONF_DIR/tmp/scgi;
+	default_type application/octet-stream;
+	keepalive_requests 100000;
+	server {
+		listen 127.0.0.1:$port;
+		root $root;
+		${NGINX_EXTRA:-}
+	}
+}
+EOF
+		nginx -c "$NGINX_CONF_DIR/nginx.conf" -p "$NGINX_CONF_DIR" </dev/null >>"$NGINX_CONF_DIR/stderr" 2>&1 &
+		NGINX_PID=$!
+		if _nginx_wait_up "$port"; then
+			NGINX_PORT=$port
+			NGINX_URL="http://127.0.0.1:$port"
+			return 0
+		fi
+		nginx_stop
+		[ -n "$want" ] && break # the caller's port is taken: no point retrying
+	done
+	echo "nginx did not start:" >&2
+	cat "$NGINX_CONF_DIR/error.log" "$NGINX_CONF_DIR/stderr" >&2 2>/dev/null
+	return 1
+}
+
+nginx_stop() {
+	if [ -n "$NGINX_PID" ]; then
+		kill "$NGINX_PID" 2>/dev/null
+		wait "$NGINX_PID" 2>/dev/null
+		NGINX_PID=
+	fi
+	return 0
+}
+
+nginx_log() { cat "$NGINX_CONF_DIR/access.log" 2>/dev/null; }
+nginx_log_reset() { : >"$NGINX_CONF_DIR/access.log"; }
