@@ -31,6 +31,8 @@ int cafs_cmd_make(int argc, char **argv);
 int cafs_cmd_extract(int argc, char **argv);
 int cafs_cmd_digest(int argc, char **argv);
 int cafs_cmd_info(int argc, char **argv);
+int cafs_cmd_cache(int argc, char **argv);
+int cafs_cmd_gc(int argc, char **argv);
 
 
 const struct cafs_command *cafs_command_find(const char *name);
@@ -46,6 +48,9 @@ enum cafs_kind cafs_kind_from_name(const char *name);
 
 /* "<dir of index>/default.castr" for an index path or URL (malloc'd). */
 char *cafs_default_store(const char *index);
+/* The chunk cache when none is given: $XDG_CACHE_HOME/cafs, /var/cache/cafs for
+ * root, else ~/.cache/cafs (malloc'd; NULL on ENOMEM). */
+char *cafs_default_cache_dir(void);
 
 /* Options several commands share. */
 struct cafs_chunking {
@@ -88,6 +93,9 @@ struct cafs_extract_args {
 	char **stores;
 	size_t n_stores;
 	unsigned threads;
+	char **seeds;      /* --seed (repeatable): local data to take chunks from */
+	size_t n_seeds;
+	const char *cache; /* --cache: keep fetched chunks in this store */
 };
 
 /* cmd_blob.c */

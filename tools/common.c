@@ -3,8 +3,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "chunksrc.h"
 #include "cmd.h"
@@ -144,5 +147,29 @@ int cafs_chunksrc_open(char **stores, size_t n_stores, const char *index_path, e
 fail:
 	free(def);
 	ca_chunksrc_free(src);
+	return r;
+}
+
+char *cafs_default_cache_dir(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	char *r = NULL;
+	/* XDG says a relative value is to be ignored */
+	if (xdg && xdg[0] == '/') {
+		if (asprintf(&r, "%s/cafs", xdg) < 0)
+			return NULL;
+		return r;
+	}
+	if (geteuid() == 0)
+		return strdup("/var/cache/cafs");
+	const char *home = getenv("HOME");
+	if (!home || home[0] != '/') {
+		struct passwd *pw = getpwuid(geteuid());
+		home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+	}
+	if (!home)
+		return strdup("/var/tmp/cafs-cache"); /* no home: still somewhere sane */
+	if (asprintf(&r, "%s/.cache/cafs", home) < 0)
+		return NULL;
 	return r;
 }

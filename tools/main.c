@@ -35,6 +35,26 @@ static const struct cafs_command commands[] = {
 	  "      --digest=NAME       for a plain file: sha512-256 (default) or sha256\n" },
 	{ "info", cafs_cmd_info, "info [OPTIONS] INDEX",
 	  "  -s, --store=DIR         also report how much of the index this store holds\n" },
+	{ "cache", cafs_cmd_cache, "cache stat|fill|prune|verify|seed [OPTIONS] ...",
+	  "  cache stat [SOURCE...]          chunks and bytes in the cache; how much of each index it holds\n"
+	  "  cache fill SOURCE...            download every chunk the indexes need that the cache lacks\n"
+	  "  cache prune --max-size=SIZE     evict least recently used chunks until the cache fits\n"
+	  "  cache verify [--repair]         check every chunk against its name; --repair removes bad ones\n"
+	  "  cache seed SOURCE SEED...       take SOURCE's chunks from local data (file, device, .catar, index)\n"
+	  "      --cache=DIR         the cache (default: $XDG_CACHE_HOME/cafs, ~/.cache/cafs;\n"
+	  "                          /var/cache/cafs for root)\n"
+	  "  -s, --store=DIR|URL     fill: where to download from (repeatable; default: beside each index)\n"
+	  "  -j, --threads=N         fill: transfers in flight (default 8); verify: workers\n"
+	  "      --rate-limit-bps=N  fill: cap the download rate (bytes/s; K, M, G suffixes)\n"
+	  "      --keep=INDEX        prune: never evict this index's chunks (repeatable)\n"
+	  "      --min-age=SECONDS   prune: spare chunks used this recently (default 5)\n"
+	  "  -n, --dry-run           prune: only say what would go\n"
+	  "      --digest=NAME       verify: only accept this digest (default: either)\n"
+	  "      --seed-store=DIR    seed: the store of index seeds (default: beside each)\n" },
+	{ "gc", cafs_cmd_gc, "gc [OPTIONS] INDEX...",
+	  "  -s, --store=DIR         the store (default: default.castr beside the first INDEX)\n"
+	  "  -n, --dry-run           only list what would be removed\n"
+	  "Removes every chunk none of the INDEXes references, as casync gc does.\n" },
 };
 
 static const char *program = "cafs";

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cache.h - what the cache and gc commands share: walking a store with each
+ * file's stat (for sizes and LRU times), and seeding a cache from local data
+ * (also used by `cafs extract --seed`).
+ *
+ * The chunk cache is an ordinary casync-layout store; everything here also
+ * works on a store made by casync.
+ */
+#ifndef CAFS_CACHE_H
+#define CAFS_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "format.h"
+
+struct ca_index;
+struct ca_store;
+struct ca_idset;
+
+enum cafs_store_file {
+	CAFS_STORE_CHUNK, /* <prefix>/<id>.cacnk */
+	CAFS_STORE_BARE,  /* <prefix>/<id>: an uncompressed chunk */
+	CAFS_STORE_TMP,   /* <prefix>/<id>.<hex>.tmp: a chunk being written (or left by a killed writer) */
+};
+
+/* Called for every regular file of those kinds; dirfd/name locate it (for
+ * unlinkat), st is its lstat. Non-zero stops the walk and is returned. A
+ * missing store is an empty one. */
+typedef int (*cafs_store_walk_fn)(enum cafs_store_file kind, const uint8_t id[CA_CHUNK_ID_SIZE], int dirfd,
+                                  const char *name, const struct stat *st, void *userdata);
+int cafs_store_walk(const char *dir, cafs_store_walk_fn fn, void *userdata);
+
+/* --cache DIR, or cafs_default_cache_dir(); malloc'd, NULL on ENOMEM (logged). */
+char *cafs_cache_dir(const char *opt);
+
+/* mkdir -p (0777 minus umask) */
+int cafs_mkdir_p(const char *path);
+
+/* Parse a size: bytes, or with K, M, G, T (powers of 1024; "KiB"/"KB" alike). */
+int cafs_parse_size(const char *s, uint64_t *ret);
+/* "12.3 MiB" */
+void cafs_format_size(uint64_t v, char *buf, size_t len);
+
+/* Add every chunk of idx to set (value: the chunk's size). */
+int cafs_idset_add_index(struct ca_idset *set, const struct ca_index *idx);
+
+struct cafs_seed_stats {
+	uint64_t seed_bytes;    /* bytes of seed data chunked */
+	uint64_t chunks, bytes; /* chunks (and their uncompressed bytes) put into the cache */
+};
+
+/* Put into cache every chunk idx needs that the seeds yield and the cache
+ * lacks. A seed is a blob file, a block device or a .catar (chunked with
+ * idx's sizes and digest), or a .caibx/.caidx whose chunks are copied from
+ * seed_store (default: default.castr beside it) when its chunking matches
+ * idx's, and otherwise read back and re-chunked. Logs its errors. */
+int cafs_seed_cache(struct ca_store *cache, const struct ca_index *idx, char **seeds, size_t n_seeds,
+                    const char *seed_store, unsigned threads, struct cafs_seed_stats *ret_stats);
+
+#endif

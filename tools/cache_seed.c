@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cache_seed.c - take chunks from local data instead of downloading them:
+ * `cafs cache seed` and `cafs extract --seed/--cache`.
+ *
+ * A seed is chunked with the target index's own chunk sizes and digest, so
+ * any region it shares with the target yields the very same chunk ids; the
+ * chunks the target needs are compressed into the cache. An index seed
+ * with the same chunking needs no re-chunking: its chunks are copied from
+ * its store (verified on the way).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "blob.h"
+#include "buf.h"
+#include "cache.h"
+#include "chunksrc.h"
+#include "cmd.h"
+#include "compress.h"
+#include "idset.h"
+#include "index.h"
+#include "log.h"
+#include "seed.h"
+#include "store.h"
+
+int cafs_cache_seed(int argc, char **argv);
+
+#define FOUND (UINT64_C(1) << 63)
+#define BLOB_READ_SIZE (4u << 20)
+
+struct seed_ctx {
+	struct ca_store *cache;
+	struct ca_idset *needed; /* id -> size, | FOUND once in the cache */
+	size_t n_needed, n_found;
+	struct ca_codec *codec;
+	struct ca_buf buf;
+	struct cafs_seed_stats *stats;
+};
+
+static int put_found(struct seed_ctx *x, const uint8_t *id, uint64_t v, const void *raw, size_t n, bool compressed)
+{
+	int r;
+	if (compressed) {
+		r = ca_store_put_raw(x->cache, id, raw, n);
+	} else {
+		r = ca_codec_compress(x->codec, raw, n, &x->buf);
+		if (r == 0)
+			r = ca_store_put_raw(x->cache, id, x->buf.data, x->buf.size);
+	}
+	if (r < 0) {
+		char hex[2 * CA_CHUNK_ID_SIZE + 1];
+		ca_id_to_hex(id, hex);
+		return ca_log_error_errno(r, "chunk %s: cannot store it in %s", hex, ca_store_path(x->cache));
+	}
+	(void)ca_idset_set(x->needed, id, v | FOUND);
+	x->n_found++;
+	x->stats->chunks++;
+	x->stats->bytes += v;
+	/* everything needed is there: no need to read the rest of the seed */
+	return x->n_found == x->n_needed ? 1 : 0;
+}
+
+static int on_chunk(const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t offset, const void *data, size_t size,
+                    void *userdata)
+{
+	struct seed_ctx *x = userdata;
+	uint64_t v;
+	(void)offset;
+	x->stats->seed_bytes += size;
+	if (!ca_idset_get(x->needed, id, &v) || (v & FOUND))
+		return 0;
+	return put_found(x, id, v, data, size, false);
+}
+
+static int seed_fd(struct seed_ctx *x, const struct ca_index *idx, int fd)
+{
+	struct ca_seeder *s = NULL;
+	int r = ca_seeder_new(ca_index_chunk_size_min(idx), ca_index_chunk_size_avg(idx), ca_index_chunk_size_max(idx),
+	                      ca_digest_type_from_flags(ca_index_feature_flags(idx)), on_chunk, x, &s);
+	if (r == 0)
+		r = ca_seeder_feed_fd(s, fd);
+	ca_seeder_free(s);
+	return r < 0 ? r : 0;
+}
+
+static bool same_chunking(const struct ca_index *a, const struct ca_index *b)
+{
+	return ca_index_chunk_size_min(a) == ca_index_chunk_size_min(b) &&
+	       ca_index_chunk_size_avg(a) == ca_index_chunk_size_avg(b) &&
+	       ca_index_chunk_size_max(a) == ca_index_chunk_size_max(b) &&
+	       ca_digest_type_from_flags(ca_index_feature_flags(a)) == ca_digest_type_from_flags(ca_index_feature_flags(b));
+}
+
+/* an index seed: copy the shared chunks, or re-chunk its stream */
+static int seed_index(struct seed_ctx *x, const struct ca_index *idx, const char *path, const char *seed_store)
+{
+	struct ca_index *sidx = NULL;
+	struct ca_chunksrc *src = NULL;
+	struct ca_blob *blob = NULL;
+	struct ca_seeder *s = NULL;
+	uint8_t *buf = NULL;
+	char *store_path = (char *)seed_store;
+	int r = cafs_open_index(path, &sidx);
+	if (r < 0)
+		return r;
+	if (same_chunking(idx, sidx)) {
+		struct ca_store *st = NULL;
+		char *def = seed_store ? NULL : cafs_default_store(path);
+		r = ca_store_open(seed_store ? seed_store : def, &st);
+		free(def);
+		if (r < 0)
+			goto out;
+		for (size_t i = 0; r == 0 && i < ca_index_n_chunks(sidx); i++) {
+			uint64_t a, b, v;
+			const uint8_t *id;
+			bool compressed;
+			ca_index_chunk(sidx, i, &a, &b, &id);
+			x->stats->seed_bytes += b - a;
+			if (!ca_idset_get(x->needed, id, &v) || (v & FOUND))
+				continue;
+			int k = ca_store_get_raw(st, id, &x->buf, &compressed);
+			if (k < 0)
+				continue; /* a seed is best effort: the chunk will be downloaded */
+			struct ca_buf raw = x->buf;
+			x->buf = (struct ca_buf)CA_BUF_INIT;
+			struct ca_buf plain = CA_BUF_INIT;
+			k = compressed ? ca_codec_decode_chunk(x->codec, raw.data, raw.size, id, v, &plain) : 0;
+			if (k == 0 && !compressed) {
+				uint8_t got[CA_CHUNK_ID_SIZE];
+				k = ca_digest_once(ca_codec_digest(x->codec), raw.data, raw.size, got);
+				if (k == 0 && (memcmp(got, id, CA_CHUNK_ID_SIZE) || raw.size != v))
+					k = -EBADMSG;
+			}
+			if (k == 0)
+				r = put_found(x, id, v, raw.data, raw.size, compressed);
+			ca_buf_release(&plain);
+			ca_buf_release(&raw);
+		}
+		ca_store_free(st);
+		goto out;
+	}
+	/* different chunking: read the seed's stream back and chunk it our way */
+	char *stores[1] = { store_path };
+	enum ca_digest_type t = ca_digest_type_from_flags(ca_index_feature_flags(sidx));
+	r = cafs_chunksrc_open(stores, seed_store ? 1 : 0, path, t, 0, &src);
+	if (r == 0)
+		r = ca_blob_new(sidx, src, &blob);
+	if (r == 0)
+		r = ca_seeder_new(ca_index_chunk_size_min(idx), ca_index_chunk_size_avg(idx),
+		                  ca_index_chunk_size_max(idx), ca_digest_type_from_flags(ca_index_feature_flags(idx)),
+		                  on_chunk, x, &s);
+	if (r == 0 && !(buf = malloc(BLOB_READ_SIZE)))
+		r = -ENOMEM;
+	for (uint64_t off = 0; r == 0;) {
+		ssize_t k = ca_blob_read(blob, buf, BLOB_READ_SIZE, off);
+		if (k < 0) {
+			r = (int)k;
+			break;
+		}
+		if (k == 0) {
+			r = ca_seeder_finish(s);
+			break;
+		}
+		off += (uint64_t)k;
+		r = ca_seeder_feed(s, buf, (size_t)k);
+	}
+out:
+	if (r < 0)
+		ca_log_error_errno(r, "seed %s", path);
+	free(buf);
+	ca_seeder_free(s);
+	ca_blob_free(blob);
+	ca_chunksrc_free(src);
+	ca_index_free(sidx);
+	return r < 0 ? r : 0;
+}
+
+static int seed_one(struct seed_ctx *x, const struct ca_index *idx, const char *path, const char *seed_store)
+{
+	enum cafs_kind kind = cafs_kind_from_name(path);
+	if (kind == CAFS_KIND_BLOB_INDEX || kind == CAFS_KIND_ARCHIVE_INDEX)
+		return seed_index(x, idx, path, seed_store);
+	/* a file, a block device or a .catar (the very stream a .caidx chunks) */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return ca_log_error_errno(errno, "seed %s", path);
+	struct stat st;
+	int r = fstat(fd, &st) < 0 ? -errno : 0;
+	if (r == 0 && S_ISDIR(st.st_mode))
+		r = -EISDIR; /* directory seeds need the archive encoder: see seed_dir */
+	if (r == 0)
+		r = seed_fd(x, idx, fd);
+	close(fd);
+	if (r < 0)
+		return ca_log_error_errno(r, "seed %s", path);
+	return 0;
+}
+
+int cafs_seed_cache(struct ca_store *cache, const struct ca_index *idx, char **seeds, size_t n_seeds,
+                    const char *seed_store, unsigned threads, struct cafs_seed_stats *ret_stats)
+{
+	struct seed_ctx x = { .cache = cache, .stats = ret_stats };
+	int r, failed = 0;
+	(void)threads;
+	memset(ret_stats, 0, sizeof(*ret_stats));
+	r = ca_idset_new(ca_index_n_chunks(idx), &x.needed);
+	if (r == 0)
+		r = ca_codec_new(ca_digest_type_from_flags(ca_index_feature_flags(idx)), &x.codec);
+	for (size_t i = 0; r == 0 && i < ca_index_n_chunks(idx); i++) {
+		uint64_t a, b;
+		const uint8_t *id;
+		ca_index_chunk(idx, i, &a, &b, &id);
+		if (ca_idset_get(x.needed, id, NULL))
+			continue;
+		r = ca_store_has(cache, id);
+		if (r > 0) {
+			r = 0;
+			continue;
+		}
+		if (r == 0)
+			r = ca_idset_add(x.needed, id, b - a);
+		if (r > 0)
+			r = 0;
+	}
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", ca_store_path(cache));
+		goto out;
+	}
+	x.n_needed = ca_idset_size(x.needed);
+	for (size_t i = 0; i < n_seeds && x.n_found < x.n_needed; i++)
+		if (seed_one(&x, idx, seeds[i], seed_store) < 0)
+			failed++;
+	r = failed ? -EIO : 0;
+out:
+	ca_buf_release(&x.buf);
+	ca_codec_free(x.codec);
+	ca_idset_free(x.needed);
+	return r;
+}
+
+enum { OPT_CACHE = 0x100, OPT_SEED_STORE };
+
+int cafs_cache_seed(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "cache", required_argument, NULL, OPT_CACHE },
+		{ "seed-store", required_argument, NULL, OPT_SEED_STORE },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	const char *cache_opt = NULL, *seed_store = NULL;
+	int c, verbosity = 0, r = 1;
+	while ((c = getopt_long(argc, argv, "vqh", opts, NULL)) >= 0) {
+		switch (c) {
+		case OPT_CACHE:
+			cache_opt = optarg;
+			break;
+		case OPT_SEED_STORE:
+			seed_store = optarg;
+			break;
+		case 'v':
+			verbosity++;
+			break;
+		case 'q':
+			verbosity = -1;
+			break;
+		case 'h':
+			cafs_command_help(cafs_command_find("cache"), stdout);
+			return 0;
+		default:
+			return cafs_usage_error("cache", "bad option");
+		}
+	}
+	cafs_set_verbosity(verbosity);
+	if (argc - optind < 2)
+		return cafs_usage_error("cache", "seed needs SOURCE and at least one SEED");
+
+	struct ca_index *idx = NULL;
+	struct ca_store *cache = NULL;
+	struct cafs_seed_stats st;
+	char *dir = cafs_cache_dir(cache_opt);
+	if (!dir)
+		return 1;
+	int k = cafs_mkdir_p(dir);
+	if (k < 0) {
+		ca_log_error_errno(k, "%s", dir);
+		goto out;
+	}
+	if (cafs_open_index(argv[optind], &idx) < 0)
+		goto out;
+	if (ca_store_open(dir, &cache) < 0) {
+		ca_log_error_errno(ENOMEM, "%s", dir);
+		goto out;
+	}
+	k = cafs_seed_cache(cache, idx, argv + optind + 1, (size_t)(argc - optind - 1), seed_store, 0, &st);
+	if (verbosity >= 0) {
+		char h1[32], h2[32];
+		cafs_format_size(st.bytes, h1, sizeof(h1));
+		cafs_format_size(st.seed_bytes, h2, sizeof(h2));
+		printf("seeded %llu chunks (%s) from %s of seed data\n", (unsigned long long)st.chunks, h1, h2);
+	}
+	r = k < 0 ? 1 : 0;
+out:
+	ca_store_free(cache);
+	ca_index_free(idx);
+	free(dir);
+	return r;
+}
