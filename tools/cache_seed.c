@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -315,5 +316,82 @@ out:
 	ca_store_free(cache);
 	ca_index_free(idx);
 	free(dir);
+	return r;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)ftw;
+	if ((flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT)
+		ca_log_warning_errno(errno, "%s", path);
+	return 0;
+}
+
+void cafs_extract_seed_cleanup(char *tmp)
+{
+	if (!tmp)
+		return;
+	(void)nftw(tmp, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(tmp);
+}
+
+int cafs_extract_cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx, const struct cafs_extract_args *a,
+                             char **ret_tmp)
+{
+	struct ca_store *cache = NULL, *target = NULL;
+	struct cafs_seed_stats st;
+	char *dir = NULL;
+	int r;
+	*ret_tmp = NULL;
+	if (!a->cache && a->n_seeds == 0)
+		return 0;
+	if (a->cache) {
+		dir = strdup(a->cache);
+		if (!dir)
+			return ca_log_error_errno(ENOMEM, "cache");
+		r = cafs_mkdir_p(dir);
+	} else {
+		/* seeded chunks need a place to wait for the extraction: a private
+		 * store, where casync keeps its temporary caches too */
+		const char *t = getenv("TMPDIR");
+		if (asprintf(&dir, "%s/cafs-seed.XXXXXX", t && *t ? t : "/var/tmp") < 0)
+			return ca_log_error_errno(ENOMEM, "seed");
+		r = mkdtemp(dir) ? 0 : -errno;
+		if (r == 0)
+			*ret_tmp = dir;
+	}
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", dir);
+		goto fail;
+	}
+	r = ca_store_open(dir, &cache);
+	if (r == 0)
+		r = ca_store_open(dir, &target);
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", dir);
+		goto fail;
+	}
+	ca_chunksrc_set_cache(src, cache, a->cache != NULL);
+	cache = NULL;
+	if (a->n_seeds > 0) {
+		r = cafs_seed_cache(target, idx, a->seeds, a->n_seeds, NULL, 0, &st);
+		if (r < 0)
+			goto fail;
+		ca_log_info("seeds gave %llu chunks (%llu bytes)", (unsigned long long)st.chunks,
+		            (unsigned long long)st.bytes);
+	}
+	ca_store_free(target);
+	if (!*ret_tmp)
+		free(dir);
+	return 0;
+fail:
+	ca_store_free(cache);
+	ca_store_free(target);
+	if (*ret_tmp) {
+		cafs_extract_seed_cleanup(*ret_tmp);
+		*ret_tmp = NULL;
+	} else {
+		free(dir);
+	}
 	return r;
 }

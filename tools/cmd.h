@@ -31,6 +31,8 @@ int cafs_cmd_make(int argc, char **argv);
 int cafs_cmd_extract(int argc, char **argv);
 int cafs_cmd_digest(int argc, char **argv);
 int cafs_cmd_info(int argc, char **argv);
+int cafs_cmd_mount(int argc, char **argv);
+int cafs_cmd_stats(int argc, char **argv);
 int cafs_cmd_cache(int argc, char **argv);
 int cafs_cmd_gc(int argc, char **argv);
 
@@ -97,6 +99,14 @@ struct cafs_extract_args {
 	size_t n_seeds;
 	const char *cache; /* --cache: keep fetched chunks in this store */
 };
+
+/* cache_seed.c: extract --cache and --seed. Makes a->cache (or, for seeds
+ * without a cache, a private temporary store) src's cache and puts the
+ * chunks idx needs that the seeds yield into it. *ret_tmp is that temporary
+ * store, to pass to cafs_extract_seed_cleanup when done. Logs its errors. */
+int cafs_extract_cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx, const struct cafs_extract_args *a,
+                             char **ret_tmp);
+void cafs_extract_seed_cleanup(char *tmp); /* removes and frees; accepts NULL */
 
 /* cmd_blob.c */
 int cafs_make_blob(const struct cafs_make_args *a);

@@ -33,6 +33,8 @@ enum {
 	OPT_EXCLUDE_NODUMP,
 	OPT_EXCLUDE_SUBMOUNTS,
 	OPT_EXCLUDE_FILE,
+	OPT_SEED,
+	OPT_CACHE,
 };
 
 static int parse_bool(const char *s, bool *ret)
@@ -227,6 +229,8 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 'j' },
+		{ "seed", required_argument, NULL, OPT_SEED },
+		{ "cache", required_argument, NULL, OPT_CACHE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -234,7 +238,20 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 	};
 	int c, verbosity = 0;
 	while ((c = getopt_long(argc, argv, "s:j:vqh", opts, NULL)) >= 0) {
+		if ((c == OPT_SEED || c == OPT_CACHE) && strcmp(cmd, "extract"))
+			return cafs_usage_error(cmd, "--seed and --cache are for extract");
 		switch (c) {
+		case OPT_SEED: {
+			char **n = realloc(a->seeds, (a->n_seeds + 1) * sizeof(char *));
+			if (!n)
+				return ca_log_error_errno(ENOMEM, "%s", cmd), 1;
+			a->seeds = n;
+			a->seeds[a->n_seeds++] = optarg;
+			break;
+		}
+		case OPT_CACHE:
+			a->cache = optarg;
+			break;
 		case 's': {
 			char **n = realloc(a->stores, (a->n_stores + 1) * sizeof(char *));
 			if (!n)
@@ -276,7 +293,11 @@ static int extract_blob(const struct cafs_extract_args *a)
 		return 1;
 	r = cafs_chunksrc_open(a->stores, a->n_stores, a->in, ca_digest_type_from_flags(ca_index_feature_flags(idx)),
 	                       0, &src);
+	char *seed_tmp = NULL;
+	if (r == 0)
+		r = cafs_extract_cache_seeds(src, idx, a, &seed_tmp);
 	if (r < 0) {
+		ca_chunksrc_free(src);
 		ca_index_free(idx);
 		return 1;
 	}
@@ -287,6 +308,7 @@ static int extract_blob(const struct cafs_extract_args *a)
 	if (r < 0)
 		ca_log_error_errno(r, "%s", a->out);
 	ca_chunksrc_free(src);
+	cafs_extract_seed_cleanup(seed_tmp);
 	ca_index_free(idx);
 	return r < 0 ? 1 : 0;
 }
@@ -317,6 +339,7 @@ int cafs_cmd_extract(int argc, char **argv)
 		}
 	}
 	free(a.stores);
+	free(a.seeds);
 	return r;
 }
 

@@ -29,7 +29,10 @@ static const struct cafs_command commands[] = {
 	  "Prints the digest of the whole stream, as casync make does.\n" },
 	{ "extract", cafs_cmd_extract, "extract [OPTIONS] IN.caibx|IN.caidx|IN.catar OUT",
 	  "  -s, --store=DIR|URL     chunk store (repeatable; default: default.castr beside IN)\n"
-	  "  -j, --threads=N         worker threads (default: number of CPUs)\n" },
+	  "  -j, --threads=N         worker threads (default: number of CPUs)\n"
+	  "      --seed=PATH         take chunks from this local file, device, .catar or index\n"
+	  "                          first (repeatable)\n"
+	  "      --cache=DIR         keep the chunks fetched in this chunk cache, and use it\n" },
 	{ "digest", cafs_cmd_digest, "digest [OPTIONS] FILE|DIR|INDEX|ARCHIVE",
 	  "  -s, --store=DIR         chunk store for an index (default: default.castr beside it)\n"
 	  "      --digest=NAME       for a plain file: sha512-256 (default) or sha256\n" },
