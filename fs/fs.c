@@ -1,0 +1,765 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * fs.c - the FUSE low-level operations, the blob mount, reads and stats.
+ * The archive tree (lookup, readdir, xattrs of a .caidx/.catar) is tree.c.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+
+#include "fs_private.h"
+#include "log.h"
+
+#define COUNT(fs, field, n) atomic_fetch_add_explicit(&(fs)->field, (n), memory_order_relaxed)
+#define DEFAULT_READAHEAD_CHUNKS 8
+#define MAX_READAHEAD_BYTES (UINT64_C(32) << 20)
+/* how far a read may land from the previous one and still count as sequential:
+ * the kernel's async readahead sends several reads at once, out of order */
+#define SEQ_SLACK (UINT64_C(4) << 20)
+
+/* An open file. */
+struct cafs_fh {
+	struct cafs_node *node;
+	_Atomic uint64_t next_off; /* where the last read ended */
+	_Atomic uint64_t ra_end;   /* how far read-ahead was requested */
+};
+
+static struct cafs_fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+int cafs_fs_errno(int r)
+{
+	if (r == -ENOMEM || r == -EINTR)
+		return -r;
+	return EIO;
+}
+
+void cafs_fs_log_io_error(struct cafs_fs *fs, struct cafs_node *n, int err, const char *what, uint64_t off)
+{
+	if (n && atomic_exchange(&n->io_error_logged, true))
+		return;
+	if (fs->ra)
+		ca_log_error_errno(err, "%s of the entry at archive offset %" PRIu64 " (at %" PRIu64 ")", what,
+		                   n ? n->ino - 1 : 0, off);
+	else
+		ca_log_error_errno(err, "%s of %s at %" PRIu64, what, fs->blob_name, off);
+}
+
+/* ---- construction ---- */
+
+static int fs_alloc(const struct ca_catar_source *img, const struct cafs_fs_options *o, struct cafs_fs **ret)
+{
+	struct cafs_fs *fs = calloc(1, sizeof(*fs));
+	if (!fs)
+		return -ENOMEM;
+	fs->img = *img;
+	fs->o = *o;
+	fs->o.blob_name = NULL;
+	unsigned k = o->readahead_chunks ? o->readahead_chunks : DEFAULT_READAHEAD_CHUNKS;
+	fs->readahead_bytes = (uint64_t)k * (o->chunk_size_avg ? o->chunk_size_avg : 65536);
+	if (fs->readahead_bytes > MAX_READAHEAD_BYTES)
+		fs->readahead_bytes = MAX_READAHEAD_BYTES;
+	int r = cafs_inode_table_new(&fs->inodes);
+	if (r < 0) {
+		free(fs);
+		return r;
+	}
+	*ret = fs;
+	return 0;
+}
+
+static ssize_t blob_read(void *userdata, void *buf, size_t len, uint64_t off)
+{
+	return ca_blob_read(userdata, buf, len, off);
+}
+
+static void blob_readahead(void *userdata, uint64_t off, uint64_t len)
+{
+	ca_blob_readahead(userdata, off, len);
+}
+
+void cafs_fs_blob_source(struct ca_blob *b, uint64_t index_flags, struct ca_catar_source *ret)
+{
+	*ret = (struct ca_catar_source){
+		.read = blob_read,
+		.readahead = blob_readahead,
+		.userdata = b,
+		.size = ca_blob_size(b),
+		.index_flags = index_flags,
+	};
+}
+
+int cafs_fs_new_blob(struct ca_blob *blob, const struct cafs_fs_options *o, struct cafs_fs **ret)
+{
+	struct cafs_fs *fs = NULL;
+	struct cafs_node *root = NULL, *file = NULL;
+	struct ca_catar_source img;
+	int r;
+
+	cafs_fs_blob_source(blob, UINT64_MAX, &img);
+	if (!o->blob_name || !*o->blob_name || strchr(o->blob_name, '/'))
+		return -EINVAL;
+	r = fs_alloc(&img, o, &fs);
+	if (r < 0)
+		return r;
+	fs->blob_name = strdup(o->blob_name);
+	root = cafs_node_new(FUSE_ROOT_ID);
+	file = cafs_node_new(CAFS_BLOB_FILE_INO);
+	if (!fs->blob_name || !root || !file) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	root->st = o->blob_st;
+	root->st.st_ino = FUSE_ROOT_ID;
+	root->st.st_mode = S_IFDIR | 0555;
+	root->st.st_nlink = 2;
+	root->st.st_size = 0;
+	root->st.st_blksize = 4096;
+	root->st.st_blocks = 0;
+	root->parent = FUSE_ROOT_ID;
+	file->st = root->st;
+	file->st.st_ino = CAFS_BLOB_FILE_INO;
+	file->st.st_mode = S_IFREG | 0444;
+	file->st.st_nlink = 1;
+	file->st.st_size = (off_t)ca_blob_size(blob);
+	file->st.st_blocks = (blkcnt_t)((ca_blob_size(blob) + 511) / 512);
+	file->parent = FUSE_ROOT_ID;
+	cafs_inode_pin(fs->inodes, root);
+	cafs_inode_pin(fs->inodes, file);
+	*ret = fs;
+	return 0;
+fail:
+	cafs_node_free(root);
+	cafs_node_free(file);
+	cafs_fs_free(fs);
+	return r;
+}
+
+int cafs_fs_new_tree(const struct ca_catar_source *src, const struct cafs_fs_options *o, struct cafs_fs **ret)
+{
+	struct cafs_fs *fs = NULL;
+	int r = fs_alloc(src, o, &fs);
+	if (r < 0)
+		return r;
+	r = ca_catar_ra_open(src, &fs->ra);
+	if (r == 0)
+		r = cafs_tree_init(fs);
+	if (r < 0) {
+		cafs_fs_free(fs);
+		return r;
+	}
+	*ret = fs;
+	return 0;
+}
+
+void cafs_fs_free(struct cafs_fs *fs)
+{
+	if (!fs)
+		return;
+	cafs_inode_table_free(fs->inodes); /* first: nodes hold archive node references */
+	ca_catar_ra_free(fs->ra);
+	free(fs->blob_name);
+	free(fs);
+}
+
+size_t cafs_fs_stats_text(struct cafs_fs *fs, char *buf, size_t len)
+{
+	struct ca_chunksrc_stats s = { 0 };
+	if (fs->o.chunksrc)
+		ca_chunksrc_get_stats(fs->o.chunksrc, &s);
+	int n = snprintf(buf, len,
+	                 "chunks_fetched: %" PRIu64 "\n"
+	                 "bytes_fetched: %" PRIu64 "\n"
+	                 "cache_hits: %" PRIu64 "\n"
+	                 "lru_hits: %" PRIu64 "\n"
+	                 "chunk_errors: %" PRIu64 "\n"
+	                 "corrupt_chunks: %" PRIu64 "\n"
+	                 "reads: %" PRIu64 "\n"
+	                 "bytes_read: %" PRIu64 "\n"
+	                 "read_errors: %" PRIu64 "\n"
+	                 "metadata_errors: %" PRIu64 "\n"
+	                 "inodes: %" PRIu64 "\n",
+	                 s.fetched_chunks, s.fetched_bytes, s.cache_hits, s.lru_hits, s.errors, s.corrupt,
+	                 (uint64_t)fs->reads, (uint64_t)fs->bytes_read, (uint64_t)fs->read_errors,
+	                 (uint64_t)fs->meta_errors, cafs_inode_count(fs->inodes));
+	size_t used = n < 0 ? 0 : (size_t)n >= len ? len - 1 : (size_t)n;
+	if (fs->o.extra_stats && used + 1 < len)
+		used += fs->o.extra_stats(fs->o.extra_stats_userdata, buf + used, len - used);
+	return used;
+}
+
+/* ---- helpers ---- */
+
+/* The node for ino. The kernel only asks about inodes it has not
+ * forgotten, so a miss means a confused kernel or a bug: ESTALE. */
+static int node_get(struct cafs_fs *fs, fuse_ino_t ino, struct cafs_node **ret)
+{
+	struct cafs_node *n = cafs_inode_find(fs->inodes, ino);
+	if (!n)
+		return -ESTALE;
+	*ret = n;
+	return 0;
+}
+
+static void fill_entry(struct fuse_entry_param *e, const struct cafs_node *n)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = n->ino;
+	e->generation = 1;
+	e->attr = n->st;
+	e->attr_timeout = CAFS_TIMEOUT;
+	e->entry_timeout = CAFS_TIMEOUT;
+}
+
+/* ---- operations ---- */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct cafs_fs *fs = userdata;
+	/* The largest reads the kernel offers (1 MiB with max_pages) and its
+	 * own readahead as far as it goes: both mean fewer round trips. */
+	conn->max_readahead = conn->max_readahead ? conn->max_readahead : UINT32_MAX;
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* nothing ever changes: no need to check mtimes for invalidation */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+	if (fs->o.ready && !atomic_exchange(&fs->ready_sent, true))
+		fs->o.ready(fs->o.ready_userdata);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct cafs_fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	struct cafs_node *dir, *child = NULL;
+	int r = node_get(fs, parent, &dir);
+	if (r < 0)
+		goto fail;
+	if (!S_ISDIR(dir->st.st_mode)) {
+		r = -ENOTDIR;
+		goto fail;
+	}
+	if (fs->ra) {
+		r = cafs_tree_lookup(fs, dir, name, &child);
+	} else {
+		child = !strcmp(name, fs->blob_name) ? cafs_inode_find(fs->inodes, CAFS_BLOB_FILE_INO) : NULL;
+		r = child ? 0 : -ENOENT;
+	}
+	if (r == -ENOENT) {
+		/* a negative entry the kernel may keep as long as a positive one */
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = CAFS_TIMEOUT;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	if (r < 0) {
+		COUNT(fs, meta_errors, 1);
+		cafs_fs_log_io_error(fs, dir, r, "lookup", 0);
+		r = -cafs_fs_errno(r);
+		goto fail;
+	}
+	fill_entry(&e, child);
+	if (fuse_reply_entry(req, &e) < 0)
+		cafs_inode_forget(fs->inodes, child->ino, 1);
+	return;
+fail:
+	fuse_reply_err(req, -r);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	cafs_inode_forget(fs_of(req)->inodes, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct cafs_fs *fs = fs_of(req);
+	for (size_t i = 0; i < count; i++)
+		cafs_inode_forget(fs->inodes, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)fi;
+	struct cafs_node *n;
+	int r = node_get(fs_of(req), ino, &n);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &n->st, CAFS_TIMEOUT);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct cafs_node *n;
+	int r = node_get(fs_of(req), ino, &n);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else if (!S_ISLNK(n->st.st_mode) || !n->ra || !ca_catar_ra_node_get(n->ra)->symlink_target)
+		fuse_reply_err(req, EINVAL);
+	else
+		fuse_reply_readlink(req, ca_catar_ra_node_get(n->ra)->symlink_target);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct cafs_node *n;
+	int r = node_get(fs_of(req), ino, &n);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	if (!S_ISDIR(n->st.st_mode)) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	struct cafs_dirh *dh = calloc(1, sizeof(*dh));
+	if (!dh) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	dh->node = n;
+	pthread_mutex_init(&dh->lock, NULL);
+	fi->fh = (uint64_t)(uintptr_t)dh;
+	fi->cache_readdir = 1;
+	fi->keep_cache = 1;
+	if (fuse_reply_open(req, fi) < 0)
+		cafs_dirh_free(dh);
+}
+
+/* Filling one readdir reply. Offsets handed to the kernel: 1 = after ".",
+ * 2 = after "..", 3 + i = after child i. */
+struct dirbuf {
+	fuse_req_t req;
+	struct cafs_fs *fs;
+	char *buf;
+	size_t size, used;
+	bool plus;
+};
+
+static bool dirbuf_add(struct dirbuf *d, const char *name, const struct stat *st, struct cafs_node *n,
+                       off_t next)
+{
+	size_t k;
+	if (d->plus) {
+		struct fuse_entry_param e;
+		if (n) {
+			fill_entry(&e, n);
+		} else {
+			memset(&e, 0, sizeof(e));
+			e.attr = *st;
+		}
+		k = fuse_add_direntry_plus(d->req, d->buf + d->used, d->size - d->used, name, &e, next);
+	} else {
+		k = fuse_add_direntry(d->req, d->buf + d->used, d->size - d->used, name, st, next);
+	}
+	if (k > d->size - d->used)
+		return false;
+	d->used += k;
+	return true;
+}
+
+static bool dirbuf_child(void *userdata, uint64_t index, const char *name, struct cafs_node *child)
+{
+	struct dirbuf *d = userdata;
+	return dirbuf_add(d, name, &child->st, child, (off_t)(3 + index));
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi,
+                       bool plus)
+{
+	struct cafs_fs *fs = fs_of(req);
+	struct cafs_dirh *dh = (struct cafs_dirh *)(uintptr_t)fi->fh;
+	struct cafs_node *dir = dh->node;
+	struct dirbuf d = { .req = req, .fs = fs, .size = size, .plus = plus };
+	struct stat st = { 0 };
+	int r = 0;
+	(void)ino;
+
+	if (size > (1u << 20))
+		d.size = size = 1u << 20;
+	d.buf = malloc(size);
+	if (!d.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (off < 1) {
+		st.st_ino = dir->ino;
+		st.st_mode = S_IFDIR;
+		if (!dirbuf_add(&d, ".", &st, NULL, 1))
+			goto reply;
+	}
+	if (off < 2) {
+		st.st_ino = dir->parent;
+		st.st_mode = S_IFDIR;
+		if (!dirbuf_add(&d, "..", &st, NULL, 2))
+			goto reply;
+	}
+	uint64_t from = off < 3 ? 0 : (uint64_t)off - 2;
+	if (fs->ra) {
+		r = cafs_tree_readdir(fs, dh, from, plus, dirbuf_child, &d);
+		if (r < 0) {
+			COUNT(fs, meta_errors, 1);
+			cafs_fs_log_io_error(fs, dir, r, "readdir", 0);
+		}
+	} else if (dir->ino == FUSE_ROOT_ID && from == 0) {
+		struct cafs_node *f = cafs_inode_find(fs->inodes, CAFS_BLOB_FILE_INO);
+		(void)dirbuf_add(&d, fs->blob_name, &f->st, f, 3);
+	}
+reply:
+	/* entries already in the buffer are good even if a later one failed */
+	if (r < 0 && d.used == 0)
+		fuse_reply_err(req, cafs_fs_errno(r));
+	else
+		fuse_reply_buf(req, d.buf, d.used);
+	free(d.buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, true);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	cafs_dirh_free((struct cafs_dirh *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct cafs_node *n;
+	int r = node_get(fs_of(req), ino, &n);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (S_ISDIR(n->st.st_mode)) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	struct cafs_fh *fh = calloc(1, sizeof(*fh));
+	if (!fh) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fh->node = n;
+	fi->fh = (uint64_t)(uintptr_t)fh;
+	fi->keep_cache = 1;
+	fi->direct_io = 0;
+	if (fuse_reply_open(req, fi) < 0)
+		free(fh);
+}
+
+/* Sequential reading: ask for the next few chunks before the kernel does,
+ * so their downloads overlap with this read and the application's work. */
+static void maybe_readahead(struct cafs_fs *fs, struct cafs_fh *fh, uint64_t off, uint64_t end)
+{
+	uint64_t prev = atomic_exchange(&fh->next_off, end);
+	bool sequential = off + SEQ_SLACK >= prev && off <= prev + SEQ_SLACK;
+	if (!sequential || fs->readahead_bytes == 0)
+		return;
+	uint64_t size = (uint64_t)fh->node->st.st_size;
+	uint64_t want = end + fs->readahead_bytes;
+	if (want > size)
+		want = size;
+	uint64_t have = atomic_load(&fh->ra_end);
+	if (have < end)
+		have = end;
+	/* top up in steps of half the window, not on every read */
+	if (want <= have + fs->readahead_bytes / 2 && want != size)
+		return;
+	if (want <= have)
+		return;
+	uint64_t seen = atomic_exchange(&fh->ra_end, want);
+	if (seen > have)
+		have = seen;
+	if (want > have && fs->img.readahead)
+		fs->img.readahead(fs->img.userdata, fh->node->data_off + have, want - have);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct cafs_fs *fs = fs_of(req);
+	struct cafs_fh *fh = (struct cafs_fh *)(uintptr_t)fi->fh;
+	struct cafs_node *n = fh->node;
+	uint64_t fsize = (uint64_t)n->st.st_size;
+	(void)ino;
+
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if ((uint64_t)off >= fsize || size == 0) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if (size > fsize - (uint64_t)off)
+		size = (size_t)(fsize - (uint64_t)off);
+	char *buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	maybe_readahead(fs, fh, (uint64_t)off, (uint64_t)off + size);
+	ssize_t k;
+	if (n->ra)
+		k = ca_catar_ra_read(fs->ra, ca_catar_ra_node_get(n->ra), buf, size, (uint64_t)off);
+	else
+		k = fs->img.read(fs->img.userdata, buf, size, n->data_off + (uint64_t)off);
+	if (k >= 0 && (size_t)k < size)
+		k = -EBADMSG; /* the image ends inside a file: a lying archive */
+	COUNT(fs, reads, 1);
+	if (k < 0) {
+		COUNT(fs, read_errors, 1);
+		cafs_fs_log_io_error(fs, n, (int)k, "read", (uint64_t)off);
+		fuse_reply_err(req, cafs_fs_errno((int)k));
+	} else {
+		COUNT(fs, bytes_read, (uint64_t)k);
+		fuse_reply_buf(req, buf, (size_t)k);
+	}
+	free(buf);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	free((struct cafs_fh *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct cafs_fs *fs = fs_of(req);
+	struct statvfs sv = { 0 };
+	(void)ino;
+	sv.f_bsize = 4096;
+	sv.f_frsize = 4096;
+	sv.f_blocks = (fs->img.size + 4095) / 4096;
+	sv.f_files = cafs_inode_count(fs->inodes);
+	sv.f_namemax = 255;
+	sv.f_flag = ST_RDONLY;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* Reply to getxattr/listxattr with data of length len. */
+static void reply_xattr(fuse_req_t req, const char *data, size_t len, size_t size)
+{
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (size < len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, data, len);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct cafs_fs *fs = fs_of(req);
+	struct cafs_node *n;
+	int r = node_get(fs, ino, &n);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	if (ino == FUSE_ROOT_ID && !strcmp(name, CAFS_STATS_XATTR)) {
+		char text[4096];
+		size_t len = cafs_fs_stats_text(fs, text, sizeof(text));
+		reply_xattr(req, text, len, size);
+		return;
+	}
+	if (!fs->ra) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	char *buf = NULL;
+	size_t len = 0;
+	if (size > 0 && !(buf = malloc(size))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	r = cafs_tree_getxattr(fs, n, name, buf, size, &len);
+	if (r == -ENODATA || r == -ERANGE) {
+		fuse_reply_err(req, -r);
+	} else if (r < 0) {
+		COUNT(fs, meta_errors, 1);
+		cafs_fs_log_io_error(fs, n, r, "getxattr", 0);
+		fuse_reply_err(req, cafs_fs_errno(r));
+	} else if (size == 0) {
+		fuse_reply_xattr(req, len);
+	} else {
+		fuse_reply_buf(req, buf, len);
+	}
+	free(buf);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct cafs_fs *fs = fs_of(req);
+	struct cafs_node *n;
+	int r = node_get(fs, ino, &n);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	if (!fs->ra) {
+		reply_xattr(req, "", 0, size);
+		return;
+	}
+	char *buf = NULL;
+	size_t len = 0;
+	if (size > 0 && !(buf = malloc(size))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	r = cafs_tree_listxattr(fs, n, buf, size, &len);
+	if (r == -ERANGE) {
+		fuse_reply_err(req, ERANGE);
+	} else if (r < 0) {
+		COUNT(fs, meta_errors, 1);
+		cafs_fs_log_io_error(fs, n, r, "listxattr", 0);
+		fuse_reply_err(req, cafs_fs_errno(r));
+	} else if (size == 0) {
+		fuse_reply_xattr(req, len);
+	} else {
+		fuse_reply_buf(req, buf, len);
+	}
+	free(buf);
+}
+
+/* ---- everything that would write ---- */
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
+{
+	(void)ino, (void)attr, (void)to_set, (void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	(void)parent, (void)name, (void)mode, (void)rdev;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	(void)parent, (void)name, (void)mode;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	(void)parent, (void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	(void)link, (void)parent, (void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                      const char *newname, unsigned int flags)
+{
+	(void)parent, (void)name, (void)newparent, (void)newname, (void)flags;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	(void)ino, (void)newparent, (void)newname;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                     struct fuse_file_info *fi)
+{
+	(void)ino, (void)buf, (void)size, (void)off, (void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+                        int flags)
+{
+	(void)ino, (void)name, (void)value, (void)size, (void)flags;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	(void)ino, (void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi)
+{
+	(void)parent, (void)name, (void)mode, (void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+                         struct fuse_file_info *fi)
+{
+	(void)ino, (void)mode, (void)offset, (void)length, (void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+const struct fuse_lowlevel_ops cafs_fs_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.readlink = op_readlink,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.open = op_open,
+	.read = op_read,
+	.release = op_release,
+	.statfs = op_statfs,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.setattr = op_setattr,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_unlink,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.write = op_write,
+	.setxattr = op_setxattr,
+	.removexattr = op_removexattr,
+	.create = op_create,
+	.fallocate = op_fallocate,
+};

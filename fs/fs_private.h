@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * fs_private.h - what fs.c (the ops, the blob mount) and tree.c (the
+ * archive tree) share. Not for use outside fs/.
+ */
+#ifndef CAFS_FS_PRIVATE_H
+#define CAFS_FS_PRIVATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "fs.h"
+#include "inode.h"
+
+/* The image never changes: let the kernel cache everything for a day. */
+#define CAFS_TIMEOUT 86400.0
+
+/* The blob mount's file; its root is FUSE_ROOT_ID. */
+#define CAFS_BLOB_FILE_INO 2
+
+struct cafs_fs {
+	struct ca_catar_source img;    /* the image's bytes */
+	struct ca_catar_ra *ra;        /* tree mounts only */
+	struct cafs_inode_table *inodes;
+	char *blob_name;               /* blob mounts only */
+	uint64_t readahead_bytes;
+	struct cafs_fs_options o;
+	atomic_bool ready_sent;
+
+	/* counters for the stats xattr (relaxed atomics) */
+	atomic_uint_fast64_t reads, bytes_read, read_errors, meta_errors;
+};
+
+/* An open directory of a tree mount: its children, listed at the first
+ * readdir. lock guards the rest; it is held across the listing's reads
+ * (only readdirs of this one open directory wait on it). */
+struct cafs_dirh {
+	struct cafs_node *node;
+	pthread_mutex_t lock;
+	bool listed;
+	struct ca_catar_child *children;
+	size_t n_children;
+};
+
+/* tree.c: the archive tree. All return 0 or a negative errno (-EBADMSG
+ * for a corrupt archive, chunk errors as ca_blob_read gives them). */
+
+/* The root node, pinned into the table. */
+int cafs_tree_init(struct cafs_fs *fs);
+/* Look name up in dir. On success *ret is a node in the table whose
+ * nlookup was raised by one; -ENOENT when there is no such name. */
+int cafs_tree_lookup(struct cafs_fs *fs, struct cafs_node *dir, const char *name, struct cafs_node **ret);
+
+/* Walk the children of an open directory in name order from index `from`
+ * (0-based). For each, fn gets the index, the name and the child's node:
+ * with plus, a node in the table with its nlookup raised by one; without,
+ * a node only valid during the call. fn returns true to go on, false
+ * when the reply is full (the walker then gives the reference back). */
+typedef bool (*cafs_tree_dir_fn)(void *userdata, uint64_t index, const char *name, struct cafs_node *child);
+int cafs_tree_readdir(struct cafs_fs *fs, struct cafs_dirh *dh, uint64_t from, bool plus, cafs_tree_dir_fn fn,
+                      void *userdata);
+void cafs_dirh_free(struct cafs_dirh *dh); /* accepts NULL */
+
+/* Extended attributes (getxattr(2)/listxattr(2) rules for size: with
+ * size == 0 only *ret_len is set; -ERANGE if buf is too small; -ENODATA
+ * for a missing name). */
+int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, char *buf, size_t size, size_t *ret_len);
+int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, const char *name, char *buf, size_t size,
+                       size_t *ret_len);
+
+/* Log a failing read or parse once per inode (not per request). */
+void cafs_fs_log_io_error(struct cafs_fs *fs, struct cafs_node *n, int err, const char *what, uint64_t off);
+/* The errno to hand the kernel for a failed image read: chunk problems
+ * (missing, corrupt, offline, I/O) all become EIO. */
+int cafs_fs_errno(int r);
+
+#endif

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* inode.c - the inode table: a chained hash that doubles as it fills. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "inode.h"
+
+struct cafs_inode_table {
+	pthread_mutex_t lock; /* guards everything below; a leaf lock */
+	struct cafs_node **buckets;
+	size_t n_buckets; /* a power of two */
+	uint64_t count;
+};
+
+static size_t bucket_of(uint64_t ino, size_t n_buckets)
+{
+	/* inos are archive offsets: mix them so aligned offsets spread out */
+	ino *= UINT64_C(0x9e3779b97f4a7c15);
+	return (size_t)(ino >> 32) & (n_buckets - 1);
+}
+
+int cafs_inode_table_new(struct cafs_inode_table **ret)
+{
+	struct cafs_inode_table *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->n_buckets = 1024;
+	t->buckets = calloc(t->n_buckets, sizeof(*t->buckets));
+	if (!t->buckets) {
+		free(t);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&t->lock, NULL);
+	*ret = t;
+	return 0;
+}
+
+void cafs_inode_table_free(struct cafs_inode_table *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n_buckets; i++)
+		while (t->buckets[i]) {
+			struct cafs_node *n = t->buckets[i];
+			t->buckets[i] = n->hnext;
+			cafs_node_free(n);
+		}
+	free(t->buckets);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+struct cafs_node *cafs_node_new(uint64_t ino)
+{
+	struct cafs_node *n = calloc(1, sizeof(*n));
+	if (n)
+		n->ino = ino;
+	return n;
+}
+
+void cafs_node_free(struct cafs_node *n)
+{
+	if (!n)
+		return;
+	ca_catar_ra_node_unref(n->ra);
+	free(n);
+}
+
+static struct cafs_node *find_locked(struct cafs_inode_table *t, uint64_t ino)
+{
+	for (struct cafs_node *n = t->buckets[bucket_of(ino, t->n_buckets)]; n; n = n->hnext)
+		if (n->ino == ino)
+			return n;
+	return NULL;
+}
+
+/* Keep chains short; a failed allocation just leaves them longer. */
+static void grow_locked(struct cafs_inode_table *t)
+{
+	size_t nb = t->n_buckets * 2;
+	struct cafs_node **b = calloc(nb, sizeof(*b));
+	if (!b)
+		return;
+	for (size_t i = 0; i < t->n_buckets; i++)
+		while (t->buckets[i]) {
+			struct cafs_node *n = t->buckets[i];
+			t->buckets[i] = n->hnext;
+			size_t k = bucket_of(n->ino, nb);
+			n->hnext = b[k];
+			b[k] = n;
+		}
+	free(t->buckets);
+	t->buckets = b;
+	t->n_buckets = nb;
+}
+
+struct cafs_node *cafs_inode_add(struct cafs_inode_table *t, struct cafs_node *n, uint64_t lookups)
+{
+	pthread_mutex_lock(&t->lock);
+	struct cafs_node *have = find_locked(t, n->ino);
+	if (have) {
+		have->nlookup += lookups;
+		pthread_mutex_unlock(&t->lock);
+		cafs_node_free(n);
+		return have;
+	}
+	if (t->count >= t->n_buckets)
+		grow_locked(t);
+	size_t k = bucket_of(n->ino, t->n_buckets);
+	n->nlookup = lookups;
+	n->hnext = t->buckets[k];
+	t->buckets[k] = n;
+	t->count++;
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+void cafs_inode_pin(struct cafs_inode_table *t, struct cafs_node *n)
+{
+	n->pinned = true;
+	(void)cafs_inode_add(t, n, 0);
+}
+
+struct cafs_node *cafs_inode_find(struct cafs_inode_table *t, uint64_t ino)
+{
+	pthread_mutex_lock(&t->lock);
+	struct cafs_node *n = find_locked(t, ino);
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+void cafs_inode_forget(struct cafs_inode_table *t, uint64_t ino, uint64_t n)
+{
+	struct cafs_node *drop = NULL;
+	pthread_mutex_lock(&t->lock);
+	struct cafs_node **pp = &t->buckets[bucket_of(ino, t->n_buckets)];
+	while (*pp && (*pp)->ino != ino)
+		pp = &(*pp)->hnext;
+	struct cafs_node *node = *pp;
+	if (node) {
+		node->nlookup = node->nlookup > n ? node->nlookup - n : 0;
+		if (node->nlookup == 0 && !node->pinned) {
+			*pp = node->hnext;
+			t->count--;
+			drop = node;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	cafs_node_free(drop);
+}
+
+uint64_t cafs_inode_count(struct cafs_inode_table *t)
+{
+	pthread_mutex_lock(&t->lock);
+	uint64_t c = t->count;
+	pthread_mutex_unlock(&t->lock);
+	return c;
+}

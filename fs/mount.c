@@ -1,0 +1,656 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * mount.c - `cafs mount`: options, opening the image, the FUSE session and
+ * the daemon start; and `cafs stats`, which reads the mount's counters.
+ *
+ * Start-up without -f: fork first (the child will run threads: curl's,
+ * libfuse's, and threads do not survive a fork), the child opens
+ * everything, mounts and enters the loop; the first request (INIT) tells
+ * the parent through a pipe that the mount answers, and the parent exits
+ * 0. An error before that is printed by the child on the caller's stderr
+ * and the parent exits with the child's status.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blob.h"
+#include "chunksrc.h"
+#include "../tools/cache.h"
+#include "../tools/cmd.h"
+#include "fs.h"
+#include "index.h"
+#include "log.h"
+#include "store.h"
+
+#define DEFAULT_LRU_BYTES (UINT64_C(256) << 20)
+/* Workers blocked on downloads must leave room for lookups and cached reads. */
+#define DEFAULT_THREADS 64
+#define MAX_THREADS 1024
+
+enum {
+	OPT_CACHE = 0x100,
+	OPT_NO_CACHE,
+	OPT_OFFLINE,
+	OPT_LRU_SIZE,
+	OPT_THREADS,
+	OPT_READAHEAD,
+};
+
+struct mount_args {
+	const char *source, *mountpoint;
+	char **stores;
+	size_t n_stores;
+	const char *cache;
+	bool no_cache, offline, foreground;
+	char *fuse_opts; /* comma-separated, for libfuse */
+	uint64_t lru_bytes;
+	unsigned threads, readahead_chunks;
+	int verbosity;
+};
+
+/* The daemon's start-up state, shared with the INIT callback. */
+struct daemon {
+	int ready_fd; /* write end of the readiness pipe, -1 in the foreground */
+};
+
+static int parse_count(const char *s, unsigned max, unsigned *ret)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v < 1 || v > max)
+		return -EINVAL;
+	*ret = (unsigned)v;
+	return 0;
+}
+
+static int add_store(struct mount_args *a, const char *s)
+{
+	char **n = realloc(a->stores, (a->n_stores + 1) * sizeof(char *));
+	if (!n)
+		return -ENOMEM;
+	a->stores = n;
+	a->stores[a->n_stores++] = (char *)s;
+	return 0;
+}
+
+static int append_opt(char **opts, const char *opt, size_t len)
+{
+	size_t have = *opts ? strlen(*opts) : 0;
+	char *n = realloc(*opts, have + 1 + len + 1);
+	if (!n)
+		return -ENOMEM;
+	if (have)
+		n[have++] = ',';
+	memcpy(n + have, opt, len);
+	n[have + len] = 0;
+	*opts = n;
+	return 0;
+}
+
+static bool opt_is(const char *opt, size_t len, const char *name)
+{
+	return strlen(name) == len && !memcmp(opt, name, len);
+}
+
+/* -o: our own keys (so fstab and mount -t fuse.cafs can pass them), the
+ * ones mount(8) adds that mean nothing here, and the rest for libfuse.
+ * The strings set from -o point into optarg, which lives as long as argv. */
+static int parse_o(const char *cmd, struct mount_args *a, char *arg)
+{
+	for (char *opt = arg; opt && *opt;) {
+		char *comma = strchr(opt, ',');
+		size_t len = comma ? (size_t)(comma - opt) : strlen(opt);
+		char *next = comma ? comma + 1 : NULL;
+		if (comma)
+			*comma = 0;
+		if (!strncmp(opt, "store=", 6)) {
+			if (add_store(a, opt + 6) < 0)
+				return ca_log_error_errno(ENOMEM, "%s", cmd), 1;
+		} else if (!strncmp(opt, "cache=", 6)) {
+			a->cache = opt + 6;
+		} else if (opt_is(opt, len, "no_cache")) {
+			a->no_cache = true;
+		} else if (opt_is(opt, len, "offline")) {
+			a->offline = true;
+		} else if (!strncmp(opt, "lru_size=", 9)) {
+			if (cafs_parse_size(opt + 9, &a->lru_bytes) < 0)
+				return cafs_usage_error(cmd, "invalid size '%s'", opt + 9);
+		} else if (!strncmp(opt, "threads=", 8)) {
+			if (parse_count(opt + 8, MAX_THREADS, &a->threads) < 0)
+				return cafs_usage_error(cmd, "invalid thread count '%s'", opt + 8);
+		} else if (opt_is(opt, len, "") || opt_is(opt, len, "defaults") || opt_is(opt, len, "rw") ||
+		           opt_is(opt, len, "ro") || opt_is(opt, len, "auto") || opt_is(opt, len, "noauto") ||
+		           opt_is(opt, len, "user") || opt_is(opt, len, "users") || opt_is(opt, len, "nouser") ||
+		           opt_is(opt, len, "nofail") || opt_is(opt, len, "_netdev") || !strncmp(opt, "x-", 2) ||
+		           !strncmp(opt, "comment=", 8)) {
+			/* the mount is read-only whatever is asked; the rest is mount(8)'s */
+		} else if (append_opt(&a->fuse_opts, opt, len) < 0) {
+			return ca_log_error_errno(ENOMEM, "%s", cmd), 1;
+		}
+		opt = next;
+	}
+	return -1;
+}
+
+static int parse_args(const char *cmd, int argc, char **argv, struct mount_args *a)
+{
+	static const struct option opts[] = {
+		{ "store", required_argument, NULL, 's' },
+		{ "cache", required_argument, NULL, OPT_CACHE },
+		{ "no-cache", no_argument, NULL, OPT_NO_CACHE },
+		{ "offline", no_argument, NULL, OPT_OFFLINE },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "options", required_argument, NULL, 'o' },
+		{ "lru-size", required_argument, NULL, OPT_LRU_SIZE },
+		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "readahead", required_argument, NULL, OPT_READAHEAD },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	int c, r;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "s:fo:vqh", opts, NULL)) >= 0) {
+		switch (c) {
+		case 's':
+			if (add_store(a, optarg) < 0)
+				return ca_log_error_errno(ENOMEM, "%s", cmd), 1;
+			break;
+		case OPT_CACHE:
+			a->cache = optarg;
+			break;
+		case OPT_NO_CACHE:
+			a->no_cache = true;
+			break;
+		case OPT_OFFLINE:
+			a->offline = true;
+			break;
+		case 'f':
+			a->foreground = true;
+			break;
+		case 'o':
+			r = parse_o(cmd, a, optarg);
+			if (r >= 0)
+				return r;
+			break;
+		case OPT_LRU_SIZE:
+			if (cafs_parse_size(optarg, &a->lru_bytes) < 0)
+				return cafs_usage_error(cmd, "invalid size '%s'", optarg);
+			break;
+		case OPT_THREADS:
+			if (parse_count(optarg, MAX_THREADS, &a->threads) < 0)
+				return cafs_usage_error(cmd, "invalid thread count '%s'", optarg);
+			break;
+		case OPT_READAHEAD:
+			if (parse_count(optarg, 1024, &a->readahead_chunks) < 0)
+				return cafs_usage_error(cmd, "invalid chunk count '%s'", optarg);
+			break;
+		case 'v':
+			a->verbosity++;
+			break;
+		case 'q':
+			a->verbosity = -1;
+			break;
+		case 'h':
+			cafs_command_help(cafs_command_find(cmd), stdout);
+			return 0;
+		default:
+			return cafs_usage_error(cmd, "bad option");
+		}
+	}
+	if (argc - optind != 2)
+		return cafs_usage_error(cmd, "expected SOURCE and MOUNTPOINT");
+	a->source = argv[optind];
+	a->mountpoint = argv[optind + 1];
+	return -1;
+}
+
+/* Paths stay in use after the daemon's chdir("/"): make them absolute. */
+static char *absolute(const char *p)
+{
+	if (p[0] == '/' || cafs_is_url(p))
+		return strdup(p);
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof(cwd)))
+		return NULL;
+	char *s = NULL;
+	if (asprintf(&s, "%s/%s", cwd, p) < 0)
+		return NULL;
+	return s;
+}
+
+static bool is_remote(const char *s)
+{
+	return cafs_is_url(s) && strncmp(s, "file://", 7) != 0;
+}
+
+/* The default cache: only worth having when something is remote. */
+static char *default_cache_dir(const struct mount_args *a)
+{
+	bool remote = is_remote(a->source);
+	for (size_t i = 0; i < a->n_stores; i++)
+		remote = remote || is_remote(a->stores[i]);
+	return remote ? cafs_default_cache_dir() : NULL;
+}
+
+/* "disk.caibx" or "http://h/x/disk.caibx?q" -> "disk" */
+static char *blob_file_name(const char *source)
+{
+	size_t n = strcspn(source, "?#");
+	while (n > 1 && source[n - 1] == '/')
+		n--;
+	const char *slash = memrchr(source, '/', n);
+	const char *b = slash ? slash + 1 : source;
+	size_t k = n - (size_t)(b - source);
+	if (k > 6 && !memcmp(b + k - 6, ".caibx", 6))
+		k -= 6;
+	if (k == 0 || (k == 1 && b[0] == '.') || (k == 2 && b[0] == '.' && b[1] == '.'))
+		return strdup("image");
+	return strndup(b, k);
+}
+
+/* fsname goes into the -o list: escape the separators */
+static char *escape_opt(const char *s)
+{
+	char *out = malloc(2 * strlen(s) + 1), *o = out;
+	if (!out)
+		return NULL;
+	for (; *s; s++) {
+		if (*s == ',' || *s == '\\')
+			*o++ = '\\';
+		*o++ = *s;
+	}
+	*o = 0;
+	return out;
+}
+
+static void on_ready(void *userdata)
+{
+	struct daemon *d = userdata;
+	if (d->ready_fd < 0)
+		return;
+	/* Detach from the caller's terminal and directory: the caller waits for
+	 * EOF on the output it gave us (e.g. $(cafs mount ...)). */
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		close(null);
+	}
+	(void)!chdir("/");
+	(void)!write(d->ready_fd, "1", 1);
+	close(d->ready_fd);
+	d->ready_fd = -1;
+}
+
+/* Parent side of the start-up: wait for "ready" or for the child to fail. */
+static int wait_ready(pid_t child, int fd)
+{
+	char c;
+	ssize_t k;
+	do
+		k = read(fd, &c, 1);
+	while (k < 0 && errno == EINTR);
+	close(fd);
+	if (k == 1)
+		return 0;
+	int status;
+	while (waitpid(child, &status, 0) < 0)
+		if (errno != EINTR)
+			return ca_log_error_errno(errno, "mount"), 1;
+	if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		ca_log_error("mount: the daemon died of signal %d", WTERMSIG(status));
+	else
+		ca_log_error("mount: the daemon exited before the mount was ready");
+	return 1;
+}
+
+struct image {
+	struct ca_index *idx;
+	struct ca_chunksrc *src;
+	struct ca_blob *blob;
+	int catar_fd; /* a plain .catar: read with pread */
+	struct cafs_fs *fs;
+};
+
+static void image_release(struct image *im)
+{
+	cafs_fs_free(im->fs);
+	ca_blob_free(im->blob);
+	ca_chunksrc_free(im->src);
+	ca_index_free(im->idx);
+	if (im->catar_fd >= 0)
+		close(im->catar_fd);
+}
+
+static ssize_t file_read(void *userdata, void *buf, size_t len, uint64_t off)
+{
+	int fd = (int)(intptr_t)userdata;
+	ssize_t k;
+	if (off > INT64_MAX)
+		return 0;
+	do
+		k = pread(fd, buf, len, (off_t)off);
+	while (k < 0 && errno == EINTR);
+	return k < 0 ? -errno : k;
+}
+
+static void file_readahead(void *userdata, uint64_t off, uint64_t len)
+{
+	(void)posix_fadvise((int)(intptr_t)userdata, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
+}
+
+/* A local .catar: no index, no chunks, just the file. */
+static int open_catar(const char *source, struct image *im, struct ca_catar_source *ret)
+{
+	const char *p = source;
+	struct stat st;
+	if (!strncmp(p, "file://", 7))
+		p += 7;
+	else if (cafs_is_url(p))
+		return ca_log_error_errno(-EPROTONOSUPPORT, "%s: a .catar can only be mounted from a local file",
+		                          source);
+	im->catar_fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (im->catar_fd < 0)
+		return ca_log_error_errno(errno, "%s", p);
+	if (fstat(im->catar_fd, &st) < 0)
+		return ca_log_error_errno(errno, "%s", p);
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		return ca_log_error_errno(S_ISDIR(st.st_mode) ? EISDIR : EINVAL, "%s", p);
+	*ret = (struct ca_catar_source){
+		.read = file_read,
+		.readahead = file_readahead,
+		.userdata = (void *)(intptr_t)im->catar_fd,
+		.size = (uint64_t)st.st_size,
+		.index_flags = UINT64_MAX,
+	};
+	return 0;
+}
+
+/* Index, chunk source (stores, cache), blob: the image's bytes. */
+static int open_index(const struct mount_args *a, struct image *im, struct ca_catar_source *ret)
+{
+	char *cache = NULL;
+	int r = cafs_open_index(a->source, &im->idx);
+	if (r < 0)
+		return r;
+	enum ca_digest_type digest = ca_digest_type_from_flags(ca_index_feature_flags(im->idx));
+	r = cafs_chunksrc_open(a->stores, a->n_stores, a->source, digest, a->lru_bytes, &im->src);
+	if (r < 0)
+		return r;
+	if (a->cache)
+		cache = absolute(a->cache);
+	else if (!a->no_cache)
+		cache = default_cache_dir(a);
+	if (cache) {
+		struct ca_store *cs;
+		r = cafs_mkdir_p(cache);
+		if (r == 0)
+			r = ca_store_open(cache, &cs);
+		if (r < 0) {
+			ca_log_error_errno(r, "cache %s", cache);
+			free(cache);
+			return r;
+		}
+		ca_chunksrc_set_cache(im->src, cs, true);
+		free(cache);
+	}
+	ca_chunksrc_set_offline(im->src, a->offline);
+	r = ca_blob_new(im->idx, im->src, &im->blob);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", a->source);
+	cafs_fs_blob_source(im->blob, ca_index_feature_flags(im->idx), ret);
+	return 0;
+}
+
+/* Everything up to a ready fs. Logs its errors. */
+static int image_open(const struct mount_args *a, struct daemon *d, struct image *im)
+{
+	enum cafs_kind kind = cafs_kind_from_name(a->source);
+	struct ca_catar_source img;
+	char *name = NULL;
+	int r;
+
+	r = kind == CAFS_KIND_ARCHIVE ? open_catar(a->source, im, &img) : open_index(a, im, &img);
+	if (r < 0)
+		return r;
+	struct cafs_fs_options o = {
+		.readahead_chunks = a->readahead_chunks,
+		.chunk_size_avg = im->idx ? ca_index_chunk_size_avg(im->idx) : 0,
+		.chunksrc = im->src,
+		.ready = on_ready,
+		.ready_userdata = d,
+	};
+	if (kind == CAFS_KIND_BLOB_INDEX) {
+		struct stat st;
+		const char *p = !strncmp(a->source, "file://", 7) ? a->source + 7 : a->source;
+		if (cafs_is_url(p) || stat(p, &st) < 0) {
+			memset(&st, 0, sizeof(st));
+			st.st_mtim.tv_sec = time(NULL);
+			st.st_atim = st.st_ctim = st.st_mtim;
+		}
+		st.st_uid = getuid();
+		st.st_gid = getgid();
+		name = blob_file_name(a->source);
+		if (!name)
+			return ca_log_error_errno(ENOMEM, "mount");
+		o.blob_name = name;
+		o.blob_st = st;
+		r = cafs_fs_new_blob(im->blob, &o, &im->fs);
+	} else {
+		r = cafs_fs_new_tree(&img, &o, &im->fs);
+	}
+	if (r == -EBADMSG)
+		ca_log_error_errno(r, "%s: not a valid archive", a->source);
+	else if (r < 0)
+		ca_log_error_errno(r, "%s", a->source);
+	free(name);
+	return r;
+}
+
+/* Open, mount, serve until unmounted or signalled. Returns an exit code. */
+static int run(const struct mount_args *a, struct daemon *d)
+{
+	struct image im = { .catar_fd = -1 };
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_session *se = NULL;
+	struct fuse_loop_config *cfg = NULL;
+	char *fsname = NULL, *opts = NULL;
+	int ret = 1, r;
+
+	if (image_open(a, d, &im) < 0)
+		goto out_image;
+
+	fsname = escape_opt(a->source);
+	if (!fsname || asprintf(&opts, "ro,default_permissions,subtype=cafs,fsname=%s%s%s%s", fsname,
+	                        geteuid() == 0 ? ",allow_other" : "", a->fuse_opts ? "," : "",
+	                        a->fuse_opts ? a->fuse_opts : "") < 0) {
+		opts = NULL;
+		ca_log_error_errno(ENOMEM, "mount");
+		goto out_image;
+	}
+	if (fuse_opt_add_arg(&args, "cafs") < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
+	    fuse_opt_add_arg(&args, opts) < 0) {
+		ca_log_error_errno(ENOMEM, "mount");
+		goto out_args;
+	}
+	se = fuse_session_new(&args, &cafs_fs_ops, sizeof(cafs_fs_ops), im.fs);
+	if (!se) {
+		ca_log_error("mount: %s: invalid mount options", a->fuse_opts ? a->fuse_opts : opts);
+		goto out_args;
+	}
+	if (fuse_set_signal_handlers(se) < 0) {
+		ca_log_error("mount: cannot set up signal handlers");
+		goto out_session;
+	}
+	if (fuse_session_mount(se, a->mountpoint) < 0) {
+		ca_log_error("mount: %s: cannot mount", a->mountpoint);
+		goto out_signals;
+	}
+	cfg = fuse_loop_cfg_create();
+	if (!cfg) {
+		ca_log_error_errno(ENOMEM, "mount");
+		goto out_mount;
+	}
+	fuse_loop_cfg_set_max_threads(cfg, a->threads);
+	ca_log_info("%s mounted on %s", a->source, a->mountpoint);
+	r = fuse_session_loop_mt(se, cfg);
+	/* a positive value is the signal that ended the loop: a clean stop */
+	ret = r < 0 ? 1 : 0;
+	if (r < 0)
+		ca_log_error_errno(r, "mount: %s", a->mountpoint);
+	fuse_loop_cfg_destroy(cfg);
+out_mount:
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+out_args:
+	fuse_opt_free_args(&args);
+out_image:
+	free(opts);
+	free(fsname);
+	image_release(&im);
+	return ret;
+}
+
+int cafs_cmd_mount(int argc, char **argv)
+{
+	const char *cmd = "mount";
+	struct mount_args a = { .lru_bytes = DEFAULT_LRU_BYTES, .threads = DEFAULT_THREADS };
+	struct daemon d = { .ready_fd = -1 };
+	char *source = NULL, *mountpoint = NULL;
+	size_t n_abs = 0; /* a.stores[0..n_abs) are ours to free */
+	int r = parse_args(cmd, argc, argv, &a);
+	struct stat st;
+
+	if (r >= 0)
+		goto out;
+	cafs_set_verbosity(a.verbosity);
+	r = 1;
+	switch (cafs_kind_from_name(a.source)) {
+	case CAFS_KIND_BLOB_INDEX:
+	case CAFS_KIND_ARCHIVE_INDEX:
+	case CAFS_KIND_ARCHIVE:
+		break;
+	default:
+		r = cafs_usage_error(cmd, "%s: SOURCE must end in .caibx, .caidx or .catar", a.source);
+		goto out;
+	}
+	if (stat(a.mountpoint, &st) < 0) {
+		ca_log_error_errno(errno, "%s", a.mountpoint);
+		goto out;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		ca_log_error_errno(ENOTDIR, "%s", a.mountpoint);
+		goto out;
+	}
+	source = absolute(a.source);
+	mountpoint = absolute(a.mountpoint);
+	if (!source || !mountpoint) {
+		ca_log_error_errno(ENOMEM, "%s", cmd);
+		goto out;
+	}
+	a.source = source;
+	a.mountpoint = mountpoint;
+	for (size_t i = 0; i < a.n_stores; i++) {
+		char *s = absolute(a.stores[i]);
+		if (!s) {
+			ca_log_error_errno(ENOMEM, "%s", cmd);
+			goto out;
+		}
+		a.stores[i] = s;
+		n_abs = i + 1;
+	}
+
+	if (a.foreground) {
+		r = run(&a, &d);
+		goto out;
+	}
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		ca_log_error_errno(errno, "%s", cmd);
+		goto out;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		ca_log_error_errno(errno, "%s", cmd);
+		close(p[0]);
+		close(p[1]);
+		goto out;
+	}
+	if (pid > 0) {
+		close(p[1]);
+		r = wait_ready(pid, p[0]);
+		goto out;
+	}
+	close(p[0]);
+	d.ready_fd = p[1];
+	setsid();
+	r = run(&a, &d);
+	if (d.ready_fd >= 0)
+		close(d.ready_fd);
+	_exit(r);
+out:
+	for (size_t i = 0; i < n_abs; i++)
+		free(a.stores[i]);
+	free(a.fuse_opts);
+	free(a.stores);
+	free(source);
+	free(mountpoint);
+	return r;
+}
+
+int cafs_cmd_stats(int argc, char **argv)
+{
+	const char *cmd = "stats";
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	int c;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+		if (c == 'h') {
+			cafs_command_help(cafs_command_find(cmd), stdout);
+			return 0;
+		}
+		return cafs_usage_error(cmd, "bad option");
+	}
+	if (argc - optind != 1)
+		return cafs_usage_error(cmd, "expected MOUNTPOINT");
+	const char *mnt = argv[optind];
+	char buf[8192];
+	ssize_t k = getxattr(mnt, CAFS_STATS_XATTR, buf, sizeof(buf) - 1);
+	if (k < 0) {
+		int e = errno;
+		if (e == ENODATA || e == ENOTSUP)
+			ca_log_error("%s: not a cafs mount", mnt);
+		else
+			ca_log_error_errno(e, "%s", mnt);
+		return 1;
+	}
+	fwrite(buf, 1, (size_t)k, stdout);
+	return 0;
+}
