@@ -1,0 +1,86 @@
+#!/bin/bash
+# cafs cache stat / fill from local stores: what is fetched, offline
+# extraction from the cache, a corrupt and a missing chunk at the source.
+. "$top_srcdir/tests/lib.sh"
+
+# rand FILE SIZE SEED: deterministic random bytes, fast
+rand() { python3 -c 'import random,sys; r=random.Random(int(sys.argv[3])); open(sys.argv[1],"wb").write(r.randbytes(int(sys.argv[2])))' "$@"; }
+# the distinct chunk ids of an index, one hex per line, sorted
+index_ids() {
+	python3 - "$1" <<'PY' | sort -u
+import sys
+d = open(sys.argv[1], 'rb').read()
+for off in range(64, len(d) - 40, 40):
+    print(d[off + 8:off + 40].hex())
+PY
+}
+store_ids() { find "$1" -name '*.cacnk' -printf '%f\n' 2>/dev/null | sed 's/\.cacnk$//' | sort; }
+count() { "$@" | wc -l; }
+
+cd "$T"
+rand a.bin 3000000 1
+rand b.bin 2000000 2
+cat a.bin b.bin >ab.bin
+$CAFS make -q --store S a.caibx a.bin >/dev/null
+$CAFS make -q --store S b.caibx b.bin >/dev/null
+$CAFS make -q --store S ab.caibx ab.bin >/dev/null
+n_a=$(count index_ids a.caibx)
+
+ok "stat of a missing cache" bash -c "$CAFS cache stat --cache C a.caibx >out && grep -qx 'Chunks: 0' out && grep -q '^a.caibx: 0 of [0-9]* chunks, 0 of 3000000 bytes, 0.0%' out"
+ok "fill from a store" $CAFS cache fill --cache C --store S a.caibx
+ok "the cache holds exactly the index's chunks" test "$(store_ids C)" = "$(index_ids a.caibx)"
+ok "stat counts them" bash -c "$CAFS cache stat --cache C a.caibx b.caibx >out && grep -qx 'Chunks: $n_a' out && grep -q '^a.caibx: [0-9]* of [0-9]* chunks, 3000000 of 3000000 bytes, 100.0%' out && grep -q '^b.caibx: 0 of' out"
+ok "a second fill fetches nothing" bash -c "$CAFS cache fill --cache C --store S a.caibx >out && grep -q '^fetched 0 chunks.*, $n_a already cached, 0 failed' out"
+mv S S.away
+ok "extract --store CACHE works without the source" $CAFS extract --store C a.caibx a.out
+ok "... and is identical" cmp a.bin a.out
+fails "b is not in the cache" $CAFS extract --store C b.caibx b.out
+mv S.away S
+
+# several sources at once, the default store beside each index, overlap counted once
+mkdir D && cp a.caibx b.caibx ab.caibx D/ && cp -a S D/default.castr
+ok "fill several sources from their default stores" bash -c "$CAFS cache fill --cache C2 D/a.caibx D/b.caibx D/ab.caibx >out && grep -q '^fetched [0-9]* chunks' out"
+ok "... every chunk of all of them" test "$(store_ids C2)" = "$(cat <(index_ids a.caibx) <(index_ids b.caibx) <(index_ids ab.caibx) | sort -u)"
+ok "no temporary files left" test -z "$(find C2 -name '*.tmp')"
+
+# a corrupt chunk at the source: a valid zstd frame holding other data,
+# and a chunk that is garbage; plus one missing
+cp -a S Sbad
+mapfile -t ids < <(index_ids a.caibx)
+bad1=${ids[3]} bad2=${ids[7]} gone=${ids[11]}
+f() { echo "Sbad/${1:0:4}/$1.cacnk"; }
+chmod u+w "$(f $bad1)" "$(f $bad2)"
+cp "$(f ${ids[5]})" "$(f $bad1)"
+head -c 1000 /dev/urandom >"$(f $bad2)"
+rm "$(f $gone)"
+rc=0
+$CAFS cache fill --cache C3 --store Sbad a.caibx >out 2>err || rc=$?
+ok "fill with bad chunks exits 1" test "$rc" = 1
+ok "the corrupt chunk is named in one line" test "$(grep -c "chunk $bad1: " err)" = 1
+ok "the garbage chunk is named in one line" test "$(grep -c "chunk $bad2: " err)" = 1
+ok "the missing chunk is named" grep -q "chunk $gone: not found" err
+ok "errors are one line each, nothing else" test "$(wc -l <err)" = 3
+ok "nothing corrupt was stored" bash -c "! test -e C3/${bad1:0:4}/$bad1.cacnk && ! test -e C3/${bad2:0:4}/$bad2.cacnk"
+ok "everything else was" test "$(store_ids C3 | wc -l)" = "$((n_a - 3))"
+ok "the cache verifies" $CAFS cache verify --cache C3
+ok "a fill from the good store completes it" bash -c "$CAFS cache fill --cache C3 --store S a.caibx >out && grep -q '^fetched 3 chunks' out"
+ok "... and extract from it is identical" bash -c "$CAFS extract --store C3 a.caibx a3.out && cmp a.bin a3.out"
+
+# the default cache directory
+ok "default cache: XDG_CACHE_HOME" bash -c "XDG_CACHE_HOME=$T/xdg $CAFS cache fill --store S b.caibx >/dev/null && test -d $T/xdg/cafs && XDG_CACHE_HOME=$T/xdg $CAFS cache stat | grep -qx 'Cache: $T/xdg/cafs'"
+if [ "$(id -u)" = 0 ]; then
+	ok "default cache for root is /var/cache/cafs" bash -c "env -u XDG_CACHE_HOME $CAFS cache stat | grep -qx 'Cache: /var/cache/cafs'"
+fi
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	ok "default cache for a user is ~/.cache/cafs" bash -c "env -u XDG_CACHE_HOME HOME=/nonexistent/cafs-home setpriv --reuid=65534 --regid=65534 --clear-groups $CAFS cache stat | grep -qx 'Cache: /nonexistent/cafs-home/.cache/cafs'"
+fi
+
+# usage errors
+rc=0; $CAFS cache fill --cache C 2>/dev/null || rc=$?
+ok "fill without a source is a usage error" test "$rc" = 2
+rc=0; $CAFS cache frobnicate 2>/dev/null || rc=$?
+ok "an unknown verb is a usage error" test "$rc" = 2
+rc=0; $CAFS cache fill --cache C --store S nonexistent.caibx 2>err || rc=$?
+ok "a missing index fails with one line" bash -c "test $rc = 1 && test \$(wc -l <err) = 1 && grep -q '^cafs: .*nonexistent.caibx' err"
+
+done_testing
