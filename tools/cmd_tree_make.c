@@ -119,22 +119,18 @@ static int make_catar(const struct cafs_make_args *a, int in_fd, const struct st
 	struct ca_atomic_file af = { .fd = -1 };
 	struct file_sink s = { .fd = -1 };
 	uint8_t d[CA_CHUNK_ID_SIZE];
-	bool to_stdout = !strcmp(a->out, "-");
 	int r;
 
 	r = ca_digest_new(ca_digest_type_from_flags(flags), &s.digest);
 	if (r < 0)
 		return ca_log_error_errno(r, "digest"), 1;
-	if (to_stdout) {
-		s.fd = STDOUT_FILENO;
-	} else {
-		r = ca_atomic_file_open(&af, a->out, st->st_mode & 0666);
-		if (r < 0) {
-			ca_log_error_errno(r, "%s", a->out);
-			goto fail;
-		}
-		s.fd = af.fd;
+	/* casync gives the archive the input's read/write bits */
+	r = ca_atomic_file_open(&af, a->out, st->st_mode & 0666);
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", a->out);
+		goto fail;
 	}
+	s.fd = af.fd;
 	struct ca_catar_enc_opts o = {
 		.feature_flags = flags, .write = file_sink_write, .userdata = &s, .root_name = a->input,
 	};
@@ -144,29 +140,19 @@ static int make_catar(const struct cafs_make_args *a, int in_fd, const struct st
 			ca_log_error_errno(s.err, "%s", s.digest_failed ? "digest" : a->out);
 		goto fail;
 	}
-	if (!to_stdout) {
-		r = ca_atomic_file_commit(&af);
-		if (r < 0) {
-			ca_log_error_errno(r, "%s", a->out);
-			goto fail;
-		}
+	r = ca_atomic_file_commit(&af);
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", a->out);
+		goto fail;
 	}
 	r = ca_digest_final(s.digest, d);
 	ca_digest_free(s.digest);
 	if (r < 0)
 		return ca_log_error_errno(r, "digest"), 1;
-	/* the archive went to stdout: the digest goes to stderr, as casync does */
-	if (to_stdout) {
-		char hex[2 * CA_CHUNK_ID_SIZE + 1];
-		ca_id_to_hex(d, hex);
-		fprintf(stderr, "%s\n", hex);
-	} else {
-		print_digest(d);
-	}
+	print_digest(d);
 	return 0;
 fail:
-	if (!to_stdout)
-		ca_atomic_file_abort(&af);
+	ca_atomic_file_abort(&af);
 	ca_digest_free(s.digest);
 	return 1;
 }
