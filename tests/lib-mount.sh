@@ -1,0 +1,106 @@
+# tests/lib-mount.sh - FUSE mounts for the tests. Source it after tests/lib.sh:
+#
+#   . "$top_srcdir/tests/lib-mount.sh"     # skips the file without FUSE
+#   mount_start "$T/mnt" "$T/log" --store "$T/s" "$T/img.caibx"
+#   ...                                    # $MOUNT_PID is the daemon
+#   ok "unmounts, daemon exits 0" mount_stop "$T/mnt"
+#   mount_done_testing                     # done_testing + daemon logs on failure
+#
+# The daemon runs with -f in the background of this shell, so $! is the
+# daemon itself. Every mount registers its own cleanup (lazy unmount, kill,
+# wait), which runs even when the test dies half-way.
+
+[ -c /dev/fuse ] && [ -r /dev/fuse ] && [ -w /dev/fuse ] || skip_all "/dev/fuse is not usable"
+need fusermount3
+
+declare -A _mount_pid=() _mount_log=()
+MOUNT_PID=
+
+# is_mounted DIR: DIR is a mount point (from the kernel's table: never
+# blocks on a daemon that does not answer)
+is_mounted() {
+	local d
+	d=$(cd "$1" 2>/dev/null && pwd -P) || d=$1
+	awk -v d="$d" '$5 == d { f = 1 } END { exit !f }' /proc/self/mountinfo
+}
+
+# wait_mounted DIR PID: up to 10 s; fails early if PID (when given) died
+wait_mounted() {
+	local dir=$1 pid=${2:-} i
+	for ((i = 0; i < 200; i++)); do
+		is_mounted "$dir" && return 0
+		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+			return 1
+		fi
+		sleep 0.05
+	done
+	return 1
+}
+
+# mount_start MNT LOG ARGS...: `cafs mount -f ARGS... MNT`, wait until it is
+# mounted. Sets MOUNT_PID. Fails (printing the log) if the daemon dies or
+# the mount does not appear.
+mount_start() {
+	local mnt=$1 log=$2
+	shift 2
+	mkdir -p "$mnt"
+	"$CAFS" mount -f "$@" "$mnt" >"$log" 2>&1 &
+	MOUNT_PID=$!
+	_mount_pid[$mnt]=$MOUNT_PID
+	_mount_log[$mnt]=$log
+	at_cleanup "fusermount3 -u -z '$mnt'; kill $MOUNT_PID; wait $MOUNT_PID"
+	if ! wait_mounted "$mnt" "$MOUNT_PID"; then
+		echo "# mount of $mnt failed; daemon log:"
+		sed 's/^/#   /' "$log"
+		return 1
+	fi
+}
+
+# mount_stop MNT: unmount plainly and require the daemon to exit 0.
+mount_stop() {
+	local mnt=$1 pid=${_mount_pid[$1]:-} rc=0
+	fusermount3 -u "$mnt" || return 1
+	[ -n "$pid" ] || return 0
+	wait "$pid" || rc=$?
+	unset "_mount_pid[$mnt]"
+	if [ "$rc" -ne 0 ]; then
+		echo "daemon exited $rc" >&2
+		return 1
+	fi
+}
+
+# mount_log MNT: the daemon's output so far
+mount_log() { cat "${_mount_log[$1]}"; }
+
+# mount_done_testing: done_testing, printing every daemon log if anything failed
+mount_done_testing() {
+	local m
+	if [ "$_tap_failed" -ne 0 ]; then
+		for m in "${!_mount_log[@]}"; do
+			echo "# daemon log for $m:"
+			sed 's/^/#   /' "${_mount_log[$m]}" 2>/dev/null
+		done
+	fi
+	done_testing
+}
+
+# rand_reads FILE REF [COUNT] [SEED]: COUNT preads at random offsets and
+# lengths (some crossing the end) must equal the reference file.
+rand_reads() {
+	python3 - "$1" "$2" "${3:-1000}" "${4:-1}" <<'PY'
+import os, random, sys
+path, ref, count, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+rnd = random.Random(seed)
+a = os.open(path, os.O_RDONLY)
+want = open(ref, 'rb').read()
+size = len(want)
+if os.fstat(a).st_size != size:
+    sys.exit("size %d != %d" % (os.fstat(a).st_size, size))
+for i in range(count):
+    off = rnd.randrange(0, size + 1000)
+    n = rnd.choice([1, 7, 512, 4096, 65536, 200000, 1 << 20, rnd.randrange(1, 3 << 20)])
+    got = os.pread(a, n, off)
+    if got != want[off:off + n]:
+        sys.exit("read %d at %d differs (%d bytes back)" % (n, off, len(got)))
+PY
+}
