@@ -75,6 +75,14 @@ static const struct cafs_command commands[] = {
 	  "  -s, --store=DIR         the store (default: default.castr beside the first INDEX)\n"
 	  "  -n, --dry-run           only list what would be removed\n"
 	  "Removes every chunk none of the INDEXes references, as casync gc does.\n" },
+	{ "list", cafs_cmd_list, "list [OPTIONS] IN.catar|IN.caidx [PATH]",
+	  "  -s, --store=DIR|URL     chunk store (repeatable; default: default.castr beside IN)\n"
+	  "  -l, --long              owner, size and time too\n"
+	  "Prints 'MODE PATH' per entry, as casync list does. With PATH only that\n"
+	  "subtree, found by random access (only the chunks on the way are read).\n" },
+	{ "mtree", cafs_cmd_mtree, "mtree [OPTIONS] IN.catar|IN.caidx [PATH]",
+	  "  -s, --store=DIR|URL     chunk store (repeatable; default: default.castr beside IN)\n"
+	  "Prints the tree in BSD mtree(5) format, as casync mtree does.\n" },
 };
 
 static const char *program = "cafs";
@@ -131,6 +139,16 @@ static void ensure_std_fds(void)
 		}
 }
 
+/* getopt reports bad options itself, prefixed with argv[0]: make that
+ * "cafs: CMD" so that every message on stderr starts with "cafs: ". */
+static int run_command(const struct cafs_command *c, int argc, char **argv)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "cafs: %s", c->name);
+	argv[0] = name;
+	return c->run(argc, argv);
+}
+
 int main(int argc, char **argv)
 {
 	const char *base = strrchr(argv[0], '/');
@@ -143,8 +161,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "cafs: mount: not built into this cafs\n");
 			return 1;
 		}
-		argv[0] = (char *)"mount";
-		return m->run(argc, argv);
+		return run_command(m, argc, argv);
 	}
 	if (argc < 2) {
 		usage(stderr);
@@ -171,13 +188,11 @@ int main(int argc, char **argv)
 	}
 	const struct cafs_command *c = cafs_command_find(argv[1]);
 	if (c)
-		return c->run(argc - 1, argv + 1);
+		return run_command(c, argc - 1, argv + 1);
 	/* `cafs SOURCE MOUNTPOINT [OPTIONS]`: the mount is the default command */
 	const struct cafs_command *m = cafs_command_find("mount");
-	if (m && argv[1][0] != '-' && argc >= 3) {
-		argv[0] = (char *)"mount";
-		return m->run(argc, argv);
-	}
+	if (m && argv[1][0] != '-' && argc >= 3)
+		return run_command(m, argc, argv);
 	if (argv[1][0] == '-')
 		return cafs_usage_error(NULL, "unknown option '%s'", argv[1]);
 	return cafs_usage_error(NULL, "unknown command '%s'", argv[1]);
