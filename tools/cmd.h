@@ -31,6 +31,8 @@ int cafs_cmd_make(int argc, char **argv);
 int cafs_cmd_extract(int argc, char **argv);
 int cafs_cmd_digest(int argc, char **argv);
 int cafs_cmd_info(int argc, char **argv);
+int cafs_cmd_list(int argc, char **argv);
+int cafs_cmd_mtree(int argc, char **argv);
 int cafs_cmd_mount(int argc, char **argv);
 int cafs_cmd_stats(int argc, char **argv);
 int cafs_cmd_cache(int argc, char **argv);
@@ -117,3 +119,6 @@ int cafs_extract_archive(const struct cafs_extract_args *a);
 int cafs_digest_tree(const char *path, char **stores, size_t n_stores);
 
 #endif
+/* cmd_tree_read.c: decode and validate an archive (.catar, .caidx) and print
+ * the digest of its stream, as casync digest does; 0 or an exit code. */
+int cafs_digest_archive(const char *path, char **stores, size_t n_stores);

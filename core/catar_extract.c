@@ -1,0 +1,624 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* catar_extract.c - restore a decoded archive into a directory, fd-relative. */
+#include "config.h"
+
+#include <acl/libacl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/acl.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "atomic_file.h"
+#include "catar_extract.h"
+#include "fdio.h"
+#include "log.h"
+
+#define COPY_BLOCK (1u << 20)
+
+#define TIME_FLAGS                                                                                       \
+	(CA_FORMAT_WITH_NSEC_TIME | CA_FORMAT_WITH_USEC_TIME | CA_FORMAT_WITH_SEC_TIME | CA_FORMAT_WITH_2SEC_TIME)
+#define UID_FLAGS (CA_FORMAT_WITH_16BIT_UIDS | CA_FORMAT_WITH_32BIT_UIDS)
+
+/* feature bit -> kernel FS_*_FL */
+static const struct {
+	uint64_t feature;
+	unsigned kernel;
+} chattr_map[] = {
+	{ CA_FORMAT_WITH_FLAG_APPEND, FS_APPEND_FL },       { CA_FORMAT_WITH_FLAG_NOATIME, FS_NOATIME_FL },
+	{ CA_FORMAT_WITH_FLAG_COMPR, FS_COMPR_FL },         { CA_FORMAT_WITH_FLAG_NOCOW, FS_NOCOW_FL },
+	{ CA_FORMAT_WITH_FLAG_NODUMP, FS_NODUMP_FL },       { CA_FORMAT_WITH_FLAG_DIRSYNC, FS_DIRSYNC_FL },
+	{ CA_FORMAT_WITH_FLAG_IMMUTABLE, FS_IMMUTABLE_FL }, { CA_FORMAT_WITH_FLAG_SYNC, FS_SYNC_FL },
+	{ CA_FORMAT_WITH_FLAG_NOCOMP, FS_NOCOMP_FL },       { CA_FORMAT_WITH_FLAG_PROJINHERIT, FS_PROJINHERIT_FL },
+};
+
+struct names {
+	char **v;
+	size_t n, cap;
+};
+
+struct dir {
+	int fd;
+	struct names names; /* children the archive has, for --delete */
+};
+
+struct ex {
+	struct ca_catar_dec *dec;
+	const struct ca_catar_extract_opts *o;
+	const char *dest;
+	uint64_t flags;
+	bool as_root;
+	bool warned_owner, warned_xattr, warned_acl, warned_chattr, warned_selinux;
+	struct dir *dirs;
+	size_t depth, cap;
+	uint8_t *buf;
+	uint64_t done;
+};
+
+static int fail(struct ex *x, int r, const char *path)
+{
+	return ca_log_error_errno(r, "%s%s%s", x->dest, *path ? "/" : "", path);
+}
+
+static void warn_once(bool *flag, int r, const char *what)
+{
+	if (*flag)
+		return;
+	*flag = true;
+	ca_log_warning_errno(r, "cannot restore %s, skipping them", what);
+}
+
+static void names_free(struct names *n)
+{
+	for (size_t i = 0; i < n->n; i++)
+		free(n->v[i]);
+	free(n->v);
+	*n = (struct names){ 0 };
+}
+
+static int names_add(struct names *n, const char *s)
+{
+	if (n->n == n->cap) {
+		size_t c = n->cap ? n->cap * 2 : 32;
+		char **nv = realloc(n->v, c * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		n->v = nv;
+		n->cap = c;
+	}
+	n->v[n->n] = strdup(s);
+	if (!n->v[n->n])
+		return -ENOMEM;
+	n->n++;
+	return 0;
+}
+
+/* the archive's names arrive in strcmp order: binary search */
+static bool names_has(const struct names *n, const char *s)
+{
+	size_t lo = 0, hi = n->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(n->v[mid], s);
+		if (c == 0)
+			return true;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* Remove name in dfd, recursively, never following symlinks. */
+static int rm_rf_at(int dfd, const char *name, unsigned depth)
+{
+	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	if (depth > CA_CATAR_DEPTH_MAX)
+		return -ELOOP;
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	DIR *dir = fdopendir(fd);
+	if (!dir) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	int r = 0;
+	struct dirent *de;
+	while (r == 0 && (errno = 0, de = readdir(dir))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		r = rm_rf_at(fd, de->d_name, depth + 1);
+	}
+	if (r == 0 && errno)
+		r = -errno;
+	closedir(dir);
+	if (r == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+		r = -errno;
+	return r;
+}
+
+static int tmp_name(char out[32])
+{
+	char hex[17];
+	int r = ca_random_hex16(hex);
+	if (r < 0)
+		return r;
+	snprintf(out, 32, ".#cafs%s", hex);
+	return 0;
+}
+
+/* "/proc/self/fd/N/name": reaches name in the directory fd without
+ * resolving anything but the final component (l* calls don't follow it). */
+static void proc_path(char *out, size_t n, int dfd, const char *name)
+{
+	snprintf(out, n, "/proc/self/fd/%d/%s", dfd, name);
+}
+
+static void set_perms(acl_entry_t e, uint64_t p)
+{
+	acl_permset_t ps;
+	if (acl_get_permset(e, &ps) < 0)
+		return;
+	acl_clear_perms(ps);
+	if (p & CA_ACL_PERM_READ)
+		acl_add_perm(ps, ACL_READ);
+	if (p & CA_ACL_PERM_WRITE)
+		acl_add_perm(ps, ACL_WRITE);
+	if (p & CA_ACL_PERM_EXECUTE)
+		acl_add_perm(ps, ACL_EXECUTE);
+	acl_set_permset(e, ps);
+}
+
+static int add_entry(acl_t *acl, acl_tag_t tag, const uint64_t *id, uint64_t perms)
+{
+	acl_entry_t e;
+	if (acl_create_entry(acl, &e) < 0 || acl_set_tag_type(e, tag) < 0)
+		return -errno;
+	if (id) {
+		id_t q = (id_t)*id;
+		if (acl_set_qualifier(e, &q) < 0)
+			return -errno;
+	}
+	set_perms(e, perms);
+	return 0;
+}
+
+static int add_named(acl_t *acl, const struct ca_catar_node *n, enum ca_catar_acl_kind kind, acl_tag_t tag)
+{
+	struct ca_catar_acl_entry a;
+	size_t cur = 0;
+	while (ca_catar_node_next_acl(n, kind, &cur, &a)) {
+		int r = add_entry(acl, tag, &a.id, a.permissions);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The access ACL (only when it has named entries: otherwise the mode is
+ * the whole story) and, for directories, the default ACL. */
+static int apply_acls(struct ex *x, const struct ca_catar_node *n, int fd, const char *ppath)
+{
+	acl_t acl = NULL;
+	int r = 0;
+	uint64_t m = n->mode;
+	if (!(x->flags & CA_FORMAT_WITH_ACL))
+		return 0;
+	if (n->n_acl_user || n->n_acl_group) {
+		acl = acl_init(8);
+		if (!acl)
+			return -errno;
+		r = add_entry(&acl, ACL_USER_OBJ, NULL, (m >> 6) & 7);
+		if (r == 0)
+			r = add_entry(&acl, ACL_GROUP_OBJ, NULL, n->acl_group_obj);
+		if (r == 0)
+			r = add_entry(&acl, ACL_OTHER, NULL, m & 7);
+		if (r == 0)
+			r = add_entry(&acl, ACL_MASK, NULL, (m >> 3) & 7);
+		if (r == 0)
+			r = add_named(&acl, n, CA_CATAR_ACL_USER, ACL_USER);
+		if (r == 0)
+			r = add_named(&acl, n, CA_CATAR_ACL_GROUP, ACL_GROUP);
+		if (r == 0 && (fd >= 0 ? acl_set_fd(fd, acl) : acl_set_file(ppath, ACL_TYPE_ACCESS, acl)) < 0)
+			r = -errno;
+		acl_free(acl);
+		acl = NULL;
+		if (r < 0)
+			goto out;
+	}
+	if (S_ISDIR(m)) {
+		if (!n->has_acl_default) {
+			if (acl_delete_def_file(ppath) < 0 && errno != ENOTSUP && errno != EOPNOTSUPP)
+				r = -errno;
+			goto out;
+		}
+		acl = acl_init(8);
+		if (!acl)
+			return -errno;
+		r = add_entry(&acl, ACL_USER_OBJ, NULL, n->acl_default_user_obj);
+		if (r == 0)
+			r = add_entry(&acl, ACL_GROUP_OBJ, NULL, n->acl_default_group_obj);
+		if (r == 0)
+			r = add_entry(&acl, ACL_OTHER, NULL, n->acl_default_other);
+		if (r == 0 && n->acl_default_mask != CA_ACL_NO_MASK)
+			r = add_entry(&acl, ACL_MASK, NULL, n->acl_default_mask);
+		if (r == 0)
+			r = add_named(&acl, n, CA_CATAR_ACL_DEFAULT_USER, ACL_USER);
+		if (r == 0)
+			r = add_named(&acl, n, CA_CATAR_ACL_DEFAULT_GROUP, ACL_GROUP);
+		if (r == 0 && acl_set_file(ppath, ACL_TYPE_DEFAULT, acl) < 0)
+			r = -errno;
+		acl_free(acl);
+	}
+out:
+	if (r == -ENOTSUP || r == -EOPNOTSUPP) {
+		warn_once(&x->warned_acl, r, "ACLs");
+		r = 0;
+	}
+	return r;
+}
+
+static int apply_xattrs(struct ex *x, const struct ca_catar_node *n, int fd, const char *ppath)
+{
+	struct ca_catar_xattr xa;
+	size_t cur = 0;
+	while (ca_catar_node_next_xattr(n, &cur, &xa)) {
+		int k = fd >= 0 ? fsetxattr(fd, xa.name, xa.value, xa.size, 0)
+		                : lsetxattr(ppath, xa.name, xa.value, xa.size, 0);
+		if (k < 0) {
+			if (errno == ENOTSUP || errno == EPERM) {
+				warn_once(&x->warned_xattr, errno, "extended attributes");
+				continue;
+			}
+			return -errno;
+		}
+	}
+	if (n->selinux) {
+		int k = fd >= 0 ? fsetxattr(fd, "security.selinux", n->selinux, strlen(n->selinux) + 1, 0)
+		                : lsetxattr(ppath, "security.selinux", n->selinux, strlen(n->selinux) + 1, 0);
+		if (k < 0)
+			warn_once(&x->warned_selinux, errno, "SELinux labels");
+	}
+	return 0;
+}
+
+static void apply_chattr(struct ex *x, const struct ca_catar_node *n, int fd)
+{
+	unsigned want = 0, mask = 0, cur = 0;
+	for (size_t i = 0; i < sizeof(chattr_map) / sizeof(chattr_map[0]); i++) {
+		if (!(x->flags & chattr_map[i].feature))
+			continue;
+		mask |= chattr_map[i].kernel;
+		if (n->flags & chattr_map[i].feature)
+			want |= chattr_map[i].kernel;
+	}
+	if (!mask)
+		return;
+	if (ioctl(fd, FS_IOC_GETFLAGS, &cur) < 0) {
+		if (want)
+			warn_once(&x->warned_chattr, errno, "file attributes (chattr)");
+		return;
+	}
+	unsigned next = (cur & ~mask) | want;
+	if (next != cur && ioctl(fd, FS_IOC_SETFLAGS, &next) < 0)
+		warn_once(&x->warned_chattr, errno, "file attributes (chattr)");
+}
+
+/* Owner, mode, xattrs, ACLs, fcaps, times; the same order for every type
+ * (chown clears setuid bits and capabilities, so it goes first). fd is the
+ * node itself (files, directories) or -1 (use dfd + name). */
+static int apply_meta(struct ex *x, const struct ca_catar_node *n, int fd, int dfd, const char *name)
+{
+	char ppath[64 + 256];
+	bool lnk = S_ISLNK(n->mode);
+	int r;
+
+	if (fd >= 0)
+		snprintf(ppath, sizeof(ppath), "/proc/self/fd/%d", fd);
+	else
+		proc_path(ppath, sizeof(ppath), dfd, name);
+
+	if (x->flags & UID_FLAGS) {
+		if (x->as_root) {
+			int k = fd >= 0 ? fchown(fd, (uid_t)n->uid, (gid_t)n->gid)
+			                : fchownat(dfd, name, (uid_t)n->uid, (gid_t)n->gid, AT_SYMLINK_NOFOLLOW);
+			if (k < 0)
+				return -errno;
+		} else if (n->uid != (uint64_t)geteuid() || n->gid != (uint64_t)getegid()) {
+			warn_once(&x->warned_owner, EPERM, "file owners (not running as root)");
+		}
+	}
+	if (!lnk) {
+		int k = fd >= 0 ? fchmod(fd, (mode_t)(n->mode & 07777)) : fchmodat(dfd, name, (mode_t)(n->mode & 07777), 0);
+		if (k < 0)
+			return -errno;
+	}
+	if (!lnk) {
+		r = apply_xattrs(x, n, fd, ppath);
+		if (r < 0)
+			return r;
+		r = apply_acls(x, n, fd, ppath);
+		if (r < 0)
+			return r;
+	}
+	if (n->fcaps) {
+		int k = fd >= 0 ? fsetxattr(fd, "security.capability", n->fcaps, n->fcaps_size, 0) : -1;
+		if (k < 0)
+			warn_once(&x->warned_xattr, errno, "file capabilities");
+	}
+	if (x->flags & TIME_FLAGS) {
+		struct timespec ts[2];
+		ts[0].tv_sec = ts[1].tv_sec = (time_t)(n->mtime / UINT64_C(1000000000));
+		ts[0].tv_nsec = ts[1].tv_nsec = (long)(n->mtime % UINT64_C(1000000000));
+		int k = fd >= 0 ? futimens(fd, ts) : utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW);
+		if (k < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* Make room for a new non-directory at name: renameat replaces files,
+ * symlinks and special files itself, but not directories. */
+static int clear_dir_at(int dfd, const char *name)
+{
+	struct stat st;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return 0;
+	return rm_rf_at(dfd, name, 0);
+}
+
+static int write_payload(struct ex *x, int fd)
+{
+	for (;;) {
+		ssize_t k = ca_catar_dec_read_payload(x->dec, x->buf, COPY_BLOCK);
+		if (k < 0)
+			return (int)k;
+		if (k == 0)
+			return 0;
+		int r = ca_write_all(fd, x->buf, (size_t)k);
+		if (r < 0)
+			return r;
+		x->done += (uint64_t)k;
+		if (x->o->progress)
+			x->o->progress(x->o->progress_userdata, x->done);
+	}
+}
+
+static int make_leaf(struct ex *x, const struct ca_catar_node *n, int dfd, const char *path)
+{
+	char tmp[32];
+	int fd = -1, r;
+	bool created = false;
+	uint64_t m = n->mode;
+
+	for (int tries = 0; tries < 16 && !created; tries++) {
+		r = tmp_name(tmp);
+		if (r < 0)
+			return fail(x, r, path);
+		if (S_ISREG(m)) {
+			fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+			r = fd < 0 ? -errno : 0;
+		} else if (S_ISLNK(m)) {
+			r = symlinkat(n->symlink_target, dfd, tmp) < 0 ? -errno : 0;
+		} else {
+			dev_t dev = (S_ISBLK(m) || S_ISCHR(m)) ? makedev(n->device_major, n->device_minor) : 0;
+			r = mknodat(dfd, tmp, (mode_t)((m & S_IFMT) | 0600), dev) < 0 ? -errno : 0;
+		}
+		if (r == 0)
+			created = true;
+		else if (r != -EEXIST)
+			return fail(x, r, path);
+	}
+	if (!created)
+		return fail(x, -EEXIST, path);
+
+	if (S_ISREG(m)) {
+		r = write_payload(x, fd);
+		if (r == -EBADMSG) {
+			ca_log_error_errno(r, "%s: archive", path);
+			goto undo;
+		}
+		if (r < 0)
+			goto undo_log;
+	}
+	r = apply_meta(x, n, fd, dfd, tmp);
+	if (r < 0)
+		goto undo_log;
+	r = clear_dir_at(dfd, n->name);
+	if (r < 0)
+		goto undo_log;
+	if (renameat(dfd, tmp, dfd, n->name) < 0) {
+		r = -errno;
+		goto undo_log;
+	}
+	if (fd >= 0) {
+		apply_chattr(x, n, fd);
+		close(fd);
+	}
+	return 0;
+undo_log:
+	fail(x, r, path);
+undo:
+	if (fd >= 0)
+		close(fd);
+	unlinkat(dfd, tmp, 0);
+	return r;
+}
+
+static int push_dir(struct ex *x, int fd)
+{
+	if (x->depth == x->cap) {
+		size_t c = x->cap ? x->cap * 2 : 16;
+		struct dir *nd = realloc(x->dirs, c * sizeof(*nd));
+		if (!nd)
+			return -ENOMEM;
+		x->dirs = nd;
+		x->cap = c;
+	}
+	x->dirs[x->depth++] = (struct dir){ .fd = fd };
+	return 0;
+}
+
+static int make_dir(struct ex *x, const struct ca_catar_node *n, int dfd, const char *path)
+{
+	struct stat st;
+	int fd, r;
+	if (fstatat(dfd, n->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode)) {
+		if (unlinkat(dfd, n->name, 0) < 0)
+			return fail(x, -errno, path);
+	}
+	/* owner-only until its children are in: the archive's mode may not let us write */
+	if (mkdirat(dfd, n->name, 0700) < 0 && errno != EEXIST)
+		return fail(x, -errno, path);
+	fd = openat(dfd, n->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return fail(x, -errno, path);
+	if (fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700)
+		(void)fchmod(fd, (st.st_mode & 07777) | 0700);
+	r = push_dir(x, fd);
+	if (r < 0) {
+		close(fd);
+		return fail(x, r, path);
+	}
+	return 0;
+}
+
+/* Remove what the archive does not have from a directory we reused. */
+static int delete_extra(struct ex *x, struct dir *d, const char *path)
+{
+	int fd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(x, -errno, path);
+	DIR *dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return fail(x, -errno, path);
+	}
+	struct names extra = { 0 };
+	struct dirent *de;
+	int r = 0;
+	while (r == 0 && (de = readdir(dir))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (!names_has(&d->names, de->d_name))
+			r = names_add(&extra, de->d_name);
+	}
+	closedir(dir);
+	for (size_t i = 0; r == 0 && i < extra.n; i++) {
+		r = rm_rf_at(d->fd, extra.v[i], 0);
+		if (r < 0)
+			ca_log_error_errno(r, "%s/%s%s%s", x->dest, path, *path ? "/" : "", extra.v[i]);
+	}
+	names_free(&extra);
+	return r;
+}
+
+static int dir_done(struct ex *x, const struct ca_catar_node *n, const char *path)
+{
+	struct dir *d = &x->dirs[x->depth - 1];
+	int r = 0;
+	if (!x->o->no_delete)
+		r = delete_extra(x, d, path);
+	if (r == 0) {
+		r = apply_meta(x, n, d->fd, -1, NULL);
+		if (r < 0)
+			fail(x, r, path);
+		else
+			apply_chattr(x, n, d->fd);
+	}
+	close(d->fd);
+	names_free(&d->names);
+	x->depth--;
+	return r;
+}
+
+int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_catar_extract_opts *opts)
+{
+	static const struct ca_catar_extract_opts defaults = { 0 };
+	struct ex x = { .dec = d, .o = opts ? opts : &defaults, .dest = dest, .as_root = geteuid() == 0 };
+	const struct ca_catar_node *n;
+	struct rlimit rl;
+	int r;
+
+	/* one fd per directory level: let deep trees use what the hard limit allows */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	x.buf = malloc(COPY_BLOCK);
+	if (!x.buf)
+		return ca_log_error_errno(ENOMEM, "%s", dest);
+
+	for (;;) {
+		r = ca_catar_dec_next(d, &n);
+		const char *path = ca_catar_dec_path(d);
+		if (r < 0) {
+			ca_log_error_errno(r, "%s%s%s", "archive", *path ? ": after " : "", path);
+			break;
+		}
+		if (r == CA_CATAR_DEC_DONE)
+			break;
+		if (r == CA_CATAR_DEC_DIR_END) {
+			r = dir_done(&x, n, path);
+			if (r < 0)
+				break;
+			continue;
+		}
+		if (x.depth == 0) {
+			/* the root: DEST itself (followed if it is a symlink: the user named it) */
+			x.flags = n->feature_flags;
+			if (mkdir(dest, 0700) < 0 && errno != EEXIST) {
+				r = ca_log_error_errno(errno, "%s", dest);
+				break;
+			}
+			int fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd < 0) {
+				r = ca_log_error_errno(errno, "%s", dest);
+				break;
+			}
+			r = push_dir(&x, fd);
+			if (r < 0) {
+				close(fd);
+				ca_log_error_errno(r, "%s", dest);
+				break;
+			}
+			continue;
+		}
+		struct dir *parent = &x.dirs[x.depth - 1];
+		if (!x.o->no_delete) {
+			r = names_add(&parent->names, n->name);
+			if (r < 0) {
+				fail(&x, r, path);
+				break;
+			}
+		}
+		r = S_ISDIR(n->mode) ? make_dir(&x, n, parent->fd, path) : make_leaf(&x, n, parent->fd, path);
+		if (r < 0)
+			break;
+	}
+	while (x.depth > 0) {
+		struct dir *dd = &x.dirs[--x.depth];
+		close(dd->fd);
+		names_free(&dd->names);
+	}
+	free(x.dirs);
+	free(x.buf);
+	return r < 0 ? r : 0;
+}

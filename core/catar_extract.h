@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * catar_extract.h - restore the tree a streaming decoder yields into a
+ * destination directory.
+ *
+ * Safety: everything is created relative to directory fds opened from
+ * DEST with O_NOFOLLOW (openat, mkdirat, symlinkat, mknodat, renameat):
+ * names come validated from the decoder (no '/', '.', '..') and nothing
+ * is ever resolved through a symlink, whether the archive made it or it
+ * was already in DEST. Regular files, symlinks and special files are
+ * written under a temporary name and renamed into place, so no partial
+ * file ever carries its final name.
+ *
+ * Into an existing tree: what differs is replaced (a directory where the
+ * archive has a file is removed, and the other way round) and, like
+ * casync's --delete=yes, entries the archive does not have are removed.
+ *
+ * Metadata: mode, owner (only as root; otherwise skipped with one
+ * warning), mtime (ns, directories after their children), xattrs, ACLs,
+ * fcaps, chattr flags (best effort), SELinux label (best effort).
+ */
+#ifndef CA_CATAR_EXTRACT_H
+#define CA_CATAR_EXTRACT_H
+
+#include <stdbool.h>
+
+#include "catar_dec.h"
+
+struct ca_catar_extract_opts {
+	bool no_delete; /* keep entries of DEST the archive does not have */
+	/* progress: bytes of payload written so far (may be NULL) */
+	void (*progress)(void *userdata, uint64_t done);
+	void *progress_userdata;
+};
+
+/* Drive d to the end, creating dest if missing. Logs one line naming the
+ * path that failed ("cafs: DEST/a/b: why") and returns a negative errno;
+ * -EBADMSG when the archive is corrupt. opts may be NULL. */
+int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_catar_extract_opts *opts);
+
+#endif
