@@ -154,7 +154,8 @@ static void test_exclude(void)
 
 	/* a line of 65536 characters is refused, as casync refuses it */
 	ca_exclude_set_clear(&s);
-	fd = mkstemp(tmpl);
+	char tmpl2[] = "/tmp/cafs-test-excl.XXXXXX";
+	fd = mkstemp(tmpl2);
 	char *big = malloc(65537);
 	memset(big, 'a', 65536);
 	big[65536] = '\n';
@@ -163,7 +164,7 @@ static void test_exclude(void)
 	check_int(ca_exclude_load_fd(r, fd, &s), ==, -ENOBUFS);
 	free(big);
 	close(fd);
-	unlink(tmpl);
+	unlink(tmpl2);
 	ca_exclude_set_release(&s);
 	ca_exclude_rules_free(r);
 }
