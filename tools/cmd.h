@@ -70,12 +70,18 @@ void cafs_set_verbosity(int level);
 bool cafs_is_url(const char *s);
 /* -j/--threads: 0..64 */
 int cafs_parse_threads(const char *s, unsigned *ret);
-/* Open an index from a path or file:// URL (http(s) once the fetcher is
- * linked), logging a one-line error on failure. */
+/* Open an index from a path, a file:// URL or an http(s):// URL (downloaded
+ * whole), logging a one-line error on failure. */
 struct ca_index;
 int cafs_open_index(const char *path, struct ca_index **ret);
-/* A chunk source over the given stores (paths or URLs), or over the default
- * store beside index_path when none is given. Logs its errors. */
+/* HTTP settings: the defaults of http.h, overridden by the environment:
+ * CAFS_HTTP_TIMEOUT=SECONDS (connect timeout, and how long a transfer may
+ * make no progress), CAFS_HTTP_RETRIES=N, CAFS_HTTP_CONNECTIONS=N. */
+struct ca_http_opts;
+void cafs_http_opts(struct ca_http_opts *o);
+/* A chunk source over the given stores (paths, file:// or http(s):// URLs),
+ * or over the default store beside index_path when none is given. Logs its
+ * errors. */
 struct ca_chunksrc;
 int cafs_chunksrc_open(char **stores, size_t n_stores, const char *index_path, enum ca_digest_type digest,
                        size_t lru_bytes, struct ca_chunksrc **ret);

@@ -12,8 +12,9 @@
 #include "chunksrc.h"
 #include "cmd.h"
 #include "index.h"
-#include "store.h"
 #include "log.h"
+#include "remote.h"
+#include "store.h"
 
 static bool has_suffix(const char *s, size_t n, const char *suffix)
 {
@@ -89,9 +90,70 @@ int cafs_parse_threads(const char *s, unsigned *ret)
 	return 0;
 }
 
+/* An environment variable holding a number in [min, max]; *ret unchanged when unset. */
+static void env_uint(const char *name, unsigned long min, unsigned long max, unsigned long *ret)
+{
+	const char *v = getenv(name);
+	char *end;
+	if (!v || !*v)
+		return;
+	errno = 0;
+	unsigned long n = strtoul(v, &end, 10);
+	if (errno || *end || n < min || n > max) {
+		ca_log_warning("ignoring %s=%s: expected a number from %lu to %lu", name, v, min, max);
+		return;
+	}
+	*ret = n;
+}
+
+void cafs_http_opts(struct ca_http_opts *o)
+{
+	unsigned long v;
+	ca_http_opts_init(o);
+	v = 0;
+	env_uint("CAFS_HTTP_TIMEOUT", 1, 3600, &v);
+	if (v) {
+		o->connect_timeout_ms = (unsigned)v * 1000;
+		o->stall_timeout_s = (unsigned)v;
+	}
+	v = (unsigned long)o->retries;
+	env_uint("CAFS_HTTP_RETRIES", 0, 20, &v);
+	o->retries = (int)v;
+	v = o->max_connections;
+	env_uint("CAFS_HTTP_CONNECTIONS", 1, 256, &v);
+	o->max_connections = o->max_transfers = (unsigned)v;
+}
+
+/* An index downloaded whole; indexes list 40 bytes per chunk, so this is a
+ * multi-terabyte image, and it bounds what a server can make us allocate. */
+#define INDEX_DOWNLOAD_MAX ((size_t)1 << 30)
+
+static int open_remote_index(const char *url, struct ca_index **ret)
+{
+	struct ca_http_opts o;
+	struct ca_buf b = CA_BUF_INIT;
+	int r;
+	cafs_http_opts(&o);
+	r = ca_remote_get_file(url, INDEX_DOWNLOAD_MAX, &o, &b);
+	if (r == -ENOENT) {
+		ca_log_error("%s: not found on the server", url);
+		return r;
+	}
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", url);
+	r = ca_index_adopt(b.data, b.size, ret); /* takes b.data */
+	if (r == -EBADMSG)
+		return ca_log_error_errno(r, "%s: not a valid casync index", url);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", url);
+	return 0;
+}
+
 int cafs_open_index(const char *path, struct ca_index **ret)
 {
 	int r;
+	if (ca_remote_is_http_url(path))
+		return open_remote_index(path, ret);
 	if (cafs_is_url(path) && strncmp(path, "file://", 7) != 0)
 		return ca_log_error_errno(-EPROTONOSUPPORT, "%s", path);
 	if (!strncmp(path, "file://", 7))
@@ -124,6 +186,16 @@ int cafs_chunksrc_open(char **stores, size_t n_stores, const char *index_path, e
 	for (size_t i = 0; i < n_stores; i++) {
 		const char *p = stores[i];
 		struct ca_store *s;
+		if (ca_remote_is_http_url(p)) {
+			struct ca_http_opts o;
+			cafs_http_opts(&o);
+			r = ca_chunksrc_add_remote(src, p, &o, NULL);
+			if (r < 0) {
+				ca_log_error_errno(r, "%s", p);
+				goto fail;
+			}
+			continue;
+		}
 		if (cafs_is_url(p) && strncmp(p, "file://", 7) != 0) {
 			r = ca_log_error_errno(-EPROTONOSUPPORT, "%s", p);
 			goto fail;

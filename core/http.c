@@ -1,0 +1,590 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* http.c - the libcurl multi event loop behind http.h. */
+#include "config.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "http.h"
+#include "log.h"
+
+#define MAX_IDLE_HANDLES 64
+#define MAX_BACKOFF_MS 8000
+#define POLL_MAX_MS 1000
+
+struct req {
+	char *url;
+	size_t cap;
+	ca_http_done_fn fn;
+	void *userdata;
+	struct ca_buf body;
+	unsigned attempts;
+	uint64_t due_ms; /* when a retry may start */
+	CURL *easy;
+	int body_err;    /* why the write callback refused data */
+	char errbuf[CURL_ERROR_SIZE];
+	struct req *next;
+};
+
+struct ca_http {
+	struct ca_http_opts o;
+	CURLM *multi;
+	pthread_t thread;
+	bool thread_started;
+
+	pthread_mutex_t lock; /* guards queue, stop and stats */
+	struct req *queue_head, *queue_tail;
+	bool stop;
+	struct ca_http_stats stats;
+
+	/* only the engine thread touches these */
+	struct req *active;  /* added to the multi handle */
+	struct req *delayed; /* waiting for due_ms before a retry */
+	unsigned n_active;
+	CURL *idle[MAX_IDLE_HANDLES];
+	unsigned n_idle;
+};
+
+void ca_http_opts_init(struct ca_http_opts *o)
+{
+	*o = (struct ca_http_opts){
+		.max_connections = 8,
+		.max_transfers = 8,
+		.connect_timeout_ms = 10000,
+		.stall_timeout_s = 30,
+		.total_timeout_s = 0,
+		.retries = 3,
+		.retry_delay_ms = 250,
+		.max_recv_speed = 0,
+	};
+}
+
+static void opts_fill(struct ca_http_opts *o, const struct ca_http_opts *in)
+{
+	ca_http_opts_init(o);
+	if (!in)
+		return;
+	*o = *in;
+	if (!o->max_connections)
+		o->max_connections = 8;
+	if (!o->max_transfers)
+		o->max_transfers = o->max_connections;
+	if (!o->connect_timeout_ms)
+		o->connect_timeout_ms = 10000;
+	if (!o->stall_timeout_s)
+		o->stall_timeout_s = 30;
+	if (o->retries < 0)
+		o->retries = 3;
+	if (!o->retry_delay_ms)
+		o->retry_delay_ms = 250;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The one place curl's codes become errnos. */
+static int curl_errno(CURLcode c)
+{
+	switch (c) {
+	case CURLE_OK:
+		return 0;
+	case CURLE_OUT_OF_MEMORY:
+		return -ENOMEM;
+	case CURLE_URL_MALFORMAT:
+		return -EINVAL;
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		return -EPROTONOSUPPORT;
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return -EHOSTUNREACH;
+	case CURLE_COULDNT_CONNECT:
+		return -ECONNREFUSED;
+	case CURLE_OPERATION_TIMEDOUT:
+		return -ETIMEDOUT;
+	case CURLE_FILESIZE_EXCEEDED:
+		return -EFBIG;
+	case CURLE_TOO_MANY_REDIRECTS:
+		return -ELOOP;
+	case CURLE_GOT_NOTHING:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+		return -ECONNRESET;
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CACERT_BADFILE:
+		return -EPROTO;
+	default:
+		return -EIO;
+	}
+}
+
+/* Worth another try: the network or the server may recover. */
+static bool curl_retryable(CURLcode c)
+{
+	switch (c) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_GOT_NOTHING:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+	case CURLE_SSL_CONNECT_ERROR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static size_t on_data(char *p, size_t size, size_t n, void *userdata)
+{
+	struct req *q = userdata;
+	size_t len = size * n;
+	long status = 0;
+	int r;
+
+	/* only a 200's body is wanted; error pages are read and dropped */
+	curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (status != 200)
+		return len;
+	if (q->body.size == 0 && q->body.cap == 0) {
+		curl_off_t cl = -1;
+		if (curl_easy_getinfo(q->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) == CURLE_OK && cl > 0 &&
+		    (uint64_t)cl <= q->cap)
+			(void)ca_buf_reserve(&q->body, (size_t)cl, q->cap);
+	}
+	r = ca_buf_append(&q->body, p, len, q->cap);
+	if (r < 0) {
+		q->body_err = r;
+		return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
+	}
+	return len;
+}
+
+static int easy_setup(struct ca_http *h, struct req *q)
+{
+	CURL *e = h->n_idle ? h->idle[--h->n_idle] : curl_easy_init();
+	CURLcode c = CURLE_OK;
+	if (!e)
+		return -ENOMEM;
+	curl_easy_reset(e); /* keeps nothing but caches; connections live in the multi handle */
+	q->easy = e;
+	q->errbuf[0] = 0;
+	q->body_err = 0;
+	q->body.size = 0;
+#define SET(opt, val)                                \
+	do {                                         \
+		if (c == CURLE_OK)                   \
+			c = curl_easy_setopt(e, opt, val); \
+	} while (0)
+	SET(CURLOPT_URL, q->url);
+	SET(CURLOPT_PRIVATE, q);
+	SET(CURLOPT_WRITEFUNCTION, on_data);
+	SET(CURLOPT_WRITEDATA, q);
+	SET(CURLOPT_ERRORBUFFER, q->errbuf);
+	SET(CURLOPT_NOSIGNAL, 1L);
+	SET(CURLOPT_FOLLOWLOCATION, 1L);
+	SET(CURLOPT_MAXREDIRS, 10L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+	SET(CURLOPT_PROTOCOLS_STR, "http,https");
+	SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+	SET(CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+	SET(CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+	SET(CURLOPT_CONNECTTIMEOUT_MS, (long)h->o.connect_timeout_ms);
+	SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
+	SET(CURLOPT_LOW_SPEED_TIME, (long)h->o.stall_timeout_s);
+	if (h->o.total_timeout_s)
+		SET(CURLOPT_TIMEOUT, (long)h->o.total_timeout_s);
+	if (h->o.max_recv_speed)
+		SET(CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)h->o.max_recv_speed);
+	SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)q->cap);
+	/* HTTP/2 where TLS negotiates it, HTTP/1.1 otherwise: never forced */
+	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	if (!strncasecmp(q->url, "https://", 8))
+		SET(CURLOPT_PIPEWAIT, 1L); /* rather multiplex on the one connection than open more */
+	SET(CURLOPT_TCP_KEEPALIVE, 1L);
+	SET(CURLOPT_NETRC, (long)CURL_NETRC_OPTIONAL);
+	SET(CURLOPT_USERAGENT, PACKAGE_NAME "/" PACKAGE_VERSION);
+#undef SET
+	if (c != CURLE_OK) {
+		ca_log_debug("GET %s: %s", q->url, curl_easy_strerror(c));
+		return curl_errno(c);
+	}
+	return 0;
+}
+
+static void easy_release(struct ca_http *h, struct req *q)
+{
+	if (!q->easy)
+		return;
+	if (h->n_idle < MAX_IDLE_HANDLES)
+		h->idle[h->n_idle++] = q->easy;
+	else
+		curl_easy_cleanup(q->easy);
+	q->easy = NULL;
+}
+
+static void complete(struct ca_http *h, struct req *q, int r)
+{
+	pthread_mutex_lock(&h->lock);
+	if (r == 0) {
+		h->stats.ok++;
+		h->stats.bytes += q->body.size;
+	} else if (r == -ENOENT) {
+		h->stats.missing++;
+	} else {
+		h->stats.errors++;
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (r < 0)
+		ca_buf_release(&q->body);
+	q->fn(q->userdata, r, &q->body);
+	ca_buf_release(&q->body);
+	free(q->url);
+	free(q);
+}
+
+static void start(struct ca_http *h, struct req *q)
+{
+	int r = easy_setup(h, q);
+	if (r == 0) {
+		CURLMcode mc = curl_multi_add_handle(h->multi, q->easy);
+		if (mc != CURLM_OK) {
+			ca_log_debug("GET %s: %s", q->url, curl_multi_strerror(mc));
+			r = mc == CURLM_OUT_OF_MEMORY ? -ENOMEM : -EIO;
+		}
+	}
+	if (r < 0) {
+		easy_release(h, q);
+		complete(h, q, r);
+		return;
+	}
+	q->attempts++;
+	pthread_mutex_lock(&h->lock);
+	h->stats.attempts++;
+	pthread_mutex_unlock(&h->lock);
+	q->next = h->active;
+	h->active = q;
+	h->n_active++;
+}
+
+static void unlink_active(struct ca_http *h, struct req *q)
+{
+	struct req **pp = &h->active;
+	while (*pp != q)
+		pp = &(*pp)->next;
+	*pp = q->next;
+	h->n_active--;
+}
+
+static void finished(struct ca_http *h, CURL *e, CURLcode code)
+{
+	struct req *q = NULL;
+	long status = 0;
+	bool retry = false;
+	int r;
+
+	curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&q);
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+	curl_multi_remove_handle(h->multi, e);
+	unlink_active(h, q);
+	easy_release(h, q);
+
+	if (code == CURLE_OK) {
+		if (status == 200) {
+			r = 0;
+		} else if (status == 404 || status == 410) {
+			r = -ENOENT;
+		} else {
+			r = -EIO;
+			retry = status >= 500 || status == 408 || status == 429;
+		}
+	} else if (code == CURLE_WRITE_ERROR && q->body_err) {
+		r = q->body_err; /* over the cap, or out of memory */
+	} else {
+		r = curl_errno(code);
+		retry = curl_retryable(code);
+		ca_log_debug("GET %s: %s%s%s", q->url, curl_easy_strerror(code), q->errbuf[0] ? ": " : "", q->errbuf);
+	}
+
+	if (retry && q->attempts <= (unsigned)h->o.retries) {
+		unsigned shift = q->attempts - 1 < 16 ? q->attempts - 1 : 16;
+		uint64_t delay = (uint64_t)h->o.retry_delay_ms << shift;
+		if (delay > MAX_BACKOFF_MS)
+			delay = MAX_BACKOFF_MS;
+		ca_log_debug("GET %s: attempt %u failed (HTTP %ld), retrying in %llu ms", q->url, q->attempts, status,
+		             (unsigned long long)delay);
+		q->due_ms = now_ms() + delay;
+		ca_buf_release(&q->body);
+		q->next = h->delayed;
+		h->delayed = q;
+		pthread_mutex_lock(&h->lock);
+		h->stats.retries++;
+		pthread_mutex_unlock(&h->lock);
+		return;
+	}
+	if (r == -EIO && code == CURLE_OK)
+		ca_log_warning("GET %s: HTTP status %ld", q->url, status);
+	else if (r == -EFBIG)
+		ca_log_debug("GET %s: body larger than %zu bytes", q->url, q->cap);
+	complete(h, q, r);
+}
+
+/* Start what may start; returns how long the loop may sleep (ms). */
+static long start_ready(struct ca_http *h)
+{
+	uint64_t now = now_ms(), next = UINT64_MAX;
+	struct req **pp = &h->delayed;
+
+	/* retries first: they have waited longest */
+	while (*pp) {
+		struct req *q = *pp;
+		if (q->due_ms <= now && h->n_active < h->o.max_transfers) {
+			*pp = q->next;
+			start(h, q);
+			continue;
+		}
+		if (q->due_ms < next)
+			next = q->due_ms;
+		pp = &q->next;
+	}
+	while (h->n_active < h->o.max_transfers) {
+		pthread_mutex_lock(&h->lock);
+		struct req *q = h->queue_head;
+		if (q) {
+			h->queue_head = q->next;
+			if (!h->queue_head)
+				h->queue_tail = NULL;
+		}
+		pthread_mutex_unlock(&h->lock);
+		if (!q)
+			break;
+		start(h, q);
+	}
+	if (next == UINT64_MAX)
+		return POLL_MAX_MS;
+	return next <= now ? (h->n_active < h->o.max_transfers ? 0 : POLL_MAX_MS) :
+	       (long)(next - now < POLL_MAX_MS ? next - now : POLL_MAX_MS);
+}
+
+static void cancel_all(struct ca_http *h)
+{
+	struct req *q;
+	while ((q = h->active)) {
+		curl_multi_remove_handle(h->multi, q->easy);
+		unlink_active(h, q);
+		easy_release(h, q);
+		complete(h, q, -ECANCELED);
+	}
+	while ((q = h->delayed)) {
+		h->delayed = q->next;
+		complete(h, q, -ECANCELED);
+	}
+	for (;;) {
+		pthread_mutex_lock(&h->lock);
+		q = h->queue_head;
+		if (q) {
+			h->queue_head = q->next;
+			if (!h->queue_head)
+				h->queue_tail = NULL;
+		}
+		pthread_mutex_unlock(&h->lock);
+		if (!q)
+			break;
+		complete(h, q, -ECANCELED);
+	}
+}
+
+static void *loop(void *arg)
+{
+	struct ca_http *h = arg;
+	for (;;) {
+		pthread_mutex_lock(&h->lock);
+		bool stop = h->stop;
+		pthread_mutex_unlock(&h->lock);
+		if (stop)
+			break;
+		long wait = start_ready(h);
+		int running = 0;
+		CURLMcode mc = curl_multi_perform(h->multi, &running);
+		if (mc != CURLM_OK)
+			ca_log_debug("curl_multi_perform: %s", curl_multi_strerror(mc));
+		CURLMsg *m;
+		int left;
+		bool any = false;
+		while ((m = curl_multi_info_read(h->multi, &left)))
+			if (m->msg == CURLMSG_DONE) {
+				finished(h, m->easy_handle, m->data.result);
+				any = true;
+			}
+		if (any)
+			continue; /* slots freed: start the next ones before sleeping */
+		curl_multi_poll(h->multi, NULL, 0, (int)wait, NULL);
+	}
+	cancel_all(h);
+	return NULL;
+}
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_result;
+
+static void global_init(void)
+{
+	global_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int ca_http_new(const struct ca_http_opts *o, struct ca_http **ret)
+{
+	struct ca_http *h;
+	sigset_t all, old;
+	int r;
+
+	pthread_once(&global_once, global_init);
+	if (global_result != CURLE_OK)
+		return curl_errno(global_result);
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	opts_fill(&h->o, o);
+	pthread_mutex_init(&h->lock, NULL);
+	h->multi = curl_multi_init();
+	if (!h->multi) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)h->o.max_connections);
+	curl_multi_setopt(h->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+	/* keep as many idle connections as may be busy at once */
+	curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)h->o.max_connections * 2);
+
+	/* the engine thread takes no signals (SIGPIPE included): they belong to the main program */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = -pthread_create(&h->thread, NULL, loop, h);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r < 0)
+		goto fail;
+	h->thread_started = true;
+	*ret = h;
+	return 0;
+fail:
+	ca_http_free(h);
+	return r;
+}
+
+void ca_http_free(struct ca_http *h)
+{
+	if (!h)
+		return;
+	if (h->thread_started) {
+		pthread_mutex_lock(&h->lock);
+		h->stop = true;
+		pthread_mutex_unlock(&h->lock);
+		curl_multi_wakeup(h->multi);
+		pthread_join(h->thread, NULL);
+	}
+	for (unsigned i = 0; i < h->n_idle; i++)
+		curl_easy_cleanup(h->idle[i]);
+	if (h->multi)
+		curl_multi_cleanup(h->multi);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}
+
+int ca_http_submit(struct ca_http *h, const char *url, size_t cap, ca_http_done_fn fn, void *userdata)
+{
+	struct req *q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->url = strdup(url);
+	if (!q->url) {
+		free(q);
+		return -ENOMEM;
+	}
+	q->cap = cap;
+	q->fn = fn;
+	q->userdata = userdata;
+	pthread_mutex_lock(&h->lock);
+	if (h->stop) {
+		pthread_mutex_unlock(&h->lock);
+		free(q->url);
+		free(q);
+		return -ECANCELED;
+	}
+	if (h->queue_tail)
+		h->queue_tail->next = q;
+	else
+		h->queue_head = q;
+	h->queue_tail = q;
+	h->stats.requests++;
+	pthread_mutex_unlock(&h->lock);
+	curl_multi_wakeup(h->multi);
+	return 0;
+}
+
+struct sync_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int r;
+	struct ca_buf *out;
+};
+
+static void sync_done(void *userdata, int r, struct ca_buf *body)
+{
+	struct sync_wait *w = userdata;
+	pthread_mutex_lock(&w->lock);
+	if (r == 0) {
+		struct ca_buf t = *w->out;
+		*w->out = *body;
+		*body = t;
+	}
+	w->r = r;
+	w->done = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+int ca_http_get(struct ca_http *h, const char *url, size_t cap, struct ca_buf *out)
+{
+	struct sync_wait w = { .out = out };
+	int r;
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.cond, NULL);
+	r = ca_http_submit(h, url, cap, sync_done, &w);
+	if (r == 0) {
+		pthread_mutex_lock(&w.lock);
+		while (!w.done)
+			pthread_cond_wait(&w.cond, &w.lock);
+		r = w.r;
+		pthread_mutex_unlock(&w.lock);
+	}
+	pthread_cond_destroy(&w.cond);
+	pthread_mutex_destroy(&w.lock);
+	return r;
+}
+
+void ca_http_get_stats(struct ca_http *h, struct ca_http_stats *ret)
+{
+	pthread_mutex_lock(&h->lock);
+	*ret = h->stats;
+	pthread_mutex_unlock(&h->lock);
+}

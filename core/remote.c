@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* remote.c - HTTP chunk stores (a chunksrc backend) and whole-file downloads. */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "digest.h"
+#include "log.h"
+#include "remote.h"
+#include "store.h"
+
+#define PF_BUCKETS 256
+#define PF_MAX_ENTRIES 1024              /* downloads tracked at once (running or parked) */
+#define PF_MAX_PARKED_BYTES (64u << 20)  /* finished prefetches waiting for their fetch */
+#define PF_MAX_AGE_MS 60000              /* a parked download nobody wanted for this long is dropped */
+
+/* One download of one chunk, shared by the prefetch that started it and
+ * every fetch that joins it. */
+struct pf {
+	uint8_t id[CA_CHUNK_ID_SIZE];
+	struct ca_remote_store *rs;
+	struct pf *hnext;
+	struct pf *older, *newer; /* the parked list, while done && !waiters */
+	unsigned waiters;         /* fetch() calls blocked on it */
+	bool done, parked, prefetched;
+	int r;
+	struct ca_buf body;
+	uint64_t done_ms;
+};
+
+struct ca_remote_store {
+	char *base;
+	struct ca_http *http;
+
+	pthread_mutex_t lock; /* guards everything below */
+	pthread_cond_t cond;  /* broadcast when a download settles */
+	struct pf *buckets[PF_BUCKETS];
+	unsigned n_entries;
+	size_t parked_bytes;
+	struct pf *oldest, *newest;
+	uint64_t prefetches, prefetch_hits, prefetch_drops, prefetch_skips;
+};
+
+bool ca_remote_is_http_url(const char *s)
+{
+	return !strncasecmp(s, "http://", 7) || !strncasecmp(s, "https://", 8);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static unsigned bucket_of(const uint8_t *id)
+{
+	return id[0]; /* ids are digests: one byte is uniform enough */
+}
+
+static struct pf *lookup(struct ca_remote_store *rs, const uint8_t *id)
+{
+	for (struct pf *e = rs->buckets[bucket_of(id)]; e; e = e->hnext)
+		if (!memcmp(e->id, id, CA_CHUNK_ID_SIZE))
+			return e;
+	return NULL;
+}
+
+static void unpark(struct ca_remote_store *rs, struct pf *e)
+{
+	if (!e->parked)
+		return;
+	if (e->older)
+		e->older->newer = e->newer;
+	else
+		rs->oldest = e->newer;
+	if (e->newer)
+		e->newer->older = e->older;
+	else
+		rs->newest = e->older;
+	e->older = e->newer = NULL;
+	e->parked = false;
+	rs->parked_bytes -= e->body.size;
+}
+
+/* Take e out of the table and free it. */
+static void drop(struct ca_remote_store *rs, struct pf *e)
+{
+	struct pf **pp = &rs->buckets[bucket_of(e->id)];
+	unpark(rs, e);
+	while (*pp != e)
+		pp = &(*pp)->hnext;
+	*pp = e->hnext;
+	rs->n_entries--;
+	ca_buf_release(&e->body);
+	free(e);
+}
+
+/* Parked downloads nobody came for: oldest first, past the byte bound or the age. */
+static void trim(struct ca_remote_store *rs)
+{
+	uint64_t now = now_ms();
+	while (rs->oldest &&
+	       (rs->parked_bytes > PF_MAX_PARKED_BYTES || rs->oldest->done_ms + PF_MAX_AGE_MS < now)) {
+		rs->prefetch_drops++;
+		drop(rs, rs->oldest);
+	}
+}
+
+static struct pf *entry_new(struct ca_remote_store *rs, const uint8_t *id)
+{
+	struct pf *e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	memcpy(e->id, id, CA_CHUNK_ID_SIZE);
+	e->rs = rs;
+	unsigned b = bucket_of(id);
+	e->hnext = rs->buckets[b];
+	rs->buckets[b] = e;
+	rs->n_entries++;
+	return e;
+}
+
+/* A download ended (or could not start): hand it to its waiters, or park it. */
+static void settle(struct ca_remote_store *rs, struct pf *e, int r, struct ca_buf *body)
+{
+	pthread_mutex_lock(&rs->lock);
+	e->r = r;
+	e->done = true;
+	e->done_ms = now_ms();
+	if (r == 0 && body) {
+		struct ca_buf t = e->body;
+		e->body = *body;
+		*body = t;
+	}
+	if (e->waiters == 0) {
+		if (r < 0) {
+			drop(rs, e); /* a later fetch tries again by itself */
+		} else {
+			e->parked = true;
+			e->older = rs->newest;
+			if (rs->newest)
+				rs->newest->newer = e;
+			else
+				rs->oldest = e;
+			rs->newest = e;
+			rs->parked_bytes += e->body.size;
+			trim(rs);
+		}
+	}
+	pthread_cond_broadcast(&rs->cond);
+	pthread_mutex_unlock(&rs->lock);
+}
+
+static void on_done(void *userdata, int r, struct ca_buf *body)
+{
+	struct pf *e = userdata;
+	settle(e->rs, e, r, body);
+}
+
+static void chunk_url(const struct ca_remote_store *rs, const uint8_t *id, char **ret)
+{
+	char rel[CA_STORE_REL_PATH_LEN + 1];
+	ca_store_rel_path(id, rel);
+	if (asprintf(ret, "%s/%s", rs->base, rel) < 0)
+		*ret = NULL;
+}
+
+static int start_download(struct ca_remote_store *rs, struct pf *e)
+{
+	char *url;
+	chunk_url(rs, e->id, &url);
+	int r = url ? ca_http_submit(rs->http, url, CA_REMOTE_CHUNK_FILE_MAX, on_done, e) : -ENOMEM;
+	free(url);
+	if (r < 0)
+		settle(rs, e, r, NULL);
+	return r;
+}
+
+static int remote_fetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_buf *out, bool *ret_compressed)
+{
+	struct ca_remote_store *rs = be;
+	struct pf *e;
+	int r;
+
+	pthread_mutex_lock(&rs->lock);
+	trim(rs);
+	e = lookup(rs, id);
+	if (e) {
+		if (e->prefetched && e->waiters == 0)
+			rs->prefetch_hits++;
+		unpark(rs, e);
+		e->waiters++;
+	} else {
+		e = entry_new(rs, id);
+		if (!e) {
+			pthread_mutex_unlock(&rs->lock);
+			return -ENOMEM;
+		}
+		e->waiters = 1;
+		pthread_mutex_unlock(&rs->lock);
+		(void)start_download(rs, e); /* a failure settles e */
+		pthread_mutex_lock(&rs->lock);
+	}
+	while (!e->done)
+		pthread_cond_wait(&rs->cond, &rs->lock);
+	r = e->r;
+	e->waiters--;
+	if (r == 0) {
+		out->size = 0;
+		if (e->waiters == 0) {
+			struct ca_buf t = *out;
+			*out = e->body;
+			e->body = t;
+		} else {
+			r = ca_buf_append(out, e->body.data, e->body.size, CA_REMOTE_CHUNK_FILE_MAX);
+		}
+	}
+	if (e->waiters == 0)
+		drop(rs, e);
+	pthread_mutex_unlock(&rs->lock);
+	*ret_compressed = true; /* casync's HTTP stores only serve .cacnk */
+	return r;
+}
+
+static void remote_prefetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE])
+{
+	struct ca_remote_store *rs = be;
+	struct pf *e = NULL;
+
+	pthread_mutex_lock(&rs->lock);
+	trim(rs);
+	if (lookup(rs, id)) {
+		pthread_mutex_unlock(&rs->lock);
+		return;
+	}
+	if (rs->n_entries >= PF_MAX_ENTRIES) {
+		rs->prefetch_skips++;
+		pthread_mutex_unlock(&rs->lock);
+		return;
+	}
+	e = entry_new(rs, id);
+	if (e) {
+		e->prefetched = true;
+		rs->prefetches++;
+	}
+	pthread_mutex_unlock(&rs->lock);
+	if (e)
+		(void)start_download(rs, e);
+}
+
+static void remote_free(void *be)
+{
+	ca_remote_store_free(be);
+}
+
+const struct ca_chunk_backend_ops ca_remote_store_ops = {
+	.kind = "http",
+	.fetch = remote_fetch,
+	.prefetch = remote_prefetch,
+	.free = remote_free,
+};
+
+int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca_remote_store **ret)
+{
+	struct ca_remote_store *rs;
+	int r;
+
+	if (!ca_remote_is_http_url(url))
+		return -EINVAL;
+	rs = calloc(1, sizeof(*rs));
+	if (!rs)
+		return -ENOMEM;
+	pthread_mutex_init(&rs->lock, NULL);
+	pthread_cond_init(&rs->cond, NULL);
+	/* as casync: parameters are not part of the chunk URLs */
+	size_t n = strcspn(url, "?;#");
+	while (n > 0 && url[n - 1] == '/')
+		n--;
+	rs->base = strndup(url, n);
+	if (!rs->base) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = ca_http_new(o, &rs->http);
+	if (r < 0)
+		goto fail;
+	*ret = rs;
+	return 0;
+fail:
+	ca_remote_store_free(rs);
+	return r;
+}
+
+void ca_remote_store_free(struct ca_remote_store *rs)
+{
+	if (!rs)
+		return;
+	/* first the engine: its cancelled downloads settle into the table */
+	ca_http_free(rs->http);
+	for (unsigned i = 0; i < PF_BUCKETS; i++)
+		while (rs->buckets[i])
+			drop(rs, rs->buckets[i]);
+	pthread_cond_destroy(&rs->cond);
+	pthread_mutex_destroy(&rs->lock);
+	free(rs->base);
+	free(rs);
+}
+
+const char *ca_remote_store_base(const struct ca_remote_store *rs)
+{
+	return rs->base;
+}
+
+int ca_chunksrc_add_remote(struct ca_chunksrc *src, const char *url, const struct ca_http_opts *o,
+                           struct ca_remote_store **ret_rs)
+{
+	struct ca_remote_store *rs;
+	int r = ca_remote_store_new(url, o, &rs);
+	if (r < 0)
+		return r;
+	r = ca_chunksrc_add_backend(src, &ca_remote_store_ops, rs); /* frees rs on failure */
+	if (r < 0)
+		return r;
+	if (ret_rs)
+		*ret_rs = rs;
+	return 0;
+}
+
+void ca_remote_store_get_stats(struct ca_remote_store *rs, struct ca_remote_store_stats *ret)
+{
+	ca_http_get_stats(rs->http, &ret->http);
+	pthread_mutex_lock(&rs->lock);
+	ret->prefetches = rs->prefetches;
+	ret->prefetch_hits = rs->prefetch_hits;
+	ret->prefetch_drops = rs->prefetch_drops;
+	ret->prefetch_skips = rs->prefetch_skips;
+	pthread_mutex_unlock(&rs->lock);
+}
+
+int ca_remote_get_file(const char *url, size_t cap, const struct ca_http_opts *o, struct ca_buf *out)
+{
+	struct ca_http *h = NULL;
+	int r;
+	if (!ca_remote_is_http_url(url))
+		return -EINVAL;
+	r = ca_http_new(o, &h);
+	if (r < 0)
+		return r;
+	r = ca_http_get(h, url, cap, out);
+	ca_http_free(h);
+	return r;
+}
