@@ -57,7 +57,8 @@ struct cafs_seed_stats {
  * lacks. A seed is a blob file, a block device or a .catar (chunked with
  * idx's sizes and digest), or a .caibx/.caidx whose chunks are copied from
  * seed_store (default: default.castr beside it) when its chunking matches
- * idx's, and otherwise read back and re-chunked. Logs its errors. */
+ * idx's, and otherwise read back and re-chunked; or, for an archive index,
+ * a directory (encoded as a .catar with idx's feature flags). Logs its errors. */
 int cafs_seed_cache(struct ca_store *cache, const struct ca_index *idx, char **seeds, size_t n_seeds,
                     const char *seed_store, unsigned threads, struct cafs_seed_stats *ret_stats);
 

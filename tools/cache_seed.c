@@ -3,7 +3,8 @@
  * cache_seed.c - take chunks from local data instead of downloading them:
  * `cafs cache seed` and `cafs extract --seed/--cache`.
  *
- * A seed is chunked with the target index's own chunk sizes and digest, so
+ * A seed is chunked with the target index's own chunk sizes and digest (a
+ * directory is first encoded as an archive with the target's feature flags), so
  * any region it shares with the target yields the very same chunk ids; the
  * chunks the target needs are compressed into the cache. An index seed
  * with the same chunking needs no re-chunking: its chunks are copied from
@@ -24,6 +25,7 @@
 #include "blob.h"
 #include "buf.h"
 #include "cache.h"
+#include "catar_enc.h"
 #include "chunksrc.h"
 #include "cmd.h"
 #include "compress.h"
@@ -185,6 +187,36 @@ out:
 	return r < 0 ? r : 0;
 }
 
+static int seeder_write(void *userdata, const void *p, size_t n)
+{
+	int r = ca_seeder_feed(userdata, p, n);
+	/* > 0: everything found; stop the walk with a code only we use */
+	return r > 0 ? -ECANCELED : r;
+}
+
+/* A directory: encode it as the archive the target index chunks, with the
+ * target's feature flags, so unchanged files give the same bytes, hence
+ * the same chunks. */
+static int seed_dir(struct seed_ctx *x, const struct ca_index *idx, int fd, const char *path)
+{
+	uint64_t flags = ca_index_feature_flags(idx);
+	struct ca_seeder *s = NULL;
+	if (!(flags & CA_FORMAT_WITH_MASK))
+		return -EISDIR; /* a blob index: a directory cannot reproduce it */
+	int r = ca_seeder_new(ca_index_chunk_size_min(idx), ca_index_chunk_size_avg(idx), ca_index_chunk_size_max(idx),
+	                      ca_digest_type_from_flags(flags), on_chunk, x, &s);
+	if (r < 0)
+		return r;
+	struct ca_catar_enc_opts o = {
+		.feature_flags = flags, .write = seeder_write, .userdata = s, .root_name = path,
+	};
+	r = ca_catar_encode(fd, &o, NULL);
+	if (r == 0)
+		r = ca_seeder_finish(s);
+	ca_seeder_free(s);
+	return r == -ECANCELED || r > 0 ? 0 : r;
+}
+
 static int seed_one(struct seed_ctx *x, const struct ca_index *idx, const char *path, const char *seed_store)
 {
 	enum cafs_kind kind = cafs_kind_from_name(path);
@@ -197,8 +229,8 @@ static int seed_one(struct seed_ctx *x, const struct ca_index *idx, const char *
 	struct stat st;
 	int r = fstat(fd, &st) < 0 ? -errno : 0;
 	if (r == 0 && S_ISDIR(st.st_mode))
-		r = -EISDIR; /* directory seeds need the archive encoder: see seed_dir */
-	if (r == 0)
+		r = seed_dir(x, idx, fd, path);
+	else if (r == 0)
 		r = seed_fd(x, idx, fd);
 	close(fd);
 	if (r < 0)

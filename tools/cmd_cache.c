@@ -599,7 +599,11 @@ int cafs_cmd_cache(int argc, char **argv)
 		cafs_command_help(cafs_command_find("cache"), stdout);
 		return 0;
 	}
+	/* getopt prefixes its messages with argv[0] */
+	char name[64];
+	snprintf(name, sizeof(name), "cafs: cache %s", verb);
 	argc--, argv++;
+	argv[0] = name;
 	if (!strcmp(verb, "stat"))
 		return cache_stat(argc, argv);
 	if (!strcmp(verb, "fill"))
