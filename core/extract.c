@@ -34,6 +34,7 @@ struct extract_job {
 	size_t next_write;  /* sequential output: next chunk to write */
 	uint64_t written, reported;
 	int err;
+	bool err_logged; /* the first error was a chunk's, and is reported */
 };
 
 static bool all_zero(const uint8_t *p, size_t n)
@@ -65,9 +66,20 @@ static void *worker(void *arg)
 		if (!zero) {
 			r = ca_chunksrc_get(x->src, id, end - start, &c);
 			if (r < 0) {
+				/* one line for the user: only the first failure is reported */
+				pthread_mutex_lock(&x->lock);
+				bool first = !x->err;
+				if (first) {
+					x->err = r;
+					x->err_logged = true;
+				}
+				pthread_mutex_unlock(&x->lock);
 				char hex[2 * CA_CHUNK_ID_SIZE + 1];
 				ca_id_to_hex(id, hex);
-				r = ca_log_error_errno(r, "chunk %s", hex);
+				if (first && r == -ENOENT)
+					ca_log_error("chunk %s: not found in any store", hex);
+				else if (first)
+					ca_log_error_errno(r, "chunk %s", hex);
 			}
 		}
 		if (r == 0 && c && x->seq_out) {
@@ -99,7 +111,8 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int ca_extract_blob_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, const struct ca_extract_opts *o)
+static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, const struct ca_extract_opts *o,
+                      bool *ret_logged)
 {
 	struct extract_job x = { .idx = idx, .src = src, .o = o, .fd = fd };
 	pthread_t th[MAX_WORKERS];
@@ -152,25 +165,40 @@ int ca_extract_blob_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, co
 		o->progress(o->progress_userdata, x.written);
 	pthread_cond_destroy(&x.cond);
 	pthread_mutex_destroy(&x.lock);
+	*ret_logged = x.err_logged;
 	return x.err;
+}
+
+int ca_extract_blob_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, const struct ca_extract_opts *o)
+{
+	bool logged;
+	return extract_fd(idx, src, fd, o, &logged);
 }
 
 int ca_extract_blob(struct ca_index *idx, struct ca_chunksrc *src, const char *path, const struct ca_extract_opts *o)
 {
 	struct ca_atomic_file f;
+	bool logged = false;
 	int r;
-	if (!strcmp(path, "-"))
-		return ca_extract_blob_fd(idx, src, STDOUT_FILENO, o);
+	if (!strcmp(path, "-")) {
+		r = extract_fd(idx, src, STDOUT_FILENO, o, &logged);
+		if (r < 0 && !logged)
+			ca_log_error_errno(r, "stdout");
+		return r;
+	}
 	r = ca_atomic_file_open(&f, path, 0666);
 	if (r < 0)
-		return r;
+		return ca_log_error_errno(r, "%s", path);
 	if (ftruncate(f.fd, (off_t)ca_index_blob_size(idx)) < 0)
 		r = -errno;
 	if (r == 0)
-		r = ca_extract_blob_fd(idx, src, f.fd, o);
+		r = extract_fd(idx, src, f.fd, o, &logged);
 	if (r < 0) {
 		ca_atomic_file_abort(&f);
-		return r;
+		return logged ? r : ca_log_error_errno(r, "%s", path);
 	}
-	return ca_atomic_file_commit(&f);
+	r = ca_atomic_file_commit(&f);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", path);
+	return 0;
 }

@@ -22,13 +22,14 @@ struct ca_extract_opts {
 };
 
 /* Extract the blob of idx to path (a regular file, replaced atomically), or
- * to "-" for stdout. On failure nothing is left under path; the error names
- * the first chunk that failed (logged). */
+ * to "-" for stdout. On failure nothing is left under path, and one line is
+ * logged: the first chunk that failed, or the output's error. */
 int ca_extract_blob(struct ca_index *idx, struct ca_chunksrc *src, const char *path,
                     const struct ca_extract_opts *o);
 
 /* Same into an open fd at offset 0, which must be seekable and already
- * truncated to the blob size (holes stay holes). */
+ * truncated to the blob size (holes stay holes). Logs the first chunk that
+ * failed; other errors are only returned. */
 int ca_extract_blob_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, const struct ca_extract_opts *o);
 
 #endif

@@ -303,10 +303,8 @@ static int extract_blob(const struct cafs_extract_args *a)
 	}
 	cafs_progress_init(&prog, "extract", ca_index_blob_size(idx));
 	struct ca_extract_opts o = { .threads = a->threads, .progress = cafs_progress_update, .progress_userdata = &prog };
-	r = ca_extract_blob(idx, src, a->out, &o);
+	r = ca_extract_blob(idx, src, a->out, &o); /* logs its errors */
 	cafs_progress_done(&prog);
-	if (r < 0)
-		ca_log_error_errno(r, "%s", a->out);
 	ca_chunksrc_free(src);
 	cafs_extract_seed_cleanup(seed_tmp);
 	ca_index_free(idx);
