@@ -39,8 +39,14 @@ static struct cafs_node *node_from(struct ca_catar_ra_node *rn, uint64_t parent)
 		st->st_rdev = makedev((unsigned)cn->device_major, (unsigned)cn->device_minor);
 	}
 	st->st_blocks = (blkcnt_t)(((uint64_t)st->st_size + 511) / 512);
-	st->st_mtim.tv_sec = (time_t)(cn->mtime / 1000000000u);
-	st->st_mtim.tv_nsec = (long)(cn->mtime % 1000000000u);
+	/* times before 1970 are stored as two's complement nanoseconds */
+	int64_t ns = (int64_t)cn->mtime, sec = ns / 1000000000, rem = ns % 1000000000;
+	if (rem < 0) {
+		sec--;
+		rem += 1000000000;
+	}
+	st->st_mtim.tv_sec = (time_t)sec;
+	st->st_mtim.tv_nsec = (long)rem;
 	st->st_atim = st->st_ctim = st->st_mtim;
 	return n;
 }

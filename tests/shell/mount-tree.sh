@@ -1,0 +1,89 @@
+#!/bin/bash
+# mount-tree.sh - `cafs mount` of archives (.caidx by casync and by cafs, a
+# local .catar): the mounted tree equals the source tree (contents, types,
+# modes, owners, ns times, symlinks, devices, xattrs), read-only, and
+# corrupt archives are refused at mount time with one line.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/lib-mount.sh"
+need casync python3 setfattr getfattr mknod
+[ "$(id -u)" = 0 ] || skip_all "needs root (devices, owners, trusted xattrs)"
+touch "$T/probe"
+setfattr -n user.probe -v 1 "$T/probe" 2>/dev/null || skip_all "no user xattrs on $T"
+
+tree=$T/tree
+bash "$top_srcdir/tests/fixtures/mktorture.sh" "$tree" >"$T/mktorture.log" 2>&1 ||
+	{ cat "$T/mktorture.log"; echo "Bail out! mktorture.sh failed"; exit 1; }
+# .caexclude rules are make's business (tree-make.sh): keep the tree plain
+rm -rf "$tree/excl"
+touch -d '2000-01-01 00:00:01.5' "$tree"
+
+casync make --store="$T/cs.castr" "$T/casync.caidx" "$tree" >/dev/null
+"$CAFS" make --store="$T/s.castr" "$T/cafs.caidx" "$tree" >/dev/null
+"$CAFS" make "$T/cafs.catar" "$tree" >/dev/null
+
+# nodump files are left out by make (default --exclude-nodump)
+treecmp() {
+	python3 "$top_srcdir/tests/fixtures/treecmp.py" "$tree" "$1" \
+		--missing-ok attrs/nodump --missing-ok attrs/nodump-dir
+}
+
+mnt=$T/mnt
+check_mount() {
+	local name=$1
+	ok "$name: equals the source tree" treecmp "$mnt"
+	ok "$name: getfattr -d shows the xattrs" test \
+		"$(cd "$tree" && getfattr -h -d -m '^(user|trusted)\.' xattrs/file xattrs/dir)" = \
+		"$(cd "$mnt" && getfattr -h -d -m '^(user|trusted)\.' xattrs/file xattrs/dir)"
+	ok "$name: a 2000-entry directory lists in name order" test \
+		"$(ls -f "$mnt/wide" | grep -v '^\.' | head -3 | tr '\n' ' ')" = "e0000 e0001 e0002 "
+	ok "$name: 30-level path" test "$(cat "$mnt/deep/l01/l02/l03/l04/l05/l06/l07/l08/l09/l10/l11/l12/l13/l14/l15/l16/l17/l18/l19/l20/l21/l22/l23/l24/l25/l26/l27/l28/l29/l30/bottom")" = bottom
+	ok "$name: readlink" test "$(readlink "$mnt/types/symlink-rel")" = file
+	fails "$name: missing name is ENOENT" stat "$mnt/types/nope"
+	fails "$name: a file is no directory" stat "$mnt/types/file/x"
+	fails "$name: mkdir is refused" mkdir "$mnt/new"
+	fails "$name: writing is refused" sh -c "echo x >>'$mnt/types/file'"
+	fails "$name: rm is refused" rm -f "$mnt/types/file"
+	ok "$name: 300 random reads of a 3 MiB file" rand_reads "$mnt/sizes/s3145733" "$tree/sizes/s3145733" 300 2
+}
+
+ok "casync .caidx mounts" mount_start "$mnt" "$T/log1" --store="$T/cs.castr" --no-cache "$T/casync.caidx"
+check_mount casync.caidx
+"$CAFS" stats "$mnt" >"$T/stats" 2>&1
+ok "stats: chunks fetched, inodes known" sh -c "grep -Eq '^chunks_fetched: [1-9]' '$T/stats' &&
+	grep -Eq '^inodes: [1-9][0-9]{3}' '$T/stats'"
+ok "casync .caidx: unmount, daemon exits 0" mount_stop "$mnt"
+
+ok "cafs .caidx mounts (file:// URL, cache)" mount_start "$mnt" "$T/log2" --store="file://$T/s.castr" \
+	--cache="$T/cache" "file://$T/cafs.caidx"
+check_mount cafs.caidx
+ok "cafs .caidx: unmount, daemon exits 0" mount_stop "$mnt"
+
+ok "local .catar mounts" mount_start "$mnt" "$T/log3" "$T/cafs.catar"
+check_mount .catar
+ok ".catar: stats without a chunk source" "$CAFS" stats "$mnt"
+ok ".catar: unmount, daemon exits 0" mount_stop "$mnt"
+
+# A second mount of the same image while the first is up: independent.
+ok "two mounts at once (1)" mount_start "$T/m1" "$T/log4" --store="$T/s.castr" --no-cache "$T/cafs.caidx"
+ok "two mounts at once (2)" mount_start "$T/m2" "$T/log5" "$T/cafs.catar"
+ok "two mounts: same content" diff -r "$T/m1/sizes" "$T/m2/sizes"
+ok "two mounts: unmount 1" mount_stop "$T/m1"
+ok "two mounts: unmount 2" mount_stop "$T/m2"
+
+# Corrupt archives are refused before mounting: one line, exit 1.
+mkdir -p "$T/m3"
+mount_err() {
+	local rc=0
+	"$CAFS" mount "$@" "$T/m3" >"$T/err.out" 2>&1 || rc=$?
+	[ "$rc" = 1 ] && [ "$(wc -l <"$T/err.out")" = 1 ] && grep -q '^cafs: ' "$T/err.out" &&
+		! is_mounted "$T/m3" || { cat "$T/err.out"; echo "exit $rc"; return 1; }
+}
+head -c 1000 "$T/cafs.catar" >"$T/trunc.catar"
+ok "truncated .catar: refused" mount_err "$T/trunc.catar"
+printf 'not an archive at all, just text that is long enough to look at\n' >"$T/text.catar"
+ok "text as .catar: refused" mount_err "$T/text.catar"
+"$CAFS" make --store="$T/b.castr" "$T/blob.caibx" "$tree/sizes/s65537" >/dev/null
+cp "$T/blob.caibx" "$T/blob.caidx"
+ok "a blob's index as .caidx: refused" mount_err --store="$T/b.castr" "$T/blob.caidx"
+
+mount_done_testing
