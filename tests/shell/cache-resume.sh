@@ -19,8 +19,10 @@ for ((i = 0; i < 200; i++)); do
 	[ "$(n_chunks C)" -ge 12 ] && break
 	sleep 0.02
 done
+exec 3>&2 2>/dev/null # no "Killed" notice from bash
 kill -9 $pid
-{ wait $pid; } 2>/dev/null
+wait $pid
+exec 2>&3 3>&-
 have=$(n_chunks C)
 ok "the fill was killed part-way ($have of $total chunks)" test "$have" -ge 12 -a "$have" -lt "$total"
 ok "what it stored verifies" $CAFS cache verify --cache C
