@@ -126,5 +126,7 @@ int cafs_digest_tree(const char *path, char **stores, size_t n_stores);
 
 #endif
 /* cmd_tree_read.c: decode and validate an archive (.catar, .caidx) and print
+
+#endif
  * the digest of its stream, as casync digest does; 0 or an exit code. */
 int cafs_digest_archive(const char *path, char **stores, size_t n_stores);
