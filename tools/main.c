@@ -25,6 +25,9 @@ static const struct cafs_command commands[] = {
 	  "      --digest=NAME       sha512-256 (default) or sha256\n"
 	  "      --with=FLAG         archive only these features (repeatable)\n"
 	  "      --without=FLAG      leave out a feature (repeatable)\n"
+	  "      --exclude-nodump=no include files and directories marked chattr +d\n"
+	  "      --exclude-submounts=yes  leave out other filesystems mounted below INPUT\n"
+	  "      --exclude-file=no   ignore .caexclude files\n"
 	  "  -j, --threads=N         worker threads (default: number of CPUs)\n"
 	  "Prints the digest of the whole stream, as casync make does.\n" },
 	{ "extract", cafs_cmd_extract, "extract [OPTIONS] IN.caibx|IN.caidx|IN.catar OUT",
