@@ -123,10 +123,8 @@ int cafs_make_archive(const struct cafs_make_args *a);
 int cafs_extract_archive(const struct cafs_extract_args *a);
 /* Print the digest casync digest would for a directory or an archive(-index). */
 int cafs_digest_tree(const char *path, char **stores, size_t n_stores);
-
-#endif
 /* cmd_tree_read.c: decode and validate an archive (.catar, .caidx) and print
-
-#endif
  * the digest of its stream, as casync digest does; 0 or an exit code. */
 int cafs_digest_archive(const char *path, char **stores, size_t n_stores);
+
+#endif
