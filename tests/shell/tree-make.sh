@@ -41,7 +41,8 @@ for opts in --without=acl --without=xattrs --with=unix --without=all --digest=sh
 	--with=fat --with=fuse --without=privileged --with=sec-time --with=read-only \
 	"--with=2sec-time --with=read-only" "--with=usec-time --with=symlinks" \
 	"--with=32bit-uids --with=user-names" "--with=16bit-uids --with=permissions --with=acl" \
-	"--with=xattrs --with=fcaps --with=selinux" --with=chattr --exclude-submounts=yes "--without=user-names"; do
+	"--with=xattrs --with=fcaps --with=selinux" --with=chattr --exclude-submounts=yes "--without=user-names" \
+	--with=user-names --with=acl "--with=16bit-uids --with=user-names" "--with=flag-nodump --exclude-nodump=no"; do
 	# shellcheck disable=SC2086
 	ok "catar: $opts" same_archive $opts
 done
