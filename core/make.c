@@ -66,6 +66,7 @@ struct ca_maker {
 	size_t n_spare, cap_spare;
 	bool input_done, chunker_done, stop;
 	int err;
+	const char *err_path; /* what err is about: o.store_path, o.index_path or NULL */
 	struct ca_make_stats stats;
 
 	pthread_t chunker_thread, digest_thread, workers[MAX_WORKERS];
@@ -212,8 +213,10 @@ static void retire_locked(struct ca_maker *m)
 			m->pq_tail = NULL;
 		if (m->index && !m->err) {
 			int r = ca_index_writer_add(m->index, j->end, j->id);
-			if (r < 0)
+			if (r < 0) {
+				m->err_path = m->o.index_path;
 				fail_locked(m, r);
+			}
 		}
 		free(j);
 	}
@@ -262,6 +265,8 @@ static void *worker_main(void *arg)
 			r = store_chunk(m, codec, &cbuf, j, &is_new);
 
 		pthread_mutex_lock(&m->lock);
+		if (r < 0 && !m->err)
+			m->err_path = m->o.store_path; /* hashing cannot fail but for ENOMEM */
 		if (r < 0)
 			fail_locked(m, r);
 		if (is_new) {
@@ -473,6 +478,8 @@ int ca_maker_finish(struct ca_maker *m, uint8_t ret_digest[CA_CHUNK_ID_SIZE], st
 	if (r == 0 && m->index) {
 		r = ca_index_writer_commit(m->index);
 		m->index = NULL;
+		if (r < 0)
+			m->err_path = m->o.index_path;
 	}
 	m->stats.bytes = m->fed;
 	if (ret_stats)
@@ -480,6 +487,14 @@ int ca_maker_finish(struct ca_maker *m, uint8_t ret_digest[CA_CHUNK_ID_SIZE], st
 	if (m->o.progress)
 		m->o.progress(m->o.progress_userdata, m->fed);
 	return r;
+}
+
+const char *ca_maker_error_path(struct ca_maker *m)
+{
+	pthread_mutex_lock(&m->lock);
+	const char *p = m->err_path;
+	pthread_mutex_unlock(&m->lock);
+	return p;
 }
 
 void ca_maker_free(struct ca_maker *m)

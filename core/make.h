@@ -49,6 +49,11 @@ int ca_maker_finish(struct ca_maker *m, uint8_t ret_digest[CA_CHUNK_ID_SIZE], st
 /* Stop and clean up; an unfinished index is removed. Accepts NULL. */
 void ca_maker_free(struct ca_maker *m);
 
+/* After feed or finish failed: the path the first error is about, the
+ * store directory or the index (as given in the options), or NULL when it
+ * is not one of them (then a read error is the input's). Thread-safe. */
+const char *ca_maker_error_path(struct ca_maker *m);
+
 /* Convenience: feed everything readable from fd. */
 int ca_maker_feed_fd(struct ca_maker *m, int fd);
 

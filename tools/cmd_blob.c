@@ -107,13 +107,16 @@ int cafs_make_blob(const struct cafs_make_args *a)
 	r = ca_maker_feed_fd(m, fd);
 	if (r < 0) {
 		cafs_progress_done(&prog);
-		ca_log_error_errno(r, "%s", a->input);
+		/* the pipeline's own errors (store, index) surface here too */
+		const char *p = ca_maker_error_path(m);
+		ca_log_error_errno(r, "%s", p ? p : a->input);
 		goto fail;
 	}
 	r = ca_maker_finish(m, digest, &stats);
 	cafs_progress_done(&prog);
 	if (r < 0) {
-		ca_log_error_errno(r, "%s", a->out);
+		const char *p = ca_maker_error_path(m);
+		ca_log_error_errno(r, "%s", p ? p : a->out);
 		goto fail;
 	}
 	ca_maker_free(m);
