@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@
 #include "fs.h"
 #include "index.h"
 #include "log.h"
+#include "remote.h"
 #include "store.h"
 
 #define DEFAULT_LRU_BYTES (UINT64_C(256) << 20)
@@ -327,6 +329,8 @@ static int wait_ready(pid_t child, int fd)
 struct image {
 	struct ca_index *idx;
 	struct ca_chunksrc *src;
+	struct ca_remote_store **remotes; /* owned by src; for the stats */
+	size_t n_remotes;
 	struct ca_blob *blob;
 	int catar_fd; /* a plain .catar: read with pread */
 	struct cafs_fs *fs;
@@ -337,6 +341,7 @@ static void image_release(struct image *im)
 	cafs_fs_free(im->fs);
 	ca_blob_free(im->blob);
 	ca_chunksrc_free(im->src);
+	free(im->remotes);
 	ca_index_free(im->idx);
 	if (im->catar_fd >= 0)
 		close(im->catar_fd);
@@ -394,7 +399,8 @@ static int open_index(const struct mount_args *a, struct image *im, struct ca_ca
 	if (r < 0)
 		return r;
 	enum ca_digest_type digest = ca_digest_type_from_flags(ca_index_feature_flags(im->idx));
-	r = cafs_chunksrc_open(a->stores, a->n_stores, a->source, digest, a->lru_bytes, &im->src);
+	r = cafs_chunksrc_open_remotes(a->stores, a->n_stores, a->source, digest, a->lru_bytes, &im->src,
+	                               &im->remotes, &im->n_remotes);
 	if (r < 0)
 		return r;
 	if (a->cache)
@@ -422,6 +428,39 @@ static int open_index(const struct mount_args *a, struct image *im, struct ca_ca
 	return 0;
 }
 
+/* The HTTP side of the stats: all remote stores summed. */
+static size_t remote_stats(void *userdata, char *buf, size_t len)
+{
+	const struct image *im = userdata;
+	struct ca_remote_store_stats sum = { 0 };
+	for (size_t i = 0; i < im->n_remotes; i++) {
+		struct ca_remote_store_stats s;
+		ca_remote_store_get_stats(im->remotes[i], &s);
+		sum.http.requests += s.http.requests;
+		sum.http.attempts += s.http.attempts;
+		sum.http.retries += s.http.retries;
+		sum.http.ok += s.http.ok;
+		sum.http.missing += s.http.missing;
+		sum.http.errors += s.http.errors;
+		sum.http.bytes += s.http.bytes;
+		sum.prefetches += s.prefetches;
+		sum.prefetch_hits += s.prefetch_hits;
+	}
+	int n = snprintf(buf, len,
+	                 "http_requests: %" PRIu64 "\n"
+	                 "http_attempts: %" PRIu64 "\n"
+	                 "http_retries: %" PRIu64 "\n"
+	                 "http_ok: %" PRIu64 "\n"
+	                 "http_missing: %" PRIu64 "\n"
+	                 "http_errors: %" PRIu64 "\n"
+	                 "http_bytes: %" PRIu64 "\n"
+	                 "prefetches: %" PRIu64 "\n"
+	                 "prefetch_hits: %" PRIu64 "\n",
+	                 sum.http.requests, sum.http.attempts, sum.http.retries, sum.http.ok, sum.http.missing,
+	                 sum.http.errors, sum.http.bytes, sum.prefetches, sum.prefetch_hits);
+	return n < 0 ? 0 : (size_t)n >= len ? len - 1 : (size_t)n;
+}
+
 /* Everything up to a ready fs. Logs its errors. */
 static int image_open(const struct mount_args *a, struct daemon *d, struct image *im)
 {
@@ -439,6 +478,8 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 		.chunksrc = im->src,
 		.ready = on_ready,
 		.ready_userdata = d,
+		.extra_stats = im->n_remotes ? remote_stats : NULL,
+		.extra_stats_userdata = im,
 	};
 	if (kind == CAFS_KIND_BLOB_INDEX) {
 		struct stat st;

@@ -85,6 +85,13 @@ void cafs_http_opts(struct ca_http_opts *o);
 struct ca_chunksrc;
 int cafs_chunksrc_open(char **stores, size_t n_stores, const char *index_path, enum ca_digest_type digest,
                        size_t lru_bytes, struct ca_chunksrc **ret);
+/* The same, also handing back the http(s) stores it made, in store order,
+ * for their statistics: *ret_remotes is malloc'd (free() it; the stores
+ * belong to the chunk source and live as long as it). */
+struct ca_remote_store;
+int cafs_chunksrc_open_remotes(char **stores, size_t n_stores, const char *index_path, enum ca_digest_type digest,
+                               size_t lru_bytes, struct ca_chunksrc **ret, struct ca_remote_store ***ret_remotes,
+                               size_t *ret_n_remotes);
 
 /* Parsed `cafs make` arguments, shared by the blob and archive paths. */
 struct cafs_make_args {

@@ -169,7 +169,16 @@ int cafs_open_index(const char *path, struct ca_index **ret)
 int cafs_chunksrc_open(char **stores, size_t n_stores, const char *index_path, enum ca_digest_type digest,
                        size_t lru_bytes, struct ca_chunksrc **ret)
 {
+	return cafs_chunksrc_open_remotes(stores, n_stores, index_path, digest, lru_bytes, ret, NULL, NULL);
+}
+
+int cafs_chunksrc_open_remotes(char **stores, size_t n_stores, const char *index_path, enum ca_digest_type digest,
+                               size_t lru_bytes, struct ca_chunksrc **ret, struct ca_remote_store ***ret_remotes,
+                               size_t *ret_n_remotes)
+{
 	struct ca_chunksrc *src = NULL;
+	struct ca_remote_store **remotes = NULL;
+	size_t n_remotes = 0;
 	char *def = NULL;
 	int r = ca_chunksrc_new(digest, lru_bytes, &src);
 	if (r < 0)
@@ -189,10 +198,20 @@ int cafs_chunksrc_open(char **stores, size_t n_stores, const char *index_path, e
 		if (ca_remote_is_http_url(p)) {
 			struct ca_http_opts o;
 			cafs_http_opts(&o);
-			r = ca_chunksrc_add_remote(src, p, &o, NULL);
+			struct ca_remote_store *rs = NULL, **n;
+			r = ca_chunksrc_add_remote(src, p, &o, &rs);
 			if (r < 0) {
 				ca_log_error_errno(r, "%s", p);
 				goto fail;
+			}
+			if (ret_remotes) {
+				n = realloc(remotes, (n_remotes + 1) * sizeof(*n));
+				if (!n) {
+					r = ca_log_error_errno(-ENOMEM, "%s", p);
+					goto fail;
+				}
+				remotes = n;
+				remotes[n_remotes++] = rs;
 			}
 			continue;
 		}
@@ -215,8 +234,13 @@ int cafs_chunksrc_open(char **stores, size_t n_stores, const char *index_path, e
 	}
 	free(def);
 	*ret = src;
+	if (ret_remotes) {
+		*ret_remotes = remotes;
+		*ret_n_remotes = n_remotes;
+	}
 	return 0;
 fail:
+	free(remotes);
 	free(def);
 	ca_chunksrc_free(src);
 	return r;
