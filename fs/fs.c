@@ -227,6 +227,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* The largest reads the kernel offers (1 MiB with max_pages) and its
 	 * own readahead as far as it goes: both mean fewer round trips. */
 	conn->max_readahead = conn->max_readahead ? conn->max_readahead : UINT32_MAX;
+	/* The kernel's async reads (readahead) queue behind max_background
+	 * requests (default 12): let more wait on downloads at once. */
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
