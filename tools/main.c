@@ -71,6 +71,7 @@ static const struct cafs_command commands[] = {
 	  "      --rate-limit-bps=N  fill: cap the download rate (bytes/s; K, M, G suffixes)\n"
 	  "      --keep=INDEX        prune: never evict this index's chunks (repeatable)\n"
 	  "      --min-age=SECONDS   prune: spare chunks used this recently (default 5)\n"
+	  "                          (prune also deletes *.tmp files older than an hour)\n"
 	  "  -n, --dry-run           prune: only say what would go\n"
 	  "      --digest=NAME       verify: only accept this digest (default: either)\n"
 	  "      --seed-store=DIR    seed: the store of index seeds (default: beside each)\n" },
