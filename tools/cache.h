@@ -60,6 +60,6 @@ struct cafs_seed_stats {
  * idx's, and otherwise read back and re-chunked; or, for an archive index,
  * a directory (encoded as a .catar with idx's feature flags). Logs its errors. */
 int cafs_seed_cache(struct ca_store *cache, const struct ca_index *idx, char **seeds, size_t n_seeds,
-                    const char *seed_store, unsigned threads, struct cafs_seed_stats *ret_stats);
+                    const char *seed_store, struct cafs_seed_stats *ret_stats);
 
 #endif

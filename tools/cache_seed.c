@@ -239,11 +239,10 @@ static int seed_one(struct seed_ctx *x, const struct ca_index *idx, const char *
 }
 
 int cafs_seed_cache(struct ca_store *cache, const struct ca_index *idx, char **seeds, size_t n_seeds,
-                    const char *seed_store, unsigned threads, struct cafs_seed_stats *ret_stats)
+                    const char *seed_store, struct cafs_seed_stats *ret_stats)
 {
 	struct seed_ctx x = { .cache = cache, .stats = ret_stats };
 	int r, failed = 0;
-	(void)threads;
 	memset(ret_stats, 0, sizeof(*ret_stats));
 	r = ca_idset_new(ca_index_n_chunks(idx), &x.needed);
 	if (r == 0)
@@ -336,7 +335,7 @@ int cafs_cache_seed(int argc, char **argv)
 		ca_log_error_errno(ENOMEM, "%s", dir);
 		goto out;
 	}
-	k = cafs_seed_cache(cache, idx, argv + optind + 1, (size_t)(argc - optind - 1), seed_store, 0, &st);
+	k = cafs_seed_cache(cache, idx, argv + optind + 1, (size_t)(argc - optind - 1), seed_store, &st);
 	if (verbosity >= 0) {
 		char h1[32], h2[32];
 		cafs_format_size(st.bytes, h1, sizeof(h1));
@@ -406,7 +405,7 @@ int cafs_extract_cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx
 	ca_chunksrc_set_cache(src, cache, a->cache != NULL);
 	cache = NULL;
 	if (a->n_seeds > 0) {
-		r = cafs_seed_cache(target, idx, a->seeds, a->n_seeds, NULL, 0, &st);
+		r = cafs_seed_cache(target, idx, a->seeds, a->n_seeds, NULL, &st);
 		if (r < 0)
 			goto fail;
 		ca_log_info("seeds gave %llu chunks (%llu bytes)", (unsigned long long)st.chunks,

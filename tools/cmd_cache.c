@@ -338,14 +338,12 @@ static int cache_prune(int argc, char **argv)
 		goto out;
 	}
 	qsort(a.v, a.n, sizeof(*a.v), cmp_mtime);
-	uint64_t removed = 0, removed_bytes = 0, held = 0;
+	uint64_t removed = 0, removed_bytes = 0;
 	r = 0;
 	for (size_t i = 0; i < a.n && a.total > max_size; i++) {
 		const struct prune_entry *e = &a.v[i];
-		if (ca_idset_get(pinned, e->id, NULL) || e->mtime.tv_sec + min_age > a.now) {
-			held += e->size;
+		if (ca_idset_get(pinned, e->id, NULL) || e->mtime.tv_sec + min_age > a.now)
 			continue;
-		}
 		if (dry_run) {
 			char hex[2 * CA_CHUNK_ID_SIZE + 1];
 			ca_id_to_hex(e->id, hex);

@@ -47,6 +47,20 @@ ok "a missing seed fails" bash -c "! $CAFS cache seed --cache C7 v2.caibx nope.b
 rc=0; $CAFS cache seed --cache C7 v2.caibx 2>/dev/null || rc=$?
 ok "seed without a seed is a usage error" test "$rc" = 2
 
+# trees: a .caidx seeded from the old directory (encoded with the index's
+# feature flags) or from the old .catar
+$CAFS make -q --store T1 v1.caidx v1 >/dev/null
+$CAFS make -q --store T2 v2.caidx v2 >/dev/null
+$CAFS make -q v1.catar v1 >/dev/null
+shared_t=$(comm -12 <(index_ids v1.caidx) <(index_ids v2.caidx))
+ok "the tree update shares chunks" test -n "$shared_t"
+ok "seed a .caidx from the old directory" $CAFS cache seed -q --cache CD v2.caidx v1
+ok "... gives exactly the shared chunks" test "$(store_ids CD)" = "$shared_t"
+ok "seed a .caidx from the old .catar" $CAFS cache seed -q --cache CA v2.caidx v1.catar
+ok "... same chunks" test "$(store_ids CA)" = "$shared_t"
+ok "... the tree extracts from cache + fill" bash -c "$CAFS cache fill -q --cache CD --store T2 v2.caidx && $CAFS extract --store CD v2.caidx v2x && diff -r v2 v2x"
+fails "a directory cannot seed a blob index" $CAFS cache seed -q --cache CE v2.caibx v1
+
 # sha256 and other chunk sizes in the target: the seed follows the target's header
 $CAFS make -q --digest sha256 --chunk-size 16K --store S2s v2s.caibx v2.tar >/dev/null
 $CAFS make -q --digest sha256 --chunk-size 16K --store S1s v1s.caibx v1.tar >/dev/null
