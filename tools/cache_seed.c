@@ -233,6 +233,10 @@ static int seed_one(struct seed_ctx *x, const struct ca_index *idx, const char *
 	else if (r == 0)
 		r = seed_fd(x, idx, fd);
 	close(fd);
+	if (r == -EISDIR) {
+		ca_log_error("seed %s: a directory can only seed an archive index (.caidx)", path);
+		return r;
+	}
 	if (r < 0)
 		return ca_log_error_errno(r, "seed %s", path);
 	return 0;
