@@ -80,10 +80,10 @@ cmp -s "$W/input" "$W/out" || die "cafs extract: output differs"
 rm -f "$W/out"
 
 echo "# $chunks chunks, store $stored bytes; identical indexes and digests"
-printf '%-9s %10s %10s %10s %10s %7s %12s %12s\n' step "casync s" "cafs s" "casync MB/s" "cafs MB/s" ratio \
+printf '%-9s %10s %10s %11s %10s %7s %14s %14s\n' step "casync s" "cafs s" "casync MB/s" "cafs MB/s" ratio \
 	"casync RSS" "cafs RSS"
 for step in make extract; do
-	printf '%-9s %10s %10s %10s %10s %7s %9s KiB %8s KiB\n' "$step" \
+	printf '%-9s %10s %10s %11s %10s %7s %10s KiB %10s KiB\n' "$step" \
 		"$(cat "$W/casync-$step.t")" "$(cat "$W/cafs-$step.t")" \
 		"$(mbps "$bytes" "casync-$step")" "$(mbps "$bytes" "cafs-$step")" \
 		"$(ratio "$(cat "$W/casync-$step.t")" "$(cat "$W/cafs-$step.t")")" \
