@@ -119,6 +119,14 @@ fails "bad .caexclude line fails (as casync does)" "$CAFS" make "$T/bad.catar" "
 ok "no output left behind" test -z "$(ls -A "$T" | grep -e '^bad.catar' -e '^\.#bad')"
 msg=$("$CAFS" make "$T/bad.catar" "$T/bad" 2>&1 >/dev/null)
 ok "error names the file" test "$msg" = "cafs: $T/bad/.caexclude: Invalid argument"
+mkdir -p "$T/full"
+if mount -t tmpfs -o size=1m tmpfs "$T/full" 2>/dev/null; then
+	at_cleanup "umount -l '$T/full'"
+	msg=$("$CAFS" make "$T/full/x.catar" "$tree" 2>&1 >/dev/null)
+	ok "full disk: the error names the output" test "$msg" = "cafs: $T/full/x.catar: No space left on device"
+	ok "full disk: no temporary file left" test -z "$(ls -A "$T/full")"
+	fails "full disk: .caidx fails too" "$CAFS" make --store="$T/full/s" "$T/full/x.caidx" "$tree"
+fi
 mkdir -p "$T/big"
 printf 'x\n' >"$T/big/f"
 chown 100000 "$T/big/f"
