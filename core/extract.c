@@ -18,6 +18,9 @@
 
 #define MAX_WORKERS 64
 #define PROGRESS_STEP (8u << 20)
+/* Chunks asked for ahead of the workers, so remote stores keep several
+ * transfers in flight whatever -j is (a no-op for local stores). */
+#define PREFETCH_AHEAD 32
 
 struct extract_job {
 	struct ca_index *idx;
@@ -43,6 +46,22 @@ static bool all_zero(const uint8_t *p, size_t n)
 	return n == 0 || (p[0] == 0 && !memcmp(p, p + 1, n - 1));
 }
 
+static bool is_zero_chunk(const struct extract_job *x, uint64_t start, uint64_t end, const uint8_t *id)
+{
+	return !x->seq_out && end - start == x->zero_size && !memcmp(id, x->zero_id, CA_CHUNK_ID_SIZE);
+}
+
+static void prefetch(struct extract_job *x, size_t i)
+{
+	uint64_t start, end;
+	const uint8_t *id;
+	if (i >= ca_index_n_chunks(x->idx))
+		return;
+	ca_index_chunk(x->idx, i, &start, &end, &id);
+	if (!is_zero_chunk(x, start, end, id))
+		ca_chunksrc_prefetch(x->src, id);
+}
+
 static void *worker(void *arg)
 {
 	struct extract_job *x = arg;
@@ -55,14 +74,14 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&x->lock);
 		if (i >= n || err)
 			break;
+		prefetch(x, i + PREFETCH_AHEAD);
 
 		uint64_t start, end;
 		const uint8_t *id;
 		const struct ca_chunk *c = NULL;
 		int r = 0;
 		ca_index_chunk(x->idx, i, &start, &end, &id);
-		bool zero = !x->seq_out && end - start == x->zero_size &&
-		            !memcmp(id, x->zero_id, CA_CHUNK_ID_SIZE);
+		bool zero = is_zero_chunk(x, start, end, id);
 		if (!zero) {
 			r = ca_chunksrc_get(x->src, id, end - start, &c);
 			if (r < 0) {
@@ -151,6 +170,8 @@ static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, con
 
 	pthread_mutex_init(&x.lock, NULL);
 	pthread_cond_init(&x.cond, NULL);
+	for (size_t i = 0; i < PREFETCH_AHEAD; i++)
+		prefetch(&x, i);
 	for (; started < n; started++)
 		if ((r = -pthread_create(&th[started], NULL, worker, &x)) < 0)
 			break;
