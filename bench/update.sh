@@ -9,8 +9,10 @@
 #   casync    casync extract --seed=v1 image
 #   rsync     rsync --stats --no-whole-file (delta against a v1 copy; plain and -z)
 #   tarball   the whole v2 image as .tar.zst (zstd -3)
+# then the same as trees (.caidx seeded from the v1 directory, casync
+# extract --seed=DIR, rsync -a),
 # and the time of a full fill (empty cache) against casync extract over the
-# same nginx.
+# same nginx. Percentages are of the full v2.tar.zst.
 #
 #   bench/update.sh [SCALE]    SCALE 1 is a ~13 MB tree (default 4)
 #
@@ -97,6 +99,32 @@ row "rsync --no-whole-file -z (bytes sent)" "$rsyncz_bytes"
 row "full v2.tar.zst (zstd -3)" "$tarball_bytes"
 echo
 echo "cafs: seed $((t1 - t0)) ms, fill $((t2 - t1)) ms; casync extract --seed $((t4 - t3)) ms"
+
+# the same update as trees: .caidx, seeded from the v1 directory itself
+"$CAFS" make -q --store www/tstore www/v2.caidx v2 >/dev/null
+nginx_log_reset
+t0=$(now_ms)
+"$CAFS" cache seed -q --cache cache3 "$U/v2.caidx" v1
+"$CAFS" cache fill -q --cache cache3 --store "$U/tstore" "$U/v2.caidx"
+t1=$(now_ms)
+tcafs_bytes=$(log_bytes) tcafs_reqs=$(log_reqs)
+"$CAFS" extract --store cache3 www/v2.caidx tout.cafs && diff -r -q tout.cafs v2 >/dev/null || echo "cafs tree: WRONG RESULT" >&2
+nginx_log_reset
+t2=$(now_ms)
+casync extract --seed=v1 --store="$U/tstore" "$U/v2.caidx" tout.casync >/dev/null
+t3=$(now_ms)
+tcasync_bytes=$(log_bytes) tcasync_reqs=$(log_reqs)
+diff -r -q tout.casync v2 >/dev/null || echo "casync tree: WRONG RESULT" >&2
+cp -a v1 basis.tree
+trsync_bytes=$(rsync -a --delete --stats --no-whole-file v2/ basis.tree/ | awk -F': ' '/^Total bytes sent/ { gsub(/,/, "", $2); print $2 + 0 }')
+echo
+echo "as trees (.caidx, seeded from the v1 directory):"
+row "cafs cache seed DIR + fill ($tcafs_reqs requests)" "$tcafs_bytes"
+row "casync extract --seed=DIR ($tcasync_reqs requests)" "$tcasync_bytes"
+row "rsync -a --no-whole-file (bytes sent)" "$trsync_bytes"
+echo "cafs: seed + fill $((t1 - t0)) ms; casync extract --seed $((t3 - t2)) ms"
+echo "(requests and bytes include the index: cafs fetches it twice, in seed and in fill)"
+echo
 
 # full download: cafs cache fill (empty cache) vs casync extract, same server
 nginx_log_reset
