@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-blob.c - the make pipeline, random-access reads and extract, in
+ * process, on the reference blob (format notes, section 12): the index and
+ * digest do not depend on how the bytes are fed or on the thread count;
+ * every byte range reads back; a missing chunk fails only the reads that
+ * need it; an unfinished make leaves no index.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "blob.h"
+#include "chunksrc.h"
+#include "digest.h"
+#include "extract.h"
+#include "index.h"
+#include "make.h"
+#include "store.h"
+#include "tap.h"
+#include "testdata.h"
+
+static char tmpdir[] = "/tmp/cafs-test-blob.XXXXXX";
+
+static char *path(const char *name)
+{
+	static char p[8][4096];
+	static unsigned k;
+	char *s = p[k++ % 8];
+	snprintf(s, sizeof(p[0]), "%s/%s", tmpdir, name);
+	return s;
+}
+
+static int slurp(const char *file, struct ca_buf *out)
+{
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	out->size = 0;
+	for (;;) {
+		if (ca_buf_reserve(out, out->size + 65536, SIZE_MAX) < 0)
+			abort();
+		ssize_t k = read(fd, out->data + out->size, out->cap - out->size);
+		if (k <= 0) {
+			close(fd);
+			return k < 0 ? -errno : 0;
+		}
+		out->size += k;
+	}
+}
+
+static bool same_file(const char *a, const char *b)
+{
+	struct ca_buf x = CA_BUF_INIT, y = CA_BUF_INIT;
+	bool same = slurp(a, &x) == 0 && slurp(b, &y) == 0 && x.size == y.size && !memcmp(x.data, y.data, x.size);
+	ca_buf_release(&x);
+	ca_buf_release(&y);
+	return same;
+}
+
+static bool same_as(const char *file, const uint8_t *p, size_t n)
+{
+	struct ca_buf x = CA_BUF_INIT;
+	bool same = slurp(file, &x) == 0 && x.size == n && !memcmp(x.data, p, n);
+	ca_buf_release(&x);
+	return same;
+}
+
+/* make index (and store) from p[0..n), fed in pieces of 1..max_piece
+ * bytes (0: all at once). Returns finish's result. */
+static int make(const char *index, const char *store, const uint8_t *p, size_t n, size_t max_piece, unsigned threads,
+                uint8_t digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *stats)
+{
+	struct ca_make_opts o = {
+		.chunk_min = 16384, .chunk_avg = 65536, .chunk_max = 262144,
+		.feature_flags = CA_FORMAT_BLOB_DEFAULT,
+		.store_path = store, .index_path = index, .index_mode = 0644, .threads = threads,
+	};
+	struct ca_maker *m = NULL;
+	uint32_t rs = 99;
+	int r = ca_maker_new(&o, &m);
+	for (size_t pos = 0; r == 0 && pos < n;) {
+		size_t k = max_piece ? 1 + testdata_rand(&rs) % max_piece : n;
+		if (k > n - pos)
+			k = n - pos;
+		r = ca_maker_feed(m, p + pos, k);
+		pos += k;
+	}
+	if (r == 0)
+		r = ca_maker_finish(m, digest, stats);
+	ca_maker_free(m);
+	return r;
+}
+
+static const char *ref_digest = "e90e4498fe5d40c9325f3c1b0fd9be85845cb415636e9c6b27051493a145563e";
+
+static void test_make(const uint8_t *blob)
+{
+	uint8_t d[CA_CHUNK_ID_SIZE];
+	char hex[65];
+	struct ca_make_stats st;
+	struct stat sb;
+
+	memset(&st, 0, sizeof(st));
+	check_int(make(path("a.caibx"), path("s"), blob, TESTDATA_BLOB_SIZE, 0, 2, d, &st), ==, 0);
+	ca_id_to_hex(d, hex);
+	check_str(hex, ref_digest);
+	check_u64(st.bytes, ==, TESTDATA_BLOB_SIZE);
+	check_u64(st.chunks, ==, 55);
+	check_u64(st.chunks_new, ==, 55);
+	check(st.bytes_stored > TESTDATA_BLOB_SIZE); /* random data: zstd adds a little */
+
+	/* fed in uneven pieces, other thread counts, a store that has it all */
+	memset(&st, 0, sizeof(st));
+	check_int(make(path("b.caibx"), path("s"), blob, TESTDATA_BLOB_SIZE, 200000, 1, d, &st), ==, 0);
+	ca_id_to_hex(d, hex);
+	check_str(hex, ref_digest);
+	check_u64(st.chunks_new, ==, 0);
+	check(same_file(path("a.caibx"), path("b.caibx")));
+	check_int(make(path("c.caibx"), path("s2"), blob, TESTDATA_BLOB_SIZE, 777, 4, d, &st), ==, 0);
+	check(same_file(path("a.caibx"), path("c.caibx")));
+	check_int(make(path("d.caibx"), path("s3"), blob, TESTDATA_BLOB_SIZE, 3000000, 0, d, &st), ==, 0);
+	check(same_file(path("a.caibx"), path("d.caibx")));
+
+	/* digest only: no store, no index */
+	check_int(make(NULL, NULL, blob, TESTDATA_BLOB_SIZE, 65536, 2, d, &st), ==, 0);
+	ca_id_to_hex(d, hex);
+	check_str(hex, ref_digest);
+
+	/* empty: a 104-byte index, no store directory, the empty digest */
+	check_int(make(path("e.caibx"), path("s-empty"), blob, 0, 0, 2, d, &st), ==, 0);
+	ca_id_to_hex(d, hex);
+	check_str(hex, "c672b8d1ef56ed28ab87c3622c5114069bdd3ad7b8f9737498d0c01ecef0967a");
+	check_int(stat(path("e.caibx"), &sb), ==, 0);
+	check_int(sb.st_size, ==, 104);
+	check_int(stat(path("s-empty"), &sb), ==, -1);
+	check_u64(st.chunks, ==, 0);
+
+	/* abandoned: no index appears, no temporary is left */
+	struct ca_make_opts o = {
+		.chunk_min = 16384, .chunk_avg = 65536, .chunk_max = 262144,
+		.feature_flags = CA_FORMAT_BLOB_DEFAULT,
+		.store_path = path("s4"), .index_path = path("abandoned.caibx"), .index_mode = 0644,
+	};
+	struct ca_maker *m = NULL;
+	check_int(ca_maker_new(&o, &m), ==, 0);
+	check_int(ca_maker_feed(m, blob, 1 << 20), ==, 0);
+	ca_maker_free(m);
+	ca_maker_free(NULL);
+	check_int(stat(path("abandoned.caibx"), &sb), ==, -1);
+	char cmd[4200];
+	snprintf(cmd, sizeof(cmd), "test -z \"$(find '%s' -name '.#*' -o -name '*.tmp')\"", tmpdir);
+	check_int(system(cmd), ==, 0);
+
+	/* a store that cannot be written: the error says it is the store's */
+	int fd = open(path("not-a-dir"), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	check(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	o.store_path = path("not-a-dir");
+	o.index_path = path("f.caibx");
+	m = NULL;
+	check_int(ca_maker_new(&o, &m), ==, 0);
+	int r = ca_maker_feed(m, blob, TESTDATA_BLOB_SIZE);
+	if (r == 0)
+		r = ca_maker_finish(m, d, NULL);
+	check_int(r, ==, -ENOTDIR);
+	check_str(ca_maker_error_path(m), path("not-a-dir"));
+	ca_maker_free(m);
+	check_int(stat(path("f.caibx"), &sb), ==, -1);
+}
+
+static void test_read(const uint8_t *blob)
+{
+	struct ca_index *idx = NULL;
+	struct ca_chunksrc *src = NULL;
+	struct ca_store *store = NULL;
+	struct ca_blob *b = NULL;
+	uint8_t *buf = malloc(TESTDATA_BLOB_SIZE + 1000);
+	if (!buf)
+		abort();
+
+	check_int(ca_index_open(path("a.caibx"), &idx), ==, 0);
+	check_int(ca_chunksrc_new(CA_DIGEST_SHA512_256, 1 << 20, &src), ==, 0);
+	check_int(ca_store_open(path("s"), &store), ==, 0);
+	check_int(ca_chunksrc_add_store(src, store), ==, 0);
+	check_int(ca_blob_new(idx, src, &b), ==, 0);
+	if (!b)
+		return;
+	check_u64(ca_blob_size(b), ==, TESTDATA_BLOB_SIZE);
+	check(ca_blob_index(b) == idx && ca_blob_chunksrc(b) == src);
+
+	/* the whole blob in one read, and past the end */
+	check_int(ca_blob_read(b, buf, TESTDATA_BLOB_SIZE + 1000, 0), ==, TESTDATA_BLOB_SIZE);
+	check(!memcmp(buf, blob, TESTDATA_BLOB_SIZE));
+	check_int(ca_blob_read(b, buf, 100, TESTDATA_BLOB_SIZE), ==, 0);
+	check_int(ca_blob_read(b, buf, 100, UINT64_MAX), ==, 0);
+	check_int(ca_blob_read(b, buf, 0, 5), ==, 0);
+	check_int(ca_blob_read(b, buf, 100, TESTDATA_BLOB_SIZE - 10), ==, 10);
+	check(!memcmp(buf, blob + TESTDATA_BLOB_SIZE - 10, 10));
+
+	/* around every chunk boundary */
+	unsigned bad = 0;
+	for (size_t i = 0; i < ca_index_n_chunks(idx); i++) {
+		uint64_t s, e;
+		ca_index_chunk(idx, i, &s, &e, NULL);
+		uint64_t from = e > 3 ? e - 3 : 0;
+		ssize_t want = e + 3 <= TESTDATA_BLOB_SIZE ? 6 : (ssize_t)(TESTDATA_BLOB_SIZE - from);
+		if (ca_blob_read(b, buf, 6, from) != want || memcmp(buf, blob + from, want))
+			bad++;
+	}
+	check_int(bad, ==, 0);
+
+	/* random ranges */
+	uint32_t rs = 4242;
+	bad = 0;
+	for (int k = 0; k < 2000; k++) {
+		uint64_t off = testdata_rand(&rs) % (TESTDATA_BLOB_SIZE + 1000);
+		size_t len = testdata_rand(&rs) % (k % 10 == 0 ? 700000 : 5000);
+		ssize_t want = off >= TESTDATA_BLOB_SIZE ? 0 :
+		               (ssize_t)(len < TESTDATA_BLOB_SIZE - off ? len : TESTDATA_BLOB_SIZE - off);
+		ca_blob_readahead(b, off, len);
+		if (ca_blob_read(b, buf, len, off) != want || (want > 0 && memcmp(buf, blob + off, want)))
+			bad++;
+	}
+	check_int(bad, ==, 0);
+	ca_blob_free(b);
+	ca_blob_free(NULL);
+	ca_chunksrc_free(src);
+
+	/* a missing chunk: the reads that need it fail, the others do not */
+	uint64_t s5, e5;
+	const uint8_t *id5;
+	char rel[CA_STORE_REL_PATH_LEN + 3];
+	ca_index_chunk(idx, 5, &s5, &e5, &id5);
+	memcpy(rel, "s/", 2);
+	ca_store_rel_path(id5, rel + 2);
+	check_int(rename(path(rel), path("chunk5")), ==, 0);
+	check_int(ca_chunksrc_new(CA_DIGEST_SHA512_256, 0, &src), ==, 0);
+	check_int(ca_store_open(path("s"), &store), ==, 0);
+	check_int(ca_chunksrc_add_store(src, store), ==, 0);
+	check_int(ca_blob_new(idx, src, &b), ==, 0);
+	check_int(ca_blob_read(b, buf, 10, s5 + 5), ==, -ENOENT);
+	check_int(ca_blob_read(b, buf, 20, s5 - 10), ==, -ENOENT);
+	check_int(ca_blob_read(b, buf, TESTDATA_BLOB_SIZE, 0), ==, -ENOENT);
+	check_int(ca_blob_read(b, buf, 10, s5 - 10), ==, 10);
+	check_int(ca_blob_read(b, buf, 10, e5), ==, 10);
+	check(!memcmp(buf, blob + e5, 10));
+
+	/* extract fails as a whole, and leaves nothing */
+	struct ca_extract_opts xo = { .threads = 2 };
+	struct stat sb;
+	check_int(ca_extract_blob(idx, src, path("x-missing"), &xo), ==, -ENOENT);
+	check_int(stat(path("x-missing"), &sb), ==, -1);
+	check_int(rename(path("chunk5"), path(rel)), ==, 0);
+
+	/* extract: to a path, with 1 and 4 threads; into an fd */
+	xo.threads = 1;
+	check_int(ca_extract_blob(idx, src, path("x1"), &xo), ==, 0);
+	check(same_as(path("x1"), blob, TESTDATA_BLOB_SIZE));
+	xo.threads = 4;
+	check_int(ca_extract_blob(idx, src, path("x4"), &xo), ==, 0);
+	check(same_as(path("x4"), blob, TESTDATA_BLOB_SIZE));
+	int fd = open(path("xfd"), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	check(fd >= 0 && ftruncate(fd, TESTDATA_BLOB_SIZE) == 0);
+	check_int(ca_extract_blob_fd(idx, src, fd, &xo), ==, 0);
+	if (fd >= 0)
+		close(fd);
+	check(same_as(path("xfd"), blob, TESTDATA_BLOB_SIZE));
+
+	ca_blob_free(b);
+	ca_chunksrc_free(src);
+	ca_index_free(idx);
+	free(buf);
+}
+
+int main(void)
+{
+	if (!mkdtemp(tmpdir))
+		abort();
+	uint8_t *blob = testdata_blob();
+	test_make(blob);
+	test_read(blob);
+	free(blob);
+	char cmd[4200];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		tap_diag("could not remove the temp dir");
+	return tap_done();
+}
