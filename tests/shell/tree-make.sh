@@ -90,6 +90,21 @@ casync make --exclude-file=no "$T/c.catar" "$tree/sizes" >/dev/null
 "$CAFS" make --exclude-file=no "$T/s.catar" "$tree/sizes" >/dev/null
 ok "--exclude-file=no identical without .caexclude files" cmp "$T/c.catar" "$T/s.catar"
 
+# nested rules: anchored paths, '!' in a deeper file, character classes, dot files
+ex=$T/ex
+mkdir -p "$ex/a/b/c" "$ex/a/x/c" "$ex/b/a/b" "$ex/x/y" "$ex/.dot/a"
+for f in a/b/c/f a/x/c/f a/f b/a/b/f x/y/f x/f .dot/a/f f .f a/b/.hid a/b/c/g.txt x/y/g.txt; do
+	printf '%s\n' "$f" >"$ex/$f"
+done
+printf 'a/*/c\n!a/x/c\n/x/\n*.txt\n!x/y/g.txt\n.dot\nb/a/\n[a-b]/f\n' >"$ex/.caexclude"
+printf 'c/\n' >"$ex/a/b/.caexclude"
+printf '!f\n' >"$ex/b/.caexclude"
+find "$ex" -exec touch -d 2020-01-01 {} +
+casync make "$T/c.catar" "$ex" >/dev/null
+"$CAFS" make "$T/s.catar" "$ex" >/dev/null
+ok ".caexclude: nested rules as casync applies them" cmp "$T/c.catar" "$T/s.catar"
+ok ".caexclude: a/x/c/f kept by '!'" sh -c "casync list '$T/s.catar' | grep -q ' a/x/c/f\$'"
+
 # ---- virtual filesystems and submounts ----
 v=$T/vt
 mkdir -p "$v/proc" "$v/tmp" "$v/plain"
