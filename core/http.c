@@ -34,6 +34,7 @@ struct req {
 
 struct ca_http {
 	struct ca_http_opts o;
+	char *ca_file; /* o.ca_file points here */
 	CURLM *multi;
 	pthread_t thread;
 	bool thread_started;
@@ -221,6 +222,8 @@ static int easy_setup(struct ca_http *h, struct req *q)
 	if (!strncasecmp(q->url, "https://", 8))
 		SET(CURLOPT_PIPEWAIT, 1L); /* rather multiplex on the one connection than open more */
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
+	if (h->o.ca_file)
+		SET(CURLOPT_CAINFO, h->o.ca_file);
 	SET(CURLOPT_NETRC, (long)CURL_NETRC_OPTIONAL);
 	SET(CURLOPT_USERAGENT, PACKAGE_NAME "/" PACKAGE_VERSION);
 #undef SET
@@ -343,6 +346,8 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 	}
 	if (r == -EIO && code == CURLE_OK)
 		ca_log_warning("GET %s: HTTP status %ld", q->url, status);
+	else if (r == -EPROTO) /* TLS: "Protocol error" alone would not tell the user what to fix */
+		ca_log_warning("GET %s: %s", q->url, q->errbuf[0] ? q->errbuf : curl_easy_strerror(code));
 	else if (r == -EFBIG)
 		ca_log_debug("GET %s: body larger than %zu bytes", q->url, q->cap);
 	complete(h, q, r);
@@ -465,6 +470,14 @@ int ca_http_new(const struct ca_http_opts *o, struct ca_http **ret)
 		return -ENOMEM;
 	opts_fill(&h->o, o);
 	pthread_mutex_init(&h->lock, NULL);
+	if (h->o.ca_file) {
+		h->ca_file = strdup(h->o.ca_file);
+		h->o.ca_file = h->ca_file;
+		if (!h->ca_file) {
+			r = -ENOMEM;
+			goto fail;
+		}
+	}
 	h->multi = curl_multi_init();
 	if (!h->multi) {
 		r = -ENOMEM;
@@ -506,6 +519,7 @@ void ca_http_free(struct ca_http *h)
 	if (h->multi)
 		curl_multi_cleanup(h->multi);
 	pthread_mutex_destroy(&h->lock);
+	free(h->ca_file);
 	free(h);
 }
 

@@ -39,6 +39,7 @@ struct ca_http_opts {
 	int retries;                 /* extra attempts after the first; < 0 = 3 */
 	unsigned retry_delay_ms;     /* first back-off, doubled each time (max 8 s); 0 = 250 */
 	uint64_t max_recv_speed;     /* bytes/s per transfer, 0 = unlimited */
+	const char *ca_file;         /* CA bundle for https (copied); NULL = the system's */
 };
 
 /* The defaults above, written out. */

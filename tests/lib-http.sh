@@ -11,6 +11,11 @@
 #
 # NGINX_EXTRA (optional) is pasted into the server block before starting,
 # e.g. NGINX_EXTRA='location /slow/ { limit_rate 1k; }'.
+# NGINX_SSL=1 (optional): https with HTTP/2 on a fresh self-signed
+# certificate for 127.0.0.1; NGINX_URL is then https://..., NGINX_CA the
+# certificate (CAFS_HTTP_CAINFO=$NGINX_CA makes cafs trust it), and each
+# log line ends with the protocol (HTTP/1.1, HTTP/2.0) and the connection's
+# serial number.
 # The server is a single process (master_process off) run in the
 # foreground in the background of this shell, so NGINX_PID is the server
 # itself and stopping it leaves nothing behind.
@@ -18,6 +23,7 @@
 NGINX_PID=
 NGINX_PORT=
 NGINX_URL=
+NGINX_CA=
 NGINX_CONF_DIR="$T/nginx"
 _nginx_cleanup_set=
 
@@ -51,6 +57,17 @@ nginx_start() {
 		at_cleanup nginx_stop
 		_nginx_cleanup_set=1
 	fi
+	local scheme=http listen_opts= ssl_conf= log_extra=
+	if [ "${NGINX_SSL:-}" = 1 ]; then
+		NGINX_CA=$NGINX_CONF_DIR/cert.pem
+		[ -s "$NGINX_CA" ] || openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
+			-addext subjectAltName=IP:127.0.0.1 -keyout "$NGINX_CONF_DIR/key.pem" -out "$NGINX_CA" \
+			>/dev/null 2>&1 || { echo "openssl could not make a certificate" >&2; return 1; }
+		scheme=https
+		listen_opts=" ssl http2"
+		ssl_conf="ssl_certificate $NGINX_CA; ssl_certificate_key $NGINX_CONF_DIR/key.pem;"
+		log_extra=' $server_protocol $connection'
+	fi
 	for attempt in 1 2 3 4 5; do
 		port=${want:-$(_nginx_free_port)}
 		cat >"$NGINX_CONF_DIR/nginx.conf" <<EOF
@@ -61,7 +78,7 @@ pid $NGINX_CONF_DIR/nginx.pid;
 error_log $NGINX_CONF_DIR/error.log warn;
 events { worker_connections 512; }
 http {
-	log_format cafs '\$request_method \$request_uri \$status \$body_bytes_sent';
+	log_format cafs '\$request_method \$request_uri \$status \$body_bytes_sent$log_extra';
 	access_log $NGINX_CONF_DIR/access.log cafs;
 	client_body_temp_path $NGINX_CONF_DIR/tmp/body;
 	proxy_temp_path $NGINX_CONF_DIR/tmp/proxy;
@@ -71,7 +88,8 @@ http {
 	default_type application/octet-stream;
 	keepalive_requests 100000;
 	server {
-		listen 127.0.0.1:$port;
+		listen 127.0.0.1:$port$listen_opts;
+		$ssl_conf
 		root $root;
 		${NGINX_EXTRA:-}
 	}
@@ -81,7 +99,7 @@ EOF
 		NGINX_PID=$!
 		if _nginx_wait_up "$port"; then
 			NGINX_PORT=$port
-			NGINX_URL="http://127.0.0.1:$port"
+			NGINX_URL="$scheme://127.0.0.1:$port"
 			return 0
 		fi
 		nginx_stop

@@ -76,7 +76,8 @@ struct ca_index;
 int cafs_open_index(const char *path, struct ca_index **ret);
 /* HTTP settings: the defaults of http.h, overridden by the environment:
  * CAFS_HTTP_TIMEOUT=SECONDS (connect timeout, and how long a transfer may
- * make no progress), CAFS_HTTP_RETRIES=N, CAFS_HTTP_CONNECTIONS=N. */
+ * make no progress), CAFS_HTTP_RETRIES=N, CAFS_HTTP_CONNECTIONS=N,
+ * CAFS_HTTP_CAINFO=FILE (CA bundle for https). */
 struct ca_http_opts;
 void cafs_http_opts(struct ca_http_opts *o);
 /* A chunk source over the given stores (paths, file:// or http(s):// URLs),

@@ -122,6 +122,9 @@ void cafs_http_opts(struct ca_http_opts *o)
 	v = o->max_connections;
 	env_uint("CAFS_HTTP_CONNECTIONS", 1, 256, &v);
 	o->max_connections = o->max_transfers = (unsigned)v;
+	const char *ca = getenv("CAFS_HTTP_CAINFO");
+	if (ca && *ca)
+		o->ca_file = ca;
 }
 
 /* An index downloaded whole; indexes list 40 bytes per chunk, so this is a

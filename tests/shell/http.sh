@@ -143,4 +143,18 @@ nginx_start "$W" "$port"
 ok "nginx back on the same port: extract works again" \
 	eval '"$CAFS" extract "$U/x.caibx" "$T/out7" --store "$U/x.castr" && cmp "$T/a.img" "$T/out7"'
 
+# https: HTTP/2 when the server offers it, all transfers multiplexed on one connection
+nginx_stop
+NGINX_SSL=1 nginx_start "$W" || exit 1
+S=$NGINX_URL
+nginx_log_reset
+ok "https (HTTP/2): extract -j 8 with CAFS_HTTP_CAINFO equals the source" \
+	eval 'CAFS_HTTP_CAINFO="$NGINX_CA" "$CAFS" extract -j 8 "$S/x.caibx" "$T/out8" --store "$S/x.castr" &&
+	      cmp "$T/a.img" "$T/out8"'
+ok "https: HTTP/2 was used, on one connection for all chunks, one GET each" \
+	eval 'each_chunk_once "$n_chunks" && [ "$(chunk_gets | awk "{print \$5}" | sort -u)" = HTTP/2.0 ] &&
+	      [ "$(chunk_gets | awk "{print \$6}" | sort -u | wc -l)" -eq 1 ]'
+ok "https: an untrusted certificate fails, exit 1" \
+	eval 'env -u CAFS_HTTP_CAINFO "$CAFS" extract -q "$S/x.caibx" "$T/o/out"; [ $? -eq 1 ] && [ ! -e "$T/o/out" ]'
+
 done_testing
