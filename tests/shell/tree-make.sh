@@ -132,6 +132,8 @@ printf 'ok\n' >"$T/bad/f"
 printf '/\n' >"$T/bad/.caexclude"
 fails "bad .caexclude line fails (as casync does)" "$CAFS" make "$T/bad.catar" "$T/bad"
 ok "no output left behind" test -z "$(ls -A "$T" | grep -e '^bad.catar' -e '^\.#bad')"
+fails "bad .caexclude: .caidx fails too" "$CAFS" make --store="$T/bads" "$T/bad.caidx" "$T/bad"
+ok "bad .caexclude: no index left behind" test ! -e "$T/bad.caidx"
 msg=$("$CAFS" make "$T/bad.catar" "$T/bad" 2>&1 >/dev/null)
 ok "error names the file" test "$msg" = "cafs: $T/bad/.caexclude: Invalid argument"
 mkdir -p "$T/full"
