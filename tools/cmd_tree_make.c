@@ -17,12 +17,10 @@
 
 #include "atomic_file.h"
 #include "catar_enc.h"
-#include "chunksrc.h"
 #include "cmd.h"
 #include "digest.h"
 #include "fdio.h"
 #include "feature.h"
-#include "index.h"
 #include "log.h"
 #include "make.h"
 #include "progress.h"
@@ -373,102 +371,13 @@ static int digest_dir(const char *path)
 	return r < 0 ? 1 : 0;
 }
 
-/* An archive's digest is that of its bytes; the digest named by the
- * archive's own flags (first ENTRY) is used. */
-static int digest_catar(const char *path)
-{
-	struct ca_digest *dg = NULL;
-	uint8_t d[CA_CHUNK_ID_SIZE], head[64];
-	static const size_t bufsize = 1 << 20;
-	uint8_t *buf = NULL;
-	int r, fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return ca_log_error_errno(errno, "%s", path), 1;
-	ssize_t k = ca_read_full(fd, head, sizeof(head));
-	if (k < 0) {
-		r = ca_log_error_errno((int)k, "%s", path);
-		goto out;
-	}
-	if (k < (ssize_t)sizeof(head) || ca_le64_read(head) != 64 || ca_le64_read(head + 8) != CA_FORMAT_ENTRY ||
-	    !ca_feature_is_valid(ca_le64_read(head + 16))) {
-		r = ca_log_error_errno(EBADMSG, "%s: not a valid catar archive", path);
-		goto out;
-	}
-	buf = malloc(bufsize);
-	r = buf ? ca_digest_new(ca_digest_type_from_flags(ca_le64_read(head + 16)), &dg) : -ENOMEM;
-	if (r == 0)
-		r = ca_digest_update(dg, head, sizeof(head));
-	while (r == 0) {
-		k = ca_read_full(fd, buf, bufsize);
-		if (k < 0)
-			r = (int)k;
-		else if (k == 0)
-			break;
-		else
-			r = ca_digest_update(dg, buf, (size_t)k);
-	}
-	if (r == 0)
-		r = ca_digest_final(dg, d);
-	if (r < 0)
-		ca_log_error_errno(r, "%s", path);
-	else
-		print_digest(d);
-out:
-	ca_digest_free(dg);
-	free(buf);
-	close(fd);
-	return r < 0 ? 1 : 0;
-}
-
-/* The archive's bytes are the index's blob: hash it chunk by chunk. */
-static int digest_caidx(const char *path, char **stores, size_t n_stores)
-{
-	struct ca_index *idx = NULL;
-	struct ca_chunksrc *src = NULL;
-	struct ca_digest *dg = NULL;
-	uint8_t d[CA_CHUNK_ID_SIZE];
-	int r;
-
-	if (cafs_open_index(path, &idx) < 0)
-		return 1;
-	enum ca_digest_type t = ca_digest_type_from_flags(ca_index_feature_flags(idx));
-	r = cafs_chunksrc_open(stores, n_stores, path, t, 0, &src);
-	if (r == 0)
-		r = ca_digest_new(t, &dg);
-	for (size_t i = 0; r == 0 && i < ca_index_n_chunks(idx); i++) {
-		uint64_t s, e;
-		const uint8_t *id;
-		const struct ca_chunk *c;
-		ca_index_chunk(idx, i, &s, &e, &id);
-		r = ca_chunksrc_get(src, id, e - s, &c);
-		if (r < 0) {
-			char hex[2 * CA_CHUNK_ID_SIZE + 1];
-			ca_id_to_hex(id, hex);
-			ca_log_error_errno(r, "chunk %s", hex);
-			break;
-		}
-		r = ca_digest_update(dg, c->data, c->size);
-		ca_chunksrc_put(src, c);
-	}
-	if (r == 0)
-		r = ca_digest_final(dg, d);
-	if (r == 0)
-		print_digest(d);
-	ca_digest_free(dg);
-	ca_chunksrc_free(src);
-	ca_index_free(idx);
-	return r < 0 ? 1 : 0;
-}
-
 int cafs_digest_tree(const char *path, char **stores, size_t n_stores)
 {
 	switch (cafs_kind_from_name(path)) {
 	case CAFS_KIND_ARCHIVE:
-		return digest_catar(path);
 	case CAFS_KIND_ARCHIVE_INDEX:
-		return digest_caidx(path, stores, n_stores);
+		/* decoded and validated on the way (cmd_tree_read.c) */
+		return cafs_digest_archive(path, stores, n_stores);
 	default:
 		return digest_dir(path);
 	}
