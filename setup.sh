@@ -83,6 +83,6 @@ check() {
 case "${1:-}" in
 build) install_deps; build ;;
 check) install_deps; build; check ;;
-demo) install_deps; build; exec "$top/tests/demo.sh" "$build/cafs" ;;
+demo) install_deps; build; make -C "$build" tests/gen-data >/dev/null; exec "$top/tests/demo.sh" "$build/cafs" ;;
 *) sed -n '2,12p' "$0"; exit 2 ;;
 esac
