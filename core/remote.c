@@ -140,19 +140,17 @@ static void settle(struct ca_remote_store *rs, struct pf *e, int r, struct ca_bu
 		*body = t;
 	}
 	if (e->waiters == 0) {
-		if (r < 0) {
-			drop(rs, e); /* a later fetch tries again by itself */
-		} else {
-			e->parked = true;
-			e->older = rs->newest;
-			if (rs->newest)
-				rs->newest->newer = e;
-			else
-				rs->oldest = e;
-			rs->newest = e;
-			rs->parked_bytes += e->body.size;
-			trim(rs);
-		}
+		/* failures are parked too: the fetch that follows gets the answer
+		 * (404, or the error the retries ended in) without asking again */
+		e->parked = true;
+		e->older = rs->newest;
+		if (rs->newest)
+			rs->newest->newer = e;
+		else
+			rs->oldest = e;
+		rs->newest = e;
+		rs->parked_bytes += e->body.size;
+		trim(rs);
 	}
 	pthread_cond_broadcast(&rs->cond);
 	pthread_mutex_unlock(&rs->lock);

@@ -12,8 +12,9 @@
  * prefetch() starts a download without waiting and parks the result in a
  * small table, so the fetch() that follows takes it instead of downloading
  * again; a fetch() of an id whose prefetch is still running waits for that
- * one download. The table is bounded (entries and bytes); finished
- * downloads nobody claims are dropped oldest first, or after a minute.
+ * one download (and gets its result, failures included). The table is
+ * bounded (entries and bytes); finished downloads nobody claims are
+ * dropped oldest first, or after a minute.
  *
  * Each remote store owns its own engine (one thread, its own connection
  * pool). All functions are thread-safe; ca_remote_store_free must not race

@@ -32,6 +32,12 @@ bad=$(find "$W/corrupt.castr" -name '*.cacnk' | sort | sed -n 11p)
 chmod u+w "$bad"
 head -c 3000 /dev/urandom >"$bad"
 bad=$(basename "$bad" .cacnk)
+# and one whose chunk file claims 140 MiB (sparse): refused, not downloaded
+cp -a "$W/x.castr" "$W/huge.castr"
+huge=$(find "$W/huge.castr" -name '*.cacnk' | sort | sed -n 3p)
+rm -f "$huge"
+truncate -s 140M "$huge"
+huge=$(basename "$huge" .cacnk)
 cp "$W/x.caibx" "$T/local.caibx"
 head -c 5000 /dev/urandom >"$W/junk.caibx"
 
@@ -105,6 +111,10 @@ ok "404 on one chunk with -j 8: the same single line" \
 	expect_fail 20 "chunk $gone" "$CAFS" extract -j 8 "$U/x.caibx" "$T/o/out" --store "$U/missing.castr"
 ok "corrupt chunk on the server: one line naming the chunk, exit 1, no output" \
 	expect_fail 20 "chunk $bad: corrupt" "$CAFS" extract "$U/x.caibx" "$T/o/out" --store "$U/corrupt.castr"
+nginx_log_reset
+ok "a chunk file over 132 MiB: refused, one line naming the chunk, exit 1" \
+	expect_fail 20 "chunk $huge: File too large" "$CAFS" extract "$U/x.caibx" "$T/o/out" --store "$U/huge.castr"
+ok "... without downloading it" eval '[ "$(nginx_log | awk "\$2 ~ /$huge/ { s += \$4 } END { print s + 0 }")" -lt 10485760 ]'
 ok "404 index: one line, exit 1" \
 	expect_fail 20 "nope.caibx: not found" "$CAFS" extract "$U/nope.caibx" "$T/o/out"
 ok "an index URL that is not an index: one line, exit 1" \
