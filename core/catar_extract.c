@@ -219,7 +219,9 @@ static int apply_acls(struct ex *x, const struct ca_catar_node *n, int fd, const
 	uint64_t m = n->mode;
 	if (!(x->flags & CA_FORMAT_WITH_ACL))
 		return 0;
-	if (n->n_acl_user || n->n_acl_group) {
+	/* GROUP_OBJ is only stored when the ACL has a mask: then it is an
+	 * extended ACL even without named entries */
+	if (n->n_acl_user || n->n_acl_group || n->has_acl_group_obj) {
 		acl = acl_init(8);
 		if (!acl)
 			return -errno;
@@ -362,9 +364,15 @@ static int apply_meta(struct ex *x, const struct ca_catar_node *n, int fd, int d
 			warn_once(&x->warned_xattr, errno, "file capabilities");
 	}
 	if (x->flags & TIME_FLAGS) {
+		/* the u64 holds a signed count: times before 1970 are negative */
+		int64_t t = (int64_t)n->mtime, sec = t / 1000000000, nsec = t % 1000000000;
+		if (nsec < 0) {
+			nsec += 1000000000;
+			sec--;
+		}
 		struct timespec ts[2];
-		ts[0].tv_sec = ts[1].tv_sec = (time_t)(n->mtime / UINT64_C(1000000000));
-		ts[0].tv_nsec = ts[1].tv_nsec = (long)(n->mtime % UINT64_C(1000000000));
+		ts[0].tv_sec = ts[1].tv_sec = (time_t)sec;
+		ts[0].tv_nsec = ts[1].tv_nsec = (long)nsec;
 		int k = fd >= 0 ? futimens(fd, ts) : utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW);
 		if (k < 0)
 			return -errno;

@@ -1,0 +1,235 @@
+#!/bin/bash
+# tree-read.sh - cafs extract/list/mtree of archives casync made (.catar and
+# .caidx): the extracted tree equals the source (content, type, mode, owner,
+# mtime in ns, symlink target, rdev, xattrs via getfattr -d -m-, ACLs via
+# getfacl) and casync's own extraction of the torture tree; list and mtree
+# print what casync prints; extracting over an existing, different tree
+# replaces what differs; crafted archives ('../x', '..', a symlink and a
+# directory under one name) cannot write outside DEST.
+. "$top_srcdir/tests/lib.sh"
+need casync python3 setfattr setfacl getfattr getfacl mknod
+[ "$(id -u)" = 0 ] || skip_all "needs root (devices, owners, trusted xattrs)"
+touch "$T/probe"
+setfattr -n user.probe -v 1 "$T/probe" 2>/dev/null || skip_all "no user xattrs on $T"
+setfacl -m u:4242:r "$T/probe" 2>/dev/null || skip_all "no ACLs on $T"
+
+# describe DIR [LIST]: one sorted line per path with everything we compare;
+# with LIST (`casync list` output) only the paths it names
+describe() {
+	python3 - "$@" <<'PY'
+import hashlib, os, re, stat, sys
+root = sys.argv[1]
+paths = ['.']
+for d, dirs, files in os.walk(root):
+    for n in dirs + files:
+        paths.append(os.path.relpath(os.path.join(d, n), root))
+if len(sys.argv) > 2:
+    keep = set()
+    for line in open(sys.argv[2], 'rb').read().split(b'\n'):
+        if line:
+            keep.add(re.sub(rb'\\([0-7]{3})', lambda m: bytes([int(m.group(1), 8)]), line.split(b' ', 1)[1]))
+    paths = [p for p in paths if os.fsencode(p) in keep]
+for rel in sorted(paths, key=os.fsencode):
+    p = os.path.join(root, rel)
+    st = os.lstat(p)
+    f = [repr(rel), oct(st.st_mode), str(st.st_uid), str(st.st_gid)]
+    # directory mtimes are compared too: they are set after the children
+    f.append(str(st.st_mtime_ns))
+    if stat.S_ISREG(st.st_mode):
+        h = hashlib.sha256()
+        with open(p, 'rb') as fh:
+            for b in iter(lambda: fh.read(1 << 20), b''):
+                h.update(b)
+        f += [str(st.st_size), h.hexdigest()]
+    elif stat.S_ISLNK(st.st_mode):
+        f.append('-> ' + repr(os.readlink(p)))
+    elif stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+        f.append('dev %d,%d' % (os.major(st.st_rdev), os.minor(st.st_rdev)))
+    try:
+        names = sorted(os.listxattr(p, follow_symlinks=False))
+    except OSError:
+        names = []
+    for n in names:
+        v = os.getxattr(p, n, follow_symlinks=False)
+        if n == 'security.selinux':
+            v = v.rstrip(b'\0')  # the archive's label record is NUL-terminated either way
+        f.append('%s=%s' % (n, v.hex()))
+    print(' '.join(f))
+PY
+}
+
+# blocksort: getfattr/getfacl print "# file: NAME" blocks in walk order; sort them
+blocksort() {
+	python3 -c '
+import re, sys
+keep = None
+if len(sys.argv) > 1:
+    keep = set()
+    for line in open(sys.argv[1], "rb").read().split(b"\n"):
+        if line:
+            p = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), line.split(b" ", 1)[1])
+            keep.add(p)
+blocks, cur = [], []
+for line in sys.stdin.buffer.read().split(b"\n"):
+    if line.startswith(b"# file: ") and cur:
+        blocks.append(b"\n".join(cur)); cur = []
+    if line:
+        cur.append(line)
+if cur:
+    blocks.append(b"\n".join(cur))
+if keep is not None:
+    def name(b):
+        n = b.split(b"\n", 1)[0][len(b"# file: "):]
+        n = n[2:] if n.startswith(b"./") else n
+        return re.sub(rb"\\(\\|[0-7]{3})", lambda m: b"\\" if m.group(1) == b"\\" else bytes([int(m.group(1), 8)]), n)
+    blocks = [b for b in blocks if name(b) in keep]
+sys.stdout.buffer.write(b"\n\n".join(sorted(blocks)) + b"\n")' "$@"
+}
+
+# same_tree A B [LIST]: describe, getfattr -d -m- and getfacl agree (for A, only what LIST names)
+same_tree() {
+	describe "$1" ${3:+"$3"} >"$T/cmp.d1" && describe "$2" >"$T/cmp.d2" &&
+		(cd "$1" && getfattr -R -h -d -m- . 2>/dev/null) | blocksort ${3:+"$3"} >"$T/cmp.x1" &&
+		(cd "$2" && getfattr -R -h -d -m- . 2>/dev/null) | blocksort >"$T/cmp.x2" &&
+		(cd "$1" && getfacl -R -P -p -n . 2>/dev/null) | blocksort ${3:+"$3"} >"$T/cmp.a1" &&
+		(cd "$2" && getfacl -R -P -p -n . 2>/dev/null) | blocksort >"$T/cmp.a2" &&
+		test "$(wc -l <"$T/cmp.d1")" -gt 5 &&
+		diff "$T/cmp.d1" "$T/cmp.d2" && diff "$T/cmp.x1" "$T/cmp.x2" && diff "$T/cmp.a1" "$T/cmp.a2"
+}
+
+# ---- a small varied tree, compared with its source ----
+src=$T/src
+mkdir -p "$src/sub/deeper" "$src/empty" "$src/dacl"
+printf 'hi\n' >"$src/a.txt"
+: >"$src/empty.txt"
+head -c 100000 /dev/urandom >"$src/sub/rand.bin"
+head -c 300000 /dev/urandom >"$src/sub/bigger.bin"
+printf 'x\n' >"$src/sub/deeper/x"
+printf 'abcd\n' >"$src/abcd"
+printf 'ab\n' >"$src/ab"
+printf 's\n' >"$src/suid"
+chmod 4755 "$src/suid"
+chmod 2750 "$src/sub"
+ln -s a.txt "$src/link"
+ln -s /nonexistent/abs/target "$src/sub/abs"
+mkfifo "$src/fifo"
+python3 -c "import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "$src/sock"
+mknod "$src/cdev" c 1 3
+mknod "$src/bdev" b 7 200
+printf 'u\n' >"$src/$(printf '\303\274')"
+printf 'sp\n' >"$src/with space"
+setfattr -n user.foo -v bar "$src/a.txt"
+setfattr -n user.empty "$src/a.txt"
+setfattr -n trusted.t -v secret "$src/a.txt"
+setfattr -n user.dir -v d "$src/sub"
+setfacl -m u:4242:rw,g:4343:r "$src/a.txt"
+setfacl -d -m u:4242:rx,g:4343:rwx "$src/dacl"
+setfacl -m u:4242:rwx "$src/dacl"
+printf 'in\n' >"$src/dacl/inherited"
+chown 4242:4343 "$src/sub/rand.bin" "$src/empty"
+chown -h 4242:4343 "$src/link"
+find "$src" -depth -exec touch -h -d '2021-03-04 05:06:07.123456789' {} +
+touch -d '1969-12-31 23:59:58.5' "$src/sub/deeper/x"
+touch -h -d '2000-02-29 12:00:00.999999999' "$src/link" "$src/sub"
+
+casync make "$T/s.catar" "$src" >/dev/null
+casync make --chunk-size=4096:16384:65536 --store="$T/st" "$T/s.caidx" "$src" >/dev/null
+
+ok "extract .catar" "$CAFS" extract "$T/s.catar" "$T/x1"
+ok ".catar: the tree equals the source" same_tree "$src" "$T/x1"
+ok "extract .caidx" "$CAFS" extract --store="$T/st" "$T/s.caidx" "$T/x2"
+ok ".caidx: the tree equals the source" same_tree "$src" "$T/x2"
+ok ".caidx: default store beside the index" sh -c \
+	"ln -s st '$T/default.castr' && '$CAFS' extract '$T/s.caidx' '$T/x2b' && rm '$T/default.castr'"
+ok ".caidx default store: the tree equals the source" same_tree "$src" "$T/x2b"
+
+for a in "$T/s.catar" "$T/s.caidx"; do
+	s=${a##*.}
+	ok "$s: list = casync list" diff <(casync --store="$T/st" list "$a") <("$CAFS" list -s "$T/st" "$a")
+	ok "$s: mtree = casync mtree" diff <(casync --store="$T/st" mtree "$a") <("$CAFS" mtree -s "$T/st" "$a")
+	for p in sub sub/deeper a.txt link dacl; do
+		ok "$s: list $p = casync" diff <(casync --store="$T/st" list "$a" "$p") <("$CAFS" list -s "$T/st" "$a" "$p")
+		ok "$s: mtree $p = casync" diff <(casync --store="$T/st" mtree "$a" "$p") <("$CAFS" mtree -s "$T/st" "$a" "$p")
+	done
+	fails "$s: list of a missing path" "$CAFS" list -s "$T/st" "$a" no/such/path
+done
+ok "list -l shows owners and link targets" sh -c "'$CAFS' list -l '$T/s.catar' | grep -q '^lrwxrwxrwx 4242 .* link -> a.txt$'"
+ok "digest .catar = casync digest" test "$("$CAFS" digest "$T/s.catar")" = "$(casync digest "$T/s.catar")"
+
+# ---- over an existing tree that differs ----
+mkdir -p "$T/x3" "$T/outside"
+cp -a "$T/x1/." "$T/x3/"
+rm -rf "$T/x3/sub" "$T/x3/a.txt" "$T/x3/link" "$T/x3/empty"
+ln -s "$T/outside" "$T/x3/sub"          # a directory in the archive: must not go through the link
+mkdir -p "$T/x3/a.txt/inner"            # a file in the archive
+printf 'old\n' >"$T/x3/link"            # a symlink in the archive
+printf 'file\n' >"$T/x3/empty"          # a directory in the archive
+printf 'extra\n' >"$T/x3/not-in-archive"
+mkdir -p "$T/x3/extra-dir/deep"
+printf 'changed\n' >"$T/x3/ab"
+chmod 600 "$T/x3/abcd"
+ok "extract over a different tree" "$CAFS" extract "$T/s.catar" "$T/x3"
+ok "the tree equals the source again" same_tree "$src" "$T/x3"
+ok "nothing was written through the symlink" test -z "$(ls -A "$T/outside")"
+ok "extract over an identical tree" "$CAFS" extract "$T/s.caidx" --store="$T/st" "$T/x3"
+ok "still equal" same_tree "$src" "$T/x3"
+
+# ---- crafted archives: nothing outside DEST ----
+# patch NAME NEW IN OUT: rename a FILENAME record in place (same length)
+patch_name() {
+	python3 - "$@" <<'PY'
+import struct, sys
+old, new, src, dst = sys.argv[1].encode(), sys.argv[2].encode(), sys.argv[3], sys.argv[4]
+assert len(old) == len(new)
+b = bytearray(open(src, 'rb').read())
+rec = struct.pack('<QQ', 16 + len(old) + 1, 0x6dbb6ebcb3161f0b) + old + b'\0'
+i = b.find(rec)
+assert i >= 0, 'record not found'
+b[i + 16:i + 16 + len(new)] = new
+open(dst, 'wb').write(b)
+PY
+}
+patch_name abcd ../x "$T/s.catar" "$T/dotdot-x.catar"
+fails "a '../x' name is refused" "$CAFS" extract "$T/dotdot-x.catar" "$T/x4/dest"
+ok "nothing named x outside DEST" test ! -e "$T/x4/x" -a ! -e "$T/x"
+fails "list refuses it too" "$CAFS" list "$T/dotdot-x.catar"
+patch_name ab .. "$T/s.catar" "$T/dotdot.catar"
+fails "a '..' name is refused" "$CAFS" extract "$T/dotdot.catar" "$T/x5"
+fails "random access refuses it" "$CAFS" list "$T/dotdot.catar" ..
+
+# a symlink to a directory outside, then a directory of the same name with a file
+mkdir -p "$T/src6/d2" "$T/victim"
+ln -s "$T/victim" "$T/src6/d1"
+printf 'evil\n' >"$T/src6/d2/f"
+casync make "$T/s6.catar" "$T/src6" >/dev/null
+patch_name d2 d1 "$T/s6.catar" "$T/twice.catar"
+fails "a symlink and a directory under one name are refused" "$CAFS" extract "$T/twice.catar" "$T/x6"
+ok "nothing was written through the symlink" test -z "$(ls -A "$T/victim")"
+out=$("$CAFS" extract "$T/twice.catar" "$T/x7" 2>&1)
+ok "one-line error starting with 'cafs: '" test "$(printf '%s\n' "$out" | wc -l)" = 1 -a "${out#cafs: }" != "$out"
+
+# corrupt data and missing chunks: clean errors
+head -c 1000 "$T/s.catar" >"$T/trunc.catar"
+fails "a truncated archive is refused" "$CAFS" extract "$T/trunc.catar" "$T/x8"
+fails "a missing store is an error" "$CAFS" extract --store="$T/nowhere" "$T/s.caidx" "$T/x9"
+
+# ---- the torture tree (casync itself cannot extract it: names too long) ----
+tree=$T/torture
+if bash "$top_srcdir/tests/fixtures/mktorture.sh" "$tree" >"$T/mktorture.log" 2>&1; then
+	casync make --store="$T/tst" "$T/t.caidx" "$tree" >/dev/null
+	casync make "$T/t.catar" "$tree" >/dev/null
+	casync list "$T/t.catar" >"$T/t.list"
+	ok "torture: extract .catar" "$CAFS" extract "$T/t.catar" "$T/tf"
+	ok "torture: the tree equals what casync archived of the source" same_tree "$tree" "$T/tf" "$T/t.list"
+	ok "torture: extract .caidx" "$CAFS" extract --store="$T/tst" "$T/t.caidx" "$T/tf2"
+	ok "torture: .caidx tree equal" same_tree "$tree" "$T/tf2" "$T/t.list"
+	ok "torture: list = casync list" diff "$T/t.list" <("$CAFS" list "$T/t.catar")
+	ok "torture: mtree = casync mtree" diff <(casync mtree "$T/t.catar") <("$CAFS" mtree "$T/t.catar")
+	ok "torture: mtree of a subtree = casync" diff <(casync --store="$T/tst" mtree "$T/t.caidx" names) \
+		<("$CAFS" mtree --store="$T/tst" "$T/t.caidx" names)
+	ok "torture: digest = casync digest" test "$("$CAFS" digest "$T/t.catar")" = "$(casync digest "$T/t.catar")"
+else
+	fails "mktorture.sh failed: $(tail -n 1 "$T/mktorture.log")" true
+fi
+
+done_testing
