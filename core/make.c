@@ -84,8 +84,8 @@ static void wake_all(struct ca_maker *m)
 
 static void fail_locked(struct ca_maker *m, int r)
 {
-	if (!m->err)
-		m->err = r;
+	if (!m->err) /* atomic: the chunker peeks at err without the lock */
+		__atomic_store_n(&m->err, r, __ATOMIC_RELAXED);
 	wake_all(m);
 }
 
@@ -172,7 +172,7 @@ static void *chunker_main(void *arg)
 		pthread_mutex_unlock(&m->lock);
 
 		size_t off = 0;
-		while (off < s->size && !m->err) {
+		while (off < s->size && !__atomic_load_n(&m->err, __ATOMIC_RELAXED)) {
 			size_t k = ca_chunker_scan(&m->chunker, s->data + off, s->size - off);
 			bool cut = k != CA_CHUNKER_NO_CUT;
 			if (!cut)
