@@ -873,6 +873,84 @@ static void test_cache(const char *back)
 	ca_codec_free(codec);
 }
 
+/* many threads, few ids, an LRU smaller than the working set: references
+ * handed out must stay valid while entries are evicted and refetched */
+#define STRESS_IDS 24
+#define STRESS_THREADS 8
+
+struct stress {
+	struct ca_chunksrc *src;
+	struct chunk *chunks;
+	uint32_t seed;
+	unsigned bad;
+};
+
+static void *stress_thread(void *p)
+{
+	struct stress *s = p;
+	const struct ca_chunk *held[3] = { NULL, NULL, NULL };
+	const struct chunk *which[3] = { NULL, NULL, NULL };
+	for (int k = 0; k < 1500; k++) {
+		unsigned slot = k % 3;
+		if (held[slot]) { /* check a reference taken a while ago, then drop it */
+			if (held[slot]->size != which[slot]->size ||
+			    memcmp(held[slot]->data, which[slot]->data, which[slot]->size))
+				s->bad++;
+			ca_chunksrc_put(s->src, held[slot]);
+			held[slot] = NULL;
+		}
+		const struct chunk *c = &s->chunks[testdata_rand(&s->seed) % STRESS_IDS];
+		if (ca_chunksrc_get(s->src, c->id, c->size, &held[slot]) < 0) {
+			s->bad++;
+			held[slot] = NULL;
+			continue;
+		}
+		which[slot] = c;
+		if (testdata_rand(&s->seed) % 8 == 0)
+			ca_chunksrc_prefetch(s->src, s->chunks[testdata_rand(&s->seed) % STRESS_IDS].id);
+	}
+	for (unsigned i = 0; i < 3; i++)
+		ca_chunksrc_put(s->src, held[i]);
+	return NULL;
+}
+
+static void test_stress(const char *back)
+{
+	struct chunk chunks[STRESS_IDS];
+	struct stress st[STRESS_THREADS];
+	pthread_t th[STRESS_THREADS];
+	struct ca_chunksrc *src = NULL;
+	struct ca_store *store = NULL;
+	for (unsigned i = 0; i < STRESS_IDS; i++) {
+		chunk_make(&chunks[i], 4096 + i * 1000, 500 + i);
+		store_put(back, &chunks[i]);
+	}
+	for (int lru = 0; lru < 2; lru++) {
+		check_int(ca_chunksrc_new(CA_DIGEST_SHA512_256, lru ? 40000 : 0, &src), ==, 0);
+		check_int(ca_store_open(back, &store), ==, 0);
+		check_int(ca_chunksrc_add_store(src, store), ==, 0);
+		for (unsigned t = 0; t < STRESS_THREADS; t++) {
+			st[t] = (struct stress){ src, chunks, 77 + t * 13, 0 };
+			if (pthread_create(&th[t], NULL, stress_thread, &st[t]))
+				abort();
+		}
+		unsigned bad = 0;
+		for (unsigned t = 0; t < STRESS_THREADS; t++) {
+			pthread_join(th[t], NULL);
+			bad += st[t].bad;
+		}
+		check_int(bad, ==, 0);
+		struct ca_chunksrc_stats stats;
+		ca_chunksrc_get_stats(src, &stats);
+		check_u64(stats.errors, ==, 0);
+		if (lru)
+			check(stats.lru_hits > 0);
+		ca_chunksrc_free(src);
+	}
+	for (unsigned i = 0; i < STRESS_IDS; i++)
+		chunk_free(&chunks[i]);
+}
+
 int main(void)
 {
 	char back[4096];
@@ -888,6 +966,7 @@ int main(void)
 	test_lru(back);
 	test_in_flight(back);
 	test_cache(back);
+	test_stress(back);
 	sh("rm -rf '%s'", tmpdir);
 	return tap_done();
 }
