@@ -102,19 +102,19 @@ static int emit(struct enc *e, const void *p, size_t n)
 	return 0;
 }
 
-/* Exactly size bytes of the file, read into the staging buffer; a file
- * that shrank since stat is -EIO (casync's rule). */
-static int emit_payload(struct enc *e, int fd, uint64_t size)
+/* n bytes of the file at its current position, read into the staging
+ * buffer; a file that shrank since stat is -EIO (casync's rule). */
+static int emit_file_bytes(struct enc *e, int fd, uint64_t n)
 {
-	while (size > 0) {
+	while (n > 0) {
 		if (e->out_len == CA_CATAR_ENC_BUFSIZE) {
 			int r = flush(e);
 			if (r < 0)
 				return r;
 		}
 		size_t k = CA_CATAR_ENC_BUFSIZE - e->out_len;
-		if (k > size)
-			k = (size_t)size;
+		if (k > n)
+			k = (size_t)n;
 		ssize_t l = read(fd, e->out + e->out_len, k);
 		if (l < 0 && errno == EINTR)
 			continue;
@@ -124,7 +124,64 @@ static int emit_payload(struct enc *e, int fd, uint64_t size)
 			return -EIO;
 		e->out_len += (size_t)l;
 		e->off += (uint64_t)l;
-		size -= (uint64_t)l;
+		n -= (uint64_t)l;
+	}
+	return 0;
+}
+
+static int emit_zeros(struct enc *e, uint64_t n)
+{
+	while (n > 0) {
+		if (e->out_len == CA_CATAR_ENC_BUFSIZE) {
+			int r = flush(e);
+			if (r < 0)
+				return r;
+		}
+		size_t k = CA_CATAR_ENC_BUFSIZE - e->out_len;
+		if (k > n)
+			k = (size_t)n;
+		memset(e->out + e->out_len, 0, k);
+		e->out_len += k;
+		e->off += k;
+		n -= k;
+	}
+	return 0;
+}
+
+/* The content of a regular file, exactly st_size bytes. Holes of sparse
+ * files are written as zeros without reading them. */
+static int emit_payload(struct enc *e, int fd, const struct stat *st)
+{
+	uint64_t size = (uint64_t)st->st_size, pos = 0;
+	int r;
+
+	if ((uint64_t)st->st_blocks * 512 >= size)
+		return emit_file_bytes(e, fd, size);
+	while (pos < size) {
+		off_t data = lseek(fd, (off_t)pos, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			data = (off_t)size; /* only a hole up to the end */
+		else if (data < 0) /* no SEEK_DATA here: read it all */
+			return lseek(fd, (off_t)pos, SEEK_SET) < 0 ? -errno : emit_file_bytes(e, fd, size - pos);
+		if ((uint64_t)data > size)
+			data = (off_t)size;
+		r = emit_zeros(e, (uint64_t)data - pos);
+		if (r < 0)
+			return r;
+		pos = (uint64_t)data;
+		if (pos == size)
+			break;
+		off_t hole = lseek(fd, data, SEEK_HOLE);
+		if (hole < 0)
+			return -errno;
+		if ((uint64_t)hole > size)
+			hole = (off_t)size;
+		if (lseek(fd, data, SEEK_SET) < 0)
+			return -errno;
+		r = emit_file_bytes(e, fd, (uint64_t)(hole - data));
+		if (r < 0)
+			return r;
+		pos = (uint64_t)hole;
 	}
 	return 0;
 }
@@ -355,7 +412,7 @@ static int write_node(struct enc *e, struct ca_meta_node *n, const char *name, b
 	if (r < 0)
 		return r;
 	if (S_ISREG(n->st.st_mode) && enumerate) {
-		r = emit_payload(e, n->fd, (uint64_t)n->st.st_size);
+		r = emit_payload(e, n->fd, &n->st);
 		if (r < 0)
 			return fail(e, r, name);
 	}
