@@ -37,6 +37,7 @@ int cafs_cache_fill(int argc, char **argv);
 #define FILL_THREADS_DEFAULT 8
 #define PREFETCH_AHEAD 64
 #define MAX_THREADS 64
+#define MAX_REPORTED 20
 
 enum { OPT_CACHE = 0x100, OPT_STORE, OPT_RATE };
 
@@ -66,6 +67,7 @@ struct fill_job {
 	uint64_t *done_bytes;   /* shared over all sources, for the bar */
 	uint64_t *wire_bytes;   /* compressed bytes fetched in earlier sources */
 	uint64_t fetched, failed;
+	uint64_t *reported;     /* chunk errors logged, over all sources */
 };
 
 static uint64_t now_ns(void)
@@ -90,6 +92,25 @@ static void throttle(struct fill_job *j)
 	}
 }
 
+/* One line per failed chunk, up to a point: a store that is gone entirely
+ * would otherwise print one line per chunk of the image. */
+static void report(struct fill_job *j, const uint8_t *id, int r, bool not_stored)
+{
+	char hex[2 * CA_CHUNK_ID_SIZE + 1];
+	pthread_mutex_lock(&j->lock);
+	bool quiet = (*j->reported)++ >= MAX_REPORTED;
+	pthread_mutex_unlock(&j->lock);
+	if (quiet)
+		return;
+	ca_id_to_hex(id, hex);
+	if (r == -ENOENT)
+		ca_log_error("chunk %s: not found in any store", hex);
+	else if (not_stored)
+		ca_log_error("chunk %s: cannot store it in %s", hex, ca_store_path(j->cache));
+	else
+		ca_log_error_errno(r, "chunk %s", hex);
+}
+
 static void *fill_worker(void *arg)
 {
 	struct fill_job *j = arg;
@@ -107,27 +128,17 @@ static void *fill_worker(void *arg)
 
 		const struct want *w = &j->s->w[i];
 		const struct ca_chunk *c = NULL;
-		char hex[2 * CA_CHUNK_ID_SIZE + 1];
+		bool not_stored = false;
 		int r = ca_chunksrc_get(j->src, w->id, w->size, &c);
 		ca_chunksrc_put(j->src, c);
 		if (r == 0) {
 			/* the chunk source only warns when the cache write fails */
 			r = ca_store_has(j->cache, w->id);
-			if (r == 0)
-				r = -EIO;
-			else if (r > 0)
-				r = 0;
-			if (r < 0) {
-				ca_id_to_hex(w->id, hex);
-				ca_log_error_errno(r, "chunk %s: cannot store it in %s", hex, ca_store_path(j->cache));
-			}
-		} else {
-			ca_id_to_hex(w->id, hex);
-			if (r == -ENOENT)
-				ca_log_error("chunk %s: not found in any store", hex);
-			else
-				ca_log_error_errno(r, "chunk %s", hex);
+			not_stored = r == 0;
+			r = r > 0 ? 0 : r == 0 ? -EIO : r;
 		}
+		if (r < 0)
+			report(j, w->id, r, not_stored);
 		pthread_mutex_lock(&j->lock);
 		if (r == 0) {
 			j->fetched++;
@@ -180,7 +191,7 @@ static int plan_source(struct source *s, struct ca_store *cache, struct ca_idset
 
 static int fill_source(const struct source *s, char **stores, size_t n_stores, const char *dir, unsigned threads,
                        uint64_t rate, struct cafs_progress *prog, uint64_t *done_bytes, uint64_t *wire_bytes,
-                       uint64_t *ret_fetched, uint64_t *ret_failed)
+                       uint64_t *reported, uint64_t *ret_fetched, uint64_t *ret_failed)
 {
 	struct ca_chunksrc *src = NULL;
 	struct ca_store *cache = NULL, *check = NULL;
@@ -200,7 +211,7 @@ static int fill_source(const struct source *s, char **stores, size_t n_stores, c
 
 	struct fill_job j = {
 		.src = src, .cache = check, .s = s, .prog = prog, .rate = rate, .start_ns = now_ns(),
-		.done_bytes = done_bytes, .wire_bytes = wire_bytes,
+		.done_bytes = done_bytes, .wire_bytes = wire_bytes, .reported = reported,
 	};
 	pthread_mutex_init(&j.lock, NULL);
 	pthread_t tids[MAX_THREADS];
@@ -329,7 +340,7 @@ int cafs_cache_fill(int argc, char **argv)
 	}
 
 	struct cafs_progress prog;
-	uint64_t done_bytes = 0, wire_bytes = 0, fetched = 0, failed = 0, t0 = now_ns();
+	uint64_t done_bytes = 0, wire_bytes = 0, fetched = 0, failed = 0, reported = 0, t0 = now_ns();
 	bool broken = false;
 	cafs_progress_init(&prog, "fill", total_bytes);
 	for (size_t i = 0; i < n_sources; i++) {
@@ -337,10 +348,12 @@ int cafs_cache_fill(int argc, char **argv)
 			continue;
 		/* a source whose stores cannot be opened fails alone; the rest still fill */
 		if (fill_source(&sources[i], stores, n_stores, dir, threads, rate, &prog, &done_bytes, &wire_bytes,
-		                &fetched, &failed) < 0)
+		                &reported, &fetched, &failed) < 0)
 			broken = true;
 	}
 	cafs_progress_done(&prog);
+	if (reported > MAX_REPORTED)
+		ca_log_error("%llu more chunks failed", (unsigned long long)(reported - MAX_REPORTED));
 	double secs = (double)(now_ns() - t0) / 1e9;
 	char h1[32], h2[32], h3[32];
 	cafs_format_size(done_bytes, h1, sizeof(h1));
