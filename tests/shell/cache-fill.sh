@@ -66,6 +66,12 @@ ok "the cache verifies" $CAFS cache verify --cache C3
 ok "a fill from the good store completes it" bash -c "$CAFS cache fill --cache C3 --store S a.caibx >out && grep -q '^fetched 3 chunks' out"
 ok "... and extract from it is identical" bash -c "$CAFS extract --store C3 a.caibx a3.out && cmp a.bin a3.out"
 
+# a store that is not there: a bounded number of lines, then a count
+rc=0
+$CAFS cache fill -q --cache C4 --store Snone a.caibx 2>err || rc=$?
+ok "fill from a missing store exits 1" test "$rc" = 1
+ok "... with 20 chunk lines and a count ($n_a chunks)" bash -c "test \$(grep -c ': not found in any store' err) = 20 && grep -qx 'cafs: $((n_a - 20)) more chunks failed' err && test \$(wc -l <err) = 21"
+
 # the default cache directory
 ok "default cache: XDG_CACHE_HOME" bash -c "XDG_CACHE_HOME=$T/xdg $CAFS cache fill --store S b.caibx >/dev/null && test -d $T/xdg/cafs && XDG_CACHE_HOME=$T/xdg $CAFS cache stat | grep -qx 'Cache: $T/xdg/cafs'"
 if [ "$(id -u)" = 0 ]; then
