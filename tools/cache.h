@@ -21,6 +21,10 @@ struct ca_index;
 struct ca_store;
 struct ca_idset;
 
+/* the verbs of `cafs cache` that live outside cmd_cache.c (argv[0] is the verb) */
+int cafs_cache_fill(int argc, char **argv);
+int cafs_cache_seed(int argc, char **argv);
+
 enum cafs_store_file {
 	CAFS_STORE_CHUNK, /* <prefix>/<id>.cacnk */
 	CAFS_STORE_BARE,  /* <prefix>/<id>: an uncompressed chunk */

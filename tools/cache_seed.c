@@ -35,8 +35,6 @@
 #include "seed.h"
 #include "store.h"
 
-int cafs_cache_seed(int argc, char **argv);
-
 #define FOUND (UINT64_C(1) << 63)
 #define BLOB_READ_SIZE (4u << 20)
 

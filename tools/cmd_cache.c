@@ -26,9 +26,6 @@
 #include "log.h"
 #include "store.h"
 
-int cafs_cache_fill(int argc, char **argv);
-int cafs_cache_seed(int argc, char **argv);
-
 /* .tmp files older than this were left by a killed writer: prune removes them */
 #define STALE_TMP_SECONDS 3600
 /* prune leaves alone chunks written or used this recently: they are in use now */

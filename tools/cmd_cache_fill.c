@@ -32,8 +32,6 @@
 #include "progress.h"
 #include "store.h"
 
-int cafs_cache_fill(int argc, char **argv);
-
 #define FILL_THREADS_DEFAULT 8
 #define PREFETCH_AHEAD 64
 #define MAX_THREADS 64
