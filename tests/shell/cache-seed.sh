@@ -23,6 +23,14 @@ ok "a fill then fetches only the others" bash -c "$CAFS cache fill --cache C --s
 ok "... and extract from the cache is v2" bash -c "$CAFS extract --store C v2.caibx out && cmp out v2.tar"
 ok "seeding again adds nothing" bash -c "$CAFS cache seed --cache C v2.caibx v1.tar | grep -q '^seeded 0 chunks'"
 
+# a block device holding the old image (a loop device over it)
+if [ "$(id -u)" = 0 ] && command -v losetup >/dev/null && loop=$(losetup -f --show -r v1.tar 2>/dev/null); then
+	at_cleanup "losetup -d $loop"
+	ok "seed from a block device ($loop)" $CAFS cache seed -q --cache CL v2.caibx "$loop"
+	ok "... gives the shared chunks" test "$(store_ids CL)" = "$shared"
+	losetup -d "$loop"
+fi
+
 # an index seed with the same chunking: chunks copied from its store
 mkdir I && cp v1.caibx I/ && cp -a S1 I/default.castr
 ok "seed from an index and its store" $CAFS cache seed -q --cache C2 v2.caibx I/v1.caibx
