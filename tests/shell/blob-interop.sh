@@ -62,6 +62,25 @@ for input in empty one mixed zeros; do
 	done
 done
 
+# the corners of the chunker on 384 KiB (text, a zero run, random): min < 48,
+# min == avg, fixed size, small and odd sizes
+{ "$GEN" 256K 3 mixed && "$GEN" 128K 8; } >"$T/small"
+for cs in 20:64:300 48:200:800 100:100:5000 4096:4096:4096 1000:4000:9000 1024:65536:131072; do
+	rm -rf "$T/scs" "$T/sfs"
+	casync make --chunk-size=$cs --store="$T/scs" "$T/sc.caibx" "$T/small" >"$T/sc.digest" 2>/dev/null
+	"$CAFS" make --chunk-size=$cs --store="$T/sfs" "$T/sf.caibx" "$T/small" >"$T/sf.digest"
+	ok "chunk size $cs: identical index" cmp "$T/sc.caibx" "$T/sf.caibx"
+	ok "chunk size $cs: identical store" same_tree "$T/scs" "$T/sfs"
+done
+rm -rf "$T/scs" "$T/sfs"
+
+# stores casync wrote with its other compressions read fine
+for comp in xz gzip; do
+	ok "casync --compression=$comp: make" casync make --compression=$comp --store="$T/$comp" "$T/$comp.caibx" "$T/small"
+	ok "casync --compression=$comp: cafs extract" "$CAFS" extract --store="$T/$comp" "$T/$comp.caibx" "$T/$comp.out"
+	ok "casync --compression=$comp: ... identical" cmp "$T/small" "$T/$comp.out"
+done
+
 # an empty blob writes no chunk and no store directory (reference 4.3)
 ok "empty: no store created" test ! -e "$T/fs1"
 
