@@ -62,6 +62,7 @@ struct ex {
 	size_t depth, cap;
 	uint8_t *buf;
 	uint64_t done;
+	bool read_failed;
 };
 
 static int fail(struct ex *x, int r, const char *path)
@@ -396,8 +397,10 @@ static int write_payload(struct ex *x, int fd)
 {
 	for (;;) {
 		ssize_t k = ca_catar_dec_read_payload(x->dec, x->buf, COPY_BLOCK);
-		if (k < 0)
+		if (k < 0) {
+			x->read_failed = true;
 			return (int)k;
+		}
 		if (k == 0)
 			return 0;
 		int r = ca_write_all(fd, x->buf, (size_t)k);
@@ -439,8 +442,11 @@ static int make_leaf(struct ex *x, const struct ca_catar_node *n, int dfd, const
 
 	if (S_ISREG(m)) {
 		r = write_payload(x, fd);
-		if (r == -EBADMSG) {
-			ca_log_error_errno(r, "%s: archive", path);
+		if (r < 0 && x->read_failed) {
+			/* the reader's own errors are its owner's to report */
+			if (r == -EBADMSG)
+				ca_log_error_errno(r, "%s: not a valid archive, at %s",
+				                   x->o->archive_name ? x->o->archive_name : "archive", path);
 			goto undo;
 		}
 		if (r < 0)
@@ -578,7 +584,9 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 		r = ca_catar_dec_next(d, &n);
 		const char *path = ca_catar_dec_path(d);
 		if (r < 0) {
-			ca_log_error_errno(r, "%s%s%s", "archive", *path ? ": after " : "", path);
+			const char *an = x.o->archive_name ? x.o->archive_name : "archive";
+			if (r == -EBADMSG)
+				ca_log_error_errno(r, "%s: not a valid archive%s%s", an, *path ? ", at " : "", path);
 			break;
 		}
 		if (r == CA_CATAR_DEC_DONE)

@@ -27,15 +27,18 @@
 #include "catar_dec.h"
 
 struct ca_catar_extract_opts {
-	bool no_delete; /* keep entries of DEST the archive does not have */
+	bool no_delete;           /* keep entries of DEST the archive does not have */
+	const char *archive_name; /* for messages about the archive (default "archive") */
 	/* progress: bytes of payload written so far (may be NULL) */
 	void (*progress)(void *userdata, uint64_t done);
 	void *progress_userdata;
 };
 
-/* Drive d to the end, creating dest if missing. Logs one line naming the
- * path that failed ("cafs: DEST/a/b: why") and returns a negative errno;
- * -EBADMSG when the archive is corrupt. opts may be NULL. */
+/* Drive d to the end, creating dest if missing. Returns 0 or a negative
+ * errno. Logs one line: naming the path for destination errors ("cafs:
+ * DEST/a/b: why"), the archive and position for -EBADMSG; errors of the
+ * decoder's reader (I/O, missing chunks) are returned without a message,
+ * since the reader's owner knows what failed. opts may be NULL. */
 int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_catar_extract_opts *opts);
 
 #endif

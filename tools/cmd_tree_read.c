@@ -49,6 +49,7 @@ struct archive {
 	uint64_t ra_mark, next_off;
 	struct ca_digest *digest;
 	int digest_error;
+	bool io_logged; /* a read error was reported (single-threaded users only) */
 };
 
 static void archive_close(struct archive *a)
@@ -94,12 +95,49 @@ static int archive_open(struct archive *a, const char *path, char **stores, size
 	return 0;
 }
 
+/* Say once, precisely, why the archive could not be read: for a .caidx,
+ * which chunk failed (the blob only returns an errno). */
+static void log_read_error(struct archive *a, ssize_t err, uint64_t off, size_t len)
+{
+	if (a->io_logged)
+		return;
+	a->io_logged = true;
+	if (a->blob) {
+		ssize_t i = off < a->size ? ca_index_find(a->idx, off) : -1;
+		for (; i >= 0 && (size_t)i < ca_index_n_chunks(a->idx); i++) {
+			uint64_t s, e;
+			const uint8_t *id;
+			const struct ca_chunk *c = NULL;
+			ca_index_chunk(a->idx, (size_t)i, &s, &e, &id);
+			if (s >= off + len)
+				break;
+			int r = ca_chunksrc_get(a->src, id, e - s, &c);
+			ca_chunksrc_put(a->src, c);
+			if (r < 0) {
+				char hex[2 * CA_CHUNK_ID_SIZE + 1];
+				ca_id_to_hex(id, hex);
+				if (r == -ENOENT)
+					ca_log_error("%s: chunk %s: not found in any store", a->path, hex);
+				else
+					ca_log_error_errno(r, "%s: chunk %s", a->path, hex);
+				return;
+			}
+		}
+	}
+	ca_log_error_errno((int)err, "%s", a->path);
+}
+
 static ssize_t archive_pread(void *userdata, void *buf, size_t len, uint64_t off)
 {
 	struct archive *a = userdata;
-	if (a->blob)
-		return ca_blob_read(a->blob, buf, len, off);
-	return ca_pread_full(a->fd, buf, len, off);
+	ssize_t k = a->blob ? ca_blob_read(a->blob, buf, len, off) : ca_pread_full(a->fd, buf, len, off);
+	if (k < 0) {
+		log_read_error(a, k, off, len);
+		/* a corrupt chunk is an I/O error of the store, not a malformed archive */
+		if (k == -EBADMSG && a->blob)
+			k = -EIO;
+	}
+	return k;
 }
 
 static void archive_readahead(void *userdata, uint64_t off, uint64_t len)
@@ -142,6 +180,8 @@ static struct ca_catar_source archive_source(struct archive *a, bool stream)
 
 static int report(const struct archive *a, int r, const char *path)
 {
+	if (a->io_logged && r != -EBADMSG)
+		return r; /* log_read_error said it */
 	if (r == -EBADMSG)
 		return ca_log_error_errno(r, "%s%s%s: not a valid archive", a->path, path && *path ? ": " : "",
 		                          path ? path : "");
@@ -163,7 +203,8 @@ int cafs_extract_archive(const struct cafs_extract_args *args)
 		goto out;
 	}
 	cafs_progress_init(&prog, "extract", 0);
-	struct ca_catar_extract_opts o = { .progress = cafs_progress_update, .progress_userdata = &prog };
+	struct ca_catar_extract_opts o = { .archive_name = args->in, .progress = cafs_progress_update,
+		                           .progress_userdata = &prog };
 	r = ca_catar_extract(d, args->out, &o);
 	cafs_progress_done(&prog);
 out:

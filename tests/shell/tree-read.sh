@@ -212,6 +212,18 @@ ok "one-line error starting with 'cafs: '" test "$(printf '%s\n' "$out" | wc -l)
 head -c 1000 "$T/s.catar" >"$T/trunc.catar"
 fails "a truncated archive is refused" "$CAFS" extract "$T/trunc.catar" "$T/x8"
 fails "a missing store is an error" "$CAFS" extract --store="$T/nowhere" "$T/s.caidx" "$T/x9"
+mkdir -p "$T/emptystore"
+fails "missing chunks: extract fails" "$CAFS" extract --store="$T/emptystore" "$T/s.caidx" "$T/x10"
+out=$("$CAFS" extract --store="$T/emptystore" "$T/s.caidx" "$T/x10" 2>&1)
+ok "missing chunks: one line naming the chunk" test "$(printf '%s\n' "$out" | wc -l)" = 1 -a \
+	"${out%not found in any store}" != "$out"
+fails "missing chunks: list PATH fails" "$CAFS" list --store="$T/emptystore" "$T/s.caidx" sub
+cp -a "$T/st" "$T/badstore"
+chmod -R u+w "$T/badstore"
+for c in $(find "$T/badstore" -name '*.cacnk'); do printf 'garbage' >"$c"; done
+out=$("$CAFS" mtree --store="$T/badstore" "$T/s.caidx" 2>&1 >/dev/null)
+ok "corrupt chunks: mtree fails with one line" test $? != 0 -a "$(printf '%s\n' "$out" | wc -l)" = 1
+fails "corrupt chunks: extract fails" "$CAFS" extract --store="$T/badstore" "$T/s.caidx" "$T/x11"
 
 # ---- the torture tree (casync itself cannot extract it: names too long) ----
 tree=$T/torture
