@@ -70,20 +70,26 @@ static int chunk_path(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], bo
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/* A regular file at the path: a symlink there is casync's "known missing" marker. */
+static int regular_at(const char *p)
+{
+	struct stat st;
+	if (fstatat(AT_FDCWD, p, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return S_ISREG(st.st_mode) ? 1 : 0;
+	return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+}
+
 int ca_store_has(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE])
 {
 	char p[PATH_MAX];
 	int r = chunk_path(s, id, false, p, sizeof(p));
 	if (r < 0)
 		return r;
-	if (faccessat(AT_FDCWD, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-		return 1;
-	if (errno != ENOENT && errno != ENOTDIR)
-		return -errno;
+	r = regular_at(p);
+	if (r != 0)
+		return r;
 	p[strlen(p) - 6] = 0;
-	if (faccessat(AT_FDCWD, p, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-		return 1;
-	return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+	return regular_at(p);
 }
 
 static int read_file(int fd, struct ca_buf *out)
@@ -181,8 +187,13 @@ int ca_store_put_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], con
 	r = ca_write_all(fd, p, n);
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
-	if (r == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) < 0)
+	if (r == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) < 0) {
 		r = errno == EEXIST ? 1 : -errno; /* a concurrent writer won: same bytes */
+		/* ...unless what is there is a "known missing" symlink: replace it */
+		if (r == 1 && regular_at(final) == 0 && unlink(final) == 0 &&
+		    renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) == 0)
+			r = 0;
+	}
 	if (r != 0) {
 		unlink(tmp);
 		return r == 1 ? 0 : r;
