@@ -94,6 +94,19 @@ ok "extract: output directory missing" fails_cleanly "$T/nodir/out" \
 	"$CAFS" extract --store="$T/s" "$T/good.caibx" "$T/nodir/out"
 ok "extract: output is a directory" fails_cleanly - "$CAFS" extract --store="$T/s" "$T/good.caibx" "$T/dir.caibx"
 
+# an output that is neither a regular file nor a block device is refused
+# (as casync does), and left as it is
+if [ "$(id -u)" -eq 0 ] && mknod "$T/chardev" c 1 3 2>/dev/null; then
+	ok "extract: onto a character device" fails_cleanly - \
+		"$CAFS" extract --store="$T/s" "$T/good.caibx" "$T/chardev"
+	ok "... still the character device" test -c "$T/chardev"
+	rm -f "$T/chardev"
+fi
+mkfifo "$T/fifo-out"
+ok "extract: onto a FIFO" fails_cleanly - timeout 20 "$CAFS" extract --store="$T/s" "$T/good.caibx" "$T/fifo-out"
+ok "... still the FIFO" test -p "$T/fifo-out"
+rm -f "$T/fifo-out"
+
 # ---- make: bad sources and destinations ----
 ok "make: nonexistent input" fails_cleanly "$T/m.caibx" "$CAFS" make --store="$T/s2" "$T/m.caibx" "$T/nonexistent"
 ok "... names it" mentions nonexistent

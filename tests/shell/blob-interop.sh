@@ -119,6 +119,32 @@ ok "zeros: ... apparent size 64 MiB" test "$(stat -c %s "$T/zeros.out")" -eq 671
 ok "mixed: cafs extract is sparser than the input" bash -c '
 	"$CAFS" extract --store="$1" "$2" "$3" && cmp "$3" "$4" &&
 	test "$(du -k "$3" | cut -f1)" -lt "$(du -k "$4" | cut -f1)"' _ "$T/fs7" "$T/f7.caibx" "$T/mixed.out" "$T/mixed"
+# a block device as the output: written in place, zero chunks included
+# (casync does so), never replaced by a regular file
+if [ "$(id -u)" -eq 0 ] && command -v losetup >/dev/null; then
+	{ "$GEN" 1M 13 && head -c 1048576 /dev/zero && "$GEN" 512K 14; } >"$T/dev-in"
+	"$CAFS" make --store="$T/dev-s" "$T/dev.caibx" "$T/dev-in" >/dev/null
+	head -c 3145728 /dev/zero | tr '\0' '\377' >"$T/disk" # stale data where the zeros go
+	if loopdev=$(losetup -f --show "$T/disk" 2>/dev/null); then
+		at_cleanup "losetup -d $loopdev"
+		mm=$(stat -c '%t %T' "$loopdev")
+		mknod "$T/blk" b $((0x${mm% *})) $((0x${mm#* }))
+		ok "block device: casync extract writes into it" casync extract --store="$T/dev-s" "$T/dev.caibx" "$T/blk"
+		ok "... (checks the check)" cmp -n 2621440 "$T/dev-in" "$T/disk"
+		head -c 3145728 /dev/zero | tr '\0' '\377' | dd of="$loopdev" bs=1M conv=fsync status=none
+		ok "block device: cafs extract" "$CAFS" extract --store="$T/dev-s" "$T/dev.caibx" "$T/blk"
+		ok "... it is still the block device" test -b "$T/blk"
+		ok "... the image is on the device, zeros included" cmp -n 2621440 "$T/dev-in" "$loopdev"
+		ok "... the rest of the device is untouched" \
+			bash -c 'tail -c 524288 "$1" | cmp -s - <(head -c 524288 /dev/zero | tr "\0" "\377")' _ "$loopdev"
+		rm -f "$T/blk"
+	else
+		ok "block device: (skipped: no loop device)" true
+	fi
+else
+	ok "block device: (skipped: needs root and losetup)" true
+fi
+
 ok "no temp files left" bash -c '! find "$1" -name ".#*" -o -name "*.tmp" | grep -q .' _ "$T"
 
 done_testing
