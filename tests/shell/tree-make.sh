@@ -123,6 +123,26 @@ if mount -t proc proc "$v/proc" 2>/dev/null; then
 	fails "proc is not descended into" grep -q cpuinfo "$T/s.catar"
 fi
 
+# ---- a FUSE filesystem (casync mount): FAT attributes and project ids are asked for there ----
+if [ -e /dev/fuse ] && command -v mountpoint >/dev/null; then
+	mkdir -p "$T/mnt"
+	casync make --with=fuse "$T/fz.catar" "$tree" >/dev/null
+	casync mount "$T/fz.catar" "$T/mnt" >/dev/null 2>&1 &
+	mpid=$!
+	at_cleanup "umount -l '$T/mnt'; kill $mpid"
+	for _ in $(seq 1 50); do mountpoint -q "$T/mnt" && break; sleep 0.1; done
+	if mountpoint -q "$T/mnt"; then
+		ok "on FUSE: digest equals casync's" test "$("$CAFS" digest "$T/mnt")" = "$(casync digest "$T/mnt")"
+		tree_saved=$tree
+		tree=$T/mnt
+		ok "on FUSE: --with=fat" same_archive --with=fat
+		ok "on FUSE: --with=quota-projid --with=fat-attrs" same_archive --with=quota-projid --with=fat-attrs
+		tree=$tree_saved
+	fi
+	umount "$T/mnt" 2>/dev/null
+	wait "$mpid" 2>/dev/null
+fi
+
 # ---- errors ----
 fails "input must be a directory" "$CAFS" make "$T/f.catar" "$tree/types/file"
 fails "missing input" "$CAFS" make "$T/f.catar" "$T/nonexistent"
