@@ -139,7 +139,8 @@ if [ -e /dev/fuse ] && command -v mountpoint >/dev/null; then
 		ok "on FUSE: --with=quota-projid --with=fat-attrs" same_archive --with=quota-projid --with=fat-attrs
 		tree=$tree_saved
 	fi
-	umount "$T/mnt" 2>/dev/null
+	umount "$T/mnt" 2>/dev/null || umount -l "$T/mnt" 2>/dev/null
+	kill "$mpid" 2>/dev/null
 	wait "$mpid" 2>/dev/null
 fi
 
