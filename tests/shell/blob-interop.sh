@@ -131,6 +131,10 @@ if [ "$(id -u)" -eq 0 ] && command -v losetup >/dev/null; then
 		mknod "$T/blk" b $((0x${mm% *})) $((0x${mm#* }))
 		ok "block device: casync extract writes into it" casync extract --store="$T/dev-s" "$T/dev.caibx" "$T/blk"
 		ok "... (checks the check)" cmp -n 2621440 "$T/dev-in" "$T/disk"
+		ok "block device as the input: casync make" casync make --store="$T/bd-cs" "$T/bd-c.caibx" "$T/blk"
+		ok "block device as the input: cafs make" "$CAFS" make --store="$T/bd-fs" "$T/bd-f.caibx" "$T/blk"
+		ok "... identical index" cmp "$T/bd-c.caibx" "$T/bd-f.caibx"
+		ok "... identical store" same_tree "$T/bd-cs" "$T/bd-fs"
 		head -c 3145728 /dev/zero | tr '\0' '\377' | dd of="$loopdev" bs=1M conv=fsync status=none
 		ok "block device: cafs extract" "$CAFS" extract --store="$T/dev-s" "$T/dev.caibx" "$T/blk"
 		ok "... it is still the block device" test -b "$T/blk"
