@@ -48,7 +48,8 @@ struct names {
 
 struct dir {
 	int fd;
-	struct names names; /* children the archive has, for --delete */
+	bool fresh;         /* we created it: nothing in it needs replacing or deleting */
+	struct names names; /* children the archive has, for --delete (not kept when fresh) */
 };
 
 struct ex {
@@ -63,6 +64,8 @@ struct ex {
 	uint8_t *buf;
 	uint64_t done;
 	bool read_failed;
+	char tmp_base[17]; /* temporary names: ".#cafs" + this + a counter */
+	unsigned tmp_n;
 };
 
 static int fail(struct ex *x, int r, const char *path)
@@ -153,13 +156,15 @@ static int rm_rf_at(int dfd, const char *name, unsigned depth)
 	return r;
 }
 
-static int tmp_name(char out[32])
+static int tmp_name(struct ex *x, char out[48])
 {
-	char hex[17];
-	int r = ca_random_hex16(hex);
-	if (r < 0)
-		return r;
-	snprintf(out, 32, ".#cafs%s", hex);
+	/* a new random base after a collision, a counter otherwise */
+	if (!x->tmp_base[0] || x->tmp_n == 0) {
+		int r = ca_random_hex16(x->tmp_base);
+		if (r < 0)
+			return r;
+	}
+	snprintf(out, 48, ".#cafs%s%x", x->tmp_base, x->tmp_n++);
 	return 0;
 }
 
@@ -213,7 +218,7 @@ static int add_named(acl_t *acl, const struct ca_catar_node *n, enum ca_catar_ac
 
 /* The access ACL (only when it has named entries: otherwise the mode is
  * the whole story) and, for directories, the default ACL. */
-static int apply_acls(struct ex *x, const struct ca_catar_node *n, int fd, const char *ppath)
+static int apply_acls(struct ex *x, const struct ca_catar_node *n, int fd, const char *ppath, bool fresh)
 {
 	acl_t acl = NULL;
 	int r = 0;
@@ -246,7 +251,7 @@ static int apply_acls(struct ex *x, const struct ca_catar_node *n, int fd, const
 	}
 	if (S_ISDIR(m)) {
 		if (!n->has_acl_default) {
-			if (acl_delete_def_file(ppath) < 0 && errno != ENOTSUP && errno != EOPNOTSUPP)
+			if (!fresh && acl_delete_def_file(ppath) < 0 && errno != ENOTSUP && errno != EOPNOTSUPP)
 				r = -errno;
 			goto out;
 		}
@@ -300,7 +305,7 @@ static int apply_xattrs(struct ex *x, const struct ca_catar_node *n, int fd, con
 	return 0;
 }
 
-static void apply_chattr(struct ex *x, const struct ca_catar_node *n, int fd)
+static void apply_chattr(struct ex *x, const struct ca_catar_node *n, int fd, bool fresh)
 {
 	unsigned want = 0, mask = 0, cur = 0;
 	for (size_t i = 0; i < sizeof(chattr_map) / sizeof(chattr_map[0]); i++) {
@@ -310,7 +315,7 @@ static void apply_chattr(struct ex *x, const struct ca_catar_node *n, int fd)
 		if (n->flags & chattr_map[i].feature)
 			want |= chattr_map[i].kernel;
 	}
-	if (!mask)
+	if (!mask || (fresh && !want))
 		return;
 	if (ioctl(fd, FS_IOC_GETFLAGS, &cur) < 0) {
 		if (want)
@@ -325,7 +330,7 @@ static void apply_chattr(struct ex *x, const struct ca_catar_node *n, int fd)
 /* Owner, mode, xattrs, ACLs, fcaps, times; the same order for every type
  * (chown clears setuid bits and capabilities, so it goes first). fd is the
  * node itself (files, directories) or -1 (use dfd + name). */
-static int apply_meta(struct ex *x, const struct ca_catar_node *n, int fd, int dfd, const char *name)
+static int apply_meta(struct ex *x, const struct ca_catar_node *n, int fd, int dfd, const char *name, bool fresh)
 {
 	char ppath[64 + 256];
 	bool lnk = S_ISLNK(n->mode);
@@ -355,7 +360,7 @@ static int apply_meta(struct ex *x, const struct ca_catar_node *n, int fd, int d
 		r = apply_xattrs(x, n, fd, ppath);
 		if (r < 0)
 			return r;
-		r = apply_acls(x, n, fd, ppath);
+		r = apply_acls(x, n, fd, ppath, fresh);
 		if (r < 0)
 			return r;
 	}
@@ -412,15 +417,15 @@ static int write_payload(struct ex *x, int fd)
 	}
 }
 
-static int make_leaf(struct ex *x, const struct ca_catar_node *n, int dfd, const char *path)
+static int make_leaf(struct ex *x, const struct ca_catar_node *n, int dfd, bool fresh_dir, const char *path)
 {
-	char tmp[32];
+	char tmp[48];
 	int fd = -1, r;
 	bool created = false;
 	uint64_t m = n->mode;
 
 	for (int tries = 0; tries < 16 && !created; tries++) {
-		r = tmp_name(tmp);
+		r = tmp_name(x, tmp);
 		if (r < 0)
 			return fail(x, r, path);
 		if (S_ISREG(m)) {
@@ -436,6 +441,8 @@ static int make_leaf(struct ex *x, const struct ca_catar_node *n, int dfd, const
 			created = true;
 		else if (r != -EEXIST)
 			return fail(x, r, path);
+		else
+			x->tmp_n = 0;
 	}
 	if (!created)
 		return fail(x, -EEXIST, path);
@@ -452,18 +459,20 @@ static int make_leaf(struct ex *x, const struct ca_catar_node *n, int dfd, const
 		if (r < 0)
 			goto undo_log;
 	}
-	r = apply_meta(x, n, fd, dfd, tmp);
+	r = apply_meta(x, n, fd, dfd, tmp, true);
 	if (r < 0)
 		goto undo_log;
-	r = clear_dir_at(dfd, n->name);
-	if (r < 0)
-		goto undo_log;
+	if (!fresh_dir) {
+		r = clear_dir_at(dfd, n->name);
+		if (r < 0)
+			goto undo_log;
+	}
 	if (renameat(dfd, tmp, dfd, n->name) < 0) {
 		r = -errno;
 		goto undo_log;
 	}
 	if (fd >= 0) {
-		apply_chattr(x, n, fd);
+		apply_chattr(x, n, fd, true);
 		close(fd);
 	}
 	return 0;
@@ -476,7 +485,7 @@ undo:
 	return r;
 }
 
-static int push_dir(struct ex *x, int fd)
+static int push_dir(struct ex *x, int fd, bool fresh)
 {
 	if (x->depth == x->cap) {
 		size_t c = x->cap ? x->cap * 2 : 16;
@@ -486,27 +495,31 @@ static int push_dir(struct ex *x, int fd)
 		x->dirs = nd;
 		x->cap = c;
 	}
-	x->dirs[x->depth++] = (struct dir){ .fd = fd };
+	x->dirs[x->depth++] = (struct dir){ .fd = fd, .fresh = fresh };
 	return 0;
 }
 
-static int make_dir(struct ex *x, const struct ca_catar_node *n, int dfd, const char *path)
+static int make_dir(struct ex *x, const struct ca_catar_node *n, int dfd, bool fresh_parent, const char *path)
 {
 	struct stat st;
+	bool fresh = true;
 	int fd, r;
-	if (fstatat(dfd, n->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode)) {
+	if (!fresh_parent && fstatat(dfd, n->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode)) {
 		if (unlinkat(dfd, n->name, 0) < 0)
 			return fail(x, -errno, path);
 	}
 	/* owner-only until its children are in: the archive's mode may not let us write */
-	if (mkdirat(dfd, n->name, 0700) < 0 && errno != EEXIST)
-		return fail(x, -errno, path);
+	if (mkdirat(dfd, n->name, 0700) < 0) {
+		if (errno != EEXIST)
+			return fail(x, -errno, path);
+		fresh = false;
+	}
 	fd = openat(dfd, n->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return fail(x, -errno, path);
-	if (fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700)
+	if (!fresh && fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700)
 		(void)fchmod(fd, (st.st_mode & 07777) | 0700);
-	r = push_dir(x, fd);
+	r = push_dir(x, fd, fresh);
 	if (r < 0) {
 		close(fd);
 		return fail(x, r, path);
@@ -548,14 +561,14 @@ static int dir_done(struct ex *x, const struct ca_catar_node *n, const char *pat
 {
 	struct dir *d = &x->dirs[x->depth - 1];
 	int r = 0;
-	if (!x->o->no_delete)
+	if (!x->o->no_delete && !d->fresh)
 		r = delete_extra(x, d, path);
 	if (r == 0) {
-		r = apply_meta(x, n, d->fd, -1, NULL);
+		r = apply_meta(x, n, d->fd, -1, NULL, d->fresh);
 		if (r < 0)
 			fail(x, r, path);
 		else
-			apply_chattr(x, n, d->fd);
+			apply_chattr(x, n, d->fd, d->fresh);
 	}
 	close(d->fd);
 	names_free(&d->names);
@@ -600,16 +613,20 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 		if (x.depth == 0) {
 			/* the root: DEST itself (followed if it is a symlink: the user named it) */
 			x.flags = n->feature_flags;
-			if (mkdir(dest, 0700) < 0 && errno != EEXIST) {
-				r = ca_log_error_errno(errno, "%s", dest);
-				break;
+			bool fresh = true;
+			if (mkdir(dest, 0700) < 0) {
+				if (errno != EEXIST) {
+					r = ca_log_error_errno(errno, "%s", dest);
+					break;
+				}
+				fresh = false;
 			}
 			int fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (fd < 0) {
 				r = ca_log_error_errno(errno, "%s", dest);
 				break;
 			}
-			r = push_dir(&x, fd);
+			r = push_dir(&x, fd, fresh);
 			if (r < 0) {
 				close(fd);
 				ca_log_error_errno(r, "%s", dest);
@@ -618,14 +635,15 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 			continue;
 		}
 		struct dir *parent = &x.dirs[x.depth - 1];
-		if (!x.o->no_delete) {
+		if (!x.o->no_delete && !parent->fresh) {
 			r = names_add(&parent->names, n->name);
 			if (r < 0) {
 				fail(&x, r, path);
 				break;
 			}
 		}
-		r = S_ISDIR(n->mode) ? make_dir(&x, n, parent->fd, path) : make_leaf(&x, n, parent->fd, path);
+		r = S_ISDIR(n->mode) ? make_dir(&x, n, parent->fd, parent->fresh, path)
+		                     : make_leaf(&x, n, parent->fd, parent->fresh, path);
 		if (r < 0)
 			break;
 	}
