@@ -78,7 +78,10 @@ static void warn_once(bool *flag, int r, const char *what)
 	if (*flag)
 		return;
 	*flag = true;
-	ca_log_warning_errno(r, "cannot restore %s, skipping them", what);
+	if (r)
+		ca_log_warning_errno(r, "cannot restore %s, skipping them", what);
+	else
+		ca_log_warning("cannot restore %s, skipping them", what);
 }
 
 static void names_free(struct names *n)
@@ -348,7 +351,7 @@ static int apply_meta(struct ex *x, const struct ca_catar_node *n, int fd, int d
 			if (k < 0)
 				return -errno;
 		} else if (n->uid != (uint64_t)geteuid() || n->gid != (uint64_t)getegid()) {
-			warn_once(&x->warned_owner, EPERM, "file owners (not running as root)");
+			warn_once(&x->warned_owner, 0, "file owners (not running as root)");
 		}
 	}
 	if (!lnk) {

@@ -174,6 +174,25 @@ ok "nothing was written through the symlink" test -z "$(ls -A "$T/outside")"
 ok "extract over an identical tree" "$CAFS" extract "$T/s.caidx" --store="$T/st" "$T/x3"
 ok "still equal" same_tree "$src" "$T/x3"
 
+# ---- not root: owners are skipped with one warning ----
+if command -v setpriv >/dev/null; then
+	mkdir -p "$T/nr/src/d" "$T/nr/out"
+	printf 'a\n' >"$T/nr/src/f"
+	printf 'b\n' >"$T/nr/src/d/g"
+	ln -s f "$T/nr/src/l"
+	chown 4242:4343 "$T/nr/src/f" "$T/nr/src/d"
+	casync make "$T/nr/s.catar" "$T/nr/src" >/dev/null
+	chown 65534:65534 "$T/nr/out"
+	chmod 755 "$T" "$T/nr"
+	out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$CAFS" extract "$T/nr/s.catar" "$T/nr/out/x" 2>&1)
+	ok "not root: extract succeeds" test $? = 0
+	ok "not root: exactly one warning, about owners" test "$out" = \
+		"cafs: warning: cannot restore file owners (not running as root), skipping them"
+	ok "not root: contents and mtimes restored" sh -c "cmp '$T/nr/src/d/g' '$T/nr/out/x/d/g' &&
+		test \"\$(stat -c %Y.%y '$T/nr/src/f')\" = \"\$(stat -c %Y.%y '$T/nr/out/x/f')\" &&
+		test \"\$(readlink '$T/nr/out/x/l')\" = f && test \"\$(stat -c %u '$T/nr/out/x/f')\" = 65534"
+fi
+
 # ---- crafted archives: nothing outside DEST ----
 # patch NAME NEW IN OUT: rename a FILENAME record in place (same length)
 patch_name() {
