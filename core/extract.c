@@ -38,12 +38,99 @@ struct extract_job {
 	uint64_t written, reported;
 	int err;
 	bool err_logged; /* the first error was a chunk's, and is reported */
+
+	/* Repeated chunks are copied from where the output already holds them
+	 * instead of being fetched again (as casync seeds from its own output).
+	 * NULL when off (sequential output, or no memory). */
+	uint32_t *first_slots; /* open addressing: 1 + index of a first occurrence, 0 = empty */
+	size_t slot_mask;
+	uint8_t *done;         /* per chunk, under lock: its bytes are in the output */
 };
 
 static bool all_zero(const uint8_t *p, size_t n)
 {
 	/* compare the buffer against itself shifted by one byte after checking the first */
 	return n == 0 || (p[0] == 0 && !memcmp(p, p + 1, n - 1));
+}
+
+static size_t slot_of(const uint8_t *id, size_t mask)
+{
+	uint64_t h;
+	memcpy(&h, id, sizeof(h)); /* ids are digests: already uniform */
+	return (size_t)h & mask;
+}
+
+/* The first chunk with chunk i's id (i itself when it is the first). */
+static size_t first_of(const struct extract_job *x, size_t i)
+{
+	uint64_t start, end;
+	const uint8_t *id, *other;
+	ca_index_chunk(x->idx, i, &start, &end, &id);
+	for (size_t k = slot_of(id, x->slot_mask);; k = (k + 1) & x->slot_mask) {
+		uint32_t v = x->first_slots[k];
+		if (v == 0)
+			return i;
+		ca_index_chunk(x->idx, v - 1, &start, &end, &other);
+		if (!memcmp(id, other, CA_CHUNK_ID_SIZE))
+			return v - 1;
+	}
+}
+
+static void dedup_setup(struct extract_job *x)
+{
+	size_t n = ca_index_n_chunks(x->idx), cap = 16;
+	if (x->seq_out || n < 2 || n >= UINT32_MAX / 2)
+		return;
+	while (cap < 2 * n)
+		cap *= 2;
+	x->first_slots = calloc(cap, sizeof(uint32_t));
+	x->done = calloc(n, 1);
+	if (!x->first_slots || !x->done) {
+		free(x->first_slots);
+		free(x->done);
+		x->first_slots = NULL;
+		x->done = NULL;
+		return;
+	}
+	x->slot_mask = cap - 1;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t start, end;
+		const uint8_t *id, *other;
+		ca_index_chunk(x->idx, i, &start, &end, &id);
+		for (size_t k = slot_of(id, x->slot_mask);; k = (k + 1) & x->slot_mask) {
+			uint32_t v = x->first_slots[k];
+			if (v == 0) {
+				x->first_slots[k] = (uint32_t)i + 1;
+				break;
+			}
+			ca_index_chunk(x->idx, v - 1, &start, &end, &other);
+			if (!memcmp(id, other, CA_CHUNK_ID_SIZE))
+				break;
+		}
+	}
+}
+
+/* Chunk i repeats chunk f: wait for f to be in the output and copy it.
+ * 0 when done; anything else means "fetch it after all". */
+static int copy_repeat(struct extract_job *x, size_t f, uint64_t start, uint64_t len, struct ca_buf *buf)
+{
+	uint64_t fstart, fend;
+	const uint8_t *id;
+	ca_index_chunk(x->idx, f, &fstart, &fend, &id);
+	pthread_mutex_lock(&x->lock);
+	while (!x->done[f] && !x->err)
+		pthread_cond_wait(&x->cond, &x->lock);
+	bool ready = x->done[f] && !x->err;
+	pthread_mutex_unlock(&x->lock);
+	if (!ready)
+		return -ECANCELED;
+	int r = ca_buf_reserve(buf, len, SIZE_MAX);
+	if (r < 0)
+		return r;
+	ssize_t k = ca_pread_full(x->fd, buf->data, len, fstart);
+	if (k < 0 || (uint64_t)k != len)
+		return -EIO;
+	return all_zero(buf->data, len) ? 0 : ca_pwrite_all(x->fd, buf->data, len, start);
 }
 
 static bool is_zero_chunk(const struct extract_job *x, uint64_t start, uint64_t end, const uint8_t *id)
@@ -58,7 +145,7 @@ static void prefetch(struct extract_job *x, size_t i)
 	if (i >= ca_index_n_chunks(x->idx))
 		return;
 	ca_index_chunk(x->idx, i, &start, &end, &id);
-	if (!is_zero_chunk(x, start, end, id))
+	if (!is_zero_chunk(x, start, end, id) && (!x->first_slots || first_of(x, i) == i))
 		ca_chunksrc_prefetch(x->src, id);
 }
 
@@ -66,6 +153,7 @@ static void *worker(void *arg)
 {
 	struct extract_job *x = arg;
 	size_t n = ca_index_n_chunks(x->idx);
+	struct ca_buf copy_buf = CA_BUF_INIT;
 
 	for (;;) {
 		pthread_mutex_lock(&x->lock);
@@ -82,6 +170,11 @@ static void *worker(void *arg)
 		int r = 0;
 		ca_index_chunk(x->idx, i, &start, &end, &id);
 		bool zero = is_zero_chunk(x, start, end, id);
+		if (!zero && x->first_slots) {
+			size_t f = first_of(x, i);
+			if (f != i && copy_repeat(x, f, start, end - start, &copy_buf) == 0)
+				zero = true; /* nothing left to do for it */
+		}
 		if (!zero) {
 			r = ca_chunksrc_get(x->src, id, end - start, &c);
 			if (r < 0) {
@@ -116,6 +209,8 @@ static void *worker(void *arg)
 		pthread_mutex_lock(&x->lock);
 		if (r < 0 && !x->err)
 			x->err = r;
+		if (r == 0 && x->done)
+			x->done[i] = 1;
 		x->next_write++;
 		x->written += end - start;
 		bool report = x->o->progress && x->written - x->reported >= PROGRESS_STEP;
@@ -127,6 +222,7 @@ static void *worker(void *arg)
 		if (report)
 			x->o->progress(x->o->progress_userdata, w);
 	}
+	ca_buf_release(&copy_buf);
 	return NULL;
 }
 
@@ -170,6 +266,7 @@ static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, con
 
 	pthread_mutex_init(&x.lock, NULL);
 	pthread_cond_init(&x.cond, NULL);
+	dedup_setup(&x);
 	for (size_t i = 0; i < PREFETCH_AHEAD; i++)
 		prefetch(&x, i);
 	for (; started < n; started++)
@@ -186,6 +283,8 @@ static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, con
 		o->progress(o->progress_userdata, x.written);
 	pthread_cond_destroy(&x.cond);
 	pthread_mutex_destroy(&x.lock);
+	free(x.first_slots);
+	free(x.done);
 	*ret_logged = x.err_logged;
 	return x.err;
 }
