@@ -15,6 +15,8 @@
 #define TABLE_WHOLE_MAX (256u * 1024u)
 /* the top of a big table: the first levels of the tree, contiguous */
 #define TABLE_TOP_ITEMS 2047u
+/* a listing holds the whole table: cap what a (corrupt) tail can make us allocate */
+#define TABLE_MAX (256u * 1024u * 1024u)
 /* the smallest child: a FILENAME with a 1-byte name and an ENTRY */
 #define CHILD_MIN (16u + 2u + 64u)
 #define GB_ITEM sizeof(struct ca_format_goodbye_item)
@@ -282,8 +284,8 @@ static int table_read(struct ca_catar_ra *ra, const struct ca_catar_node *dir, b
 	int r;
 	t->n = dir->n_children;
 	if (whole || size <= TABLE_WHOLE_MAX) {
-		if (size > SIZE_MAX / 2)
-			return -EBADMSG;
+		if (size > TABLE_MAX)
+			return -E2BIG;
 		want = (size_t)size - sizeof(struct ca_format_goodbye_tail);
 		t->n_have = t->n;
 	} else {

@@ -100,7 +100,8 @@ struct ca_catar_child {
 
 /* The children of dir in name order (sorted by filename_offset), checked
  * to tile dir's children area exactly. *ret is malloc'd (free() it; NULL
- * when *ret_n is 0). -ENOTDIR if dir is not a directory. */
+ * when *ret_n is 0). -ENOTDIR if dir is not a directory; -E2BIG beyond
+ * about 11 million children (a 256 MiB GOODBYE table). */
 int ca_catar_ra_list(struct ca_catar_ra *ra, const struct ca_catar_node *dir, struct ca_catar_child **ret,
                      size_t *ret_n);
 

@@ -213,6 +213,80 @@ static void set64(uint64_t off, uint64_t v, const char *what)
 	free(p);
 }
 
+/* in-order fill of the implicit tree: the Eytzinger layout */
+static void eytz(const uint8_t (*sorted)[24], size_t n, size_t i, size_t *next, uint8_t (*out)[24])
+{
+	if (i >= n)
+		return;
+	eytz(sorted, n, 2 * i + 1, next, out);
+	memcpy(out[i], sorted[(*next)++], 24);
+	eytz(sorted, n, 2 * i + 2, next, out);
+}
+
+static int cmp_item_f(const void *a, const void *b)
+{
+	/* by FILENAME position: offsets count backwards, so descending offset */
+	uint64_t x = ca_le64_read(a), y = ca_le64_read(b);
+	return x > y ? -1 : x < y;
+}
+
+/* Every root item gets the hash of one child's name (a table full of
+ * collisions, laid out as casync would): random access must still find
+ * that child by checking names on both sides of equal hashes, and nothing
+ * else; the stream decoder sees hashes that do not match names. */
+static void collisions(void)
+{
+	const struct rec *root = &recs[0];
+	uint64_t g = root->goodbye, n = (root->end - g - 40) / 24;
+	uint8_t (*items)[24] = malloc(n * 24), (*tree)[24] = malloc(n * 24);
+	unsigned found = 0, absent = 0, tried = 0;
+	for (size_t c = 1; c < n_recs; c++) {
+		if (strchr(recs[c].name, '/') || recs[c].f == UINT64_MAX)
+			continue;
+		/* only the root's children */
+		bool child = false;
+		for (uint64_t i = 0; i < n; i++)
+			child |= g - ca_le64_read(arch + g + 16 + i * 24) == recs[c].f;
+		if (!child)
+			continue;
+		uint8_t *p = malloc(arch_size);
+		memcpy(p, arch, arch_size);
+		uint64_t h = ca_goodbye_hash(recs[c].name, strlen(recs[c].name));
+		for (uint64_t i = 0; i < n; i++) {
+			memcpy(items[i], p + g + 16 + i * 24, 24);
+			ca_le64_write(items[i] + 16, h);
+		}
+		qsort(items, n, 24, cmp_item_f);
+		size_t next = 0;
+		eytz((const uint8_t (*)[24])items, n, 0, &next, tree);
+		memcpy(p + g + 16, tree, n * 24);
+
+		struct tt_reader rd = { .mem = p, .mem_size = arch_size };
+		struct ca_catar_source src = { tt_read, NULL, &rd, arch_size, UINT64_MAX };
+		struct ca_catar_ra *ra;
+		struct ca_catar_ra_node *rn, *x;
+		tried++;
+		if (ca_catar_ra_open(&src, &ra) == 0) {
+			ca_catar_ra_root(ra, &rn);
+			if (ca_catar_ra_lookup(ra, ca_catar_ra_node_get(rn), recs[c].name, strlen(recs[c].name), &x) == 0) {
+				found += ca_catar_ra_node_get(x)->entry_offset == recs[c].entry;
+				ca_catar_ra_node_unref(x);
+			}
+			const char *other = strcmp(recs[c].name, "ab") ? "ab" : "e";
+			absent += ca_catar_ra_lookup(ra, ca_catar_ra_node_get(rn), other, strlen(other), &x) == -ENOENT;
+			ca_catar_ra_node_unref(rn);
+			ca_catar_ra_free(ra);
+		}
+		check_int(stream_all(p, arch_size), ==, -EBADMSG);
+		free(p);
+	}
+	check(tried > 5);
+	check_int(found, ==, tried);
+	check_int(absent, ==, tried);
+	free(items);
+	free(tree);
+}
+
 int main(void)
 {
 	char base[256], cmd_tree[300], catar[300];
@@ -301,6 +375,8 @@ int main(void)
 	crafted_name("ab", "a\0", 2);
 	crafted_name("e", ".", 1);
 	crafted_name("e", "\0", 1);
+
+	collisions();
 
 	/* absurd sizes and offsets */
 	const struct rec *ab = find("ab"), *sub = find("sub"), *root = &recs[0];
