@@ -21,6 +21,7 @@
 struct req {
 	char *url;
 	size_t cap;
+	unsigned flags;
 	ca_http_done_fn fn;
 	void *userdata;
 	struct ca_buf body;
@@ -216,7 +217,10 @@ static int easy_setup(struct ca_http *h, struct req *q)
 		SET(CURLOPT_TIMEOUT, (long)h->o.total_timeout_s);
 	if (h->o.max_recv_speed)
 		SET(CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)h->o.max_recv_speed);
-	SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)q->cap);
+	if (q->flags & CA_HTTP_HEAD)
+		SET(CURLOPT_NOBODY, 1L);
+	else
+		SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)q->cap);
 	/* HTTP/2 where TLS negotiates it, HTTP/1.1 otherwise: never forced */
 	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	if (!strncasecmp(q->url, "https://", 8))
@@ -525,6 +529,12 @@ void ca_http_free(struct ca_http *h)
 
 int ca_http_submit(struct ca_http *h, const char *url, size_t cap, ca_http_done_fn fn, void *userdata)
 {
+	return ca_http_submit_flags(h, url, cap, 0, fn, userdata);
+}
+
+int ca_http_submit_flags(struct ca_http *h, const char *url, size_t cap, unsigned flags, ca_http_done_fn fn,
+                         void *userdata)
+{
 	struct req *q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
@@ -534,6 +544,7 @@ int ca_http_submit(struct ca_http *h, const char *url, size_t cap, ca_http_done_
 		return -ENOMEM;
 	}
 	q->cap = cap;
+	q->flags = flags;
 	q->fn = fn;
 	q->userdata = userdata;
 	pthread_mutex_lock(&h->lock);

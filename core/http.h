@@ -73,6 +73,12 @@ typedef void (*ca_http_done_fn)(void *userdata, int r, struct ca_buf *body);
  * (fn will not be called). */
 int ca_http_submit(struct ca_http *h, const char *url, size_t cap, ca_http_done_fn fn, void *userdata);
 
+/* The same with flags: CA_HTTP_HEAD asks only whether url exists (a HEAD
+ * request: 0 for 200, -ENOENT for 404/410, no body; cap is ignored). */
+#define CA_HTTP_HEAD 1u
+int ca_http_submit_flags(struct ca_http *h, const char *url, size_t cap, unsigned flags, ca_http_done_fn fn,
+                         void *userdata);
+
 /* Submit and wait: the body goes into out (which must be empty). */
 int ca_http_get(struct ca_http *h, const char *url, size_t cap, struct ca_buf *out);
 

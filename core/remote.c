@@ -342,6 +342,82 @@ void ca_remote_store_get_stats(struct ca_remote_store *rs, struct ca_remote_stor
 	pthread_mutex_unlock(&rs->lock);
 }
 
+#define PROBE_IN_FLIGHT 256
+
+struct probe {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	size_t in_flight;
+	int err;
+};
+
+struct probe_one {
+	struct probe *p;
+	uint8_t *present;
+};
+
+static void probe_done(void *userdata, int r, struct ca_buf *body)
+{
+	struct probe_one *o = userdata;
+	struct probe *p = o->p;
+	*o->present = r == 0;
+	pthread_mutex_lock(&p->lock);
+	if (r < 0 && r != -ENOENT && !p->err)
+		p->err = r;
+	p->in_flight--;
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	free(o);
+}
+
+int ca_remote_store_probe(struct ca_remote_store *rs, const uint8_t *const *ids, size_t n, uint8_t *ret_present)
+{
+	struct probe p = { .err = 0 };
+	int r = 0;
+	pthread_mutex_init(&p.lock, NULL);
+	pthread_cond_init(&p.cond, NULL);
+	for (size_t i = 0; i < n && r == 0; i++) {
+		struct probe_one *o = malloc(sizeof(*o));
+		char *url;
+		ret_present[i] = 0;
+		if (!o) {
+			r = -ENOMEM;
+			break;
+		}
+		*o = (struct probe_one){ &p, &ret_present[i] };
+		/* bounded: an index may list millions of chunks */
+		pthread_mutex_lock(&p.lock);
+		while (p.in_flight >= PROBE_IN_FLIGHT && !p.err)
+			pthread_cond_wait(&p.cond, &p.lock);
+		r = p.err;
+		if (r == 0)
+			p.in_flight++;
+		pthread_mutex_unlock(&p.lock);
+		if (r < 0) {
+			free(o);
+			break;
+		}
+		chunk_url(rs, ids[i], &url);
+		r = url ? ca_http_submit_flags(rs->http, url, 0, CA_HTTP_HEAD, probe_done, o) : -ENOMEM;
+		free(url);
+		if (r < 0) {
+			free(o);
+			pthread_mutex_lock(&p.lock);
+			p.in_flight--;
+			pthread_mutex_unlock(&p.lock);
+		}
+	}
+	pthread_mutex_lock(&p.lock);
+	while (p.in_flight > 0)
+		pthread_cond_wait(&p.cond, &p.lock);
+	if (r == 0)
+		r = p.err;
+	pthread_mutex_unlock(&p.lock);
+	pthread_cond_destroy(&p.cond);
+	pthread_mutex_destroy(&p.lock);
+	return r;
+}
+
 int ca_remote_get_file(const char *url, size_t cap, const struct ca_http_opts *o, struct ca_buf *out)
 {
 	struct ca_http *h = NULL;

@@ -65,6 +65,11 @@ struct ca_remote_store_stats {
 };
 void ca_remote_store_get_stats(struct ca_remote_store *rs, struct ca_remote_store_stats *ret);
 
+/* Which of ids[0..n) the server holds, by HEAD requests (many at once,
+ * never downloading a chunk): ret_present[i] = 1 or 0. Returns 0, or the
+ * first error other than "missing" (then ret_present is incomplete). */
+int ca_remote_store_probe(struct ca_remote_store *rs, const uint8_t *const *ids, size_t n, uint8_t *ret_present);
+
 /* Download a whole file (an index, an archive) of at most cap bytes into
  * out (empty on entry; caller frees). One short-lived engine; o may be NULL. */
 int ca_remote_get_file(const char *url, size_t cap, const struct ca_http_opts *o, struct ca_buf *out);

@@ -94,6 +94,11 @@ int cafs_chunksrc_open_remotes(char **stores, size_t n_stores, const char *index
                                size_t lru_bytes, struct ca_chunksrc **ret, struct ca_remote_store ***ret_remotes,
                                size_t *ret_n_remotes);
 
+/* Which chunks of idx the store (a path, file:// or http(s):// URL) holds:
+ * ret_have[i] = 1 or 0 for chunk i (remote stores are asked with HEAD
+ * requests). Logs its errors. */
+int cafs_store_presence(const char *store, struct ca_index *idx, uint8_t *ret_have);
+
 /* Parsed `cafs make` arguments, shared by the blob and archive paths. */
 struct cafs_make_args {
 	const char *out, *input, *store;

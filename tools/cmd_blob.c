@@ -513,7 +513,7 @@ int cafs_cmd_info(int argc, char **argv)
 {
 	struct cafs_extract_args a = { 0 };
 	struct ca_index *idx = NULL;
-	struct ca_store *store = NULL;
+	uint8_t *have = NULL;
 	uint64_t *sizes = NULL;
 	char **pos;
 	int npos, r;
@@ -529,9 +529,16 @@ int cafs_cmd_info(int argc, char **argv)
 	r = 1;
 	if (cafs_open_index(pos[0], &idx) < 0)
 		goto out;
-	if (a.n_stores > 0 && ca_store_open(a.stores[0], &store) < 0)
-		goto out;
 	size_t n = ca_index_n_chunks(idx);
+	if (a.n_stores > 0) {
+		have = calloc(n ? n : 1, 1);
+		if (!have) {
+			ca_log_error_errno(ENOMEM, "%s", a.stores[0]);
+			goto out;
+		}
+		if (cafs_store_presence(a.stores[0], idx, have) < 0)
+			goto out;
+	}
 	sizes = malloc((n ? n : 1) * sizeof(uint64_t));
 	if (!sizes)
 		goto out;
@@ -541,7 +548,7 @@ int cafs_cmd_info(int argc, char **argv)
 		const uint8_t *id;
 		ca_index_chunk(idx, i, &s, &e, &id);
 		sizes[i] = e - s;
-		if (store && ca_store_has(store, id) > 0) {
+		if (have && have[i]) {
 			present++;
 			present_bytes += e - s;
 		}
@@ -560,14 +567,14 @@ int cafs_cmd_info(int argc, char **argv)
 		printf("Chunk sizes: smallest %llu, median %llu, mean %llu, largest %llu\n",
 		       (unsigned long long)sizes[0], (unsigned long long)sizes[n / 2],
 		       (unsigned long long)(ca_index_blob_size(idx) / n), (unsigned long long)sizes[n - 1]);
-	if (store)
+	if (have)
 		printf("In store %s: %llu of %zu chunks, %llu of %llu bytes\n", a.stores[0],
 		       (unsigned long long)present, n, (unsigned long long)present_bytes,
 		       (unsigned long long)ca_index_blob_size(idx));
 	r = 0;
 out:
 	free(sizes);
-	ca_store_free(store);
+	free(have);
 	ca_index_free(idx);
 	free(a.stores);
 	return r;

@@ -249,6 +249,42 @@ fail:
 	return r;
 }
 
+int cafs_store_presence(const char *store, struct ca_index *idx, uint8_t *ret_have)
+{
+	size_t n = ca_index_n_chunks(idx);
+	uint64_t s, e;
+	int r;
+	if (ca_remote_is_http_url(store)) {
+		struct ca_http_opts o;
+		struct ca_remote_store *rs = NULL;
+		const uint8_t **ids = malloc((n ? n : 1) * sizeof(*ids));
+		cafs_http_opts(&o);
+		r = ids ? ca_remote_store_new(store, &o, &rs) : -ENOMEM;
+		for (size_t i = 0; r == 0 && i < n; i++)
+			ca_index_chunk(idx, i, &s, &e, &ids[i]);
+		if (r == 0)
+			r = ca_remote_store_probe(rs, ids, n, ret_have);
+		ca_remote_store_free(rs);
+		free(ids);
+		return r < 0 ? ca_log_error_errno(r, "%s", store) : 0;
+	}
+	if (cafs_is_url(store) && strncmp(store, "file://", 7) != 0)
+		return ca_log_error_errno(-EPROTONOSUPPORT, "%s", store);
+	if (!strncmp(store, "file://", 7))
+		store += 7;
+	struct ca_store *st;
+	r = ca_store_open(store, &st);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", store);
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *id;
+		ca_index_chunk(idx, i, &s, &e, &id);
+		ret_have[i] = ca_store_has(st, id) > 0;
+	}
+	ca_store_free(st);
+	return 0;
+}
+
 char *cafs_default_cache_dir(void)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME");

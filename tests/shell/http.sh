@@ -116,6 +116,10 @@ ok "redirects are followed" \
 ok "file:// index and store are local paths" \
 	eval '"$CAFS" extract "file://$W/x.caibx" "$T/out6" --store "file://$W/x.castr" && cmp "$T/a.img" "$T/out6"'
 
+nginx_log_reset
+ok "info --store URL counts what the server holds (HEAD requests)" \
+	eval '"$CAFS" info --store "$U/missing.castr" "$U/x.caibx" | grep -qx "In store $U/missing.castr: $((n_chunks - 1)) of $n_chunks chunks, .*"'
+ok "... without downloading a chunk" eval '[ "$(chunk_gets | awk "\$1 != \"HEAD\"" | wc -l)" -eq 0 ] && [ "$(chunk_gets | wc -l)" -eq "$n_chunks" ]'
 ok "404 on one chunk: one line naming the chunk, exit 1, no output" \
 	expect_fail 20 "chunk $gone" "$CAFS" extract "$U/x.caibx" "$T/o/out" --store "$U/missing.castr"
 ok "404 on one chunk with -j 8: the same single line" \
