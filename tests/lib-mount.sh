@@ -1,13 +1,14 @@
 # tests/lib-mount.sh - FUSE mounts for the tests. Source it after tests/lib.sh:
 #
 #   . "$top_srcdir/tests/lib-mount.sh"     # skips the file without FUSE
-#   mount_start "$T/mnt" "$T/log" --store "$T/s" "$T/img.caibx"
+#   mount_start "mounts" "$T/mnt" "$T/log" --store "$T/s" "$T/img.caibx"
 #   ...                                    # $MOUNT_PID is the daemon
-#   ok "unmounts, daemon exits 0" mount_stop "$T/mnt"
+#   mount_stop "unmounts, daemon exits 0" "$T/mnt"
 #   mount_done_testing                     # done_testing + daemon logs on failure
 #
 # The daemon runs with -f in the background of this shell, so $! is the
-# daemon itself. Every mount registers its own cleanup (lazy unmount, kill,
+# daemon itself; mount_start/mount_stop/mount_kill print their own TAP
+# line and must not run inside ok (a subshell cannot wait for it). Every mount registers its own cleanup (lazy unmount, kill,
 # wait), which runs even when the test dies half-way.
 
 [ -c /dev/fuse ] && [ -r /dev/fuse ] && [ -w /dev/fuse ] || skip_all "/dev/fuse is not usable"
@@ -37,35 +38,80 @@ wait_mounted() {
 	return 1
 }
 
-# mount_start MNT LOG ARGS...: `cafs mount -f ARGS... MNT`, wait until it is
-# mounted. Sets MOUNT_PID. Fails (printing the log) if the daemon dies or
-# the mount does not appear.
+# _tap DESC RC [OUTPUT]: one TAP line, as ok does (for steps that must run in
+# this shell, not in ok's command substitution: starting and waiting for
+# the daemon, whose PID only this shell can wait for)
+_tap() {
+	_tap_n=$((_tap_n + 1))
+	if [ "$2" = 0 ]; then
+		echo "ok $_tap_n - $1"
+	else
+		echo "not ok $_tap_n - $1"
+		_tap_failed=$((_tap_failed + 1))
+		[ -z "${3:-}" ] || printf '%s\n' "$3" | tail -n 20 | sed 's/^/#   /'
+	fi
+}
+
+# mount_start DESC MNT LOG ARGS...: one TAP line for `cafs mount -f ARGS...
+# MNT` starting in the background and the mount appearing. Sets MOUNT_PID.
+# Returns non-zero (after printing the log) if the daemon died or the mount
+# did not appear.
 mount_start() {
-	local mnt=$1 log=$2
-	shift 2
+	local desc=$1 mnt=$2 log=$3
+	shift 3
 	mkdir -p "$mnt"
+	if is_mounted "$mnt"; then
+		_tap "$desc" 1 "$mnt is already mounted"
+		return 1
+	fi
 	"$CAFS" mount -f "$@" "$mnt" >"$log" 2>&1 &
 	MOUNT_PID=$!
 	_mount_pid[$mnt]=$MOUNT_PID
 	_mount_log[$mnt]=$log
 	at_cleanup "fusermount3 -u -z '$mnt'; kill $MOUNT_PID; wait $MOUNT_PID"
-	if ! wait_mounted "$mnt" "$MOUNT_PID"; then
-		echo "# mount of $mnt failed; daemon log:"
-		sed 's/^/#   /' "$log"
+	if wait_mounted "$mnt" "$MOUNT_PID"; then
+		_tap "$desc" 0
+	else
+		_tap "$desc" 1 "$(echo "daemon log:"; cat "$log")"
 		return 1
 	fi
 }
 
-# mount_stop MNT: unmount plainly and require the daemon to exit 0.
+# mount_stop DESC MNT: one TAP line for a plain unmount after which the
+# daemon exits 0.
 mount_stop() {
-	local mnt=$1 pid=${_mount_pid[$1]:-} rc=0
-	fusermount3 -u "$mnt" || return 1
-	[ -n "$pid" ] || return 0
+	local desc=$1 mnt=$2 pid=${_mount_pid[$2]:-} rc=0 out
+	if ! out=$(fusermount3 -u "$mnt" 2>&1); then
+		_tap "$desc" 1 "$out"
+		return 1
+	fi
+	if [ -n "$pid" ]; then
+		wait "$pid" || rc=$?
+		unset "_mount_pid[$mnt]"
+	fi
+	_tap "$desc" "$rc" "daemon exited $rc"
+}
+
+# mount_kill DESC MNT SIGNAL: one TAP line for the daemon exiting 0 on
+# SIGNAL and leaving nothing mounted.
+mount_kill() {
+	local desc=$1 mnt=$2 sig=$3 pid=${_mount_pid[$2]:-} rc=0 i
+	kill "-$sig" "$pid" || rc=$?
+	# bounded: a signal the daemon does not handle must fail, not hang
+	for ((i = 0; i < 200; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		_tap "$desc" 1 "daemon still running 10 s after SIG$sig"
+		return 1
+	fi
 	wait "$pid" || rc=$?
 	unset "_mount_pid[$mnt]"
-	if [ "$rc" -ne 0 ]; then
-		echo "daemon exited $rc" >&2
-		return 1
+	if [ "$rc" = 0 ] && ! is_mounted "$mnt"; then
+		_tap "$desc" 0
+	else
+		_tap "$desc" 1 "daemon exited $rc; mounted: $(is_mounted "$mnt" && echo yes || echo no)"
 	fi
 }
 

@@ -16,7 +16,7 @@ mv "$T/a" "$T/data"
 "$CAFS" make --store="$T/s" "$T/disk.caibx" "$T/data" >/dev/null
 
 mnt=$T/mnt
-ok "mount -f starts" mount_start "$mnt" "$T/log1" --store="$T/s" --cache="$T/cache" "$T/disk.caibx"
+mount_start "mount -f starts" "$mnt" "$T/log1" --store="$T/s" --cache="$T/cache" "$T/disk.caibx"
 ok "one file, named after the index" test "$(ls -A "$mnt")" = disk
 ok "size is the image's" test "$(stat -c %s "$mnt/disk")" = "$(stat -c %s "$T/data")"
 ok "mode 0444 regular file, root 0555 dir" test "$(stat -c '%F %a' "$mnt/disk") $(stat -c '%F %a' "$mnt")" = \
@@ -34,17 +34,23 @@ ok "statfs: read-only, blocks cover the image" sh -c \
 ok "cafs stats reports fetched chunks" grep -Eq '^chunks_fetched: [1-9]' "$T/stats"
 ok "cafs stats reports no errors" grep -q '^chunk_errors: 0$' "$T/stats"
 ok "no listed xattrs" test -z "$(getfattr -d -m - "$mnt/disk" 2>/dev/null)"
-ok "unmount, daemon exits 0" mount_stop "$mnt"
+mount_stop "unmount, daemon exits 0" "$mnt"
 ok "the cache holds the chunks" test "$(find "$T/cache" -name '*.cacnk' | wc -l)" -gt 5
 fails "cafs stats on a non-mount" "$CAFS" stats "$T"
 
 # casync's index and store; a file:// URL; the default store beside it
 mkdir -p "$T/cs"
 casync make --store="$T/cs/default.castr" "$T/cs/img.caibx" "$T/data" >/dev/null
-ok "casync-made index over file:// (default store beside it)" \
-	mount_start "$mnt" "$T/log2" --no-cache "file://$T/cs/img.caibx"
+mount_start "casync-made index over file:// (default store beside it)" "$mnt" "$T/log2" --no-cache "file://$T/cs/img.caibx"
 ok "casync-made: content equals" cmp "$mnt/img" "$T/data"
-ok "casync-made: unmount" mount_stop "$mnt"
+mount_stop "casync-made: unmount" "$mnt"
+
+# SIGTERM and SIGHUP unmount and exit 0 (SIGINT too, but a script's
+# background jobs start with SIGINT ignored, and the daemon keeps that)
+mount_start "mount for SIGTERM" "$mnt" "$T/log2b" --store="$T/s" --no-cache "$T/disk.caibx"
+mount_kill "SIGTERM: unmounted, daemon exits 0" "$mnt" TERM
+mount_start "mount for SIGHUP" "$mnt" "$T/log2c" --store="$T/s" --no-cache "$T/disk.caibx"
+mount_kill "SIGHUP: unmounted, daemon exits 0" "$mnt" HUP
 
 # Damage: a missing chunk and a corrupt one. Reads touching them fail with
 # EIO; the rest still reads; the mount stays up.
@@ -52,7 +58,7 @@ cp -a "$T/s" "$T/bad"
 mapfile -t chunks < <(find "$T/bad" -name '*.cacnk' | sort)
 rm -f "${chunks[0]}"
 printf 'garbage' >"${chunks[1]}"
-ok "damaged store mounts" mount_start "$mnt" "$T/log3" --store="$T/bad" --no-cache "$T/disk.caibx"
+mount_start "damaged store mounts" "$mnt" "$T/log3" --store="$T/bad" --no-cache "$T/disk.caibx"
 fails "reading all of it fails" sh -c "cat '$mnt/disk' >/dev/null"
 damaged="$(basename "${chunks[0]}" .cacnk) $(basename "${chunks[1]}" .cacnk)"
 check_damage() {
@@ -98,7 +104,7 @@ PY
 ok "EIO exactly on the damaged chunks' ranges, everything else reads" check_damage
 ok "still mounted after the errors" is_mounted "$mnt"
 ok "the error is logged once, not per read" test "$(grep -c 'read of disk' "$T/log3")" = 1
-ok "damaged: unmount, daemon exits 0" mount_stop "$mnt"
+mount_stop "damaged: unmount, daemon exits 0" "$mnt"
 
 # Start-up errors: one line, exit 1 (2 for usage)
 mkdir -p "$T/m2"

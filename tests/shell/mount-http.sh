@@ -32,7 +32,7 @@ export CAFS_HTTP_TIMEOUT=3 CAFS_HTTP_RETRIES=1
 
 mnt=$T/mnt
 nginx_log_reset
-ok "mount over HTTP (default store beside the index)" mount_start "$mnt" "$T/log1" --cache="$T/cache" "$U/img.caidx"
+mount_start "mount over HTTP (default store beside the index)" "$mnt" "$T/log1" --cache="$T/cache" "$U/img.caidx"
 ok "one small file reads right" cmp "$mnt/other/a.txt" "$src/other/a.txt"
 got=$(chunk_gets)
 ok "... and cost only a few of the $n_chunks chunks ($got)" test "$got" -ge 1 -a "$got" -le 8
@@ -40,11 +40,11 @@ ok "a 2 MiB file reads right" cmp "$mnt/big/f07" "$src/big/f07"
 "$CAFS" stats "$mnt" >"$T/stats1"
 ok "stats: HTTP requests and fetched chunks" sh -c "grep -Eq '^http_requests: [1-9]' '$T/stats1' &&
 	grep -Eq '^chunks_fetched: [1-9]' '$T/stats1' && grep -q '^http_errors: 0$' '$T/stats1'"
-ok "unmount, daemon exits 0" mount_stop "$mnt"
+mount_stop "unmount, daemon exits 0" "$mnt"
 
 # The same cache, offline: what was read is there, the rest is EIO.
 nginx_log_reset
-ok "offline mount on the same cache" mount_start "$mnt" "$T/log2" --offline --cache="$T/cache" "$U/img.caidx"
+mount_start "offline mount on the same cache" "$mnt" "$T/log2" --offline --cache="$T/cache" "$U/img.caidx"
 ok "offline: the file read before" cmp "$mnt/other/a.txt" "$src/other/a.txt"
 ok "offline: the big file read before" cmp "$mnt/big/f07" "$src/big/f07"
 eio() { python3 -c 'import errno, sys
@@ -56,7 +56,7 @@ sys.exit("read without error")' "$1"; }
 ok "offline: a file never read is EIO" eio "$mnt/big/f30"
 ok "offline: still mounted" is_mounted "$mnt"
 ok "offline: no chunk was requested" test "$(chunk_gets)" = 0
-ok "offline: unmount" mount_stop "$mnt"
+mount_stop "offline: unmount" "$mnt"
 
 # Which chunks hold a file's middle: read it cold and look at the log.
 middle_chunk() {
@@ -65,17 +65,17 @@ middle_chunk() {
 	nginx_log | awk '$2 ~ /\.cacnk$/ { print $2 }' | sed 's|.*/||; s|\.cacnk$||' >"$T/ids"
 	sed -n "$(($(wc -l <"$T/ids") / 2))p" "$T/ids"
 }
-mount_start "$mnt" "$T/log3" --no-cache --lru-size=0 "$U/img.caidx"
+mount_start "mount to find the chunks of two files" "$mnt" "$T/log3" --no-cache --lru-size=0 "$U/img.caidx"
 corrupt=$(middle_chunk big/f03)
 missing=$(middle_chunk big/f05)
-mount_stop "$mnt"
+mount_stop "... unmount" "$mnt"
 cp -a "$W/default.castr" "$W/bad.castr"
 f=$(find "$W/bad.castr" -name "$corrupt.cacnk")
 chmod u+w "$f" && "$GEN" 3000 5 >"$f"
 rm -f "$(find "$W/bad.castr" -name "$missing.cacnk")"
 ok "a corrupt and a missing chunk were picked" test -n "$corrupt" -a -n "$missing" -a "$corrupt" != "$missing"
 
-ok "mount over a damaged store" mount_start "$mnt" "$T/log4" --no-cache --store="$U/bad.castr" "$U/img.caidx"
+mount_start "mount over a damaged store" "$mnt" "$T/log4" --no-cache --store="$U/bad.castr" "$U/img.caidx"
 ok "corrupt chunk: its file is EIO" eio "$mnt/big/f03"
 ok "missing chunk (404): its file is EIO" eio "$mnt/big/f05"
 ok "the neighbours read right" sh -c "cmp '$mnt/big/f02' '$src/big/f02' && cmp '$mnt/big/f04' '$src/big/f04' &&
@@ -85,10 +85,10 @@ ok "still mounted after the errors" is_mounted "$mnt"
 ok "stats count the corrupt chunk and the 404" sh -c "grep -Eq '^corrupt_chunks: [1-9]' '$T/stats4' &&
 	grep -Eq '^http_missing: [1-9]' '$T/stats4'"
 ok "the errors are logged once per file" test "$(grep -c 'read of the entry' "$T/log4")" = 2
-ok "damaged: unmount" mount_stop "$mnt"
+mount_stop "damaged: unmount" "$mnt"
 
 # The server goes away: uncached reads fail quickly; it comes back: they work.
-ok "mount for the outage" mount_start "$mnt" "$T/log5" --no-cache "$U/img.caidx"
+mount_start "mount for the outage" "$mnt" "$T/log5" --no-cache "$U/img.caidx"
 ok "before the outage" cmp "$mnt/big/f10" "$src/big/f10"
 nginx_stop
 start=$(date +%s)
@@ -104,10 +104,10 @@ ok "server down: the read fails (rc $rc) within the timeout (${took}s)" test "$r
 ok "server down: still mounted" is_mounted "$mnt"
 ok "server back on the same port" nginx_start "$W" "${U##*:}"
 ok "server back: the same file reads right" cmp "$mnt/big/f20" "$src/big/f20"
-ok "outage: unmount" mount_stop "$mnt"
+mount_stop "outage: unmount" "$mnt"
 
 # Eight readers at once on a cold mount: different files and the same one.
-ok "cold mount for parallel readers" mount_start "$mnt" "$T/log6" --no-cache "$U/img.caidx"
+mount_start "cold mount for parallel readers" "$mnt" "$T/log6" --no-cache "$U/img.caidx"
 par() {
 	local pids=() i rc=0
 	for i in 0 1 2 3 4 5 6 7; do
@@ -125,13 +125,13 @@ par() {
 }
 ok "8 parallel readers of 8 files, then of one file: all right" par
 ok "parallel: 300 random reads" rand_reads "$mnt/big/f41" "$src/big/f41" 300 3
-ok "parallel: unmount" mount_stop "$mnt"
+mount_stop "parallel: unmount" "$mnt"
 
 # A blob image over HTTP.
-ok "blob mount over HTTP" mount_start "$mnt" "$T/log7" --no-cache "$U/disk.caibx"
+mount_start "blob mount over HTTP" "$mnt" "$T/log7" --no-cache "$U/disk.caibx"
 ok "blob over HTTP: content" cmp "$mnt/disk" "$T/disk.img"
 ok "blob over HTTP: random reads" rand_reads "$mnt/disk" "$T/disk.img" 300 4
-ok "blob over HTTP: unmount" mount_stop "$mnt"
+mount_stop "blob over HTTP: unmount" "$mnt"
 
 # Bad SOURCE URLs: one line, exit 1, nothing mounted.
 mkdir -p "$T/m3"

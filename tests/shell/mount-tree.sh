@@ -46,29 +46,29 @@ check_mount() {
 	ok "$name: 300 random reads of a 3 MiB file" rand_reads "$mnt/sizes/s3145733" "$tree/sizes/s3145733" 300 2
 }
 
-ok "casync .caidx mounts" mount_start "$mnt" "$T/log1" --store="$T/cs.castr" --no-cache "$T/casync.caidx"
+mount_start "casync .caidx mounts" "$mnt" "$T/log1" --store="$T/cs.castr" --no-cache "$T/casync.caidx"
 check_mount casync.caidx
 "$CAFS" stats "$mnt" >"$T/stats" 2>&1
 ok "stats: chunks fetched, inodes known" sh -c "grep -Eq '^chunks_fetched: [1-9]' '$T/stats' &&
 	grep -Eq '^inodes: [1-9][0-9]{3}' '$T/stats'"
-ok "casync .caidx: unmount, daemon exits 0" mount_stop "$mnt"
+mount_stop "casync .caidx: unmount, daemon exits 0" "$mnt"
 
-ok "cafs .caidx mounts (file:// URL, cache)" mount_start "$mnt" "$T/log2" --store="file://$T/s.castr" \
+mount_start "cafs .caidx mounts (file:// URL, cache)" "$mnt" "$T/log2" --store="file://$T/s.castr" \
 	--cache="$T/cache" "file://$T/cafs.caidx"
 check_mount cafs.caidx
-ok "cafs .caidx: unmount, daemon exits 0" mount_stop "$mnt"
+mount_stop "cafs .caidx: unmount, daemon exits 0" "$mnt"
 
-ok "local .catar mounts" mount_start "$mnt" "$T/log3" "$T/cafs.catar"
+mount_start "local .catar mounts" "$mnt" "$T/log3" "$T/cafs.catar"
 check_mount .catar
 ok ".catar: stats without a chunk source" "$CAFS" stats "$mnt"
-ok ".catar: unmount, daemon exits 0" mount_stop "$mnt"
+mount_stop ".catar: unmount, daemon exits 0" "$mnt"
 
 # A second mount of the same image while the first is up: independent.
-ok "two mounts at once (1)" mount_start "$T/m1" "$T/log4" --store="$T/s.castr" --no-cache "$T/cafs.caidx"
-ok "two mounts at once (2)" mount_start "$T/m2" "$T/log5" "$T/cafs.catar"
+mount_start "two mounts at once (1)" "$T/m1" "$T/log4" --store="$T/s.castr" --no-cache "$T/cafs.caidx"
+mount_start "two mounts at once (2)" "$T/m2" "$T/log5" "$T/cafs.catar"
 ok "two mounts: same content" diff -r "$T/m1/sizes" "$T/m2/sizes"
-ok "two mounts: unmount 1" mount_stop "$T/m1"
-ok "two mounts: unmount 2" mount_stop "$T/m2"
+mount_stop "two mounts: unmount 1" "$T/m1"
+mount_stop "two mounts: unmount 2" "$T/m2"
 
 # Corrupt archives are refused before mounting: one line, exit 1.
 mkdir -p "$T/m3"
