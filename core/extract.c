@@ -7,6 +7,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +30,7 @@ struct extract_job {
 	const struct ca_extract_opts *o;
 	int fd;
 	bool seq_out; /* not seekable: write in order */
+	bool holes;   /* unwritten ranges read as zeros (a fresh regular file), so zeros need no write */
 	uint8_t zero_id[CA_CHUNK_ID_SIZE]; /* id of a max-size run of zeros */
 	uint64_t zero_size;
 
@@ -130,7 +133,7 @@ static int copy_repeat(struct extract_job *x, size_t f, uint64_t start, uint64_t
 	ssize_t k = ca_pread_full(x->fd, buf->data, len, fstart);
 	if (k < 0 || (uint64_t)k != len)
 		return -EIO;
-	return all_zero(buf->data, len) ? 0 : ca_pwrite_all(x->fd, buf->data, len, start);
+	return x->holes && all_zero(buf->data, len) ? 0 : ca_pwrite_all(x->fd, buf->data, len, start);
 }
 
 static bool is_zero_chunk(const struct extract_job *x, uint64_t start, uint64_t end, const uint8_t *id)
@@ -201,7 +204,7 @@ static void *worker(void *arg)
 			pthread_mutex_unlock(&x->lock);
 			if (!x->err)
 				r = ca_write_all(x->fd, c->data, c->size);
-		} else if (r == 0 && c && !all_zero(c->data, c->size)) {
+		} else if (r == 0 && c && !(x->holes && all_zero(c->data, c->size))) {
 			r = ca_pwrite_all(x->fd, c->data, c->size, start);
 		}
 		ca_chunksrc_put(x->src, c);
@@ -238,6 +241,7 @@ static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, con
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	x.seq_out = !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode);
+	x.holes = S_ISREG(st.st_mode);
 	if (n == 0) {
 		long c = sysconf(_SC_NPROCESSORS_ONLN);
 		n = c > 2 ? (unsigned)c : 2;
@@ -295,11 +299,43 @@ int ca_extract_blob_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, co
 	return extract_fd(idx, src, fd, o, &logged);
 }
 
+/* A block device is written in place, as casync does, zeros included; it
+ * must hold the image, and what lies beyond it is left alone. */
+static int extract_device(struct ca_index *idx, struct ca_chunksrc *src, const char *path,
+                          const struct ca_extract_opts *o)
+{
+	bool logged = false;
+	uint64_t size = 0;
+	int r = 0;
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY); /* read too: repeats are copied from the output */
+	if (fd < 0)
+		return ca_log_error_errno(errno, "%s", path);
+	if (ioctl(fd, BLKGETSIZE64, &size) < 0)
+		r = -errno;
+	else if (size < ca_index_blob_size(idx)) {
+		ca_log_error("%s: the device (%llu bytes) is smaller than the image (%llu bytes)", path,
+		             (unsigned long long)size, (unsigned long long)ca_index_blob_size(idx));
+		logged = true;
+		r = -ENOSPC;
+	}
+	if (r == 0)
+		r = extract_fd(idx, src, fd, o, &logged);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	if (r < 0 && !logged)
+		ca_log_error_errno(r, "%s", path);
+	return r;
+}
+
 int ca_extract_blob(struct ca_index *idx, struct ca_chunksrc *src, const char *path, const struct ca_extract_opts *o)
 {
 	struct ca_atomic_file f;
+	struct stat st;
 	bool logged = false;
 	int r;
+	if (strcmp(path, "-") && stat(path, &st) == 0 && S_ISBLK(st.st_mode))
+		return extract_device(idx, src, path, o);
 	if (!strcmp(path, "-")) {
 		r = extract_fd(idx, src, STDOUT_FILENO, o, &logged);
 		if (r < 0 && !logged)

@@ -21,7 +21,8 @@ struct ca_extract_opts {
 	void *progress_userdata;
 };
 
-/* Extract the blob of idx to path (a regular file, replaced atomically), or
+/* Extract the blob of idx to path (a regular file, replaced atomically; or
+ * an existing block device, written in place up to the image size), or
  * to "-" for stdout. On failure nothing is left under path, and one line is
  * logged: the first chunk that failed, or the output's error. */
 int ca_extract_blob(struct ca_index *idx, struct ca_chunksrc *src, const char *path,

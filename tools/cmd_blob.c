@@ -292,14 +292,11 @@ static int extract_blob(const struct cafs_extract_args *a)
 	struct ca_chunksrc *src = NULL;
 	struct cafs_progress prog;
 	struct stat st;
-	/* the output is replaced by rename: that would swap a device node or a
-	 * FIFO for a regular file. casync writes block devices in place (zero
-	 * chunks included, which extract skips as holes) and refuses the rest. */
-	if (strcmp(a->out, "-") && stat(a->out, &st) == 0 && !S_ISREG(st.st_mode)) {
-		if (S_ISBLK(st.st_mode))
-			ca_log_error("%s: writing into a block device is not supported yet", a->out);
-		else
-			ca_log_error("%s: not a regular file", a->out);
+	/* a regular file is replaced by rename, which would swap a device node
+	 * or a FIFO for a regular file; block devices are written in place.
+	 * casync refuses the rest too. */
+	if (strcmp(a->out, "-") && stat(a->out, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		ca_log_error("%s: not a regular file or block device", a->out);
 		return 1;
 	}
 	int r = cafs_open_index(a->in, &idx);
