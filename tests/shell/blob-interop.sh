@@ -141,6 +141,9 @@ if [ "$(id -u)" -eq 0 ] && command -v losetup >/dev/null; then
 		ok "... the image is on the device, zeros included" cmp -n 2621440 "$T/dev-in" "$loopdev"
 		ok "... the rest of the device is untouched" \
 			bash -c 'tail -c 524288 "$1" | cmp -s - <(head -c 524288 /dev/zero | tr "\0" "\377")' _ "$loopdev"
+		ok "block device smaller than the image: refused" bash -c '
+			! "$CAFS" extract --store="$1" "$2" "$3" 2>"$4" && grep -q "^cafs: .*smaller than the image" "$4"' \
+			_ "$T/rs" "$T/r.caibx" "$T/blk" "$T/blk.err"
 		rm -f "$T/blk"
 	else
 		ok "block device: (skipped: no loop device)" true
