@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
 #include <sys/statvfs.h>
 
 #include "fs_private.h"
@@ -658,6 +659,26 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	free(buf);
 }
 
+/* lsattr: the archived chattr flags. Nothing else is answered. */
+static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg, struct fuse_file_info *fi,
+                     unsigned flags, const void *in_buf, size_t in_bufsz, size_t out_bufsz)
+{
+	struct cafs_fs *fs = fs_of(req);
+	struct cafs_node *n;
+	(void)arg, (void)fi, (void)in_buf, (void)in_bufsz;
+	if (cmd != (unsigned)FS_IOC_GETFLAGS || (flags & FUSE_IOCTL_COMPAT) || !fs->ra) {
+		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	int r = node_get(fs, ino, &n);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	unsigned v = cafs_tree_chattr(n);
+	fuse_reply_ioctl(req, 0, &v, out_bufsz < sizeof(v) ? out_bufsz : sizeof(v));
+}
+
 /* ---- everything that would write ---- */
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
@@ -753,6 +774,7 @@ const struct fuse_lowlevel_ops cafs_fs_ops = {
 	.statfs = op_statfs,
 	.getxattr = op_getxattr,
 	.listxattr = op_listxattr,
+	.ioctl = op_ioctl,
 	.setattr = op_setattr,
 	.mknod = op_mknod,
 	.mkdir = op_mkdir,

@@ -68,6 +68,9 @@ int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, char *buf, size
 int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, const char *name, char *buf, size_t size,
                        size_t *ret_len);
 
+/* The node's chattr flags as FS_IOC_GETFLAGS reports them. */
+unsigned cafs_tree_chattr(const struct cafs_node *n);
+
 /* Log a failing read or parse once per inode (not per request). */
 void cafs_fs_log_io_error(struct cafs_fs *fs, struct cafs_node *n, int err, const char *what, uint64_t off);
 /* The errno to hand the kernel for a failed image read: chunk problems

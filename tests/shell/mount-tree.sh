@@ -43,6 +43,11 @@ check_mount() {
 	fails "$name: mkdir is refused" mkdir "$mnt/new"
 	fails "$name: writing is refused" sh -c "echo x >>'$mnt/types/file'"
 	fails "$name: rm is refused" rm -f "$mnt/types/file"
+	if command -v lsattr >/dev/null; then
+		ok "$name: lsattr shows the archived chattr flags" test \
+			"$(cd "$tree" && lsattr -d attrs/* | awk '$2 !~ /nodump/ { gsub("e", "-", $1); print }')" = \
+			"$(cd "$mnt" && lsattr -d attrs/*)"
+	fi
 	ok "$name: 300 random reads of a 3 MiB file" rand_reads "$mnt/sizes/s3145733" "$tree/sizes/s3145733" 300 2
 }
 
