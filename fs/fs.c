@@ -79,7 +79,10 @@ static int fs_alloc(const struct ca_catar_source *img, const struct cafs_fs_opti
 
 static ssize_t blob_read(void *userdata, void *buf, size_t len, uint64_t off)
 {
-	return ca_blob_read(userdata, buf, len, off);
+	ssize_t k = ca_blob_read(userdata, buf, len, off);
+	/* A chunk no store has must not read as "no such file" to a lookup
+	 * (which the kernel would cache as a negative entry for a day). */
+	return k == -ENOENT ? -ENODATA : k;
 }
 
 static void blob_readahead(void *userdata, uint64_t off, uint64_t len)

@@ -75,6 +75,43 @@ ok "two mounts: same content" diff -r "$T/m1/sizes" "$T/m2/sizes"
 mount_stop "two mounts: unmount 1" "$T/m1"
 mount_stop "two mounts: unmount 2" "$T/m2"
 
+# Missing chunks under the tree's metadata: every lookup that needs one is
+# EIO, never ENOENT (which the kernel would cache as "no such file"); put
+# back, everything is found again in the same mount.
+cp -a "$T/s.castr" "$T/dmg.castr"
+mapfile -t all < <(find "$T/dmg.castr" -name '*.cacnk' | sort)
+mkdir -p "$T/held"
+for k in 1 $((${#all[@]} / 3)) $((${#all[@]} / 2)) $((${#all[@]} - 2)); do mv "${all[$k]}" "$T/held/"; done
+stat_all() {
+	python3 - "$tree" "$mnt" "$1" <<'PY'
+import errno, os, sys
+src, mnt, want_errors = sys.argv[1], sys.argv[2], sys.argv[3] == "errors"
+ok = eio = 0
+for dirpath, dirs, files in os.walk(src):
+    for n in dirs + files:
+        rel = os.path.relpath(os.path.join(dirpath, n), src)
+        if rel.startswith('attrs/nodump'):
+            continue
+        try:
+            os.lstat(os.path.join(mnt, rel))
+            ok += 1
+        except OSError as e:
+            if e.errno != errno.EIO:
+                sys.exit("%r: %s" % (rel, e))
+            eio += 1
+print(ok, eio)
+if want_errors and eio == 0:
+    sys.exit("no lookup failed")
+if not want_errors and eio:
+    sys.exit("%d lookups still fail" % eio)
+PY
+}
+mount_start "mount with chunks missing" "$mnt" "$T/log6" --store="$T/dmg.castr" --no-cache "$T/cafs.caidx"
+ok "missing chunks: lookups fail with EIO, never ENOENT" stat_all errors
+for p in "${all[@]}"; do [ -e "$p" ] || mv "$T/held/$(basename "$p")" "$p"; done
+ok "chunks back: every path is found in the same mount" stat_all clean
+mount_stop "missing chunks: unmount" "$mnt"
+
 # Corrupt archives are refused before mounting: one line, exit 1.
 mkdir -p "$T/m3"
 mount_err() {
