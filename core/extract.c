@@ -10,6 +10,7 @@
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "atomic_file.h"
@@ -41,6 +42,7 @@ struct extract_job {
 	uint64_t written, reported;
 	int err;
 	bool err_logged; /* the first error was a chunk's, and is reported */
+	unsigned exited;  /* workers that returned */
 
 	/* Repeated chunks are copied from where the output already holds them
 	 * instead of being fetched again (as casync seeds from its own output).
@@ -161,6 +163,8 @@ static void *worker(void *arg)
 	for (;;) {
 		pthread_mutex_lock(&x->lock);
 		size_t i = x->next++;
+		if (x->o->cancel && *x->o->cancel && !x->err)
+			x->err = -ECANCELED;
 		int err = x->err;
 		pthread_mutex_unlock(&x->lock);
 		if (i >= n || err)
@@ -226,22 +230,65 @@ static void *worker(void *arg)
 			x->o->progress(x->o->progress_userdata, w);
 	}
 	ca_buf_release(&copy_buf);
+	pthread_mutex_lock(&x->lock);
+	x->exited++;
+	pthread_cond_broadcast(&x->cond);
+	pthread_mutex_unlock(&x->lock);
 	return NULL;
+}
+
+/* Wait for every worker to return. While waiting, look at the cancel flag
+ * every 100 ms; once it is set, give the workers two seconds to notice.
+ * -ECANCELED if some did not. */
+static int wait_workers(struct extract_job *x, unsigned started)
+{
+	int grace = 20, r = 0;
+	pthread_mutex_lock(&x->lock);
+	while (x->exited < started) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&x->cond, &x->lock, &ts);
+		if (x->o->cancel && *x->o->cancel) {
+			if (!x->err)
+				x->err = -ECANCELED;
+			pthread_cond_broadcast(&x->cond);
+			if (x->exited < started && grace-- == 0) {
+				r = -ECANCELED;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&x->lock);
+	return r;
 }
 
 static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, const struct ca_extract_opts *o,
                       bool *ret_logged)
 {
-	struct extract_job x = { .idx = idx, .src = src, .o = o, .fd = fd };
+	struct extract_job *x = calloc(1, sizeof(*x));
 	pthread_t th[MAX_WORKERS];
 	unsigned n = o->threads, started = 0;
 	struct stat st;
 	int r = 0;
 
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	x.seq_out = !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode);
-	x.holes = S_ISREG(st.st_mode);
+	if (!x)
+		return -ENOMEM;
+	x->idx = idx;
+	x->src = src;
+	x->o = o;
+	x->fd = fd;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		free(x);
+		return r;
+	}
+	x->seq_out = !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode);
+	x->holes = S_ISREG(st.st_mode);
 	if (n == 0) {
 		long c = sysconf(_SC_NPROCESSORS_ONLN);
 		n = c > 2 ? (unsigned)c : 2;
@@ -250,47 +297,62 @@ static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, con
 		n = MAX_WORKERS;
 
 	/* runs of zeros cut at max size all share one id: skip those unread */
-	x.zero_size = ca_index_chunk_size_max(idx);
-	uint8_t *zeros = calloc(1, x.zero_size);
+	x->zero_size = ca_index_chunk_size_max(idx);
+	uint8_t *zeros = calloc(1, x->zero_size);
 	struct ca_digest *d = NULL;
-	if (!zeros)
+	if (!zeros) {
+		free(x);
 		return -ENOMEM;
+	}
 	r = ca_digest_new(ca_digest_type_from_flags(ca_index_feature_flags(idx)), &d);
 	if (r == 0)
-		r = ca_digest_once(d, zeros, x.zero_size, x.zero_id);
+		r = ca_digest_once(d, zeros, x->zero_size, x->zero_id);
 	ca_digest_free(d);
 	free(zeros);
-	if (r < 0)
+	if (r < 0) {
+		free(x);
 		return r;
+	}
 	/* only a fresh file of the right size is known to read zero where we skip */
 	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size != ca_index_blob_size(idx))
-		x.zero_size = 0;
+		x->zero_size = 0;
 	if (S_ISBLK(st.st_mode))
-		x.zero_size = 0;
+		x->zero_size = 0;
 
-	pthread_mutex_init(&x.lock, NULL);
-	pthread_cond_init(&x.cond, NULL);
-	dedup_setup(&x);
+	pthread_mutex_init(&x->lock, NULL);
+	pthread_cond_init(&x->cond, NULL);
+	dedup_setup(x);
 	for (size_t i = 0; i < PREFETCH_AHEAD; i++)
-		prefetch(&x, i);
+		prefetch(x, i);
 	for (; started < n; started++)
-		if ((r = -pthread_create(&th[started], NULL, worker, &x)) < 0)
+		if ((r = -pthread_create(&th[started], NULL, worker, x)) < 0)
 			break;
 	if (r < 0) {
-		pthread_mutex_lock(&x.lock);
-		x.err = r;
-		pthread_mutex_unlock(&x.lock);
+		pthread_mutex_lock(&x->lock);
+		x->err = r;
+		pthread_mutex_unlock(&x->lock);
+	}
+	if (wait_workers(x, started) < 0) {
+		/* a worker is stuck in a call that no flag reaches (a FIFO in the
+		 * store, a hung NFS server): leave it, and the job it points to,
+		 * to the exit that follows a cancel */
+		for (unsigned i = 0; i < started; i++)
+			pthread_detach(th[i]);
+		*ret_logged = false;
+		return -ECANCELED;
 	}
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
-	if (o->progress && !x.err)
-		o->progress(o->progress_userdata, x.written);
-	pthread_cond_destroy(&x.cond);
-	pthread_mutex_destroy(&x.lock);
-	free(x.first_slots);
-	free(x.done);
-	*ret_logged = x.err_logged;
-	return x.err;
+	if (o->progress && !x->err)
+		o->progress(o->progress_userdata, x->written);
+	pthread_cond_destroy(&x->cond);
+	pthread_mutex_destroy(&x->lock);
+	free(x->first_slots);
+	free(x->done);
+	*ret_logged = x->err_logged;
+	r = x->err;
+	free(x);
+	return r;
 }
 
 int ca_extract_blob_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, const struct ca_extract_opts *o)

@@ -9,6 +9,7 @@
 #ifndef CA_EXTRACT_H
 #define CA_EXTRACT_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "chunksrc.h"
@@ -19,6 +20,9 @@ struct ca_extract_opts {
 	/* called now and then, from any worker, with bytes written so far */
 	void (*progress)(void *userdata, uint64_t bytes);
 	void *progress_userdata;
+	/* when non-NULL and it becomes non-zero (a signal handler sets it), the
+	 * workers stop and the extract fails with -ECANCELED, output removed */
+	const volatile sig_atomic_t *cancel;
 };
 
 /* Extract the blob of idx to path (a regular file, replaced atomically; or

@@ -11,18 +11,18 @@
 
 #include "log.h"
 
-/* The level is process configuration set once by main before any thread
- * starts; a plain int read everywhere afterwards. */
-static enum ca_log_level max_level = CA_LOG_WARNING;
+/* The level is process configuration, like stderr itself: set by main at
+ * start-up, read by every thread, atomically since it may change later. */
+static int max_level = CA_LOG_WARNING;
 
 void ca_log_set_level(enum ca_log_level level)
 {
-	max_level = level;
+	__atomic_store_n(&max_level, (int)level, __ATOMIC_RELAXED);
 }
 
 enum ca_log_level ca_log_get_level(void)
 {
-	return max_level;
+	return (enum ca_log_level)__atomic_load_n(&max_level, __ATOMIC_RELAXED);
 }
 
 const char *ca_strerror(int err, char *buf, unsigned len)
@@ -62,7 +62,7 @@ static void emit(enum ca_log_level level, const char *fmt, va_list ap, int err)
 
 void ca_log(enum ca_log_level level, const char *fmt, ...)
 {
-	if (level > max_level)
+	if ((int)level > (int)ca_log_get_level())
 		return;
 	va_list ap;
 	va_start(ap, fmt);
@@ -73,7 +73,7 @@ void ca_log(enum ca_log_level level, const char *fmt, ...)
 int ca_log_errno(enum ca_log_level level, int err, const char *fmt, ...)
 {
 	err = abs(err);
-	if (level <= max_level) {
+	if ((int)level <= (int)ca_log_get_level()) {
 		va_list ap;
 		va_start(ap, fmt);
 		emit(level, fmt, ap, err);

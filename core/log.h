@@ -11,9 +11,10 @@
 
 #include <stdbool.h>
 
-enum ca_log_level { CA_LOG_ERROR, CA_LOG_WARNING, CA_LOG_INFO, CA_LOG_DEBUG };
+enum ca_log_level { CA_LOG_SILENT = -1, CA_LOG_ERROR, CA_LOG_WARNING, CA_LOG_INFO, CA_LOG_DEBUG };
 
-/* Messages above this level are dropped. Set once at start-up, before threads. */
+/* Messages above this level are dropped (CA_LOG_SILENT drops all). Safe to
+ * change from any thread, e.g. to go quiet once the user interrupted us. */
 void ca_log_set_level(enum ca_log_level level);
 enum ca_log_level ca_log_get_level(void);
 

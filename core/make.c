@@ -24,7 +24,7 @@
 
 #define SEG_SIZE (4u << 20)
 #define MAX_SEGS 8                    /* input buffered ahead of the chunker and digest */
-#define MAX_JOB_BYTES (64u << 20)     /* chunk data waiting for workers */
+#define MAX_JOB_BYTES (32u << 20)     /* chunk data waiting for workers */
 #define MAX_WORKERS 64
 
 struct segment {
@@ -73,6 +73,11 @@ struct ca_maker {
 	unsigned n_workers;
 	bool chunker_started, digest_started;
 };
+
+static bool cancelled(const struct ca_maker *m)
+{
+	return m->o.cancel && *m->o.cancel;
+}
 
 static void wake_all(struct ca_maker *m)
 {
@@ -260,7 +265,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&m->lock);
 
 		bool is_new = false;
-		r = ca_digest_once(ca_codec_digest(codec), j->buf.data, j->buf.size, j->id);
+		r = cancelled(m) ? -ECANCELED : ca_digest_once(ca_codec_digest(codec), j->buf.data, j->buf.size, j->id);
 		if (r == 0 && m->store)
 			r = store_chunk(m, codec, &cbuf, j, &is_new);
 
@@ -369,10 +374,16 @@ static int push_segment(struct ca_maker *m)
 
 /* Make sure there is a segment with room to fill, waiting for the
  * pipeline to drain when it holds its bound. */
+
 static int seg_ensure(struct ca_maker *m)
 {
+	if (cancelled(m)) {
+		pthread_mutex_lock(&m->lock);
+		fail_locked(m, -ECANCELED);
+		pthread_mutex_unlock(&m->lock);
+	}
 	if (m->cur)
-		return 0;
+		return __atomic_load_n(&m->err, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&m->lock);
 	while (m->live_segs >= MAX_SEGS && !m->err)
 		pthread_cond_wait(&m->feed_cond, &m->lock);
@@ -439,9 +450,13 @@ int ca_maker_feed_fd(struct ca_maker *m, int fd)
 		int r = seg_ensure(m);
 		if (r)
 			return r;
-		ssize_t k = ca_read_full(fd, m->cur->data + m->cur->size, SEG_SIZE - m->cur->size);
-		if (k <= 0)
-			return (int)k;
+		ssize_t k = read(fd, m->cur->data + m->cur->size, SEG_SIZE - m->cur->size);
+		if (k < 0 && errno == EINTR)
+			continue; /* seg_ensure looks at the cancel flag */
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			return 0;
 		r = seg_filled(m, k);
 		if (r)
 			return r;
@@ -462,8 +477,8 @@ static void join_all(struct ca_maker *m)
 
 int ca_maker_finish(struct ca_maker *m, uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats)
 {
-	int r = 0;
-	if (m->cur && m->cur->size > 0)
+	int r = cancelled(m) ? -ECANCELED : 0;
+	if (r == 0 && m->cur && m->cur->size > 0)
 		r = push_segment(m);
 	pthread_mutex_lock(&m->lock);
 	if (r)

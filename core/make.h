@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <sys/types.h>
 
 #include "digest.h"
@@ -32,6 +33,10 @@ struct ca_make_opts {
 	/* called now and then from the feeding thread with bytes fed so far */
 	void (*progress)(void *userdata, uint64_t bytes);
 	void *progress_userdata;
+	/* when non-NULL and it becomes non-zero (a signal handler sets it), every
+	 * stage stops and feed/finish return -ECANCELED; a read(2) of the input
+	 * interrupted by a signal (EINTR) looks at it too */
+	const volatile sig_atomic_t *cancel;
 };
 
 struct ca_make_stats {

@@ -23,6 +23,7 @@
 #include "index.h"
 #include "log.h"
 #include "make.h"
+#include "interrupt.h"
 #include "progress.h"
 
 enum {
@@ -63,6 +64,7 @@ int cafs_make_blob(const struct cafs_make_args *a)
 		                 CA_FORMAT_EXCLUDE_NODUMP | CA_FORMAT_EXCLUDE_FILE,
 		.index_path = a->out,
 		.threads = a->threads,
+		.cancel = cafs_interrupt_flag(),
 	};
 	struct ca_maker *m = NULL;
 	struct cafs_progress prog;
@@ -213,15 +215,14 @@ int cafs_cmd_make(int argc, char **argv)
 		return cafs_usage_error("make", "expected OUT and INPUT");
 	a.out = argv[optind];
 	a.input = argv[optind + 1];
-	switch (cafs_kind_from_name(a.out)) {
-	case CAFS_KIND_BLOB_INDEX:
-		return cafs_make_blob(&a);
-	case CAFS_KIND_ARCHIVE:
-	case CAFS_KIND_ARCHIVE_INDEX:
-		return cafs_make_archive(&a);
-	default:
+	enum cafs_kind kind = cafs_kind_from_name(a.out);
+	if (kind == CAFS_KIND_UNKNOWN)
 		return cafs_usage_error("make", "%s: output must end in .caibx, .caidx or .catar", a.out);
-	}
+	int r = cafs_interrupt_start();
+	if (r < 0)
+		return ca_log_error_errno(r, "signals"), 1;
+	r = kind == CAFS_KIND_BLOB_INDEX ? cafs_make_blob(&a) : cafs_make_archive(&a);
+	return cafs_interrupt_exit_code(r);
 }
 
 /* Parses -s/-j/-v/-q/-h shared by extract, digest and info; collects
@@ -313,7 +314,8 @@ static int extract_blob(const struct cafs_extract_args *a)
 		return 1;
 	}
 	cafs_progress_init(&prog, "extract", ca_index_blob_size(idx));
-	struct ca_extract_opts o = { .threads = a->threads, .progress = cafs_progress_update, .progress_userdata = &prog };
+	struct ca_extract_opts o = { .threads = a->threads, .progress = cafs_progress_update, .progress_userdata = &prog,
+	                             .cancel = cafs_interrupt_flag() };
 	r = ca_extract_blob(idx, src, a->out, &o); /* logs its errors */
 	cafs_progress_done(&prog);
 	ca_chunksrc_free(src);
@@ -334,16 +336,15 @@ int cafs_cmd_extract(int argc, char **argv)
 		} else {
 			a.in = pos[0];
 			a.out = pos[1];
-			switch (cafs_kind_from_name(a.in)) {
-			case CAFS_KIND_BLOB_INDEX:
-				r = extract_blob(&a);
-				break;
-			case CAFS_KIND_ARCHIVE:
-			case CAFS_KIND_ARCHIVE_INDEX:
-				r = cafs_extract_archive(&a);
-				break;
-			default:
+			enum cafs_kind kind = cafs_kind_from_name(a.in);
+			if (kind == CAFS_KIND_UNKNOWN) {
 				r = cafs_usage_error("extract", "%s: input must end in .caibx, .caidx or .catar", a.in);
+			} else if ((r = cafs_interrupt_start()) < 0) {
+				ca_log_error_errno(r, "signals");
+				r = 1;
+			} else {
+				r = kind == CAFS_KIND_BLOB_INDEX ? extract_blob(&a) : cafs_extract_archive(&a);
+				r = cafs_interrupt_exit_code(r);
 			}
 		}
 	}

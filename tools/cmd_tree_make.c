@@ -18,6 +18,7 @@
 #include "atomic_file.h"
 #include "catar_enc.h"
 #include "cmd.h"
+#include "interrupt.h"
 #include "digest.h"
 #include "fdio.h"
 #include "feature.h"
@@ -187,6 +188,10 @@ struct file_sink {
 static int file_sink_write(void *userdata, const void *p, size_t n)
 {
 	struct file_sink *s = userdata;
+	if (*cafs_interrupt_flag()) {
+		s->err = -ECANCELED;
+		return -ECANCELED;
+	}
 	int r = digest_pipe_push(&s->dp, p, n);
 	s->digest_failed = r < 0;
 	if (r == 0 && s->fd >= 0)
@@ -265,6 +270,7 @@ static int make_caidx(const struct cafs_make_args *a, int in_fd, const struct st
 		.index_path = a->out,
 		.index_mode = st->st_mode & 0666,
 		.threads = a->threads,
+		.cancel = cafs_interrupt_flag(),
 	};
 	struct maker_sink s = { 0 };
 	struct cafs_progress prog;
