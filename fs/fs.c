@@ -316,10 +316,10 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	int r = node_get(fs_of(req), ino, &n);
 	if (r < 0)
 		fuse_reply_err(req, -r);
-	else if (!S_ISLNK(n->st.st_mode) || !n->ra || !ca_catar_ra_node_get(n->ra)->symlink_target)
+	else if (!S_ISLNK(n->st.st_mode) || !n->cn || !n->cn->symlink_target)
 		fuse_reply_err(req, EINVAL);
 	else
-		fuse_reply_readlink(req, ca_catar_ra_node_get(n->ra)->symlink_target);
+		fuse_reply_readlink(req, n->cn->symlink_target);
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -538,8 +538,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	}
 	maybe_readahead(fs, fh, (uint64_t)off, (uint64_t)off + size);
 	ssize_t k;
-	if (n->ra)
-		k = ca_catar_ra_read(fs->ra, ca_catar_ra_node_get(n->ra), buf, size, (uint64_t)off);
+	if (n->cn)
+		k = ca_catar_ra_read(fs->ra, n->cn, buf, size, (uint64_t)off);
 	else
 		k = fs->img.read(fs->img.userdata, buf, size, n->data_off + (uint64_t)off);
 	if (k >= 0 && (size_t)k < size)

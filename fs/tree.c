@@ -13,16 +13,24 @@
 
 #include "fs_private.h"
 
-/* A table node for an archive node (takes over the reference rn). */
+/* A table node for an archive node (consumes the reference rn). */
 static struct cafs_node *node_from(struct ca_catar_ra_node *rn, uint64_t parent)
 {
-	const struct ca_catar_node *cn = ca_catar_ra_node_get(rn);
-	struct cafs_node *n = cafs_node_new(cn->entry_offset + 1);
-	if (!n) {
+	const struct ca_catar_node *src = ca_catar_ra_node_get(rn);
+	struct cafs_node *n = cafs_node_new(src->entry_offset + 1);
+	struct ca_catar_node *cn = malloc(sizeof(*cn) + src->meta_size);
+	if (!n || !cn) {
+		cafs_node_free(n);
+		free(cn);
 		ca_catar_ra_node_unref(rn);
 		return NULL;
 	}
-	n->ra = rn;
+	*cn = *src;
+	memcpy(cn + 1, src->_meta, src->meta_size);
+	ca_catar_node_rebase(cn, (const uint8_t *)(cn + 1));
+	cn->name = "";
+	ca_catar_ra_node_unref(rn);
+	n->cn = cn;
 	n->parent = parent;
 	struct stat *st = &n->st;
 	st->st_ino = (ino_t)n->ino;
@@ -68,7 +76,7 @@ int cafs_tree_init(struct cafs_fs *fs)
 int cafs_tree_lookup(struct cafs_fs *fs, struct cafs_node *dir, const char *name, struct cafs_node **ret)
 {
 	struct ca_catar_ra_node *rn;
-	int r = ca_catar_ra_lookup(fs->ra, ca_catar_ra_node_get(dir->ra), name, strlen(name), &rn);
+	int r = ca_catar_ra_lookup(fs->ra, dir->cn, name, strlen(name), &rn);
 	if (r < 0)
 		return r;
 	struct cafs_node *n = node_from(rn, dir->ino);
@@ -94,7 +102,7 @@ static int dirh_list(struct cafs_fs *fs, struct cafs_dirh *dh)
 	int r = 0;
 	pthread_mutex_lock(&dh->lock);
 	if (!dh->listed) {
-		r = ca_catar_ra_list(fs->ra, ca_catar_ra_node_get(dh->node->ra), &dh->children, &dh->n_children);
+		r = ca_catar_ra_list(fs->ra, dh->node->cn, &dh->children, &dh->n_children);
 		if (r == 0) {
 			dh->listed = true;
 			ca_catar_ra_prefetch_children(fs->ra, dh->children, dh->n_children);
@@ -178,7 +186,7 @@ static bool xattr_next(struct xattr_walk *w, struct ca_catar_xattr *ret)
 int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, char *buf, size_t size, size_t *ret_len)
 {
 	(void)fs;
-	struct xattr_walk w = { .cn = ca_catar_ra_node_get(n->ra) };
+	struct xattr_walk w = { .cn = n->cn };
 	struct ca_catar_xattr x;
 	size_t len = 0;
 	while (xattr_next(&w, &x)) {
@@ -198,7 +206,7 @@ int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, const char *name
                        size_t *ret_len)
 {
 	(void)fs;
-	struct xattr_walk w = { .cn = ca_catar_ra_node_get(n->ra) };
+	struct xattr_walk w = { .cn = n->cn };
 	struct ca_catar_xattr x;
 	while (xattr_next(&w, &x)) {
 		if (strcmp(x.name, name))
@@ -228,7 +236,7 @@ static const struct {
 
 unsigned cafs_tree_chattr(const struct cafs_node *n)
 {
-	uint64_t f = ca_catar_ra_node_get(n->ra)->flags;
+	uint64_t f = n->cn->flags;
 	unsigned out = 0;
 	for (size_t i = 0; i < sizeof(chattr_map) / sizeof(chattr_map[0]); i++)
 		if (f & chattr_map[i].feature)
