@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -165,6 +166,18 @@ static ssize_t archive_stream_read(void *userdata, void *buf, size_t len, uint64
 		a->next_off = off + (uint64_t)k;
 	}
 	return k;
+}
+
+/* The archive's feature flags: the index's, or those of the root ENTRY
+ * (checked later by the decoder; SHA-512/256 if unreadable). */
+static uint64_t archive_flags(struct archive *a)
+{
+	uint8_t e[sizeof(struct ca_format_entry)];
+	if (a->index_flags != UINT64_MAX)
+		return a->index_flags;
+	if (ca_pread_full(a->fd, e, sizeof(e), 0) != (ssize_t)sizeof(e))
+		return CA_FORMAT_SHA512_256;
+	return ca_le64_read(e + offsetof(struct ca_format_entry, feature_flags));
 }
 
 static struct ca_catar_source archive_source(struct archive *a, bool stream)
@@ -621,7 +634,9 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 	}
 	r = archive_open(&a, in, stores, n_stores);
 	if (r == 0 && mtree)
-		r = ca_digest_new(CA_DIGEST_SHA512_256, &p.digest);
+		/* casync hashes contents with the archive's digest, and labels
+		 * the field with its own default (sha512256digest) regardless */
+		r = ca_digest_new(ca_digest_type_from_flags(archive_flags(&a)), &p.digest);
 	if (r == 0)
 		r = sub ? walk_subtree(&a, &p, sub) : walk_stream(&a, &p);
 	ca_digest_free(p.digest);
@@ -650,14 +665,7 @@ int cafs_digest_archive(const char *path, char **stores, size_t n_stores)
 	int r = archive_open(&a, path, stores, n_stores);
 	if (r < 0)
 		goto out;
-	/* the flags of a .caidx name the digest; a .catar's are in its root ENTRY (read below) */
-	uint64_t flags = a.index_flags;
-	if (flags == UINT64_MAX) {
-		uint8_t e[sizeof(struct ca_format_entry)];
-		ssize_t k = archive_pread(&a, e, sizeof(e), 0);
-		flags = k == (ssize_t)sizeof(e) ? ca_le64_read(e + 16) : CA_FORMAT_SHA512_256;
-	}
-	r = ca_digest_new(ca_digest_type_from_flags(flags), &a.digest);
+	r = ca_digest_new(ca_digest_type_from_flags(archive_flags(&a)), &a.digest);
 	if (r < 0) {
 		report(&a, r, NULL);
 		goto out;
