@@ -307,7 +307,8 @@ static void print_node(const struct printer *p, const struct ca_catar_node *n, c
 			return;
 		}
 		char when[32] = "-";
-		time_t t = (time_t)(n->mtime / UINT64_C(1000000000));
+		int64_t ns = (int64_t)n->mtime; /* signed: before 1970 is negative */
+		time_t t = (time_t)(ns / 1000000000 - (ns % 1000000000 < 0));
 		struct tm tm;
 		if (times && gmtime_r(&t, &tm))
 			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
