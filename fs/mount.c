@@ -667,12 +667,16 @@ int cafs_cmd_stats(int argc, char **argv)
 {
 	const char *cmd = "stats";
 	static const struct option opts[] = {
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
 	int c;
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "vqh", opts, NULL)) >= 0) {
+		if (c == 'v' || c == 'q')
+			continue; /* accepted as everywhere; nothing to say more or less about */
 		if (c == 'h') {
 			cafs_command_help(cafs_command_find(cmd), stdout);
 			return 0;

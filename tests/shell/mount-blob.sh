@@ -130,6 +130,11 @@ at_cleanup "fusermount3 -u -z '$mnt'"
 ok "daemon mode: readable at once" cmp "$mnt/disk" "$T/data"
 ok "daemon mode: unmount" fusermount3 -u "$mnt"
 
+# `cafs SOURCE MOUNTPOINT`: mount is the default command
+ok "cafs SOURCE MOUNTPOINT (no command word)" "$CAFS" "$T/disk.caibx" "$mnt" --store="$T/s" --no-cache
+ok "... content equals" cmp "$mnt/disk" "$T/data"
+ok "... unmount" fusermount3 -u "$mnt"
+
 # mount.cafs (mount(8)'s argument order, options through -o)
 mkdir -p "$T/bin"
 ln -s "$CAFS" "$T/bin/mount.cafs"
