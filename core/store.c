@@ -155,14 +155,78 @@ int ca_store_get_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], str
 	return 0;
 }
 
+/* Make <store>/<prefix>/ for a chunk path; `final` is modified and restored. */
+static int make_prefix_dir(struct ca_store *s, char *final)
+{
+	char *slash = strrchr(final, '/');
+	int r = 0;
+	*slash = 0;
+	if (mkdir(final, 0777) < 0) {
+		r = errno == EEXIST ? 0 : -errno;
+		if (r == -ENOENT) { /* the store itself is new */
+			r = 0;
+			if (mkdir(s->path, 0777) < 0 && errno != EEXIST)
+				r = -errno;
+			else if (mkdir(final, 0777) < 0 && errno != EEXIST)
+				r = -errno;
+		}
+	}
+	*slash = '/';
+	return r;
+}
+
+/* Link the anonymous file fd at final without replacing anything. 0, 1 if
+ * a file was already there, or negative errno. */
+static int link_anonymous(int fd, const char *final)
+{
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, final, AT_SYMLINK_FOLLOW) == 0)
+		return 0;
+	return errno == EEXIST ? 1 : -errno;
+}
+
 int ca_store_put_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], const void *p, size_t n)
 {
 	char final[PATH_MAX], tmp[PATH_MAX], rnd[17];
 	/* no existence check first: callers that care (make) check before
-	 * compressing, and renameat2(RENAME_NOREPLACE) settles races anyway */
+	 * compressing, and the no-replace link or rename settles races anyway */
 	int r = chunk_path(s, id, false, final, sizeof(final));
 	if (r < 0)
 		return r;
+
+	/* An O_TMPFILE inode has no name until it is complete, so a crash can
+	 * leave nothing behind, and linkat() refuses to replace: one directory
+	 * operation instead of a create and a rename. */
+	char *slash = strrchr(final, '/');
+	*slash = 0;
+	errno = 0;
+	int fd = open(final, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0444);
+	if (fd < 0 && errno == ENOENT) {
+		*slash = '/';
+		r = make_prefix_dir(s, final);
+		if (r < 0)
+			return r;
+		*slash = 0;
+		fd = open(final, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0444);
+	}
+	*slash = '/';
+	if (fd >= 0) {
+		r = ca_write_all(fd, p, n);
+		if (r == 0)
+			r = link_anonymous(fd, final);
+		/* ...unless what is there is a "known missing" symlink: replace it */
+		if (r == 1 && regular_at(final) == 0 && unlink(final) == 0)
+			r = link_anonymous(fd, final);
+		if (close(fd) < 0 && r == 0)
+			r = -errno;
+		if (r >= 0 || (r != -ENOENT && r != -EXDEV && r != -EPERM))
+			return r < 0 ? r : r == 0 ? 1 : 0;
+		/* no /proc: fall back to a named temporary file */
+	} else if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+		return -errno;
+	}
+
 	r = ca_random_hex16(rnd);
 	if (r < 0)
 		return r;
@@ -170,16 +234,11 @@ int ca_store_put_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], con
 	int k = snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp", (int)(strlen(final) - 6), final, rnd);
 	if (k < 0 || (size_t)k >= sizeof(tmp))
 		return -ENAMETOOLONG;
-
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
 	if (fd < 0 && errno == ENOENT) {
-		char *slash = strrchr(final, '/');
-		*slash = 0;
-		if (mkdir(s->path, 0777) < 0 && errno != EEXIST)
-			return -errno;
-		if (mkdir(final, 0777) < 0 && errno != EEXIST)
-			return -errno;
-		*slash = '/';
+		r = make_prefix_dir(s, final);
+		if (r < 0)
+			return r;
 		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
 	}
 	if (fd < 0)
@@ -189,7 +248,6 @@ int ca_store_put_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], con
 		r = -errno;
 	if (r == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) < 0) {
 		r = errno == EEXIST ? 1 : -errno; /* a concurrent writer won: same bytes */
-		/* ...unless what is there is a "known missing" symlink: replace it */
 		if (r == 1 && regular_at(final) == 0 && unlink(final) == 0 &&
 		    renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) == 0)
 			r = 0;
