@@ -166,10 +166,13 @@ static void *worker(void *arg)
 		if (x->o->cancel && *x->o->cancel && !x->err)
 			x->err = -ECANCELED;
 		int err = x->err;
+		/* under the lock, so the hint always comes before that chunk is
+		 * handed out: a late hint would download it a second time */
+		if (i < n && !err)
+			prefetch(x, i + PREFETCH_AHEAD);
 		pthread_mutex_unlock(&x->lock);
 		if (i >= n || err)
 			break;
-		prefetch(x, i + PREFETCH_AHEAD);
 
 		uint64_t start, end;
 		const uint8_t *id;
