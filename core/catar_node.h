@@ -76,6 +76,12 @@ struct ca_catar_node {
 	const uint8_t *_meta;
 	size_t _xattr_begin, _xattr_end;
 	size_t _acl_begin[4], _acl_end[4];
+	/* private (random access): archive bytes [_cache_off, _cache_off +
+	 * _cache_len) held in memory with the node, so a small file's content
+	 * read with it costs no second read; NULL when none */
+	const uint8_t *_cache;
+	uint64_t _cache_off;
+	size_t _cache_len;
 };
 
 /* Parse the node whose ENTRY starts buf[0] (archive offset entry_offset).

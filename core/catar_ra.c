@@ -198,6 +198,9 @@ static int load_at(struct ca_catar_ra *ra, uint64_t start, uint64_t end, bool fi
 			goto fail;
 	}
 	/* the node's pointers point into buf: parse moved them relative to buf + hdr */
+	n->_cache = buf;
+	n->_cache_off = start;
+	n->_cache_len = have;
 	rn->buf = buf;
 	rn->refs = 1;
 	*ret = rn;
@@ -524,6 +527,12 @@ ssize_t ca_catar_ra_read(struct ca_catar_ra *ra, const struct ca_catar_node *fil
 		return 0;
 	if (len > file->payload_size - off)
 		len = (size_t)(file->payload_size - off);
-	int r = read_exact(ra, buf, len, file->payload_offset + off);
+	uint64_t at = file->payload_offset + off;
+	if (file->_cache && at >= file->_cache_off && at - file->_cache_off <= file->_cache_len &&
+	    len <= file->_cache_len - (at - file->_cache_off)) {
+		memcpy(buf, file->_cache + (at - file->_cache_off), len);
+		return (ssize_t)len;
+	}
+	int r = read_exact(ra, buf, len, at);
 	return r < 0 ? r : (ssize_t)len;
 }
