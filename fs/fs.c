@@ -239,6 +239,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* the archived ACLs, served as system.posix_acl_* and enforced by
+	 * the kernel along with the modes (default_permissions) */
+	if (fs->ra && (conn->capable & FUSE_CAP_POSIX_ACL))
+		conn->want |= FUSE_CAP_POSIX_ACL;
 	/* nothing ever changes: no need to check mtimes for invalidation */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);

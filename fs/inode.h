@@ -34,11 +34,13 @@ struct cafs_node {
 	struct stat st;
 	/* where the file's bytes start in the image (a regular file's payload) */
 	uint64_t data_off;
-	/* tree mounts: the parsed archive node, with its own copy of the
-	 * metadata bytes it points into (a compact copy: a loaded
-	 * ca_catar_ra_node keeps a whole read window); NULL for the blob
-	 * mount's root and file. The name is not kept (""). */
-	struct ca_catar_node *cn;
+	/* tree mounts: the archive node (one reference, dropped with the
+	 * node) and its parsed fields; NULL for the blob mount's root and
+	 * file. (A loaded node holds its whole read window, 4-8 KiB: a
+	 * compact copy would need catar_ra to say which of its private
+	 * pointers a copy may keep.) */
+	struct ca_catar_ra_node *ra;
+	const struct ca_catar_node *cn;
 	atomic_bool io_error_logged;    /* log a failing read once per inode */
 
 	/* table->lock */

@@ -11,25 +11,19 @@
 #include <linux/fs.h>
 #include <sys/sysmacros.h>
 
+#include "acl.h"
 #include "fs_private.h"
 
-/* A table node for an archive node (consumes the reference rn). */
+/* A table node for an archive node (takes over the reference rn). */
 static struct cafs_node *node_from(struct ca_catar_ra_node *rn, uint64_t parent)
 {
-	const struct ca_catar_node *src = ca_catar_ra_node_get(rn);
-	struct cafs_node *n = cafs_node_new(src->entry_offset + 1);
-	struct ca_catar_node *cn = malloc(sizeof(*cn) + src->meta_size);
-	if (!n || !cn) {
-		cafs_node_free(n);
-		free(cn);
+	const struct ca_catar_node *cn = ca_catar_ra_node_get(rn);
+	struct cafs_node *n = cafs_node_new(cn->entry_offset + 1);
+	if (!n) {
 		ca_catar_ra_node_unref(rn);
 		return NULL;
 	}
-	*cn = *src;
-	memcpy(cn + 1, src->_meta, src->meta_size);
-	ca_catar_node_rebase(cn, (const uint8_t *)(cn + 1));
-	cn->name = "";
-	ca_catar_ra_node_unref(rn);
+	n->ra = rn;
 	n->cn = cn;
 	n->parent = parent;
 	struct stat *st = &n->st;
@@ -150,37 +144,76 @@ int cafs_tree_readdir(struct cafs_fs *fs, struct cafs_dirh *dh, uint64_t from, b
 	return 0;
 }
 
-/* The attributes a node shows: its user.* / trusted.* records, plus the
- * file capability and the SELinux label under their kernel names. */
+/* The attributes a node shows: its user.* / trusted.* records, the file
+ * capability and the SELinux label, and its ACLs, under their kernel names. */
 struct xattr_walk {
 	const struct ca_catar_node *cn;
 	size_t cursor;
 	int stage;
+	uint8_t *acl; /* the ACL value last returned (owned) */
+	int err;      /* ENOMEM building one */
 };
+
+static bool acl_next(struct xattr_walk *w, bool dflt, struct ca_catar_xattr *ret)
+{
+	size_t size;
+	free(w->acl);
+	w->acl = NULL;
+	int r = cafs_acl_xattr(w->cn, dflt, &w->acl, &size);
+	if (r == -ENODATA)
+		return false;
+	if (r < 0) {
+		w->err = r;
+		return false;
+	}
+	*ret = (struct ca_catar_xattr){ dflt ? "system.posix_acl_default" : "system.posix_acl_access", w->acl,
+		                        size };
+	return true;
+}
 
 static bool xattr_next(struct xattr_walk *w, struct ca_catar_xattr *ret)
 {
-	if (w->stage == 0) {
+	switch (w->stage) {
+	case 0:
 		if (ca_catar_node_next_xattr(w->cn, &w->cursor, ret))
 			return true;
 		w->stage = 1;
-	}
-	if (w->stage == 1) {
+		/* fall through */
+	case 1:
 		w->stage = 2;
 		if (w->cn->fcaps) {
 			*ret = (struct ca_catar_xattr){ "security.capability", w->cn->fcaps, w->cn->fcaps_size };
 			return true;
 		}
-	}
-	if (w->stage == 2) {
+		/* fall through */
+	case 2:
 		w->stage = 3;
 		if (w->cn->selinux) {
 			*ret = (struct ca_catar_xattr){ "security.selinux", (const uint8_t *)w->cn->selinux,
 				                        strlen(w->cn->selinux) + 1 };
 			return true;
 		}
+		/* fall through */
+	case 3:
+		w->stage = 4;
+		if (acl_next(w, false, ret))
+			return true;
+		/* fall through */
+	case 4:
+		w->stage = 5;
+		if (w->err == 0 && acl_next(w, true, ret))
+			return true;
+		/* fall through */
+	default:
+		return false;
 	}
-	return false;
+}
+
+static int xattr_walk_done(struct xattr_walk *w)
+{
+	free(w->acl);
+	w->acl = NULL;
+	return w->err;
 }
 
 int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, char *buf, size_t size, size_t *ret_len)
@@ -192,14 +225,16 @@ int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, char *buf, size
 	while (xattr_next(&w, &x)) {
 		size_t k = strlen(x.name) + 1;
 		if (size > 0) {
-			if (k > size - len)
+			if (k > size - len) {
+				xattr_walk_done(&w);
 				return -ERANGE;
+			}
 			memcpy(buf + len, x.name, k);
 		}
 		len += k;
 	}
 	*ret_len = len;
-	return 0;
+	return xattr_walk_done(&w);
 }
 
 int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, const char *name, char *buf, size_t size,
@@ -208,18 +243,23 @@ int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, const char *name
 	(void)fs;
 	struct xattr_walk w = { .cn = n->cn };
 	struct ca_catar_xattr x;
+	int r = -ENODATA;
 	while (xattr_next(&w, &x)) {
 		if (strcmp(x.name, name))
 			continue;
+		r = 0;
 		if (size > 0) {
-			if (x.size > size)
-				return -ERANGE;
+			if (x.size > size) {
+				r = -ERANGE;
+				break;
+			}
 			memcpy(buf, x.value, x.size);
 		}
 		*ret_len = x.size;
-		return 0;
+		break;
 	}
-	return -ENODATA;
+	int e = xattr_walk_done(&w);
+	return e < 0 ? e : r;
 }
 
 /* archive flag bit -> kernel FS_*_FL, for FS_IOC_GETFLAGS (lsattr) */

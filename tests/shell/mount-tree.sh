@@ -68,6 +68,27 @@ check_mount .catar
 ok ".catar: stats without a chunk source" "$CAFS" stats "$mnt"
 mount_stop ".catar: unmount, daemon exits 0" "$mnt"
 
+# ACLs are served as system.posix_acl_* and enforced by the kernel.
+if command -v setfacl >/dev/null && command -v getfacl >/dev/null && command -v setpriv >/dev/null &&
+	setfacl -m u:4242:r "$T/probe" 2>/dev/null; then
+	chmod 755 "$T" # let the other uids reach the trees
+	mkdir -p "$T/acltree"
+	printf 'for 4242 only\n' >"$T/acltree/secret"
+	chmod 600 "$T/acltree/secret"
+	setfacl -m u:4242:r "$T/acltree/secret"
+	chmod 755 "$T/acltree"
+	"$CAFS" make "$T/acl.catar" "$T/acltree" >/dev/null
+	as() { local u=$1; shift; setpriv --reuid="$u" --regid=4343 --clear-groups "$@"; }
+	mount_start "ACL tree mounts" "$mnt" "$T/log-acl" "$T/acl.catar"
+	ok "getfacl shows the same ACLs" test "$(cd "$T/acltree" && getfacl -n secret . 2>&1)" = \
+		"$(cd "$mnt" && getfacl -n secret . 2>&1)"
+	ok "the ACL lets uid 4242 read (source)" as 4242 cat "$T/acltree/secret"
+	ok "the ACL lets uid 4242 read (mount)" as 4242 cat "$mnt/secret"
+	fails "uid 4343 may not read (source)" as 4343 cat "$T/acltree/secret"
+	fails "uid 4343 may not read (mount)" as 4343 cat "$mnt/secret"
+	mount_stop "ACL tree: unmount" "$mnt"
+fi
+
 # A second mount of the same image while the first is up: independent.
 mount_start "two mounts at once (1)" "$T/m1" "$T/log4" --store="$T/s.castr" --no-cache "$T/cafs.caidx"
 mount_start "two mounts at once (2)" "$T/m2" "$T/log5" "$T/cafs.catar"
