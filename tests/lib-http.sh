@@ -111,11 +111,24 @@ EOF
 }
 
 nginx_stop() {
+	local pid i
 	if [ -n "$NGINX_PID" ]; then
 		kill "$NGINX_PID" 2>/dev/null
 		wait "$NGINX_PID" 2>/dev/null
 		NGINX_PID=
 	fi
+	# a server started in a subshell (say inside `ok`) is not our child and
+	# its PID never reached this shell: find it by its pid file, and make
+	# sure it is ours (our config on its command line) before killing it
+	pid=$(cat "$NGINX_CONF_DIR/nginx.pid" 2>/dev/null)
+	if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$NGINX_CONF_DIR/nginx.conf"; then
+		kill "$pid" 2>/dev/null
+		for ((i = 0; i < 100; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.05
+		done
+	fi
+	rm -f "$NGINX_CONF_DIR/nginx.pid"
 	return 0
 }
 
