@@ -300,6 +300,17 @@ void ca_remote_store_free(struct ca_remote_store *rs)
 {
 	if (!rs)
 		return;
+	if (rs->http && ca_log_get_level() >= CA_LOG_INFO) {
+		struct ca_remote_store_stats st;
+		ca_remote_store_get_stats(rs, &st);
+		if (st.http.requests)
+			ca_log_info("%s: %llu requests (%llu retries), %.1f MiB, %llu missing, %llu failed; "
+			            "%llu prefetched, %llu dropped unused",
+			            rs->base, (unsigned long long)st.http.requests, (unsigned long long)st.http.retries,
+			            st.http.bytes / 1048576.0, (unsigned long long)st.http.missing,
+			            (unsigned long long)st.http.errors, (unsigned long long)st.prefetches,
+			            (unsigned long long)st.prefetch_drops);
+	}
 	/* first the engine: its cancelled downloads settle into the table */
 	ca_http_free(rs->http);
 	for (unsigned i = 0; i < PF_BUCKETS; i++)

@@ -42,7 +42,8 @@ struct ca_remote_store;
 
 /* o may be NULL for the defaults. -EINVAL if url is not http(s)://. */
 int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca_remote_store **ret);
-void ca_remote_store_free(struct ca_remote_store *rs); /* accepts NULL */
+/* Accepts NULL. Logs the store's statistics at info level (-v). */
+void ca_remote_store_free(struct ca_remote_store *rs);
 
 /* The URL chunks are fetched under (no query, no trailing '/'). */
 const char *ca_remote_store_base(const struct ca_remote_store *rs);
