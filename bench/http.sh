@@ -8,7 +8,7 @@
 #   casync extract URL     (its casync-http helper)
 #   cafs extract URL       (default -j; curl multi, 8 connections)
 #   cafs, CAFS_HTTP_CONNECTIONS=16
-#   cafs over https (HTTP/2, one connection) when RTT is 0
+#   cafs over https (HTTP/2: streams multiplexed on one connection)
 # Outputs are compared with the input; requests are counted in nginx's log.
 # Throughput is image bytes / wall time (MB/s, 10^6); ratio is cafs/casync.
 #
@@ -73,18 +73,31 @@ run() {
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "-" }'; }
 
-nginx_start www || die "nginx did not start"
-for rtt in $RTTS; do
+# lag_start RTT: $U is nginx itself (RTT 0) or a lagproxy in front of it
+lag_pid=
+lag_start() {
+	local scheme=${NGINX_URL%%://*} port
 	U=$NGINX_URL
 	lag_pid=
-	if [ "$rtt" != 0 ]; then
-		port=$(_nginx_free_port)
-		python3 "$here/lagproxy.py" "$port" "$NGINX_PORT" "$(awk -v r="$rtt" 'BEGIN { print r / 2 }')" >lag.out &
-		lag_pid=$!
-		at_cleanup "kill $lag_pid; wait $lag_pid"
-		for _ in $(seq 50); do grep -q ready lag.out 2>/dev/null && break; sleep 0.1; done
-		U=http://127.0.0.1:$port
+	[ "$1" = 0 ] && return
+	port=$(_nginx_free_port)
+	rm -f lag.out
+	python3 "$here/lagproxy.py" "$port" "$NGINX_PORT" "$(awk -v r="$1" 'BEGIN { print r / 2 }')" >lag.out &
+	lag_pid=$!
+	at_cleanup "kill $lag_pid; wait $lag_pid"
+	for _ in $(seq 50); do grep -q ready lag.out 2>/dev/null && break; sleep 0.1; done
+	U=$scheme://127.0.0.1:$port
+}
+lag_stop() {
+	if [ -n "$lag_pid" ]; then
+		kill "$lag_pid"
+		wait "$lag_pid" 2>/dev/null
 	fi
+}
+
+nginx_start www || die "nginx did not start"
+for rtt in $RTTS; do
+	lag_start "$rtt"
 	echo "RTT $rtt ms:"
 	run casync casync extract "$U/img.caibx" out.casync
 	t_casync=$secs
@@ -92,14 +105,15 @@ for rtt in $RTTS; do
 	t_cafs=$secs
 	run cafs-16-connections env CAFS_HTTP_CONNECTIONS=16 "$CAFS" extract "$U/img.caibx" out.cafs-16-connections
 	echo "  ratio cafs/casync (throughput): $(ratio "$t_casync" "$t_cafs")"
-	if [ -n "$lag_pid" ]; then
-		kill "$lag_pid"
-		wait "$lag_pid" 2>/dev/null
-	fi
+	lag_stop
 done
 
 nginx_stop
 NGINX_SSL=1 nginx_start www || die "nginx (https) did not start"
-echo "https, HTTP/2 (RTT 0):"
-run cafs-https env CAFS_HTTP_CAINFO="$NGINX_CA" "$CAFS" extract "$NGINX_URL/img.caibx" out.cafs-https
-echo "  connections used: $(nginx_log | awk '{print $6}' | sort -u | wc -l)"
+for rtt in $RTTS; do
+	lag_start "$rtt"
+	echo "https, HTTP/2, RTT $rtt ms:"
+	run cafs-https env CAFS_HTTP_CAINFO="$NGINX_CA" "$CAFS" extract "$U/img.caibx" out.cafs-https
+	echo "  connections used: $(nginx_log | awk '{print $6}' | sort -u | wc -l)"
+	lag_stop
+done

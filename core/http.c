@@ -17,6 +17,8 @@
 #define MAX_IDLE_HANDLES 64
 #define MAX_BACKOFF_MS 8000
 #define POLL_MAX_MS 1000
+/* Once the server speaks HTTP/2, streams are cheap: this many per connection slot */
+#define H2_STREAMS_PER_SLOT 4
 
 struct req {
 	char *url;
@@ -49,6 +51,7 @@ struct ca_http {
 	struct req *active;  /* added to the multi handle */
 	struct req *delayed; /* waiting for due_ms before a retry */
 	unsigned n_active;
+	unsigned max_active; /* o.max_transfers, more once HTTP/2 is seen */
 	CURL *idle[MAX_IDLE_HANDLES];
 	unsigned n_idle;
 };
@@ -311,6 +314,13 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 
 	curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&q);
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+	long version = 0;
+	/* HTTP/1.1 runs one transfer per connection, so more transfers than
+	 * connections would only wait inside curl with their connect timer
+	 * running; HTTP/2 multiplexes them, so allow more once it is in use */
+	if (code == CURLE_OK && curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version) == CURLE_OK &&
+	    version == CURL_HTTP_VERSION_2_0)
+		h->max_active = h->o.max_transfers * H2_STREAMS_PER_SLOT;
 	curl_multi_remove_handle(h->multi, e);
 	unlink_active(h, q);
 	easy_release(h, q);
@@ -366,7 +376,7 @@ static long start_ready(struct ca_http *h)
 	/* retries first: they have waited longest */
 	while (*pp) {
 		struct req *q = *pp;
-		if (q->due_ms <= now && h->n_active < h->o.max_transfers) {
+		if (q->due_ms <= now && h->n_active < h->max_active) {
 			*pp = q->next;
 			start(h, q);
 			continue;
@@ -375,7 +385,7 @@ static long start_ready(struct ca_http *h)
 			next = q->due_ms;
 		pp = &q->next;
 	}
-	while (h->n_active < h->o.max_transfers) {
+	while (h->n_active < h->max_active) {
 		pthread_mutex_lock(&h->lock);
 		struct req *q = h->queue_head;
 		if (q) {
@@ -390,7 +400,7 @@ static long start_ready(struct ca_http *h)
 	}
 	if (next == UINT64_MAX)
 		return POLL_MAX_MS;
-	return next <= now ? (h->n_active < h->o.max_transfers ? 0 : POLL_MAX_MS) :
+	return next <= now ? (h->n_active < h->max_active ? 0 : POLL_MAX_MS) :
 	       (long)(next - now < POLL_MAX_MS ? next - now : POLL_MAX_MS);
 }
 
@@ -473,6 +483,7 @@ int ca_http_new(const struct ca_http_opts *o, struct ca_http **ret)
 	if (!h)
 		return -ENOMEM;
 	opts_fill(&h->o, o);
+	h->max_active = h->o.max_transfers;
 	pthread_mutex_init(&h->lock, NULL);
 	if (h->o.ca_file) {
 		h->ca_file = strdup(h->o.ca_file);
