@@ -11,6 +11,8 @@
 #include "siphash.h"
 
 #define WINDOW 4096u
+/* content up to this size stays in memory with its node */
+#define SMALL_FILE 1024u
 /* read a GOODBYE table whole up to this size; bigger ones by parts */
 #define TABLE_WHOLE_MAX (256u * 1024u)
 /* the top of a big table: the first levels of the tree, contiguous */
@@ -183,24 +185,51 @@ static int load_at(struct ca_catar_ra *ra, uint64_t start, uint64_t end, bool fi
 	if (r < 0)
 		goto fail;
 	struct ca_catar_node *n = &rn->node;
+	uint8_t tail[24];
+	if (S_ISDIR(n->mode)) {
+		if (end <= start + have)
+			memcpy(tail, buf + (end - 24 - start), 24);
+		else if ((r = read_exact(ra, tail, 24, end - 24)) < 0)
+			goto fail;
+	}
+	/* Nodes live as long as their users (a mount's inode table): keep only
+	 * the FILENAME, the metadata (and a directory's next header, which its
+	 * parse needs), plus a small file's content, not the whole window. */
+	size_t keep = hdr + n->meta_size + (S_ISDIR(n->mode) ? 16 : 0);
+	bool cached = S_ISREG(n->mode) && n->payload_size <= SMALL_FILE &&
+	              n->payload_offset + n->payload_size - start <= have;
+	if (cached)
+		keep = (size_t)(n->payload_offset + n->payload_size - start);
+	if (keep < have) {
+		uint8_t *nb = malloc(keep);
+		if (!nb) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		memcpy(nb, buf, keep);
+		free(buf);
+		buf = nb;
+		have = keep;
+		r = ca_catar_node_parse(buf + hdr, have - hdr, entry, end - entry, ra->flags, n, &need);
+		if (r < 0) { /* cannot happen: the same bytes parsed a moment ago */
+			r = -EBADMSG;
+			goto fail;
+		}
+	}
 	if (filename) {
 		n->filename_offset = start;
 		n->name = (const char *)buf + 16;
 	}
 	if (S_ISDIR(n->mode)) {
-		uint8_t tail[24];
-		if (end <= start + have)
-			memcpy(tail, buf + (end - 24 - start), 24);
-		else if ((r = read_exact(ra, tail, 24, end - 24)) < 0)
-			goto fail;
 		r = check_tail(n, tail);
 		if (r < 0)
 			goto fail;
 	}
-	/* the node's pointers point into buf: parse moved them relative to buf + hdr */
-	n->_cache = buf;
-	n->_cache_off = start;
-	n->_cache_len = have;
+	if (cached) {
+		n->_cache = buf;
+		n->_cache_off = start;
+		n->_cache_len = have;
+	}
 	rn->buf = buf;
 	rn->refs = 1;
 	*ret = rn;

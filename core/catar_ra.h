@@ -19,6 +19,11 @@
  * number of threads may call any function at once. Nodes are refcounted
  * and immutable (ref/unref are atomic).
  *
+ * Memory: a node holds its FILENAME and metadata records (about 100 bytes
+ * plus names, xattrs and ACLs) and, for a file of at most 1 KiB, its
+ * content, which ca_catar_ra_read then serves without a read. Struct
+ * copies of a node are not independent: keep the node referenced.
+ *
  * Bytes touched: loading a node reads one 4 KiB window at its ENTRY (more
  * only if its metadata is larger), plus the 24-byte GOODBYE tail for a
  * directory (same window when the directory is small). A lookup reads the
