@@ -29,6 +29,10 @@ _nginx_cleanup_set=
 
 need nginx python3
 
+# a proxy from the environment must not stand between the tests and 127.0.0.1
+export no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}"
+export NO_PROXY=$no_proxy
+
 _nginx_free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
