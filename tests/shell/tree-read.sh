@@ -243,6 +243,18 @@ casync make "$T/s6.catar" "$T/src6" >/dev/null
 patch_name d2 d1 "$T/s6.catar" "$T/twice.catar"
 fails "a symlink and a directory under one name are refused" "$CAFS" extract "$T/twice.catar" "$T/x6"
 ok "nothing was written through the symlink" test -z "$(ls -A "$T/victim")"
+# a symlink to a file outside, then a regular file of the same name
+mkdir -p "$T/src7" "$T/victim2"
+ln -s "$T/victim2/target" "$T/src7/s1"
+printf 'evil\n' >"$T/src7/s2"
+casync make "$T/s7.catar" "$T/src7" >/dev/null
+patch_name s2 s1 "$T/s7.catar" "$T/twice-file.catar"
+fails "a symlink and a file under one name are refused" "$CAFS" extract "$T/twice-file.catar" "$T/x12"
+ok "nothing was written through that symlink" test ! -e "$T/victim2/target"
+mkdir -p "$T/x13"
+ln -s "$T/victim2/target" "$T/x13/s2"
+ok "a symlink already in DEST is replaced, not followed" "$CAFS" extract "$T/s7.catar" "$T/x13"
+ok "nothing was written through it" test ! -e "$T/victim2/target" -a -f "$T/x13/s2" -a ! -L "$T/x13/s2"
 out=$("$CAFS" extract "$T/twice.catar" "$T/x7" 2>&1)
 ok "one-line error starting with 'cafs: '" test "$(printf '%s\n' "$out" | wc -l)" = 1 -a "${out#cafs: }" != "$out"
 
