@@ -50,6 +50,7 @@ struct archive {
 	uint64_t ra_mark, next_off;
 	struct ca_digest *digest;
 	int digest_error;
+	bool no_readahead; /* list: payloads are skipped, fetching them ahead would be waste */
 	bool io_logged; /* a read error was reported (single-threaded users only) */
 };
 
@@ -153,7 +154,7 @@ static void archive_readahead(void *userdata, uint64_t off, uint64_t len)
 static ssize_t archive_stream_read(void *userdata, void *buf, size_t len, uint64_t off)
 {
 	struct archive *a = userdata;
-	if (a->blob && off + len > a->ra_mark) {
+	if (a->blob && !a->no_readahead && off + len > a->ra_mark) {
 		ca_blob_readahead(a->blob, off, STREAM_READAHEAD);
 		a->ra_mark = off + STREAM_READAHEAD / 2;
 	}
@@ -634,6 +635,7 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 		return cafs_usage_error(cmd, "%s: input must end in .catar or .caidx", in);
 	}
 	r = archive_open(&a, in, stores, n_stores);
+	a.no_readahead = !mtree;
 	if (r == 0 && mtree)
 		/* casync hashes contents with the archive's digest, and labels
 		 * the field with its own default (sha512256digest) regardless */
