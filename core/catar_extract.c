@@ -404,6 +404,8 @@ static int clear_dir_at(int dfd, const char *name)
 static int write_payload(struct ex *x, int fd)
 {
 	for (;;) {
+		if (x->o->cancel && *x->o->cancel)
+			return -ECANCELED;
 		ssize_t k = ca_catar_dec_read_payload(x->dec, x->buf, COPY_BLOCK);
 		if (k < 0) {
 			x->read_failed = true;
@@ -452,6 +454,8 @@ static int make_leaf(struct ex *x, const struct ca_catar_node *n, int dfd, bool 
 
 	if (S_ISREG(m)) {
 		r = write_payload(x, fd);
+		if (r == -ECANCELED)
+			goto undo;
 		if (r < 0 && x->read_failed) {
 			/* the reader's own errors are its owner's to report */
 			if (r == -EBADMSG)
@@ -597,6 +601,10 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 		return ca_log_error_errno(ENOMEM, "%s", dest);
 
 	for (;;) {
+		if (x.o->cancel && *x.o->cancel) {
+			r = -ECANCELED;
+			break;
+		}
 		r = ca_catar_dec_next(d, &n);
 		const char *path = ca_catar_dec_path(d);
 		if (r < 0) {

@@ -22,6 +22,7 @@
 #ifndef CA_CATAR_EXTRACT_H
 #define CA_CATAR_EXTRACT_H
 
+#include <signal.h>
 #include <stdbool.h>
 
 #include "catar_dec.h"
@@ -29,6 +30,10 @@
 struct ca_catar_extract_opts {
 	bool no_delete;           /* keep entries of DEST the archive does not have */
 	const char *archive_name; /* for messages about the archive (default "archive") */
+	/* when non-NULL and it becomes non-zero (a signal handler sets it), the
+	 * extract stops between blocks and fails with -ECANCELED, unlogged; no
+	 * temporary file is left (what is complete stays) */
+	const volatile sig_atomic_t *cancel;
 	/* progress: bytes of payload written so far (may be NULL) */
 	void (*progress)(void *userdata, uint64_t done);
 	void *progress_userdata;

@@ -31,6 +31,7 @@
 #include "digest.h"
 #include "fdio.h"
 #include "index.h"
+#include "interrupt.h"
 #include "log.h"
 #include "progress.h"
 
@@ -217,8 +218,8 @@ int cafs_extract_archive(const struct cafs_extract_args *args)
 		goto out;
 	}
 	cafs_progress_init(&prog, "extract", 0);
-	struct ca_catar_extract_opts o = { .archive_name = args->in, .progress = cafs_progress_update,
-		                           .progress_userdata = &prog };
+	struct ca_catar_extract_opts o = { .archive_name = args->in, .cancel = cafs_interrupt_flag(),
+		                           .progress = cafs_progress_update, .progress_userdata = &prog };
 	r = ca_catar_extract(d, args->out, &o);
 	cafs_progress_done(&prog);
 out:
