@@ -215,6 +215,16 @@ int cafs_cmd_make(int argc, char **argv)
 		return cafs_usage_error("make", "expected OUT and INPUT");
 	a.out = argv[optind];
 	a.input = argv[optind + 1];
+	/* as casync: file:// is a path; other URLs cannot be written (casync pushes only over ssh) */
+	const char **w[] = { &a.out, &a.store };
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		if (!*w[i])
+			continue;
+		if (!strncmp(*w[i], "file://", 7))
+			*w[i] += 7;
+		else if (cafs_is_url(*w[i]))
+			return cafs_usage_error("make", "%s: cannot write to a URL", *w[i]);
+	}
 	enum cafs_kind kind = cafs_kind_from_name(a.out);
 	if (kind == CAFS_KIND_UNKNOWN)
 		return cafs_usage_error("make", "%s: output must end in .caibx, .caidx or .catar", a.out);

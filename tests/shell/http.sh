@@ -120,6 +120,17 @@ nginx_log_reset
 ok "info --store URL counts what the server holds (HEAD requests)" \
 	eval '"$CAFS" info --store "$U/missing.castr" "$U/x.caibx" | grep -qx "In store $U/missing.castr: $((n_chunks - 1)) of $n_chunks chunks, .*"'
 ok "... without downloading a chunk" eval '[ "$(chunk_gets | awk "\$1 != \"HEAD\"" | wc -l)" -eq 0 ] && [ "$(chunk_gets | wc -l)" -eq "$n_chunks" ]'
+mkdir -p "$T/mk"
+ok "make cannot write to an http store: usage error, nothing created" \
+	eval '(cd "$T/mk" && "$CAFS" make --store "$U/new.castr" out.caibx "$T/a.img"; [ $? -eq 2 ]) &&
+	      [ -z "$(ls -A "$T/mk")" ] && [ ! -e "$W/new.castr" ]'
+ok "make cannot write an index to a URL" \
+	eval '(cd "$T/mk" && "$CAFS" make "$U/new.caibx" "$T/a.img"; [ $? -eq 2 ]) && [ -z "$(ls -A "$T/mk")" ]'
+ok "make with file:// index and store writes those paths (no ./file: directory)" \
+	eval '(cd "$T/mk" && "$CAFS" make -q --store "file://$T/mk/s.castr" "file://$T/mk/y.caibx" "$T/a.img" >/dev/null) &&
+	      [ ! -e "$T/mk/file:" ] && "$CAFS" extract "$T/mk/y.caibx" "$T/mk/y.img" --store "$T/mk/s.castr" &&
+	      cmp "$T/a.img" "$T/mk/y.img"'
+rm -rf "$T/mk"
 ok "404 on one chunk: one line naming the chunk, exit 1, no output" \
 	expect_fail 20 "chunk $gone" "$CAFS" extract "$U/x.caibx" "$T/o/out" --store "$U/missing.castr"
 ok "404 on one chunk with -j 8: the same single line" \
