@@ -70,6 +70,10 @@ struct ex {
 
 static int fail(struct ex *x, int r, const char *path)
 {
+	if (r == -EXDEV) {
+		ca_log_error("%s%s%s: something is mounted there: not removed", x->dest, *path ? "/" : "", path);
+		return r;
+	}
 	return ca_log_error_errno(r, "%s%s%s", x->dest, *path ? "/" : "", path);
 }
 
@@ -126,7 +130,17 @@ static bool names_has(const struct names *n, const char *s)
 	return false;
 }
 
-/* Remove name in dfd, recursively, never following symlinks. */
+static bool same_mount(int a, int b)
+{
+	struct statx xa, xb;
+	if (statx(a, "", AT_EMPTY_PATH, STATX_MNT_ID, &xa) == 0 && statx(b, "", AT_EMPTY_PATH, STATX_MNT_ID, &xb) == 0 &&
+	    (xa.stx_mask & xb.stx_mask & STATX_MNT_ID))
+		return xa.stx_mnt_id == xb.stx_mnt_id;
+	struct stat sa, sb; /* kernels before 5.8: at least another file system shows */
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev;
+}
+
+/* Remove name in dfd, recursively, never following symlinks or crossing mounts. */
 static int rm_rf_at(int dfd, const char *name, unsigned depth)
 {
 	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
@@ -138,6 +152,11 @@ static int rm_rf_at(int dfd, const char *name, unsigned depth)
 	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	/* never empty something mounted in DEST (bind mounts share st_dev: compare mount ids) */
+	if (!same_mount(dfd, fd)) {
+		close(fd);
+		return -EXDEV;
+	}
 	DIR *dir = fdopendir(fd);
 	if (!dir) {
 		int r = -errno;
@@ -557,7 +576,10 @@ static int delete_extra(struct ex *x, struct dir *d, const char *path)
 	closedir(dir);
 	for (size_t i = 0; r == 0 && i < extra.n; i++) {
 		r = rm_rf_at(d->fd, extra.v[i], 0);
-		if (r < 0)
+		if (r == -EXDEV)
+			ca_log_error("%s/%s%s%s: something is mounted there: not removed", x->dest, path, *path ? "/" : "",
+			             extra.v[i]);
+		else if (r < 0)
 			ca_log_error_errno(r, "%s/%s%s%s", x->dest, path, *path ? "/" : "", extra.v[i]);
 	}
 	names_free(&extra);

@@ -193,6 +193,18 @@ ok "nothing was written through the symlink" test -z "$(ls -A "$T/outside")"
 ok "extract over an identical tree" "$CAFS" extract "$T/s.caidx" --store="$T/st" "$T/x3"
 ok "still equal" same_tree "$src" "$T/x3"
 
+# a mount inside DEST where the archive has nothing (or a file) is never emptied
+mkdir -p "$T/x14" "$T/mounted"
+printf 'keep\n' >"$T/mounted/keep"
+"$CAFS" extract "$T/s.catar" "$T/x14"
+mkdir "$T/x14/sub/mnt"
+if mount --bind "$T/mounted" "$T/x14/sub/mnt" 2>/dev/null; then
+	at_cleanup "umount '$T/x14/sub/mnt'"
+	fails "extract over a tree with a mount where the archive has nothing" "$CAFS" extract "$T/s.catar" "$T/x14"
+	ok "the mounted tree is untouched" test -f "$T/mounted/keep"
+	umount "$T/x14/sub/mnt"
+fi
+
 # ---- not root: owners are skipped with one warning ----
 if command -v setpriv >/dev/null; then
 	mkdir -p "$T/nr/src/d" "$T/nr/out"
