@@ -208,9 +208,20 @@ int cafs_extract_archive(const struct cafs_extract_args *args)
 	struct archive a;
 	struct ca_catar_dec *d = NULL;
 	struct cafs_progress prog;
+	char *seed_tmp = NULL;
 	int r = archive_open(&a, args->in, args->stores, args->n_stores);
 	if (r < 0)
 		goto out;
+	if (args->n_seeds > 0 || args->cache) {
+		if (!a.src) {
+			r = ca_log_error_errno(EINVAL, "%s: --seed and --cache need an index (.caidx), not a .catar",
+			                       args->in);
+			goto out;
+		}
+		r = cafs_extract_cache_seeds(a.src, a.idx, args, &seed_tmp);
+		if (r < 0)
+			goto out;
+	}
 	struct ca_catar_source s = archive_source(&a, true);
 	r = ca_catar_dec_new(&s, &d);
 	if (r < 0) {
@@ -225,6 +236,7 @@ int cafs_extract_archive(const struct cafs_extract_args *args)
 out:
 	ca_catar_dec_free(d);
 	archive_close(&a);
+	cafs_extract_seed_cleanup(seed_tmp);
 	return r < 0 ? 1 : 0;
 }
 

@@ -91,6 +91,19 @@ ok "... keeps every chunk in the cache" test "$(store_ids C9)" = "$(index_ids v2
 ok "extract --cache alone then works offline" bash -c "$CAFS extract --cache C9 --store S.none v2.caibx z.out && cmp z.out v2.tar"
 ok "extract --cache" $CAFS extract --cache C10 --store S2 v2.caibx w.out
 ok "... fills the cache on the way" test "$(store_ids C10)" = "$(index_ids v2.caibx)"
+# archive extract: --seed DIR and --cache, from a store that lacks the shared tree chunks
+cp -a T2 T2only
+for id in $shared_t; do rm -f T2only/${id:0:4}/$id.cacnk; done
+fails "without the seed the reduced tree store is not enough" $CAFS extract --store T2only v2.caidx t0
+ok "tree extract --seed DIR takes the rest from the old tree" env TMPDIR="$T/tmp" $CAFS extract --seed v1 --store T2only v2.caidx t1
+ok "... correctly" diff -r v2 t1
+ok "... and leaves no temporary store behind" test -z "$(ls tmp)"
+ok "tree extract --seed .catar --cache" bash -c "$CAFS extract --seed v1.catar --cache CT --store T2only v2.caidx t2 && diff -r v2 t2"
+ok "... keeps every chunk in the cache" test "$(store_ids CT)" = "$(index_ids v2.caidx)"
+$CAFS make -q v2.catar v2 >/dev/null
+rc=0; $CAFS extract --seed v1 v2.catar t3 2>err || rc=$?
+ok "--seed with a .catar input is refused, one line" bash -c "test $rc = 1 && test \$(wc -l <err) = 1 && grep -q '^cafs: ' err"
+
 rc=0; $CAFS digest --seed v1.tar v2.caibx >/dev/null 2>&1 || rc=$?
 ok "--seed is refused by other commands" test "$rc" = 2
 
