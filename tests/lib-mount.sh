@@ -12,6 +12,7 @@
 # wait), which runs even when the test dies half-way.
 
 [ -c /dev/fuse ] && [ -r /dev/fuse ] && [ -w /dev/fuse ] || skip_all "/dev/fuse is not usable"
+grep -qw fuse /proc/filesystems || skip_all "the kernel has no FUSE"
 need fusermount3
 
 declare -A _mount_pid=() _mount_log=()
