@@ -45,13 +45,21 @@ int cafs_fs_errno(int r)
 
 void cafs_fs_log_io_error(struct cafs_fs *fs, struct cafs_node *n, int err, const char *what, uint64_t off)
 {
+	char where[512];
 	if (n && atomic_exchange(&n->io_error_logged, true))
 		return;
 	if (fs->ra)
-		ca_log_error_errno(err, "%s of the entry at archive offset %" PRIu64 " (at %" PRIu64 ")", what,
-		                   n ? n->ino - 1 : 0, off);
+		snprintf(where, sizeof(where), "%s of the entry at archive offset %" PRIu64 " (at %" PRIu64 ")", what,
+		         n ? n->ino - 1 : 0, off);
 	else
-		ca_log_error_errno(err, "%s of %s at %" PRIu64, what, fs->blob_name, off);
+		snprintf(where, sizeof(where), "%s of %s at %" PRIu64, what, fs->blob_name, off);
+	/* the chunk source's codes, in words (ENODATA: see blob_read) */
+	if (err == -ENODATA)
+		ca_log_error("%s: a chunk is in no store", where);
+	else if (err == -ENOMEDIUM)
+		ca_log_error("%s: a chunk is not in the cache (offline)", where);
+	else
+		ca_log_error_errno(err, "%s", where);
 }
 
 /* ---- construction ---- */

@@ -50,6 +50,7 @@ enum {
 	OPT_LRU_SIZE,
 	OPT_THREADS,
 	OPT_READAHEAD,
+	OPT_LOG,
 };
 
 struct mount_args {
@@ -62,11 +63,13 @@ struct mount_args {
 	uint64_t lru_bytes;
 	unsigned threads, readahead_chunks;
 	int verbosity;
+	const char *log_file; /* where messages go once detached (default: nowhere) */
 };
 
 /* The daemon's start-up state, shared with the INIT callback. */
 struct daemon {
 	int ready_fd; /* write end of the readiness pipe, -1 in the foreground */
+	int log_fd;   /* becomes stderr when detaching, -1 for /dev/null */
 };
 
 static int parse_count(const char *s, unsigned max, unsigned *ret)
@@ -125,6 +128,8 @@ static int parse_o(const char *cmd, struct mount_args *a, char *arg)
 				return ca_log_error_errno(ENOMEM, "%s", cmd), 1;
 		} else if (!strncmp(opt, "cache=", 6)) {
 			a->cache = opt + 6;
+		} else if (!strncmp(opt, "log=", 4)) {
+			a->log_file = opt + 4;
 		} else if (opt_is(opt, len, "no_cache")) {
 			a->no_cache = true;
 		} else if (opt_is(opt, len, "offline")) {
@@ -161,6 +166,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 		{ "lru-size", required_argument, NULL, OPT_LRU_SIZE },
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "readahead", required_argument, NULL, OPT_READAHEAD },
+		{ "log", required_argument, NULL, OPT_LOG },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -198,6 +204,9 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 		case OPT_THREADS:
 			if (parse_count(optarg, MAX_THREADS, &a->threads) < 0)
 				return cafs_usage_error(cmd, "invalid thread count '%s'", optarg);
+			break;
+		case OPT_LOG:
+			a->log_file = optarg;
 			break;
 		case OPT_READAHEAD:
 			if (parse_count(optarg, 1024, &a->readahead_chunks) < 0)
@@ -293,8 +302,12 @@ static void on_ready(void *userdata)
 	if (null >= 0) {
 		dup2(null, STDIN_FILENO);
 		dup2(null, STDOUT_FILENO);
-		dup2(null, STDERR_FILENO);
+		dup2(d->log_fd >= 0 ? d->log_fd : null, STDERR_FILENO);
 		close(null);
+	}
+	if (d->log_fd >= 0) {
+		close(d->log_fd);
+		d->log_fd = -1;
 	}
 	(void)!chdir("/");
 	(void)!write(d->ready_fd, "1", 1);
@@ -579,7 +592,7 @@ int cafs_cmd_mount(int argc, char **argv)
 {
 	const char *cmd = "mount";
 	struct mount_args a = { .lru_bytes = DEFAULT_LRU_BYTES, .threads = DEFAULT_THREADS };
-	struct daemon d = { .ready_fd = -1 };
+	struct daemon d = { .ready_fd = -1, .log_fd = -1 };
 	char *source = NULL, *mountpoint = NULL;
 	size_t n_abs = 0; /* a.stores[0..n_abs) are ours to free */
 	int r = parse_args(cmd, argc, argv, &a);
@@ -648,6 +661,13 @@ int cafs_cmd_mount(int argc, char **argv)
 	}
 	close(p[0]);
 	d.ready_fd = p[1];
+	if (a.log_file) {
+		d.log_fd = open(a.log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
+		if (d.log_fd < 0) {
+			ca_log_error_errno(errno, "%s", a.log_file);
+			_exit(1);
+		}
+	}
 	setsid();
 	r = run(&a, &d);
 	if (d.ready_fd >= 0)

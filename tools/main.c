@@ -52,8 +52,9 @@ static const struct cafs_command commands[] = {
 	  "      --threads=N         FUSE worker threads (default 64)\n"
 	  "      --readahead=N       chunks to fetch ahead of sequential reads (default 8)\n"
 	  "  -f, --foreground        stay in the foreground (otherwise: return once mounted)\n"
+	  "      --log=FILE          once in the background, append messages to FILE\n"
 	  "  -o OPT[,OPT...]         FUSE mount options (allow_other, ...), and store=, cache=,\n"
-	  "                          offline, no_cache, lru_size=, threads= as above\n"
+	  "                          offline, no_cache, lru_size=, threads=, log= as above\n"
 	  "A .caibx shows as one file named after it; .caidx and .catar show the tree.\n"
 	  "Also mount.cafs SOURCE DIR -o OPTS, and mount -t fuse.cafs SOURCE DIR.\n" },
 	{ "stats", cafs_cmd_stats, "stats MOUNTPOINT",

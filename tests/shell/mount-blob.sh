@@ -135,6 +135,13 @@ ok "cafs SOURCE MOUNTPOINT (no command word)" "$CAFS" "$T/disk.caibx" "$mnt" --s
 ok "... content equals" cmp "$mnt/disk" "$T/data"
 ok "... unmount" fusermount3 -u "$mnt"
 
+# Daemon mode keeps its messages with --log
+ok "daemon mode with --log" "$CAFS" mount --log="$T/daemon.log" --store="$T/bad" --no-cache "$T/disk.caibx" "$mnt"
+fails "... a damaged image fails to read" sh -c "cat '$mnt/disk' >/dev/null"
+ok "... unmount" fusermount3 -u "$mnt"
+ok "... the error is in the log" grep -Eq '^cafs: read of disk at [0-9]+: (a chunk is in no store|corrupt data)' \
+	"$T/daemon.log"
+
 # mount.cafs (mount(8)'s argument order, options through -o)
 mkdir -p "$T/bin"
 ln -s "$CAFS" "$T/bin/mount.cafs"
