@@ -42,23 +42,25 @@ static const struct cafs_command commands[] = {
 	{ "info", cafs_cmd_info, "info [OPTIONS] INDEX",
 	  "  -s, --store=DIR         also report how much of the index this store holds\n" },
 	{ "mount", cafs_cmd_mount, "mount [OPTIONS] SOURCE.caidx|SOURCE.caibx|SOURCE.catar MOUNTPOINT",
-	  "  -s, --store=DIR|URL     chunk store (repeatable, tried in order; default: default.castr\n"
-	  "                          beside SOURCE)\n"
-	  "      --cache=DIR         keep fetched chunks here (default when anything is remote:\n"
-	  "                          $XDG_CACHE_HOME/cafs, ~/.cache/cafs; /var/cache/cafs for root)\n"
-	  "      --no-cache          no chunk cache on disk\n"
-	  "      --offline           only the memory LRU and the cache; nothing is downloaded\n"
-	  "      --lru-size=SIZE     memory for decompressed chunks (default 256M)\n"
-	  "      --threads=N         FUSE worker threads (default 64)\n"
-	  "      --readahead=N       chunks to fetch ahead of sequential reads (default 8)\n"
-	  "  -f, --foreground        stay in the foreground (otherwise: return once mounted)\n"
-	  "      --log=FILE          once in the background, append messages to FILE\n"
-	  "  -o OPT[,OPT...]         FUSE mount options (allow_other, ...), and store=, cache=,\n"
-	  "                          offline, no_cache, lru_size=, threads=, log= as above\n"
+	  "  -s, --store=DIR|URL  chunk store (repeatable, tried in order;\n"
+	  "                       default: default.castr beside SOURCE)\n"
+	  "      --cache=DIR      keep fetched chunks here (default when anything is\n"
+	  "                       remote: $XDG_CACHE_HOME/cafs, ~/.cache/cafs;\n"
+	  "                       /var/cache/cafs for root)\n"
+	  "      --no-cache       no chunk cache on disk\n"
+	  "      --offline        only memory and cache; nothing is downloaded\n"
+	  "      --lru-size=SIZE  memory for decompressed chunks (default 256M)\n"
+	  "      --threads=N      FUSE worker threads (default 64)\n"
+	  "      --readahead=N    chunks fetched ahead of sequential reads (default 8)\n"
+	  "  -f, --foreground     stay in the foreground (else: return once mounted)\n"
+	  "      --log=FILE       once in the background, append messages to FILE\n"
+	  "  -o OPT[,OPT...]      FUSE mount options (allow_other, ...), and store=,\n"
+	  "                       cache=, offline, no_cache, lru_size=, threads=, log=\n"
 	  "A .caibx shows as one file named after it; .caidx and .catar show the tree.\n"
-	  "Also mount.cafs SOURCE DIR -o OPTS, and mount -t fuse.cafs SOURCE DIR.\n" },
+	  "Also: mount.cafs SOURCE DIR -o OPTS; mount -t fuse.cafs SOURCE DIR.\n" },
 	{ "stats", cafs_cmd_stats, "stats MOUNTPOINT",
-	  "Prints a mount's counters: chunks and bytes fetched, cache and LRU hits, errors.\n" },
+	  "Prints a mount's counters: chunks and bytes fetched, cache and LRU hits,\n"
+	  "HTTP requests and retries, errors.\n" },
 	{ "cache", cafs_cmd_cache, "cache stat|fill|prune|verify|seed [OPTIONS] ...",
 	  "  cache stat [SOURCE...]          chunks and bytes in the cache; how much of each index it holds\n"
 	  "  cache fill SOURCE...            download every chunk the indexes need that the cache lacks\n"
