@@ -303,17 +303,12 @@ int cafs_cache_seed(int argc, char **argv)
 		case OPT_SEED_STORE:
 			seed_store = optarg;
 			break;
-		case 'v':
-			verbosity++;
+		default: {
+			int e = cafs_common_option("cache", c, &verbosity);
+			if (e >= 0)
+				return e;
 			break;
-		case 'q':
-			verbosity = -1;
-			break;
-		case 'h':
-			cafs_command_help(cafs_command_find("cache"), stdout);
-			return 0;
-		default:
-			return cafs_usage_error("cache", "bad option");
+		}
 		}
 	}
 	cafs_set_verbosity(verbosity);

@@ -68,6 +68,10 @@ void cafs_set_verbosity(int level);
 
 /* scheme://... (file:// included), as casync tells a URL from a path */
 bool cafs_is_url(const char *s);
+/* The options every command takes and the answer to an unknown one: -1
+ * when c was -v or -q (parsing goes on), else the exit code the command
+ * returns at once: 0 after -h printed its help, 2 for an unknown option. */
+int cafs_common_option(const char *cmd, int c, int *verbosity);
 /* -j/--threads: 0..64 */
 int cafs_parse_threads(const char *s, unsigned *ret);
 /* Open an index from a path, a file:// URL or an http(s):// URL (downloaded

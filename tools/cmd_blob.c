@@ -197,17 +197,12 @@ int cafs_cmd_make(int argc, char **argv)
 			if (cafs_parse_threads(optarg, &a.threads) < 0)
 				return cafs_usage_error("make", "invalid thread count '%s'", optarg);
 			break;
-		case 'v':
-			verbosity++;
+		default: {
+			int e = cafs_common_option("make", c, &verbosity);
+			if (e >= 0)
+				return e;
 			break;
-		case 'q':
-			verbosity = -1;
-			break;
-		case 'h':
-			cafs_command_help(cafs_command_find("make"), stdout);
-			return 0;
-		default:
-			return cafs_usage_error("make", "bad option");
+		}
 		}
 	}
 	cafs_set_verbosity(verbosity);
@@ -278,17 +273,12 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 			if (cafs_parse_threads(optarg, &a->threads) < 0)
 				return cafs_usage_error(cmd, "invalid thread count '%s'", optarg);
 			break;
-		case 'v':
-			verbosity++;
+		default: {
+			int e = cafs_common_option(cmd, c, &verbosity);
+			if (e >= 0)
+				return e;
 			break;
-		case 'q':
-			verbosity = -1;
-			break;
-		case 'h':
-			cafs_command_help(cafs_command_find(cmd), stdout);
-			return 0;
-		default:
-			return cafs_usage_error(cmd, "bad option");
+		}
 		}
 	}
 	cafs_set_verbosity(verbosity);
@@ -472,19 +462,14 @@ int cafs_cmd_digest(int argc, char **argv)
 				return cafs_usage_error("digest", "unknown digest '%s'", optarg);
 			}
 			break;
-		case 'v':
-			verbosity++;
+		default: {
+			int e = cafs_common_option("digest", c, &verbosity);
+			if (e >= 0) {
+				free(stores);
+				return e;
+			}
 			break;
-		case 'q':
-			verbosity = -1;
-			break;
-		case 'h':
-			free(stores);
-			cafs_command_help(cafs_command_find("digest"), stdout);
-			return 0;
-		default:
-			free(stores);
-			return cafs_usage_error("digest", "bad option");
+		}
 		}
 	}
 	cafs_set_verbosity(verbosity);

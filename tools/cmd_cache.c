@@ -105,22 +105,12 @@ out:
 /* Options shared by the verbs: --cache, -j, -v, -q, -h plus the verb's own. */
 static int common_opt(int c, const char **cache, int *verbosity)
 {
-	switch (c) {
-	case OPT_CACHE:
+	if (c == OPT_CACHE) {
 		*cache = optarg;
 		return 0;
-	case 'v':
-		(*verbosity)++;
-		return 0;
-	case 'q':
-		*verbosity = -1;
-		return 0;
-	case 'h':
-		cafs_command_help(cafs_command_find("cache"), stdout);
-		return 1;
-	default:
-		return cafs_usage_error("cache", "bad option");
 	}
+	int e = cafs_common_option("cache", c, verbosity);
+	return e < 0 ? 0 : e == 0 ? 1 : e; /* 0 go on, 1 help shown, 2 usage */
 }
 
 static int cache_stat(int argc, char **argv)

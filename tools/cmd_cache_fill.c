@@ -289,19 +289,11 @@ int cafs_cache_fill(int argc, char **argv)
 			if (threads == 0)
 				threads = FILL_THREADS_DEFAULT;
 			break;
-		case 'v':
-			verbosity++;
-			break;
-		case 'q':
-			verbosity = -1;
-			break;
-		case 'h':
-			cafs_command_help(cafs_command_find("cache"), stdout);
-			r = 0;
-			goto out;
 		default:
-			r = cafs_usage_error("cache", "bad option");
-			goto out;
+			r = cafs_common_option("cache", c, &verbosity);
+			if (r >= 0)
+				goto out;
+			break;
 		}
 	}
 	cafs_set_verbosity(verbosity);

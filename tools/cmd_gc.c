@@ -90,17 +90,12 @@ int cafs_cmd_gc(int argc, char **argv)
 		case 'n':
 			dry_run = true;
 			break;
-		case 'v':
-			verbosity++;
+		default: {
+			int e = cafs_common_option("gc", c, &verbosity);
+			if (e >= 0)
+				return e;
 			break;
-		case 'q':
-			verbosity = -1;
-			break;
-		case 'h':
-			cafs_command_help(cafs_command_find("gc"), stdout);
-			return 0;
-		default:
-			return cafs_usage_error("gc", "bad option");
+		}
 		}
 	}
 	cafs_set_verbosity(verbosity);

@@ -621,19 +621,14 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 		case 'l':
 			p.long_format = true;
 			break;
-		case 'v':
-			verbosity++;
+		default: {
+			int e = cafs_common_option(cmd, c, &verbosity);
+			if (e >= 0) {
+				free(stores);
+				return e;
+			}
 			break;
-		case 'q':
-			verbosity = -1;
-			break;
-		case 'h':
-			free(stores);
-			cafs_command_help(cafs_command_find(cmd), stdout);
-			return 0;
-		default:
-			free(stores);
-			return cafs_usage_error(cmd, "bad option");
+		}
 		}
 	}
 	cafs_set_verbosity(verbosity);

@@ -308,3 +308,20 @@ char *cafs_default_cache_dir(void)
 		return NULL;
 	return r;
 }
+
+int cafs_common_option(const char *cmd, int c, int *verbosity)
+{
+	switch (c) {
+	case 'v':
+		(*verbosity)++;
+		return -1;
+	case 'q':
+		*verbosity = -1;
+		return -1;
+	case 'h':
+		cafs_command_help(cafs_command_find(cmd), stdout);
+		return 0;
+	default:
+		return cafs_usage_error(cmd, "bad option");
+	}
+}
