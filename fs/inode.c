@@ -64,6 +64,7 @@ void cafs_node_free(struct cafs_node *n)
 {
 	if (!n)
 		return;
+	free(n->own);
 	ca_catar_ra_node_unref(n->ra);
 	free(n);
 }

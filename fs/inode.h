@@ -34,13 +34,14 @@ struct cafs_node {
 	struct stat st;
 	/* where the file's bytes start in the image (a regular file's payload) */
 	uint64_t data_off;
-	/* tree mounts: the archive node (one reference, dropped with the
-	 * node) and its parsed fields; NULL for the blob mount's root and
-	 * file. (A loaded node holds its whole read window, 4-8 KiB: a
-	 * compact copy would need catar_ra to say which of its private
-	 * pointers a copy may keep.) */
-	struct ca_catar_ra_node *ra;
+	/* tree mounts: the parsed archive entry, NULL for the blob mount's
+	 * root and file. Either a compact copy re-parsed from the entry's
+	 * own bytes (own: one allocation, node then bytes), or, when that
+	 * fails, the loaded archive node (ra: one reference), which keeps its
+	 * whole 4-8 KiB read window. */
 	const struct ca_catar_node *cn;
+	struct ca_catar_node *own;
+	struct ca_catar_ra_node *ra;
 	atomic_bool io_error_logged;    /* log a failing read once per inode */
 
 	/* table->lock */

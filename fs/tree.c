@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/fs.h>
@@ -13,9 +14,46 @@
 
 #include "acl.h"
 #include "fs_private.h"
+#include "log.h"
+
+/* A compact copy of a loaded node: its entry's bytes read again (they are
+ * in the chunk LRU: a copy, no fetch) and parsed with the public parser,
+ * so every pointer points into the copy. NULL when anything disagrees;
+ * the caller then keeps the loaded node. */
+static struct ca_catar_node *compact(struct cafs_fs *fs, const struct ca_catar_node *src)
+{
+	size_t need, size = src->meta_size;
+	/* a directory's metadata ends where the next record header (a
+	 * FILENAME or its GOODBYE) begins: the parser needs to see that one */
+	size_t len = S_ISDIR(src->mode) ? size + 16 : size;
+	if (size == 0 || size > CA_CATAR_META_MAX || src->end_offset - src->entry_offset < len)
+		return NULL;
+	struct ca_catar_node *cn = malloc(sizeof(*cn) + len);
+	if (!cn)
+		return NULL;
+	uint8_t *bytes = (uint8_t *)(cn + 1);
+	ssize_t k = fs->img.read(fs->img.userdata, bytes, len, src->entry_offset);
+	if (k != (ssize_t)len ||
+	    ca_catar_node_parse(bytes, len, src->entry_offset, src->end_offset - src->entry_offset,
+	                        src->feature_flags, cn, &need) != 0 ||
+	    cn->meta_size != size || cn->mode != src->mode || cn->mtime != src->mtime ||
+	    cn->payload_offset != src->payload_offset || cn->payload_size != src->payload_size ||
+	    cn->n_xattrs != src->n_xattrs) {
+		free(cn);
+		return NULL;
+	}
+	/* what random access knows beyond the entry itself */
+	cn->end_offset = src->end_offset;
+	cn->filename_offset = src->filename_offset;
+	cn->children_offset = src->children_offset;
+	cn->goodbye_offset = src->goodbye_offset;
+	cn->n_children = src->n_children;
+	cn->name = "";
+	return cn;
+}
 
 /* A table node for an archive node (takes over the reference rn). */
-static struct cafs_node *node_from(struct ca_catar_ra_node *rn, uint64_t parent)
+static struct cafs_node *node_from(struct cafs_fs *fs, struct ca_catar_ra_node *rn, uint64_t parent)
 {
 	const struct ca_catar_node *cn = ca_catar_ra_node_get(rn);
 	struct cafs_node *n = cafs_node_new(cn->entry_offset + 1);
@@ -23,7 +61,14 @@ static struct cafs_node *node_from(struct ca_catar_ra_node *rn, uint64_t parent)
 		ca_catar_ra_node_unref(rn);
 		return NULL;
 	}
-	n->ra = rn;
+	n->own = compact(fs, cn);
+	if (n->own) {
+		ca_catar_ra_node_unref(rn);
+		cn = n->own;
+	} else {
+		ca_log_debug("entry at %" PRIu64 ": keeping the loaded node (no compact copy)", cn->entry_offset);
+		n->ra = rn;
+	}
 	n->cn = cn;
 	n->parent = parent;
 	struct stat *st = &n->st;
@@ -60,7 +105,7 @@ int cafs_tree_init(struct cafs_fs *fs)
 	int r = ca_catar_ra_root(fs->ra, &rn);
 	if (r < 0)
 		return r;
-	struct cafs_node *root = node_from(rn, FUSE_ROOT_ID);
+	struct cafs_node *root = node_from(fs, rn, FUSE_ROOT_ID);
 	if (!root)
 		return -ENOMEM;
 	cafs_inode_pin(fs->inodes, root);
@@ -73,7 +118,7 @@ int cafs_tree_lookup(struct cafs_fs *fs, struct cafs_node *dir, const char *name
 	int r = ca_catar_ra_lookup(fs->ra, dir->cn, name, strlen(name), &rn);
 	if (r < 0)
 		return r;
-	struct cafs_node *n = node_from(rn, dir->ino);
+	struct cafs_node *n = node_from(fs, rn, dir->ino);
 	if (!n)
 		return -ENOMEM;
 	*ret = cafs_inode_add(fs->inodes, n, 1);
@@ -125,7 +170,7 @@ int cafs_tree_readdir(struct cafs_fs *fs, struct cafs_dirh *dh, uint64_t from, b
 			return -EBADMSG;
 		}
 		memcpy(name, nm, len + 1);
-		struct cafs_node *n = node_from(rn, dh->node->ino);
+		struct cafs_node *n = node_from(fs, rn, dh->node->ino);
 		if (!n)
 			return -ENOMEM;
 		if (plus) {
