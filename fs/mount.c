@@ -128,9 +128,11 @@ static int parse_o(const char *cmd, struct mount_args *a, char *arg)
 				return ca_log_error_errno(ENOMEM, "%s", cmd), 1;
 		} else if (!strncmp(opt, "cache=", 6)) {
 			a->cache = opt + 6;
+			a->no_cache = false;
 		} else if (!strncmp(opt, "log=", 4)) {
 			a->log_file = opt + 4;
 		} else if (opt_is(opt, len, "no_cache")) {
+			a->cache = NULL;
 			a->no_cache = true;
 		} else if (opt_is(opt, len, "offline")) {
 			a->offline = true;
@@ -180,10 +182,12 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 			if (add_store(a, optarg) < 0)
 				return ca_log_error_errno(ENOMEM, "%s", cmd), 1;
 			break;
-		case OPT_CACHE:
+		case OPT_CACHE: /* the last of --cache and --no-cache wins */
 			a->cache = optarg;
+			a->no_cache = false;
 			break;
 		case OPT_NO_CACHE:
+			a->cache = NULL;
 			a->no_cache = true;
 			break;
 		case OPT_OFFLINE:

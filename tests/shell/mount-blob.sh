@@ -38,6 +38,12 @@ mount_stop "unmount, daemon exits 0" "$mnt"
 ok "the cache holds the chunks" test "$(find "$T/cache" -name '*.cacnk' | wc -l)" -gt 5
 fails "cafs stats on a non-mount" "$CAFS" stats "$T"
 
+# The last of --cache and --no-cache wins
+mount_start "--cache then --no-cache" "$mnt" "$T/log1b" --store="$T/s" --cache="$T/c2" --no-cache "$T/disk.caibx"
+ok "... reads" cmp "$mnt/disk" "$T/data"
+mount_stop "... unmount" "$mnt"
+ok "... made no cache" test ! -e "$T/c2"
+
 # casync's index and store; a file:// URL; the default store beside it
 mkdir -p "$T/cs"
 casync make --store="$T/cs/default.castr" "$T/cs/img.caibx" "$T/data" >/dev/null
