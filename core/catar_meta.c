@@ -415,8 +415,11 @@ static int parse_acl(struct ca_meta_ctx *c, const uint8_t *p, size_t len, struct
 				return r;
 		}
 	}
-	qsort(a->user, a->n_user, sizeof(*a->user), cmp_acl);
-	qsort(a->group, a->n_group, sizeof(*a->group), cmp_acl);
+	/* qsort's pointer must not be NULL, even for zero items */
+	if (a->n_user)
+		qsort(a->user, a->n_user, sizeof(*a->user), cmp_acl);
+	if (a->n_group)
+		qsort(a->group, a->n_group, sizeof(*a->group), cmp_acl);
 	return 0;
 }
 
