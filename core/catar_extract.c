@@ -49,6 +49,10 @@ struct names {
 struct dir {
 	int fd;
 	bool fresh;         /* we created it: nothing in it needs replacing or deleting */
+	bool plain;         /* no default ACL: files created here get their mode minus the umask */
+	uid_t uid;          /* its owner when opened (we change it only at its end) */
+	gid_t gid;
+	gid_t child_gid;    /* the group a file created in it gets (setgid directories pass theirs on) */
 	struct names names; /* children the archive has, for --delete (not kept when fresh) */
 };
 
@@ -58,6 +62,10 @@ struct ex {
 	const char *dest;
 	uint64_t flags;
 	bool as_root;
+	bool no_tmpfile; /* the file system refused O_TMPFILE: named temporary files */
+	uid_t euid;
+	gid_t egid;
+	int umask; /* the process's, or -1 when unknown */
 	bool warned_owner, warned_xattr, warned_acl, warned_chattr, warned_selinux;
 	struct dir *dirs;
 	size_t depth, cap;
@@ -352,7 +360,10 @@ static void apply_chattr(struct ex *x, const struct ca_catar_node *n, int fd, bo
 /* Owner, mode, xattrs, ACLs, fcaps, times; the same order for every type
  * (chown clears setuid bits and capabilities, so it goes first). fd is the
  * node itself (files, directories) or -1 (use dfd + name). */
-static int apply_meta(struct ex *x, const struct ca_catar_node *n, int fd, int dfd, const char *name, bool fresh)
+/* have_uid/have_gid/have_mode: what the node has now (the chown and chmod
+ * are skipped when they match); have_mode (mode_t)-1 when unknown. */
+static int apply_meta(struct ex *x, const struct ca_catar_node *n, int fd, int dfd, const char *name, bool fresh,
+                      uid_t have_uid, gid_t have_gid, mode_t have_mode)
 {
 	char ppath[64 + 256];
 	bool lnk = S_ISLNK(n->mode);
@@ -364,16 +375,16 @@ static int apply_meta(struct ex *x, const struct ca_catar_node *n, int fd, int d
 		proc_path(ppath, sizeof(ppath), dfd, name);
 
 	if (x->flags & UID_FLAGS) {
-		if (x->as_root) {
+		if (x->as_root && (n->uid != (uint64_t)have_uid || n->gid != (uint64_t)have_gid)) {
 			int k = fd >= 0 ? fchown(fd, (uid_t)n->uid, (gid_t)n->gid)
 			                : fchownat(dfd, name, (uid_t)n->uid, (gid_t)n->gid, AT_SYMLINK_NOFOLLOW);
 			if (k < 0)
 				return -errno;
-		} else if (n->uid != (uint64_t)geteuid() || n->gid != (uint64_t)getegid()) {
+		} else if (!x->as_root && (n->uid != (uint64_t)x->euid || n->gid != (uint64_t)x->egid)) {
 			warn_once(&x->warned_owner, 0, "file owners (not running as root)");
 		}
 	}
-	if (!lnk) {
+	if (!lnk && ((n->mode & 07777) != (uint64_t)have_mode || (n->mode & 07000))) {
 		int k = fd >= 0 ? fchmod(fd, (mode_t)(n->mode & 07777)) : fchmodat(dfd, name, (mode_t)(n->mode & 07777), 0);
 		if (k < 0)
 			return -errno;
@@ -420,6 +431,36 @@ static int clear_dir_at(int dfd, const char *name)
 	return rm_rf_at(dfd, name, 0);
 }
 
+/* The process umask without changing it (umask() would, for every thread):
+ * from /proc, or -1. */
+static int read_umask(void)
+{
+	char line[128];
+	int m = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned v;
+		if (sscanf(line, "Umask: %o", &v) == 1) {
+			m = (int)(v & 0777);
+			break;
+		}
+	}
+	fclose(f);
+	return m;
+}
+
+/* The mode to create a node with in p: its final one when that is what
+ * the kernel will give it (no special bits, no umask or default ACL in
+ * the way), so that apply_meta can skip the chmod; else owner-only. */
+static mode_t create_mode(const struct ex *x, const struct dir *p, uint64_t m)
+{
+	if (p->plain && x->umask >= 0 && !(m & 07000) && !(m & (uint64_t)x->umask))
+		return (mode_t)(m & 0777);
+	return 0600;
+}
+
 static int write_payload(struct ex *x, int fd)
 {
 	for (;;) {
@@ -441,25 +482,90 @@ static int write_payload(struct ex *x, int fd)
 	}
 }
 
-static int make_leaf(struct ex *x, const struct ca_catar_node *n, int dfd, bool fresh_dir, const char *path)
+/* Link the complete O_TMPFILE fd in as dfd/name: it fails rather than
+ * replace anything (only used in directories we created). */
+static int link_tmpfile(struct ex *x, int fd, int dfd, const char *name)
+{
+	char proc[64];
+	if (x->as_root && linkat(fd, "", dfd, name, AT_EMPTY_PATH) == 0)
+		return 0;
+	/* without CAP_DAC_READ_SEARCH: through /proc, which does the same */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, proc, dfd, name, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
+}
+
+static int fill_file(struct ex *x, int fd, const char *path)
+{
+	int r = write_payload(x, fd);
+	if (r < 0 && r != -ECANCELED) {
+		if (!x->read_failed)
+			fail(x, r, path);
+		else if (r == -EBADMSG) /* the reader's other errors are its owner's to report */
+			ca_log_error_errno(r, "%s: not a valid archive, at %s",
+			                   x->o->archive_name ? x->o->archive_name : "archive", path);
+	}
+	return r;
+}
+
+/* A regular file in a directory we created: an O_TMPFILE inode gets its
+ * name only once it is complete (an interrupted extract, even a killed
+ * one, leaves nothing), one directory operation instead of create plus
+ * rename. Returns 1 when the file system has no O_TMPFILE. */
+static int make_file_tmpfile(struct ex *x, const struct ca_catar_node *n, struct dir *p, const char *path)
+{
+	mode_t cm = create_mode(x, p, n->mode);
+	int fd = openat(p->fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, cm);
+	if (fd < 0) {
+		if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) {
+			x->no_tmpfile = true;
+			return 1;
+		}
+		return fail(x, -errno, path);
+	}
+	int r = fill_file(x, fd, path);
+	if (r < 0)
+		goto out;
+	r = apply_meta(x, n, fd, -1, NULL, true, x->euid, p->child_gid, cm);
+	if (r < 0) {
+		fail(x, r, path);
+		goto out;
+	}
+	r = link_tmpfile(x, fd, p->fd, n->name);
+	if (r < 0) {
+		fail(x, r, path);
+		goto out;
+	}
+	apply_chattr(x, n, fd, true);
+out:
+	close(fd);
+	return r;
+}
+
+static int make_leaf(struct ex *x, const struct ca_catar_node *n, struct dir *p, const char *path)
 {
 	char tmp[48];
-	int fd = -1, r;
+	int fd = -1, r, dfd = p->fd;
 	bool created = false;
 	uint64_t m = n->mode;
+	mode_t cm = create_mode(x, p, m);
 
+	if (S_ISREG(m) && p->fresh && !x->no_tmpfile) {
+		r = make_file_tmpfile(x, n, p, path);
+		if (r <= 0)
+			return r;
+	}
 	for (int tries = 0; tries < 16 && !created; tries++) {
 		r = tmp_name(x, tmp);
 		if (r < 0)
 			return fail(x, r, path);
 		if (S_ISREG(m)) {
-			fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+			fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, cm);
 			r = fd < 0 ? -errno : 0;
 		} else if (S_ISLNK(m)) {
 			r = symlinkat(n->symlink_target, dfd, tmp) < 0 ? -errno : 0;
 		} else {
 			dev_t dev = (S_ISBLK(m) || S_ISCHR(m)) ? makedev(n->device_major, n->device_minor) : 0;
-			r = mknodat(dfd, tmp, (mode_t)((m & S_IFMT) | 0600), dev) < 0 ? -errno : 0;
+			r = mknodat(dfd, tmp, (mode_t)((m & S_IFMT) | cm), dev) < 0 ? -errno : 0;
 		}
 		if (r == 0)
 			created = true;
@@ -472,23 +578,14 @@ static int make_leaf(struct ex *x, const struct ca_catar_node *n, int dfd, bool 
 		return fail(x, -EEXIST, path);
 
 	if (S_ISREG(m)) {
-		r = write_payload(x, fd);
-		if (r == -ECANCELED)
-			goto undo;
-		if (r < 0 && x->read_failed) {
-			/* the reader's own errors are its owner's to report */
-			if (r == -EBADMSG)
-				ca_log_error_errno(r, "%s: not a valid archive, at %s",
-				                   x->o->archive_name ? x->o->archive_name : "archive", path);
-			goto undo;
-		}
+		r = fill_file(x, fd, path);
 		if (r < 0)
-			goto undo_log;
+			goto undo;
 	}
-	r = apply_meta(x, n, fd, dfd, tmp, true);
+	r = apply_meta(x, n, fd, dfd, tmp, true, x->euid, p->child_gid, cm);
 	if (r < 0)
 		goto undo_log;
-	if (!fresh_dir) {
+	if (!p->fresh) {
 		r = clear_dir_at(dfd, n->name);
 		if (r < 0)
 			goto undo_log;
@@ -511,8 +608,22 @@ undo:
 	return r;
 }
 
-static int push_dir(struct ex *x, int fd, bool fresh)
+/* parent: the directory holding it, NULL for DEST */
+static int push_dir(struct ex *x, int fd, bool fresh, const struct dir *parent)
 {
+	struct stat st;
+	struct dir d = { .fd = fd, .fresh = fresh, .uid = (uid_t)-1, .gid = (gid_t)-1, .child_gid = x->egid };
+	if (fstat(fd, &st) == 0) {
+		d.uid = st.st_uid;
+		d.gid = st.st_gid;
+		if (st.st_mode & S_ISGID)
+			d.child_gid = st.st_gid;
+		/* made by us in a directory without a default ACL: it has none either */
+		if (fresh && parent)
+			d.plain = parent->plain;
+		else if (fgetxattr(fd, "system.posix_acl_default", NULL, 0) < 0)
+			d.plain = errno == ENODATA || errno == ENOTSUP || errno == EOPNOTSUPP;
+	}
 	if (x->depth == x->cap) {
 		size_t c = x->cap ? x->cap * 2 : 16;
 		struct dir *nd = realloc(x->dirs, c * sizeof(*nd));
@@ -521,15 +632,15 @@ static int push_dir(struct ex *x, int fd, bool fresh)
 		x->dirs = nd;
 		x->cap = c;
 	}
-	x->dirs[x->depth++] = (struct dir){ .fd = fd, .fresh = fresh };
+	x->dirs[x->depth++] = d;
 	return 0;
 }
 
-static int make_dir(struct ex *x, const struct ca_catar_node *n, int dfd, bool fresh_parent, const char *path)
+static int make_dir(struct ex *x, const struct ca_catar_node *n, const struct dir *p, const char *path)
 {
 	struct stat st;
-	bool fresh = true;
-	int fd, r;
+	bool fresh = true, fresh_parent = p->fresh;
+	int fd, r, dfd = p->fd;
 	if (!fresh_parent && fstatat(dfd, n->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode)) {
 		if (unlinkat(dfd, n->name, 0) < 0)
 			return fail(x, -errno, path);
@@ -545,7 +656,7 @@ static int make_dir(struct ex *x, const struct ca_catar_node *n, int dfd, bool f
 		return fail(x, -errno, path);
 	if (!fresh && fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700)
 		(void)fchmod(fd, (st.st_mode & 07777) | 0700);
-	r = push_dir(x, fd, fresh);
+	r = push_dir(x, fd, fresh, p);
 	if (r < 0) {
 		close(fd);
 		return fail(x, r, path);
@@ -593,7 +704,7 @@ static int dir_done(struct ex *x, const struct ca_catar_node *n, const char *pat
 	if (!x->o->no_delete && !d->fresh)
 		r = delete_extra(x, d, path);
 	if (r == 0) {
-		r = apply_meta(x, n, d->fd, -1, NULL, d->fresh);
+		r = apply_meta(x, n, d->fd, -1, NULL, d->fresh, d->uid, d->gid, (mode_t)-1);
 		if (r < 0)
 			fail(x, r, path);
 		else
@@ -608,7 +719,8 @@ static int dir_done(struct ex *x, const struct ca_catar_node *n, const char *pat
 int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_catar_extract_opts *opts)
 {
 	static const struct ca_catar_extract_opts defaults = { 0 };
-	struct ex x = { .dec = d, .o = opts ? opts : &defaults, .dest = dest, .as_root = geteuid() == 0 };
+	struct ex x = { .dec = d, .o = opts ? opts : &defaults, .dest = dest, .as_root = geteuid() == 0,
+		        .euid = geteuid(), .egid = getegid(), .umask = read_umask() };
 	const struct ca_catar_node *n;
 	struct rlimit rl;
 	int r;
@@ -659,7 +771,7 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 				r = ca_log_error_errno(errno, "%s", dest);
 				break;
 			}
-			r = push_dir(&x, fd, fresh);
+			r = push_dir(&x, fd, fresh, NULL);
 			if (r < 0) {
 				close(fd);
 				ca_log_error_errno(r, "%s", dest);
@@ -675,8 +787,7 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 				break;
 			}
 		}
-		r = S_ISDIR(n->mode) ? make_dir(&x, n, parent->fd, parent->fresh, path)
-		                     : make_leaf(&x, n, parent->fd, parent->fresh, path);
+		r = S_ISDIR(n->mode) ? make_dir(&x, n, parent, path) : make_leaf(&x, n, parent, path);
 		if (r < 0)
 			break;
 	}

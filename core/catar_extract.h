@@ -7,9 +7,15 @@
  * DEST with O_NOFOLLOW (openat, mkdirat, symlinkat, mknodat, renameat):
  * names come validated from the decoder (no '/', '.', '..') and nothing
  * is ever resolved through a symlink, whether the archive made it or it
- * was already in DEST. Regular files, symlinks and special files are
- * written under a temporary name and renamed into place, so no partial
- * file ever carries its final name.
+ * was already in DEST. No partial file ever carries its final name:
+ * regular files in directories the extract created are O_TMPFILE inodes
+ * linked in once complete (nothing is left even if the process is
+ * killed); elsewhere files, symlinks and special files are written under
+ * a temporary name and renamed into place.
+ *
+ * Syscalls: the chown and chmod are skipped when the new node already has
+ * that owner and mode (created with its final mode when neither the umask
+ * nor a default ACL of its directory would change it).
  *
  * Into an existing tree: what differs is replaced (a directory where the
  * archive has a file is removed, and the other way round) and, like
