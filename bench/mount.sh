@@ -110,8 +110,19 @@ U=$NGINX_URL
 
 # ---- mounts ----
 # mnt_start TOOL INDEX MNT: start TOOL's mount in the background; sets
-# mnt_pid and mnt_t0. Cold: page cache dropped, fresh cache dir.
-mnt_n=0
+# mnt_pid, mnt_dir and mnt_t0. Cold: page cache dropped, fresh cache dir.
+# One mount at a time; mnt_pid is cleared once it is reaped, so the exit
+# trap never signals a PID that may have been reused.
+mnt_n=0 mnt_pid= mnt_dir=
+mnt_cleanup() {
+	[ -n "$mnt_dir" ] || return 0
+	fusermount3 -u -z "$mnt_dir" || umount -l "$mnt_dir"
+	if [ -n "$mnt_pid" ]; then
+		kill "$mnt_pid"
+		wait "$mnt_pid"
+	fi
+}
+at_cleanup mnt_cleanup
 mnt_start() {
 	local tool=$1 index=$2 mnt=$3
 	mnt_n=$((mnt_n + 1))
@@ -126,7 +137,7 @@ mnt_start() {
 		casync mount --store="$U/default.castr" "$U/$index" "$mnt" >"$T/mount.$mnt_n.log" 2>&1 &
 	fi
 	mnt_pid=$!
-	at_cleanup "fusermount3 -u -z '$mnt'; umount -l '$mnt'; kill $mnt_pid; wait $mnt_pid"
+	mnt_dir=$mnt
 }
 # mnt_wait_ls MNT: until `ls MNT` lists something (cap 60 s); sets mnt_ls_s
 mnt_wait_ls() {
@@ -149,9 +160,11 @@ mnt_stop() {
 		kill -0 "$mnt_pid" 2>/dev/null || break
 		sleep 0.05
 	done
-	kill "$mnt_pid" 2>/dev/null
+	kill "$mnt_pid" 2>/dev/null # still our unreaped child at worst: no reuse
 	wait "$mnt_pid" 2>/dev/null
+	mnt_pid=
 	is_mounted "$mnt" && umount -l "$mnt"
+	mnt_dir=
 }
 
 # timed KEY CMD...: wall time of CMD (run under sh -c, capped at CAP s) into R[KEY]
