@@ -442,20 +442,25 @@ void ca_chunksrc_prefetch(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_
 {
 	if (src->offline)
 		return;
+	/* Under the lock from the table lookup to the backend's prefetch: a get()
+	 * of this id either registered itself before (we see it and stay out) or
+	 * comes after and joins the download we start. Between the two, the cache
+	 * is looked at again, for a get() that finished and left the table
+	 * (no LRU) after writing the cache. Backend prefetches never block. */
 	pthread_mutex_lock(&src->lock);
 	bool known = lookup(src, id) != NULL;
-	pthread_mutex_unlock(&src->lock);
-	if (known || (src->cache && ca_store_has(src->cache, id) > 0))
-		return;
-	for (unsigned i = 0; i < src->n_backends; i++) {
-		const struct backend *b = &src->backends[i];
-		if (b->ops->has && b->ops->has(b->be, id) > 0)
-			return; /* a local store has it: no need to go further */
-		if (b->ops->prefetch) {
-			b->ops->prefetch(b->be, id);
-			return;
+	if (!known && !(src->cache && ca_store_has(src->cache, id) > 0)) {
+		for (unsigned i = 0; i < src->n_backends; i++) {
+			const struct backend *b = &src->backends[i];
+			if (b->ops->has && b->ops->has(b->be, id) > 0)
+				break; /* a local store has it: no need to go further */
+			if (b->ops->prefetch) {
+				b->ops->prefetch(b->be, id);
+				break;
+			}
 		}
 	}
+	pthread_mutex_unlock(&src->lock);
 }
 
 void ca_chunksrc_get_stats(struct ca_chunksrc *src, struct ca_chunksrc_stats *ret)

@@ -12,8 +12,10 @@
  *
  * All functions are thread-safe. One in-flight table makes concurrent
  * requests for one chunk share one fetch. Locks: src->lock guards the LRU
- * and the in-flight table; it is never held across a backend call or a
- * decompression.
+ * and the in-flight table; it is never held across a backend fetch or a
+ * decompression. ca_chunksrc_prefetch holds it across a cache lookup and
+ * the backend's non-blocking prefetch, so that a prefetch and a concurrent
+ * get of one chunk can never download it twice.
  */
 #ifndef CA_CHUNKSRC_H
 #define CA_CHUNKSRC_H

@@ -24,13 +24,6 @@
  * the kernel's async readahead sends several reads at once, out of order */
 #define SEQ_SLACK (UINT64_C(4) << 20)
 
-/* An open file. */
-struct cafs_fh {
-	struct cafs_node *node;
-	_Atomic uint64_t next_off; /* where the last read ended */
-	_Atomic uint64_t ra_end;   /* how far read-ahead was requested */
-};
-
 static struct cafs_fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
@@ -253,6 +246,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_POSIX_ACL;
 	/* nothing ever changes: no need to check mtimes for invalidation */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	/* no OPEN/RELEASE round trips for files (the kernel keeps their cache) */
+	if (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) {
+		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
+		fs->no_open = true;
+	}
 	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	if (fs->o.ready && !atomic_exchange(&fs->ready_sent, true))
 		fs->o.ready(fs->o.ready_userdata);
@@ -469,10 +467,15 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	fuse_reply_err(req, 0);
 }
 
+/* Only reached when the kernel cannot skip opens (FUSE_CAP_NO_OPEN_SUPPORT
+ * below): every open and close would be a round trip to us, and a warm
+ * `tar` of a tree would be mostly that. The mount is read-only, so the
+ * kernel refuses writes itself. */
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct cafs_fs *fs = fs_of(req);
 	struct cafs_node *n;
-	int r = node_get(fs_of(req), ino, &n);
+	int r = node_get(fs, ino, &n);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -485,32 +488,28 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	struct cafs_fh *fh = calloc(1, sizeof(*fh));
-	if (!fh) {
-		fuse_reply_err(req, ENOMEM);
+	if (fs->no_open) {
+		fuse_reply_err(req, ENOSYS); /* "opens succeed without asking, keep the cache" */
 		return;
 	}
-	fh->node = n;
-	fi->fh = (uint64_t)(uintptr_t)fh;
 	fi->keep_cache = 1;
 	fi->direct_io = 0;
-	if (fuse_reply_open(req, fi) < 0)
-		free(fh);
+	fuse_reply_open(req, fi);
 }
 
 /* Sequential reading: ask for the next few chunks before the kernel does,
  * so their downloads overlap with this read and the application's work. */
-static void maybe_readahead(struct cafs_fs *fs, struct cafs_fh *fh, uint64_t off, uint64_t end)
+static void maybe_readahead(struct cafs_fs *fs, struct cafs_node *n, uint64_t off, uint64_t end)
 {
-	uint64_t prev = atomic_exchange(&fh->next_off, end);
+	uint64_t prev = atomic_exchange(&n->next_off, end);
 	bool sequential = off + SEQ_SLACK >= prev && off <= prev + SEQ_SLACK;
 	if (!sequential || fs->readahead_bytes == 0)
 		return;
-	uint64_t size = (uint64_t)fh->node->st.st_size;
+	uint64_t size = (uint64_t)n->st.st_size;
 	uint64_t want = end + fs->readahead_bytes;
 	if (want > size)
 		want = size;
-	uint64_t have = atomic_load(&fh->ra_end);
+	uint64_t have = atomic_load(&n->ra_end);
 	if (have < end)
 		have = end;
 	/* top up in steps of half the window, not on every read */
@@ -518,20 +517,24 @@ static void maybe_readahead(struct cafs_fs *fs, struct cafs_fh *fh, uint64_t off
 		return;
 	if (want <= have)
 		return;
-	uint64_t seen = atomic_exchange(&fh->ra_end, want);
+	uint64_t seen = atomic_exchange(&n->ra_end, want);
 	if (seen > have)
 		have = seen;
 	if (want > have && fs->img.readahead)
-		fs->img.readahead(fs->img.userdata, fh->node->data_off + have, want - have);
+		fs->img.readahead(fs->img.userdata, n->data_off + have, want - have);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct cafs_fs *fs = fs_of(req);
-	struct cafs_fh *fh = (struct cafs_fh *)(uintptr_t)fi->fh;
-	struct cafs_node *n = fh->node;
+	struct cafs_node *n;
+	int r = node_get(fs, ino, &n);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
 	uint64_t fsize = (uint64_t)n->st.st_size;
-	(void)ino;
+	(void)fi;
 
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
@@ -548,7 +551,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	maybe_readahead(fs, fh, (uint64_t)off, (uint64_t)off + size);
+	maybe_readahead(fs, n, (uint64_t)off, (uint64_t)off + size);
 	ssize_t k;
 	if (n->cn)
 		k = ca_catar_ra_read(fs->ra, n->cn, buf, size, (uint64_t)off);
@@ -566,13 +569,6 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		fuse_reply_buf(req, buf, (size_t)k);
 	}
 	free(buf);
-}
-
-static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)ino;
-	free((struct cafs_fh *)(uintptr_t)fi->fh);
-	fuse_reply_err(req, 0);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -785,7 +781,6 @@ const struct fuse_lowlevel_ops cafs_fs_ops = {
 	.releasedir = op_releasedir,
 	.open = op_open,
 	.read = op_read,
-	.release = op_release,
 	.statfs = op_statfs,
 	.getxattr = op_getxattr,
 	.listxattr = op_listxattr,

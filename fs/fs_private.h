@@ -26,6 +26,7 @@ struct cafs_fs {
 	uint64_t readahead_bytes;
 	struct cafs_fs_options o;
 	atomic_bool ready_sent;
+	bool no_open;                  /* set once in init: the kernel skips file opens */
 
 	/* counters for the stats xattr (relaxed atomics) */
 	atomic_uint_fast64_t reads, bytes_read, read_errors, meta_errors;

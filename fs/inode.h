@@ -43,6 +43,10 @@ struct cafs_node {
 	struct ca_catar_node *own;
 	struct ca_catar_ra_node *ra;
 	atomic_bool io_error_logged;    /* log a failing read once per inode */
+	/* sequential-read detection for readahead: per inode, since the kernel
+	 * does not tell us about opens (FUSE_CAP_NO_OPEN_SUPPORT) */
+	_Atomic uint64_t next_off;      /* where the last read ended */
+	_Atomic uint64_t ra_end;        /* how far read-ahead was requested */
 
 	/* table->lock */
 	uint64_t nlookup;
