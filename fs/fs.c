@@ -596,6 +596,25 @@ static void reply_xattr(fuse_req_t req, const char *data, size_t len, size_t siz
 		fuse_reply_buf(req, data, len);
 }
 
+/* Reply with what cafs_tree_getxattr/listxattr returned: no such attribute
+ * and a small buffer are the caller's business; other failures are I/O on
+ * the image, counted, logged once and turned into EIO. */
+static void reply_xattr_result(fuse_req_t req, struct cafs_fs *fs, struct cafs_node *n, int r, const char *op,
+                               const char *buf, size_t len, size_t size)
+{
+	if (r == -ENODATA || r == -ERANGE) {
+		fuse_reply_err(req, -r);
+	} else if (r < 0) {
+		COUNT(fs, meta_errors, 1);
+		cafs_fs_log_io_error(fs, n, r, op, 0);
+		fuse_reply_err(req, cafs_fs_errno(r));
+	} else if (size == 0) {
+		fuse_reply_xattr(req, len);
+	} else {
+		fuse_reply_buf(req, buf, len);
+	}
+}
+
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	struct cafs_fs *fs = fs_of(req);
@@ -622,17 +641,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		return;
 	}
 	r = cafs_tree_getxattr(fs, n, name, buf, size, &len);
-	if (r == -ENODATA || r == -ERANGE) {
-		fuse_reply_err(req, -r);
-	} else if (r < 0) {
-		COUNT(fs, meta_errors, 1);
-		cafs_fs_log_io_error(fs, n, r, "getxattr", 0);
-		fuse_reply_err(req, cafs_fs_errno(r));
-	} else if (size == 0) {
-		fuse_reply_xattr(req, len);
-	} else {
-		fuse_reply_buf(req, buf, len);
-	}
+	reply_xattr_result(req, fs, n, r, "getxattr", buf, len, size);
 	free(buf);
 }
 
@@ -656,17 +665,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		return;
 	}
 	r = cafs_tree_listxattr(fs, n, buf, size, &len);
-	if (r == -ERANGE) {
-		fuse_reply_err(req, ERANGE);
-	} else if (r < 0) {
-		COUNT(fs, meta_errors, 1);
-		cafs_fs_log_io_error(fs, n, r, "listxattr", 0);
-		fuse_reply_err(req, cafs_fs_errno(r));
-	} else if (size == 0) {
-		fuse_reply_xattr(req, len);
-	} else {
-		fuse_reply_buf(req, buf, len);
-	}
+	reply_xattr_result(req, fs, n, r, "listxattr", buf, len, size);
 	free(buf);
 }
 
