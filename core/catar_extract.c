@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,12 @@
 #include "log.h"
 
 #define COPY_BLOCK (1u << 20)
+/* Worker threads create small plain files while the decoder goes on:
+ * creating a file costs far more in the kernel than decoding it. */
+#define POOL_THREADS_MAX 3u
+#define JOB_SIZE_MAX (256u << 10) /* larger files the decoder thread writes itself */
+#define QUEUE_LEN 128u
+#define QUEUE_BYTES (16u << 20)
 
 #define TIME_FLAGS                                                                                       \
 	(CA_FORMAT_WITH_NSEC_TIME | CA_FORMAT_WITH_USEC_TIME | CA_FORMAT_WITH_SEC_TIME | CA_FORMAT_WITH_2SEC_TIME)
@@ -53,7 +60,39 @@ struct dir {
 	uid_t uid;          /* its owner when opened (we change it only at its end) */
 	gid_t gid;
 	gid_t child_gid;    /* the group a file created in it gets (setgid directories pass theirs on) */
+	unsigned pending;   /* jobs for files in it not finished yet (under pool.lock) */
 	struct names names; /* children the archive has, for --delete (not kept when fresh) */
+};
+
+/* One small regular file for a worker: everything apply_meta would do for
+ * a file without xattrs, ACLs, fcaps or chattr flags. */
+struct job {
+	size_t dir;       /* index in ex.dirs: that directory waits for its jobs */
+	int dfd;
+	mode_t create_mode, mode;
+	bool chown, chmod, times;
+	uid_t uid;
+	gid_t gid;
+	struct timespec ts[2];
+	size_t size;
+	const char *name; /* in path's allocation */
+	char *path;       /* for messages */
+	uint8_t data[];
+};
+
+struct pool {
+	pthread_mutex_t lock;
+	pthread_cond_t work; /* workers: a job queued, or stop */
+	pthread_cond_t done; /* decoder: a job finished */
+	struct job *q[QUEUE_LEN];
+	size_t head, n, bytes;
+	bool stop, abort;
+	size_t idle;         /* workers waiting in work */
+	bool waiting;        /* the decoder waits in done */
+	int err; /* a worker's first error (logged by it) */
+	pthread_t th[POOL_THREADS_MAX];
+	size_t n_th;
+	bool started;
 };
 
 struct ex {
@@ -74,6 +113,10 @@ struct ex {
 	bool read_failed;
 	char tmp_base[17]; /* temporary names: ".#cafs" + this + a counter */
 	unsigned tmp_n;
+	bool tmpfile_ok;   /* O_TMPFILE worked here once: workers may use it */
+	unsigned n_threads; /* workers to start (0: none) */
+	struct pool pool;
+	int pool_err;      /* copy of pool.err, read by the decoder thread (atomic) */
 };
 
 static int fail(struct ex *x, int r, const char *path)
@@ -357,6 +400,18 @@ static void apply_chattr(struct ex *x, const struct ca_catar_node *n, int fd, bo
 		warn_once(&x->warned_chattr, errno, "file attributes (chattr)");
 }
 
+static void node_times(const struct ca_catar_node *n, struct timespec ts[2])
+{
+	/* the u64 holds a signed count: times before 1970 are negative */
+	int64_t t = (int64_t)n->mtime, sec = t / 1000000000, nsec = t % 1000000000;
+	if (nsec < 0) {
+		nsec += 1000000000;
+		sec--;
+	}
+	ts[0].tv_sec = ts[1].tv_sec = (time_t)sec;
+	ts[0].tv_nsec = ts[1].tv_nsec = (long)nsec;
+}
+
 /* Owner, mode, xattrs, ACLs, fcaps, times; the same order for every type
  * (chown clears setuid bits and capabilities, so it goes first). fd is the
  * node itself (files, directories) or -1 (use dfd + name). */
@@ -403,15 +458,8 @@ static int apply_meta(struct ex *x, const struct ca_catar_node *n, int fd, int d
 			warn_once(&x->warned_xattr, errno, "file capabilities");
 	}
 	if (x->flags & TIME_FLAGS) {
-		/* the u64 holds a signed count: times before 1970 are negative */
-		int64_t t = (int64_t)n->mtime, sec = t / 1000000000, nsec = t % 1000000000;
-		if (nsec < 0) {
-			nsec += 1000000000;
-			sec--;
-		}
 		struct timespec ts[2];
-		ts[0].tv_sec = ts[1].tv_sec = (time_t)sec;
-		ts[0].tv_nsec = ts[1].tv_nsec = (long)nsec;
+		node_times(n, ts);
 		int k = fd >= 0 ? futimens(fd, ts) : utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW);
 		if (k < 0)
 			return -errno;
@@ -541,6 +589,215 @@ out:
 	return r;
 }
 
+/* What a worker does: make_file_tmpfile with the payload in memory.
+ * Returns 0 or a negative errno (not logged: only the first error is). */
+static int run_job(struct ex *x, struct job *j)
+{
+	int fd = openat(j->dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, j->create_mode);
+	if (fd < 0)
+		return -errno;
+	int r = ca_write_all(fd, j->data, j->size);
+	if (r == 0 && j->chown && fchown(fd, j->uid, j->gid) < 0)
+		r = -errno;
+	if (r == 0 && j->chmod && fchmod(fd, j->mode) < 0)
+		r = -errno;
+	if (r == 0 && j->times && futimens(fd, j->ts) < 0)
+		r = -errno;
+	if (r == 0)
+		r = link_tmpfile(x, fd, j->dfd, j->name);
+	close(fd);
+	return r;
+}
+
+static void *worker(void *userdata)
+{
+	struct ex *x = userdata;
+	struct pool *p = &x->pool;
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (!p->n && !p->stop) {
+			p->idle++;
+			pthread_cond_wait(&p->work, &p->lock);
+			p->idle--;
+		}
+		if (!p->n)
+			break;
+		struct job *j = p->q[p->head];
+		p->head = (p->head + 1) % QUEUE_LEN;
+		p->n--;
+		/* after an error or an interrupt, queued files are dropped: nothing of them exists yet */
+		bool skip = p->abort || p->err || (x->o->cancel && *x->o->cancel);
+		pthread_mutex_unlock(&p->lock);
+		int r = skip ? 0 : run_job(x, j);
+		pthread_mutex_lock(&p->lock);
+		if (r < 0 && !p->err && !p->abort) {
+			p->err = fail(x, r, j->path);
+			__atomic_store_n(&x->pool_err, p->err, __ATOMIC_RELEASE);
+		}
+		p->bytes -= j->size;
+		x->dirs[j->dir].pending--;
+		if (p->waiting)
+			pthread_cond_signal(&p->done);
+		free(j->path);
+		free(j);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+static bool pool_start(struct ex *x)
+{
+	struct pool *p = &x->pool;
+	if (p->started)
+		return p->n_th > 0;
+	p->started = true;
+	if (pthread_mutex_init(&p->lock, NULL) != 0)
+		return false;
+	if (pthread_cond_init(&p->work, NULL) != 0 || pthread_cond_init(&p->done, NULL) != 0) {
+		/* cannot tell which one: treat the pool as absent, leak nothing that matters */
+		return false;
+	}
+	while (p->n_th < x->n_threads && pthread_create(&p->th[p->n_th], NULL, worker, x) == 0)
+		p->n_th++;
+	return p->n_th > 0;
+}
+
+/* Finish (or, with abort, drop) every queued job and join the workers:
+ * before any directory fd closes. Returns the workers' first error. */
+static int pool_stop(struct ex *x, bool abort)
+{
+	struct pool *p = &x->pool;
+	if (!p->n_th)
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	p->stop = true;
+	p->abort = abort;
+	pthread_cond_broadcast(&p->work);
+	pthread_mutex_unlock(&p->lock);
+	for (size_t i = 0; i < p->n_th; i++)
+		pthread_join(p->th[i], NULL);
+	p->n_th = 0;
+	pthread_cond_destroy(&p->work);
+	pthread_cond_destroy(&p->done);
+	pthread_mutex_destroy(&p->lock);
+	return p->err;
+}
+
+/* Wait until the jobs for files in dirs[i] are done; the workers' first error. */
+static int pool_wait_dir(struct ex *x, size_t i)
+{
+	struct pool *p = &x->pool;
+	if (!p->n_th)
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	while (x->dirs[i].pending) {
+		p->waiting = true;
+		pthread_cond_wait(&p->done, &p->lock);
+		p->waiting = false;
+	}
+	int r = p->err;
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+/* A file a worker can make: small, plain (only owner, mode and time to
+ * restore), in a directory we created. */
+static bool job_eligible(const struct ex *x, const struct ca_catar_node *n, const struct dir *p)
+{
+	struct ca_catar_xattr xa;
+	size_t cur = 0;
+	if (!x->n_threads || !x->tmpfile_ok || !p->fresh || !S_ISREG(n->mode) || n->payload_size > JOB_SIZE_MAX)
+		return false;
+	if (n->selinux || n->fcaps || ca_catar_node_next_xattr(n, &cur, &xa))
+		return false;
+	if ((x->flags & CA_FORMAT_WITH_ACL) && (n->n_acl_user || n->n_acl_group || n->has_acl_group_obj))
+		return false;
+	for (size_t i = 0; i < sizeof(chattr_map) / sizeof(chattr_map[0]); i++)
+		if ((x->flags & chattr_map[i].feature) && (n->flags & chattr_map[i].feature))
+			return false;
+	return true;
+}
+
+/* Read the payload into a job and queue it. Returns 0, 1 when there is
+ * no pool (the caller does the file itself), or a negative errno. */
+static int submit_job(struct ex *x, const struct ca_catar_node *n, struct dir *p, const char *path)
+{
+	struct pool *pl = &x->pool;
+	if (!pool_start(x))
+		return 1;
+	size_t size = (size_t)n->payload_size, got = 0, nl = strlen(n->name), pl_len = strlen(path);
+	struct job *j = malloc(sizeof(*j) + size);
+	if (!j)
+		return fail(x, -ENOMEM, path);
+	*j = (struct job){ .dir = (size_t)(p - x->dirs), .dfd = p->fd, .size = size };
+	j->path = malloc(pl_len + 1 + nl + 1); /* path, then name */
+	if (!j->path) {
+		free(j);
+		return fail(x, -ENOMEM, path);
+	}
+	memcpy(j->path, path, pl_len + 1);
+	memcpy(j->path + pl_len + 1, n->name, nl + 1);
+	j->name = j->path + pl_len + 1;
+	j->create_mode = create_mode(x, p, n->mode);
+	j->mode = (mode_t)(n->mode & 07777);
+	j->chmod = j->mode != j->create_mode || (n->mode & 07000);
+	if (x->flags & UID_FLAGS) {
+		j->uid = (uid_t)n->uid;
+		j->gid = (gid_t)n->gid;
+		if (x->as_root)
+			j->chown = n->uid != (uint64_t)x->euid || n->gid != (uint64_t)p->child_gid;
+		else if (n->uid != (uint64_t)x->euid || n->gid != (uint64_t)x->egid)
+			warn_once(&x->warned_owner, 0, "file owners (not running as root)");
+	}
+	j->times = x->flags & TIME_FLAGS;
+	if (j->times)
+		node_times(n, j->ts);
+	int r = 0;
+	for (;;) {
+		if (x->o->cancel && *x->o->cancel) {
+			r = -ECANCELED;
+			break;
+		}
+		ssize_t k = ca_catar_dec_read_payload(x->dec, j->data + got, size - got);
+		if (k < 0) {
+			x->read_failed = true;
+			r = (int)k;
+			if (r == -EBADMSG)
+				ca_log_error_errno(r, "%s: not a valid archive, at %s",
+				                   x->o->archive_name ? x->o->archive_name : "archive", path);
+			break;
+		}
+		if (k == 0)
+			break;
+		got += (size_t)k;
+		x->done += (uint64_t)k;
+		if (x->o->progress)
+			x->o->progress(x->o->progress_userdata, x->done);
+	}
+	if (r == 0 && got != size) /* the decoder ends a payload only at its size */
+		r = ca_log_error_errno(EBADMSG, "%s: not a valid archive, at %s",
+		                       x->o->archive_name ? x->o->archive_name : "archive", path);
+	if (r < 0) {
+		free(j->path);
+		free(j);
+		return r;
+	}
+	pthread_mutex_lock(&pl->lock);
+	while (pl->n == QUEUE_LEN || (pl->n && pl->bytes + size > QUEUE_BYTES)) {
+		pl->waiting = true;
+		pthread_cond_wait(&pl->done, &pl->lock);
+		pl->waiting = false;
+	}
+	pl->q[(pl->head + pl->n) % QUEUE_LEN] = j;
+	pl->n++;
+	pl->bytes += size;
+	p->pending++;
+	if (pl->idle)
+		pthread_cond_signal(&pl->work);
+	pthread_mutex_unlock(&pl->lock);
+	return 0;
+}
+
 static int make_leaf(struct ex *x, const struct ca_catar_node *n, struct dir *p, const char *path)
 {
 	char tmp[48];
@@ -549,8 +806,15 @@ static int make_leaf(struct ex *x, const struct ca_catar_node *n, struct dir *p,
 	uint64_t m = n->mode;
 	mode_t cm = create_mode(x, p, m);
 
+	if (job_eligible(x, n, p)) {
+		r = submit_job(x, n, p, path);
+		if (r <= 0)
+			return r;
+	}
 	if (S_ISREG(m) && p->fresh && !x->no_tmpfile) {
 		r = make_file_tmpfile(x, n, p, path);
+		if (r == 0)
+			x->tmpfile_ok = true;
 		if (r <= 0)
 			return r;
 	}
@@ -626,10 +890,16 @@ static int push_dir(struct ex *x, int fd, bool fresh, const struct dir *parent)
 	}
 	if (x->depth == x->cap) {
 		size_t c = x->cap ? x->cap * 2 : 16;
+		/* workers index dirs under the lock: move it under the lock */
+		if (x->pool.n_th)
+			pthread_mutex_lock(&x->pool.lock);
 		struct dir *nd = realloc(x->dirs, c * sizeof(*nd));
+		if (nd)
+			x->dirs = nd;
+		if (x->pool.n_th)
+			pthread_mutex_unlock(&x->pool.lock);
 		if (!nd)
 			return -ENOMEM;
-		x->dirs = nd;
 		x->cap = c;
 	}
 	x->dirs[x->depth++] = d;
@@ -700,7 +970,14 @@ static int delete_extra(struct ex *x, struct dir *d, const char *path)
 static int dir_done(struct ex *x, const struct ca_catar_node *n, const char *path)
 {
 	struct dir *d = &x->dirs[x->depth - 1];
-	int r = 0;
+	/* its mode and mtime go on once every file in it is complete */
+	int r = pool_wait_dir(x, x->depth - 1);
+	if (r < 0) {
+		close(d->fd);
+		names_free(&d->names);
+		x->depth--;
+		return r;
+	}
 	if (!x->o->no_delete && !d->fresh)
 		r = delete_extra(x, d, path);
 	if (r == 0) {
@@ -730,6 +1007,8 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 		rl.rlim_cur = rl.rlim_max;
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	x.n_threads = ncpu < 2 ? 0 : ncpu > (long)POOL_THREADS_MAX ? POOL_THREADS_MAX : (unsigned)ncpu;
 	x.buf = malloc(COPY_BLOCK);
 	if (!x.buf)
 		return ca_log_error_errno(ENOMEM, "%s", dest);
@@ -739,6 +1018,9 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 			r = -ECANCELED;
 			break;
 		}
+		r = __atomic_load_n(&x.pool_err, __ATOMIC_ACQUIRE);
+		if (r < 0) /* a worker logged it */
+			break;
 		r = ca_catar_dec_next(d, &n);
 		const char *path = ca_catar_dec_path(d);
 		if (r < 0) {
@@ -791,6 +1073,9 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 		if (r < 0)
 			break;
 	}
+	int k = pool_stop(&x, r < 0);
+	if (r >= 0 && k < 0)
+		r = k;
 	while (x.depth > 0) {
 		struct dir *dd = &x.dirs[--x.depth];
 		close(dd->fd);

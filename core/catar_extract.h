@@ -17,6 +17,14 @@
  * that owner and mode (created with its final mode when neither the umask
  * nor a default ACL of its directory would change it).
  *
+ * Threads: with 2 or more CPUs, small regular files (payload read into
+ * memory by the decoding thread) that need only owner, mode and mtime are
+ * created by up to 3 worker threads, since creating a file costs far more
+ * in the kernel than decoding it; a directory's own metadata is applied
+ * only after every file in it is complete. All are joined before
+ * ca_catar_extract() returns; on an error or an interrupt, queued files
+ * are dropped (none of them exists yet).
+ *
  * Into an existing tree: what differs is replaced (a directory where the
  * archive has a file is removed, and the other way round) and, like
  * casync's --delete=yes, entries the archive does not have are removed.
