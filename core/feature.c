@@ -89,25 +89,6 @@ bool ca_feature_is_valid(uint64_t f)
 	return ca_feature_normalize(f) == f;
 }
 
-uint64_t ca_feature_widen(uint64_t f)
-{
-	if (f & CA_FORMAT_WITH_32BIT_UIDS)
-		f |= CA_FORMAT_WITH_16BIT_UIDS;
-	if (f & CA_FORMAT_WITH_NSEC_TIME)
-		f |= CA_FORMAT_WITH_USEC_TIME;
-	if (f & CA_FORMAT_WITH_USEC_TIME)
-		f |= CA_FORMAT_WITH_SEC_TIME;
-	if (f & CA_FORMAT_WITH_SEC_TIME)
-		f |= CA_FORMAT_WITH_2SEC_TIME;
-	if (f & CA_FORMAT_WITH_ACL)
-		f |= CA_FORMAT_WITH_PERMISSIONS;
-	if (f & CA_FORMAT_WITH_PERMISSIONS)
-		f |= CA_FORMAT_WITH_READ_ONLY;
-	if (f & CA_FORMAT_EXCLUDE_NODUMP)
-		f |= CA_FORMAT_WITH_FLAG_NODUMP;
-	return f;
-}
-
 int ca_feature_parse_name(const char *name, uint64_t *ret)
 {
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

@@ -16,8 +16,6 @@
 uint64_t ca_feature_normalize(uint64_t flags);
 /* Known bits only, normalized, and not UINT64_MAX: what readers accept. */
 bool ca_feature_is_valid(uint64_t flags);
-/* Add every bit implied by the set (the inverse of normalize). */
-uint64_t ca_feature_widen(uint64_t flags);
 
 /* Parse one --with/--without argument: a flag name ("symlinks") or a set
  * name ("best", "unix", "fat", "chattr", "fat-attrs", "privileged", "fuse",
