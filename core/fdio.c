@@ -40,6 +40,24 @@ int ca_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
 	return 0;
 }
 
+ssize_t ca_read_full(int fd, void *p, size_t n)
+{
+	uint8_t *q = p;
+	size_t done = 0;
+	while (done < n) {
+		ssize_t k = read(fd, q + done, n - done);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (k == 0)
+			break;
+		done += k;
+	}
+	return (ssize_t)done;
+}
+
 ssize_t ca_pread_full(int fd, void *p, size_t n, uint64_t off)
 {
 	uint8_t *q = p;

@@ -11,6 +11,7 @@
 int ca_write_all(int fd, const void *p, size_t n);
 int ca_pwrite_all(int fd, const void *p, size_t n, uint64_t off);
 /* Reads until n bytes or EOF; returns the count read or negative errno. */
+ssize_t ca_read_full(int fd, void *p, size_t n);
 ssize_t ca_pread_full(int fd, void *p, size_t n, uint64_t off);
 
 #endif
