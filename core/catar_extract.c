@@ -981,7 +981,8 @@ static int dir_done(struct ex *x, const struct ca_catar_node *n, const char *pat
 	if (!x->o->no_delete && !d->fresh)
 		r = delete_extra(x, d, path);
 	if (r == 0) {
-		r = apply_meta(x, n, d->fd, -1, NULL, d->fresh, d->uid, d->gid, (mode_t)-1);
+		/* a directory we made still inherited a default ACL from a parent with one */
+		r = apply_meta(x, n, d->fd, -1, NULL, d->fresh && d->plain, d->uid, d->gid, (mode_t)-1);
 		if (r < 0)
 			fail(x, r, path);
 		else
