@@ -21,6 +21,7 @@
 
 #include "atomic_file.h"
 #include "catar_extract.h"
+#include "feature.h"
 #include "fdio.h"
 #include "log.h"
 
@@ -35,18 +36,6 @@
 #define TIME_FLAGS                                                                                       \
 	(CA_FORMAT_WITH_NSEC_TIME | CA_FORMAT_WITH_USEC_TIME | CA_FORMAT_WITH_SEC_TIME | CA_FORMAT_WITH_2SEC_TIME)
 #define UID_FLAGS (CA_FORMAT_WITH_16BIT_UIDS | CA_FORMAT_WITH_32BIT_UIDS)
-
-/* feature bit -> kernel FS_*_FL */
-static const struct {
-	uint64_t feature;
-	unsigned kernel;
-} chattr_map[] = {
-	{ CA_FORMAT_WITH_FLAG_APPEND, FS_APPEND_FL },       { CA_FORMAT_WITH_FLAG_NOATIME, FS_NOATIME_FL },
-	{ CA_FORMAT_WITH_FLAG_COMPR, FS_COMPR_FL },         { CA_FORMAT_WITH_FLAG_NOCOW, FS_NOCOW_FL },
-	{ CA_FORMAT_WITH_FLAG_NODUMP, FS_NODUMP_FL },       { CA_FORMAT_WITH_FLAG_DIRSYNC, FS_DIRSYNC_FL },
-	{ CA_FORMAT_WITH_FLAG_IMMUTABLE, FS_IMMUTABLE_FL }, { CA_FORMAT_WITH_FLAG_SYNC, FS_SYNC_FL },
-	{ CA_FORMAT_WITH_FLAG_NOCOMP, FS_NOCOMP_FL },       { CA_FORMAT_WITH_FLAG_PROJINHERIT, FS_PROJINHERIT_FL },
-};
 
 struct names {
 	char **v;
@@ -380,14 +369,7 @@ static int apply_xattrs(struct ex *x, const struct ca_catar_node *n, int fd, con
 
 static void apply_chattr(struct ex *x, const struct ca_catar_node *n, int fd, bool fresh)
 {
-	unsigned want = 0, mask = 0, cur = 0;
-	for (size_t i = 0; i < sizeof(chattr_map) / sizeof(chattr_map[0]); i++) {
-		if (!(x->flags & chattr_map[i].feature))
-			continue;
-		mask |= chattr_map[i].kernel;
-		if (n->flags & chattr_map[i].feature)
-			want |= chattr_map[i].kernel;
-	}
+	unsigned mask = ca_feature_to_chattr(x->flags), want = ca_feature_to_chattr(x->flags & n->flags), cur = 0;
 	if (!mask || (fresh && !want))
 		return;
 	if (ioctl(fd, FS_IOC_GETFLAGS, &cur) < 0) {
@@ -712,10 +694,7 @@ static bool job_eligible(const struct ex *x, const struct ca_catar_node *n, cons
 		return false;
 	if ((x->flags & CA_FORMAT_WITH_ACL) && (n->n_acl_user || n->n_acl_group || n->has_acl_group_obj))
 		return false;
-	for (size_t i = 0; i < sizeof(chattr_map) / sizeof(chattr_map[0]); i++)
-		if ((x->flags & chattr_map[i].feature) && (n->flags & chattr_map[i].feature))
-			return false;
-	return true;
+	return ca_feature_to_chattr(x->flags & n->flags) == 0;
 }
 
 /* Read the payload into a job and queue it. Returns 0, 1 when there is

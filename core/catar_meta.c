@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "catar_meta.h"
+#include "feature.h"
 #include "format.h"
 
 #define CHATTR_MASK  UINT64_C(0x3ff0000)
@@ -60,22 +61,6 @@ static const uint32_t virtual_fs_magic[] = {
 	0xf97cff8cu, /* selinuxfs */
 	0x43415d53u, /* smackfs */
 	0x62656572u, /* sysfs */
-};
-
-static const struct {
-	unsigned kernel;
-	uint64_t feature;
-} chattr_map[] = {
-	{ FS_APPEND_FL, CA_FORMAT_WITH_FLAG_APPEND },
-	{ FS_NOATIME_FL, CA_FORMAT_WITH_FLAG_NOATIME },
-	{ FS_COMPR_FL, CA_FORMAT_WITH_FLAG_COMPR },
-	{ FS_NOCOW_FL, CA_FORMAT_WITH_FLAG_NOCOW },
-	{ FS_NODUMP_FL, CA_FORMAT_WITH_FLAG_NODUMP },
-	{ FS_DIRSYNC_FL, CA_FORMAT_WITH_FLAG_DIRSYNC },
-	{ FS_IMMUTABLE_FL, CA_FORMAT_WITH_FLAG_IMMUTABLE },
-	{ FS_SYNC_FL, CA_FORMAT_WITH_FLAG_SYNC },
-	{ FS_NOCOMP_FL, CA_FORMAT_WITH_FLAG_NOCOMP },
-	{ FS_PROJINHERIT_FL, CA_FORMAT_WITH_FLAG_PROJINHERIT },
 };
 
 /* errors casync takes as "this filesystem or node has none of that" */
@@ -633,9 +618,7 @@ int ca_meta_serialize(struct ca_meta_ctx *c, struct ca_meta_node *n, struct ca_b
 	uint64_t eflags = 0;
 	if (isreg || isdir) {
 		if (f & CHATTR_MASK)
-			for (size_t i = 0; i < sizeof(chattr_map) / sizeof(chattr_map[0]); i++)
-				if (n->chattr & chattr_map[i].kernel)
-					eflags |= chattr_map[i].feature & f;
+			eflags |= ca_feature_from_chattr(n->chattr) & f;
 		if (f & FAT_MASK)
 			eflags |= ((fat & ATTR_HIDDEN ? CA_FORMAT_WITH_FLAG_HIDDEN : 0) |
 			           (fat & ATTR_SYS ? CA_FORMAT_WITH_FLAG_SYSTEM : 0) |

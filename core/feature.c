@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <linux/fs.h>
+
 #include "feature.h"
 
 static const struct {
@@ -57,6 +59,36 @@ static const struct {
 };
 
 #define N_SINGLE 33 /* entries above that name one bit */
+
+/* The archive encodes chattr state with feature bits, not the kernel's values. */
+static const struct {
+	uint64_t feature;
+	unsigned kernel;
+} chattr_map[] = {
+	{ CA_FORMAT_WITH_FLAG_APPEND, FS_APPEND_FL },       { CA_FORMAT_WITH_FLAG_NOATIME, FS_NOATIME_FL },
+	{ CA_FORMAT_WITH_FLAG_COMPR, FS_COMPR_FL },         { CA_FORMAT_WITH_FLAG_NOCOW, FS_NOCOW_FL },
+	{ CA_FORMAT_WITH_FLAG_NODUMP, FS_NODUMP_FL },       { CA_FORMAT_WITH_FLAG_DIRSYNC, FS_DIRSYNC_FL },
+	{ CA_FORMAT_WITH_FLAG_IMMUTABLE, FS_IMMUTABLE_FL }, { CA_FORMAT_WITH_FLAG_SYNC, FS_SYNC_FL },
+	{ CA_FORMAT_WITH_FLAG_NOCOMP, FS_NOCOMP_FL },       { CA_FORMAT_WITH_FLAG_PROJINHERIT, FS_PROJINHERIT_FL },
+};
+
+unsigned ca_feature_to_chattr(uint64_t flags)
+{
+	unsigned out = 0;
+	for (size_t i = 0; i < sizeof(chattr_map) / sizeof(chattr_map[0]); i++)
+		if (flags & chattr_map[i].feature)
+			out |= chattr_map[i].kernel;
+	return out;
+}
+
+uint64_t ca_feature_from_chattr(unsigned kernel_flags)
+{
+	uint64_t out = 0;
+	for (size_t i = 0; i < sizeof(chattr_map) / sizeof(chattr_map[0]); i++)
+		if (kernel_flags & chattr_map[i].kernel)
+			out |= chattr_map[i].feature;
+	return out;
+}
 
 uint64_t ca_feature_normalize(uint64_t f)
 {

@@ -22,6 +22,11 @@ bool ca_feature_is_valid(uint64_t flags);
  * "all"). -EINVAL for unknown names. */
 int ca_feature_parse_name(const char *name, uint64_t *ret);
 
+/* chattr: the kernel's FS_*_FL bits for the flag-* feature bits set in
+ * flags (others ignored), and back. */
+unsigned ca_feature_to_chattr(uint64_t flags);
+uint64_t ca_feature_from_chattr(unsigned kernel_flags);
+
 /* Comma-separated names of the WITH bits in flags into buf. */
 void ca_feature_format(uint64_t flags, char *buf, unsigned len);
 

@@ -13,6 +13,7 @@
 #include <sys/sysmacros.h>
 
 #include "acl.h"
+#include "feature.h"
 #include "fs_private.h"
 #include "log.h"
 
@@ -307,24 +308,7 @@ int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, const char *name
 	return e < 0 ? e : r;
 }
 
-/* archive flag bit -> kernel FS_*_FL, for FS_IOC_GETFLAGS (lsattr) */
-static const struct {
-	uint64_t feature;
-	unsigned kernel;
-} chattr_map[] = {
-	{ CA_FORMAT_WITH_FLAG_APPEND, FS_APPEND_FL },       { CA_FORMAT_WITH_FLAG_NOATIME, FS_NOATIME_FL },
-	{ CA_FORMAT_WITH_FLAG_COMPR, FS_COMPR_FL },         { CA_FORMAT_WITH_FLAG_NOCOW, FS_NOCOW_FL },
-	{ CA_FORMAT_WITH_FLAG_NODUMP, FS_NODUMP_FL },       { CA_FORMAT_WITH_FLAG_DIRSYNC, FS_DIRSYNC_FL },
-	{ CA_FORMAT_WITH_FLAG_IMMUTABLE, FS_IMMUTABLE_FL }, { CA_FORMAT_WITH_FLAG_SYNC, FS_SYNC_FL },
-	{ CA_FORMAT_WITH_FLAG_NOCOMP, FS_NOCOMP_FL },       { CA_FORMAT_WITH_FLAG_PROJINHERIT, FS_PROJINHERIT_FL },
-};
-
 unsigned cafs_tree_chattr(const struct cafs_node *n)
 {
-	uint64_t f = n->cn->flags;
-	unsigned out = 0;
-	for (size_t i = 0; i < sizeof(chattr_map) / sizeof(chattr_map[0]); i++)
-		if (f & chattr_map[i].feature)
-			out |= chattr_map[i].kernel;
-	return out;
+	return ca_feature_to_chattr(n->cn->flags);
 }
