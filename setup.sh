@@ -6,6 +6,7 @@
 #   ./setup.sh check   install deps, build, run the whole test suite (what CI runs);
 #                      ends with "N passed, N failed"
 #   ./setup.sh build   install deps and build only
+#   ./setup.sh packages  print the Debian packages the build and tests need
 #
 # Installing is idempotent: apt-get only runs when a package is missing.
 set -euo pipefail
@@ -79,6 +80,7 @@ check() {
 }
 
 case "${1:-}" in
+packages) echo "${packages[@]}" ;;
 build) install_deps; build ;;
 check) install_deps; build; check ;;
 demo) install_deps; build; make -C "$build" tests/gen-data >/dev/null; exec "$top/tests/demo.sh" "$build/cafs" ;;
