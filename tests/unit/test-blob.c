@@ -37,28 +37,10 @@ static char *path(const char *name)
 	return s;
 }
 
-static int slurp(const char *file, struct ca_buf *out)
-{
-	int fd = open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	out->size = 0;
-	for (;;) {
-		if (ca_buf_reserve(out, out->size + 65536, SIZE_MAX) < 0)
-			abort();
-		ssize_t k = read(fd, out->data + out->size, out->cap - out->size);
-		if (k <= 0) {
-			close(fd);
-			return k < 0 ? -errno : 0;
-		}
-		out->size += k;
-	}
-}
-
 static bool same_file(const char *a, const char *b)
 {
 	struct ca_buf x = CA_BUF_INIT, y = CA_BUF_INIT;
-	bool same = slurp(a, &x) == 0 && slurp(b, &y) == 0 && x.size == y.size && !memcmp(x.data, y.data, x.size);
+	bool same = testdata_read_file(a, &x) == 0 && testdata_read_file(b, &y) == 0 && x.size == y.size && !memcmp(x.data, y.data, x.size);
 	ca_buf_release(&x);
 	ca_buf_release(&y);
 	return same;
@@ -67,7 +49,7 @@ static bool same_file(const char *a, const char *b)
 static bool same_as(const char *file, const uint8_t *p, size_t n)
 {
 	struct ca_buf x = CA_BUF_INIT;
-	bool same = slurp(file, &x) == 0 && x.size == n && !memcmp(x.data, p, n);
+	bool same = testdata_read_file(file, &x) == 0 && x.size == n && !memcmp(x.data, p, n);
 	ca_buf_release(&x);
 	return same;
 }

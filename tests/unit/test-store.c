@@ -87,24 +87,6 @@ static int write_file(const char *path, const void *p, size_t n)
 	return k == (ssize_t)n ? 0 : -EIO;
 }
 
-static int read_whole(const char *path, struct ca_buf *out)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	out->size = 0;
-	for (;;) {
-		if (ca_buf_reserve(out, out->size + 65536, SIZE_MAX) < 0)
-			abort();
-		ssize_t k = read(fd, out->data + out->size, out->cap - out->size);
-		if (k <= 0) {
-			close(fd);
-			return k < 0 ? -errno : 0;
-		}
-		out->size += k;
-	}
-}
-
 /* run a shell pipeline: the CLI compressors are the reference encoders */
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int sh(const char *fmt, ...)
@@ -243,7 +225,7 @@ static void test_zstd_identical(void)
 			snprintf(out, sizeof(out), "%s/zout", tmpdir);
 			check_int(write_file(in, p, n), ==, 0);
 			check_int(sh("cat '%s' | zstd -q -3 --no-check -c > '%s'", in, out), ==, 0);
-			check_int(read_whole(out, &ref), ==, 0);
+			check_int(testdata_read_file(out, &ref), ==, 0);
 			check_int(ca_codec_compress(codec, p, n, &z), ==, 0);
 			check(z.size == ref.size && !memcmp(z.data, ref.data, z.size));
 			free(p);
@@ -765,8 +747,8 @@ static void test_cache(const char *back)
 	check(got(src, &a, NULL));
 	check_int(cb->fetches, ==, 1);
 	check_int(ca_chunksrc_is_local(src, a.id), ==, 1);
-	check_int(read_whole(path_of(cdir, a.id, false), &raw), ==, 0);
-	check_int(read_whole(path_of(back, a.id, false), &braw), ==, 0);
+	check_int(testdata_read_file(path_of(cdir, a.id, false), &raw), ==, 0);
+	check_int(testdata_read_file(path_of(back, a.id, false), &braw), ==, 0);
 	check(raw.size == braw.size && !memcmp(raw.data, braw.data, raw.size));
 	/* a bare chunk is cached compressed */
 	check(got(src, &bare, NULL));
@@ -794,7 +776,7 @@ static void test_cache(const char *back)
 	check_int(cb->fetches, ==, 1);
 	ca_chunksrc_get_stats(src, &st);
 	check_u64(st.corrupt, ==, 1);
-	check_int(read_whole(path_of(cdir, a.id, false), &raw), ==, 0);
+	check_int(testdata_read_file(path_of(cdir, a.id, false), &raw), ==, 0);
 	check_int(ca_codec_decode_chunk(codec, raw.data, raw.size, a.id, a.size, &out), ==, 0);
 	ca_chunksrc_free(src);
 

@@ -7,9 +7,14 @@
 #ifndef CAFS_TESTDATA_H
 #define CAFS_TESTDATA_H
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+#include "buf.h"
 
 /* x ^= x<<13; x ^= x>>17; x ^= x<<5; emit x & 0xff (seed 0 means 1) */
 static inline void testdata_xorshift(uint8_t *p, size_t n, uint32_t seed)
@@ -43,6 +48,25 @@ static inline uint32_t testdata_rand(uint32_t *state)
 	x ^= x << 5;
 	*state = x;
 	return x;
+}
+
+/* A whole file into out (its contents replaced). 0 or negative errno. */
+static inline int testdata_read_file(const char *path, struct ca_buf *out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	out->size = 0;
+	for (;;) {
+		if (ca_buf_reserve(out, out->size + 65536, SIZE_MAX) < 0)
+			abort();
+		ssize_t k = read(fd, out->data + out->size, out->cap - out->size);
+		if (k <= 0) {
+			close(fd);
+			return k < 0 ? -errno : 0;
+		}
+		out->size += k;
+	}
 }
 
 #endif
