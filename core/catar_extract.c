@@ -42,21 +42,56 @@ struct names {
 	size_t n, cap;
 };
 
+/* New directories are built out of sight: the outermost one under a
+ * temporary name in its parent, renamed to its own when it is complete
+ * (its whole subtree included). Everything inside it is then created
+ * directly under its final name (one directory operation per entry, no
+ * temporary name, no O_TMPFILE + link), yet no path under DEST ever shows
+ * a partial file, and a new DEST appears complete or not at all. An
+ * existing directory is updated in place: entries made there go through
+ * a temporary name and a rename that replaces the old one. */
 struct dir {
 	int fd;
-	bool fresh;         /* we created it: nothing in it needs replacing or deleting */
+	bool fresh;         /* we created it: out of sight, nothing in it needs replacing or deleting */
+	bool hidden_root;   /* fresh, in a directory that is not: under tmp in parent_fd until its end */
+	int parent_fd;      /* hidden_root: the directory holding it (not ours to close) */
+	char tmp[48];       /* hidden_root: its temporary name */
 	bool plain;         /* no default ACL: files created here get their mode minus the umask */
 	uid_t uid;          /* its owner when opened (we change it only at its end) */
 	gid_t gid;
 	gid_t child_gid;    /* the group a file created in it gets (setgid directories pass theirs on) */
-	unsigned pending;   /* jobs for files in it not finished yet (under pool.lock) */
+	struct track *track; /* once a job for a file in it was queued */
+	char *final_name;   /* hidden_root: its name (the node's, or DEST's last component) */
 	struct names names; /* children the archive has, for --delete (not kept when fresh) */
+};
+
+/* The owner, mode and times a plain directory gets once it is complete. */
+struct dir_meta {
+	bool chown, times;
+	uid_t uid;
+	gid_t gid;
+	mode_t mode;
+	struct timespec ts[2];
+};
+
+/* A directory's queued files, shared by the decoder and the workers (under
+ * pool.lock). The decoder does not wait at the end of a plain directory
+ * whose files are still being written: it leaves the directory's fd and
+ * metadata here, and the worker that finishes the last file applies them.
+ * Waiting there would drain the queue at every directory end, leaving the
+ * workers idle, and most directories of a real tree hold a few files. */
+struct track {
+	unsigned pending; /* jobs queued or running */
+	bool left;        /* the decoder is done with it: fd and meta are the workers' */
+	int fd;
+	struct dir_meta meta;
+	char *path; /* for messages */
 };
 
 /* One small regular file for a worker: everything apply_meta would do for
  * a file without xattrs, ACLs, fcaps or chattr flags. */
 struct job {
-	size_t dir;       /* index in ex.dirs: that directory waits for its jobs */
+	struct track *track;
 	int dfd;
 	mode_t create_mode, mode;
 	bool chown, chmod, times;
@@ -72,12 +107,15 @@ struct job {
 struct pool {
 	pthread_mutex_t lock;
 	pthread_cond_t work; /* workers: a job queued, or stop */
-	pthread_cond_t done; /* decoder: a job finished */
+	pthread_cond_t done; /* decoder: what it waits for came true (see worker_done) */
 	struct job *q[QUEUE_LEN];
 	size_t head, n, bytes;
 	bool stop, abort;
 	size_t idle;         /* workers waiting in work */
-	bool waiting;        /* the decoder waits in done */
+	size_t outstanding;  /* jobs queued or running, directory metadata included */
+	bool waiting;        /* the decoder waits in done: for wait_track, a drain, or room */
+	bool wait_drain;
+	struct track *wait_track;
 	int err; /* a worker's first error (logged by it) */
 	pthread_t th[POOL_THREADS_MAX];
 	size_t n_th;
@@ -90,7 +128,6 @@ struct ex {
 	const char *dest;
 	uint64_t flags;
 	bool as_root;
-	bool no_tmpfile; /* the file system refused O_TMPFILE: named temporary files */
 	uid_t euid;
 	gid_t egid;
 	int umask; /* the process's, or -1 when unknown */
@@ -102,7 +139,7 @@ struct ex {
 	bool read_failed;
 	char tmp_base[17]; /* temporary names: ".#cafs" + this + a counter */
 	unsigned tmp_n;
-	bool tmpfile_ok;   /* O_TMPFILE worked here once: workers may use it */
+	int dest_parent_fd; /* a new DEST's parent, while DEST is hidden */
 	unsigned n_threads; /* workers to start (0: none) */
 	struct pool pool;
 	int pool_err;      /* copy of pool.err, read by the decoder thread (atomic) */
@@ -190,6 +227,8 @@ static int rm_rf_at(int dfd, const char *name, unsigned depth)
 	if (depth > CA_CATAR_DEPTH_MAX)
 		return -ELOOP;
 	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES && fchmodat(dfd, name, 0700, 0) == 0) /* one we extracted, mode 0000 say */
+		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	/* never empty something mounted in DEST (bind mounts share st_dev: compare mount ids) */
@@ -197,6 +236,9 @@ static int rm_rf_at(int dfd, const char *name, unsigned depth)
 		close(fd);
 		return -EXDEV;
 	}
+	struct stat st;
+	if (fstat(fd, &st) == 0 && (st.st_mode & 0300) != 0300) /* without write, nothing in it can go */
+		(void)fchmod(fd, (st.st_mode & 07777) | 0700);
 	DIR *dir = fdopendir(fd);
 	if (!dir) {
 		int r = -errno;
@@ -512,18 +554,6 @@ static int write_payload(struct ex *x, int fd)
 	}
 }
 
-/* Link the complete O_TMPFILE fd in as dfd/name: it fails rather than
- * replace anything (only used in directories we created). */
-static int link_tmpfile(struct ex *x, int fd, int dfd, const char *name)
-{
-	char proc[64];
-	if (x->as_root && linkat(fd, "", dfd, name, AT_EMPTY_PATH) == 0)
-		return 0;
-	/* without CAP_DAC_READ_SEARCH: through /proc, which does the same */
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	return linkat(AT_FDCWD, proc, dfd, name, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
-}
-
 static int fill_file(struct ex *x, int fd, const char *path)
 {
 	int r = write_payload(x, fd);
@@ -537,45 +567,44 @@ static int fill_file(struct ex *x, int fd, const char *path)
 	return r;
 }
 
-/* A regular file in a directory we created: an O_TMPFILE inode gets its
- * name only once it is complete (an interrupted extract, even a killed
- * one, leaves nothing), one directory operation instead of create plus
- * rename. Returns 1 when the file system has no O_TMPFILE. */
-static int make_file_tmpfile(struct ex *x, const struct ca_catar_node *n, struct dir *p, const char *path)
+/* An entry in a fresh (hidden) directory: straight under its final name. */
+static int make_leaf_direct(struct ex *x, const struct ca_catar_node *n, struct dir *p, const char *path)
 {
-	mode_t cm = create_mode(x, p, n->mode);
-	int fd = openat(p->fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, cm);
-	if (fd < 0) {
-		if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) {
-			x->no_tmpfile = true;
-			return 1;
-		}
-		return fail(x, -errno, path);
+	uint64_t m = n->mode;
+	mode_t cm = create_mode(x, p, m);
+	int fd = -1, r;
+	if (S_ISREG(m)) {
+		fd = openat(p->fd, n->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, cm);
+		r = fd < 0 ? -errno : 0;
+	} else if (S_ISLNK(m)) {
+		r = symlinkat(n->symlink_target, p->fd, n->name) < 0 ? -errno : 0;
+	} else {
+		dev_t dev = (S_ISBLK(m) || S_ISCHR(m)) ? makedev(n->device_major, n->device_minor) : 0;
+		r = mknodat(p->fd, n->name, (mode_t)((m & S_IFMT) | cm), dev) < 0 ? -errno : 0;
 	}
-	int r = fill_file(x, fd, path);
 	if (r < 0)
-		goto out;
-	r = apply_meta(x, n, fd, -1, NULL, true, x->euid, p->child_gid, cm);
-	if (r < 0) {
-		fail(x, r, path);
-		goto out;
+		return fail(x, r, path);
+	if (fd >= 0) {
+		r = fill_file(x, fd, path);
+		if (r < 0)
+			goto out; /* the hidden tree goes, this file with it */
 	}
-	r = link_tmpfile(x, fd, p->fd, n->name);
-	if (r < 0) {
+	r = apply_meta(x, n, fd, p->fd, n->name, true, x->euid, p->child_gid, cm);
+	if (r < 0)
 		fail(x, r, path);
-		goto out;
-	}
-	apply_chattr(x, n, fd, true);
+	else if (fd >= 0)
+		apply_chattr(x, n, fd, true);
 out:
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return r;
 }
 
-/* What a worker does: make_file_tmpfile with the payload in memory.
- * Returns 0 or a negative errno (not logged: only the first error is). */
-static int run_job(struct ex *x, struct job *j)
+/* What a worker does: make_leaf_direct for a plain file with the payload
+ * in memory. Returns 0 or a negative errno (not logged: only the first error is). */
+static int run_job(struct job *j)
 {
-	int fd = openat(j->dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, j->create_mode);
+	int fd = openat(j->dfd, j->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, j->create_mode);
 	if (fd < 0)
 		return -errno;
 	int r = ca_write_all(fd, j->data, j->size);
@@ -585,10 +614,29 @@ static int run_job(struct ex *x, struct job *j)
 		r = -errno;
 	if (r == 0 && j->times && futimens(fd, j->ts) < 0)
 		r = -errno;
-	if (r == 0)
-		r = link_tmpfile(x, fd, j->dfd, j->name);
 	close(fd);
 	return r;
+}
+
+static int apply_dir_meta(int fd, const struct dir_meta *m)
+{
+	if (m->chown && fchown(fd, m->uid, m->gid) < 0)
+		return -errno;
+	if (fchmod(fd, m->mode) < 0)
+		return -errno;
+	if (m->times && futimens(fd, m->ts) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Under the lock: a job for t is finished. Returns t when it was the
+ * directory's last one and the decoder has left it: the caller then
+ * applies its metadata and frees it, outside the lock. */
+static struct track *worker_done(struct pool *p, struct track *t, size_t bytes)
+{
+	p->bytes -= bytes;
+	t->pending--;
+	return t->pending == 0 && t->left ? t : NULL;
 }
 
 static void *worker(void *userdata)
@@ -610,15 +658,35 @@ static void *worker(void *userdata)
 		/* after an error or an interrupt, queued files are dropped: nothing of them exists yet */
 		bool skip = p->abort || p->err || (x->o->cancel && *x->o->cancel);
 		pthread_mutex_unlock(&p->lock);
-		int r = skip ? 0 : run_job(x, j);
+		int r = skip ? 0 : run_job(j);
+		const char *path = j->path;
 		pthread_mutex_lock(&p->lock);
+		struct track *t = worker_done(p, j->track, j->size);
+		if (t) {
+			pthread_mutex_unlock(&p->lock);
+			skip = skip || r < 0;
+			int k = skip ? 0 : apply_dir_meta(t->fd, &t->meta);
+			close(t->fd);
+			pthread_mutex_lock(&p->lock);
+			if (k < 0 && r == 0) {
+				r = k;
+				path = t->path;
+			}
+		}
 		if (r < 0 && !p->err && !p->abort) {
-			p->err = fail(x, r, j->path);
+			p->err = fail(x, r, path);
 			__atomic_store_n(&x->pool_err, p->err, __ATOMIC_RELEASE);
 		}
-		p->bytes -= j->size;
-		x->dirs[j->dir].pending--;
-		if (p->waiting)
+		if (t) {
+			free(t->path);
+			free(t);
+		}
+		p->outstanding--;
+		/* wake the decoder only when it can go on for a while: waking it
+		 * for every finished job costs more than the jobs themselves */
+		if (p->waiting && (p->wait_drain    ? p->outstanding == 0
+		                   : p->wait_track ? p->wait_track->pending == 0
+		                                   : p->n <= QUEUE_LEN / 2 && p->bytes <= QUEUE_BYTES / 2))
 			pthread_cond_signal(&p->done);
 		free(j->path);
 		free(j);
@@ -665,36 +733,55 @@ static int pool_stop(struct ex *x, bool abort)
 	return p->err;
 }
 
-/* Wait until the jobs for files in dirs[i] are done; the workers' first error. */
-static int pool_wait_dir(struct ex *x, size_t i)
+/* Under the lock: the workers' first error, after the jobs for files
+ * in d (if any) are done. d's track is then the caller's to free. */
+static int pool_wait_dir_locked(struct pool *p, struct dir *d)
 {
-	struct pool *p = &x->pool;
+	while (d->track && d->track->pending) {
+		p->waiting = true;
+		p->wait_track = d->track;
+		pthread_cond_wait(&p->done, &p->lock);
+		p->wait_track = NULL;
+		p->waiting = false;
+	}
+	return p->err;
+}
+
+/* Every queued file and directory finished: the workers' first error. */
+static int pool_drain(struct pool *p)
+{
 	if (!p->n_th)
 		return 0;
 	pthread_mutex_lock(&p->lock);
-	while (x->dirs[i].pending) {
-		p->waiting = true;
+	while (p->outstanding) {
+		p->waiting = p->wait_drain = true;
 		pthread_cond_wait(&p->done, &p->lock);
-		p->waiting = false;
+		p->waiting = p->wait_drain = false;
 	}
 	int r = p->err;
 	pthread_mutex_unlock(&p->lock);
 	return r;
 }
 
-/* A file a worker can make: small, plain (only owner, mode and time to
- * restore), in a directory we created. */
-static bool job_eligible(const struct ex *x, const struct ca_catar_node *n, const struct dir *p)
+/* Nothing to restore but owner, mode and times. */
+static bool plain_meta(const struct ex *x, const struct ca_catar_node *n)
 {
 	struct ca_catar_xattr xa;
 	size_t cur = 0;
-	if (!x->n_threads || !x->tmpfile_ok || !p->fresh || !S_ISREG(n->mode) || n->payload_size > JOB_SIZE_MAX)
-		return false;
 	if (n->selinux || n->fcaps || ca_catar_node_next_xattr(n, &cur, &xa))
 		return false;
-	if ((x->flags & CA_FORMAT_WITH_ACL) && (n->n_acl_user || n->n_acl_group || n->has_acl_group_obj))
+	if ((x->flags & CA_FORMAT_WITH_ACL) &&
+	    (n->n_acl_user || n->n_acl_group || n->has_acl_group_obj || n->has_acl_default))
 		return false;
 	return ca_feature_to_chattr(x->flags & n->flags) == 0;
+}
+
+/* A file a worker can make: small, plain, in a directory we created. */
+static bool job_eligible(const struct ex *x, const struct ca_catar_node *n, const struct dir *p)
+{
+	if (!x->n_threads || !p->fresh || !S_ISREG(n->mode) || n->payload_size > JOB_SIZE_MAX)
+		return false;
+	return plain_meta(x, n);
 }
 
 /* Read the payload into a job and queue it. Returns 0, 1 when there is
@@ -705,10 +792,16 @@ static int submit_job(struct ex *x, const struct ca_catar_node *n, struct dir *p
 	if (!pool_start(x))
 		return 1;
 	size_t size = (size_t)n->payload_size, got = 0, nl = strlen(n->name), pl_len = strlen(path);
+	if (!p->track) { /* the workers reach it through their jobs only */
+		p->track = calloc(1, sizeof(*p->track));
+		if (!p->track)
+			return fail(x, -ENOMEM, path);
+		p->track->fd = -1;
+	}
 	struct job *j = malloc(sizeof(*j) + size);
 	if (!j)
 		return fail(x, -ENOMEM, path);
-	*j = (struct job){ .dir = (size_t)(p - x->dirs), .dfd = p->fd, .size = size };
+	*j = (struct job){ .track = p->track, .dfd = p->fd, .size = size };
 	j->path = malloc(pl_len + 1 + nl + 1); /* path, then name */
 	if (!j->path) {
 		free(j);
@@ -770,7 +863,8 @@ static int submit_job(struct ex *x, const struct ca_catar_node *n, struct dir *p
 	pl->q[(pl->head + pl->n) % QUEUE_LEN] = j;
 	pl->n++;
 	pl->bytes += size;
-	p->pending++;
+	pl->outstanding++;
+	p->track->pending++;
 	if (pl->idle)
 		pthread_cond_signal(&pl->work);
 	pthread_mutex_unlock(&pl->lock);
@@ -790,13 +884,8 @@ static int make_leaf(struct ex *x, const struct ca_catar_node *n, struct dir *p,
 		if (r <= 0)
 			return r;
 	}
-	if (S_ISREG(m) && p->fresh && !x->no_tmpfile) {
-		r = make_file_tmpfile(x, n, p, path);
-		if (r == 0)
-			x->tmpfile_ok = true;
-		if (r <= 0)
-			return r;
-	}
+	if (p->fresh)
+		return make_leaf_direct(x, n, p, path);
 	for (int tries = 0; tries < 16 && !created; tries++) {
 		r = tmp_name(x, tmp);
 		if (r < 0)
@@ -854,6 +943,7 @@ undo:
 /* parent: the directory holding it, NULL for DEST */
 static int push_dir(struct ex *x, int fd, bool fresh, const struct dir *parent)
 {
+	/* parent may point into dirs, which may move below: read it first */
 	struct stat st;
 	struct dir d = { .fd = fd, .fresh = fresh, .uid = (uid_t)-1, .gid = (gid_t)-1, .child_gid = x->egid };
 	if (fstat(fd, &st) == 0) {
@@ -867,50 +957,157 @@ static int push_dir(struct ex *x, int fd, bool fresh, const struct dir *parent)
 		else if (fgetxattr(fd, "system.posix_acl_default", NULL, 0) < 0)
 			d.plain = errno == ENODATA || errno == ENOTSUP || errno == EOPNOTSUPP;
 	}
-	if (x->depth == x->cap) {
+	if (x->depth == x->cap) { /* workers never look at dirs, only at tracks */
 		size_t c = x->cap ? x->cap * 2 : 16;
-		/* workers index dirs under the lock: move it under the lock */
-		if (x->pool.n_th)
-			pthread_mutex_lock(&x->pool.lock);
 		struct dir *nd = realloc(x->dirs, c * sizeof(*nd));
-		if (nd)
-			x->dirs = nd;
-		if (x->pool.n_th)
-			pthread_mutex_unlock(&x->pool.lock);
 		if (!nd)
 			return -ENOMEM;
+		x->dirs = nd;
 		x->cap = c;
 	}
 	x->dirs[x->depth++] = d;
 	return 0;
 }
 
+/* Make a new directory out of sight: under a temporary name in dfd. */
+static int mkdir_hidden(struct ex *x, int dfd, char tmp[48])
+{
+	for (int tries = 0; tries < 16; tries++) {
+		int r = tmp_name(x, tmp);
+		if (r < 0)
+			return r;
+		if (mkdirat(dfd, tmp, 0700) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return -errno;
+		x->tmp_n = 0; /* a new random base */
+	}
+	return -EEXIST;
+}
+
+/* The directory just pushed was made by mkdir_hidden in parent_fd. */
+static int mark_hidden(struct ex *x, int parent_fd, const char *tmp, const char *name)
+{
+	struct dir *d = &x->dirs[x->depth - 1];
+	d->final_name = strdup(name);
+	if (!d->final_name)
+		return -ENOMEM;
+	d->hidden_root = true;
+	d->parent_fd = parent_fd;
+	snprintf(d->tmp, sizeof(d->tmp), "%s", tmp);
+	return 0;
+}
+
 static int make_dir(struct ex *x, const struct ca_catar_node *n, const struct dir *p, const char *path)
 {
 	struct stat st;
-	bool fresh = true, fresh_parent = p->fresh;
+	char tmp[48] = "";
+	bool fresh = true;
 	int fd, r, dfd = p->fd;
-	if (!fresh_parent && fstatat(dfd, n->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode)) {
-		if (unlinkat(dfd, n->name, 0) < 0)
+	const char *at = n->name;
+	if (p->fresh) {
+		/* owner-only until its children are in: the archive's mode may not let us write */
+		if (mkdirat(dfd, n->name, 0700) < 0)
 			return fail(x, -errno, path);
-	}
-	/* owner-only until its children are in: the archive's mode may not let us write */
-	if (mkdirat(dfd, n->name, 0700) < 0) {
-		if (errno != EEXIST)
+	} else {
+		/* a directory there is reused; anything else is replaced */
+		if (fstatat(dfd, n->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			if (S_ISDIR(st.st_mode))
+				fresh = false;
+			else if (unlinkat(dfd, n->name, 0) < 0)
+				return fail(x, -errno, path);
+		} else if (errno != ENOENT) {
 			return fail(x, -errno, path);
-		fresh = false;
+		}
+		if (fresh) {
+			r = mkdir_hidden(x, dfd, tmp);
+			if (r < 0)
+				return fail(x, r, path);
+			at = tmp;
+		}
 	}
-	fd = openat(dfd, n->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return fail(x, -errno, path);
+	fd = openat(dfd, at, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		goto undo;
+	}
 	if (!fresh && fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700)
 		(void)fchmod(fd, (st.st_mode & 07777) | 0700);
 	r = push_dir(x, fd, fresh, p);
 	if (r < 0) {
 		close(fd);
-		return fail(x, r, path);
+		goto undo;
+	}
+	if (*tmp) {
+		r = mark_hidden(x, dfd, tmp, n->name);
+		if (r < 0) {
+			x->depth--;
+			close(fd);
+			goto undo;
+		}
 	}
 	return 0;
+undo:
+	if (*tmp)
+		unlinkat(dfd, tmp, AT_REMOVEDIR);
+	return fail(x, r, path);
+}
+
+/* DEST: used as it is when it exists (followed if it is a symlink: the
+ * user named it); a new one is built hidden in its parent. */
+static int open_dest(struct ex *x)
+{
+	struct stat st;
+	char tmp[48];
+	int fd, r;
+	if (lstat(x->dest, &st) == 0 || errno != ENOENT) {
+		fd = open(x->dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return ca_log_error_errno(errno, "%s", x->dest);
+		r = push_dir(x, fd, false, NULL);
+		if (r < 0) {
+			close(fd);
+			return ca_log_error_errno(r, "%s", x->dest);
+		}
+		return 0;
+	}
+	/* its parent and its last component ("a/b/" -> "a", "b") */
+	char *parent = strdup(x->dest);
+	if (!parent)
+		return ca_log_error_errno(ENOMEM, "%s", x->dest);
+	size_t l = strlen(parent);
+	while (l > 1 && parent[l - 1] == '/')
+		parent[--l] = 0;
+	char *slash = strrchr(parent, '/'), *base = slash ? slash + 1 : parent;
+	const char *dir = slash == parent ? "/" : slash ? parent : ".";
+	if (slash)
+		*slash = 0;
+	x->dest_parent_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (x->dest_parent_fd < 0) {
+		r = ca_log_error_errno(errno, "%s", x->dest);
+		goto out;
+	}
+	r = mkdir_hidden(x, x->dest_parent_fd, tmp);
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", x->dest);
+		goto out;
+	}
+	fd = openat(x->dest_parent_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	r = fd < 0 ? -errno : push_dir(x, fd, true, NULL);
+	if (r == 0) {
+		r = mark_hidden(x, x->dest_parent_fd, tmp, base);
+		if (r < 0)
+			x->depth--;
+	}
+	if (r < 0) {
+		if (fd >= 0)
+			close(fd);
+		unlinkat(x->dest_parent_fd, tmp, AT_REMOVEDIR);
+		ca_log_error_errno(r, "%s", x->dest);
+	}
+out:
+	free(parent);
+	return r;
 }
 
 /* Remove what the archive does not have from a directory we reused. */
@@ -946,30 +1143,106 @@ static int delete_extra(struct ex *x, struct dir *d, const char *path)
 	return r;
 }
 
+/* Hand a plain fresh directory whose files are still being written to
+ * the workers (see struct track). Under the lock. Returns false when it
+ * has to be finished here after all. */
+static bool defer_dir(struct ex *x, const struct ca_catar_node *n, struct dir *d, const char *path)
+{
+	struct track *t = d->track;
+	if (!t || !t->pending || !d->fresh || !d->plain || !plain_meta(x, n))
+		return false;
+	t->path = strdup(path);
+	if (!t->path)
+		return false;
+	t->meta = (struct dir_meta){ .mode = (mode_t)(n->mode & 07777), .times = x->flags & TIME_FLAGS };
+	if (x->flags & UID_FLAGS) {
+		t->meta.uid = (uid_t)n->uid;
+		t->meta.gid = (gid_t)n->gid;
+		if (x->as_root)
+			t->meta.chown = n->uid != (uint64_t)d->uid || n->gid != (uint64_t)d->gid;
+		else if (n->uid != (uint64_t)x->euid || n->gid != (uint64_t)x->egid)
+			warn_once(&x->warned_owner, 0, "file owners (not running as root)");
+	}
+	if (t->meta.times)
+		node_times(n, t->meta.ts);
+	t->fd = d->fd;
+	t->left = true;
+	return true;
+}
+
+static void dir_pop(struct ex *x, bool close_fd)
+{
+	struct dir *d = &x->dirs[--x->depth];
+	if (close_fd)
+		close(d->fd);
+	names_free(&d->names);
+	free(d->final_name);
+}
+
+/* After an error: a hidden directory and all in it go. */
+static void drop_hidden(struct ex *x, const struct dir *d)
+{
+	int r = rm_rf_at(d->parent_fd, d->tmp, 0);
+	if (r < 0)
+		ca_log_warning_errno(r, "cannot remove the partial tree %s (%s)", d->tmp, d->final_name);
+}
+
+/* A hidden directory is complete: it takes its name (never replacing
+ * anything: there was nothing there when it was made). */
+static int reveal(int pfd, const char *tmp, const char *name)
+{
+	if (renameat2(pfd, tmp, pfd, name, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
+	/* a file system without RENAME_NOREPLACE */
+	if (faccessat(pfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return -EEXIST;
+	return renameat(pfd, tmp, pfd, name) < 0 ? -errno : 0;
+}
+
 static int dir_done(struct ex *x, const struct ca_catar_node *n, const char *path)
 {
 	struct dir *d = &x->dirs[x->depth - 1];
+	int r = 0;
+	/* before it shows, its whole subtree must be in: everything queued is in it */
+	if (d->hidden_root)
+		r = pool_drain(&x->pool);
 	/* its mode and mtime go on once every file in it is complete */
-	int r = pool_wait_dir(x, x->depth - 1);
-	if (r < 0) {
-		close(d->fd);
-		names_free(&d->names);
-		x->depth--;
-		return r;
+	if (r == 0 && d->track) {
+		struct pool *p = &x->pool;
+		pthread_mutex_lock(&p->lock);
+		bool deferred = defer_dir(x, n, d, path);
+		if (!deferred)
+			r = pool_wait_dir_locked(p, d);
+		pthread_mutex_unlock(&p->lock);
+		if (deferred) {
+			dir_pop(x, false);
+			return 0;
+		}
+		free(d->track);
+		d->track = NULL;
 	}
-	if (!x->o->no_delete && !d->fresh)
+	if (r == 0 && !x->o->no_delete && !d->fresh)
 		r = delete_extra(x, d, path);
-	if (r == 0) {
-		/* a directory we made still inherited a default ACL from a parent with one */
-		r = apply_meta(x, n, d->fd, -1, NULL, d->fresh && d->plain, d->uid, d->gid, (mode_t)-1);
+	if (r == 0 && d->hidden_root) {
+		r = reveal(d->parent_fd, d->tmp, d->final_name);
 		if (r < 0)
 			fail(x, r, path);
-		else
-			apply_chattr(x, n, d->fd, d->fresh);
 	}
-	close(d->fd);
-	names_free(&d->names);
-	x->depth--;
+	if (r < 0) {
+		if (d->hidden_root)
+			drop_hidden(x, d);
+		dir_pop(x, true);
+		return r;
+	}
+	/* a directory we made still inherited a default ACL from a parent with one */
+	r = apply_meta(x, n, d->fd, -1, NULL, d->fresh && d->plain, d->uid, d->gid, (mode_t)-1);
+	if (r < 0)
+		fail(x, r, path);
+	else
+		apply_chattr(x, n, d->fd, d->fresh);
+	dir_pop(x, true);
 	return r;
 }
 
@@ -977,7 +1250,7 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 {
 	static const struct ca_catar_extract_opts defaults = { 0 };
 	struct ex x = { .dec = d, .o = opts ? opts : &defaults, .dest = dest, .as_root = geteuid() == 0,
-		        .euid = geteuid(), .egid = getegid(), .umask = read_umask() };
+		        .euid = geteuid(), .egid = getegid(), .umask = read_umask(), .dest_parent_fd = -1 };
 	const struct ca_catar_node *n;
 	struct rlimit rl;
 	int r;
@@ -1017,28 +1290,11 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 				break;
 			continue;
 		}
-		if (x.depth == 0) {
-			/* the root: DEST itself (followed if it is a symlink: the user named it) */
+		if (x.depth == 0) { /* the root: DEST itself */
 			x.flags = n->feature_flags;
-			bool fresh = true;
-			if (mkdir(dest, 0700) < 0) {
-				if (errno != EEXIST) {
-					r = ca_log_error_errno(errno, "%s", dest);
-					break;
-				}
-				fresh = false;
-			}
-			int fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (fd < 0) {
-				r = ca_log_error_errno(errno, "%s", dest);
+			r = open_dest(&x);
+			if (r < 0)
 				break;
-			}
-			r = push_dir(&x, fd, fresh, NULL);
-			if (r < 0) {
-				close(fd);
-				ca_log_error_errno(r, "%s", dest);
-				break;
-			}
 			continue;
 		}
 		struct dir *parent = &x.dirs[x.depth - 1];
@@ -1056,11 +1312,19 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 	int k = pool_stop(&x, r < 0);
 	if (r >= 0 && k < 0)
 		r = k;
+	/* after an error: the workers are gone, their tracks are ours, and the
+	 * outermost hidden directory (all the others are inside it) goes */
+	for (size_t i = 0; i < x.depth; i++)
+		if (x.dirs[i].hidden_root) {
+			drop_hidden(&x, &x.dirs[i]);
+			break;
+		}
 	while (x.depth > 0) {
-		struct dir *dd = &x.dirs[--x.depth];
-		close(dd->fd);
-		names_free(&dd->names);
+		free(x.dirs[x.depth - 1].track);
+		dir_pop(&x, true);
 	}
+	if (x.dest_parent_fd >= 0)
+		close(x.dest_parent_fd);
 	free(x.dirs);
 	free(x.buf);
 	return r < 0 ? r : 0;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "blob.h"
+#include "blob_stream.h"
 #include "catar_dec.h"
 #include "catar_extract.h"
 #include "catar_ra.h"
@@ -37,6 +38,7 @@
 
 /* sequential reads of a .caidx ask the chunk source this far ahead */
 #define STREAM_READAHEAD (16u << 20)
+#define STREAM_AHEAD_CHUNKS 16 /* decompressed ahead of a sequential reader */
 #define ARCHIVE_LRU (64u << 20)
 
 /* An archive's byte stream: a .catar file or a .caidx blob. */
@@ -46,6 +48,7 @@ struct archive {
 	struct ca_index *idx;
 	struct ca_chunksrc *src;
 	struct ca_blob *blob;
+	struct ca_blob_stream *stream; /* sequential readers of a .caidx, once started */
 	uint64_t size, index_flags;
 	/* sequential use: readahead mark, and an optional digest of every byte read */
 	uint64_t ra_mark, next_off;
@@ -57,6 +60,7 @@ struct archive {
 
 static void archive_close(struct archive *a)
 {
+	ca_blob_stream_free(a->stream);
 	ca_blob_free(a->blob);
 	ca_chunksrc_free(a->src);
 	ca_index_free(a->idx);
@@ -130,10 +134,8 @@ static void log_read_error(struct archive *a, ssize_t err, uint64_t off, size_t 
 	ca_log_error_errno((int)err, "%s", a->path);
 }
 
-static ssize_t archive_pread(void *userdata, void *buf, size_t len, uint64_t off)
+static ssize_t read_done(struct archive *a, ssize_t k, size_t len, uint64_t off)
 {
-	struct archive *a = userdata;
-	ssize_t k = a->blob ? ca_blob_read(a->blob, buf, len, off) : ca_pread_full(a->fd, buf, len, off);
 	if (k < 0) {
 		log_read_error(a, k, off, len);
 		/* a corrupt chunk is an I/O error of the store, not a malformed archive */
@@ -141,6 +143,13 @@ static ssize_t archive_pread(void *userdata, void *buf, size_t len, uint64_t off
 			k = -EIO;
 	}
 	return k;
+}
+
+static ssize_t archive_pread(void *userdata, void *buf, size_t len, uint64_t off)
+{
+	struct archive *a = userdata;
+	ssize_t k = a->blob ? ca_blob_read(a->blob, buf, len, off) : ca_pread_full(a->fd, buf, len, off);
+	return read_done(a, k, len, off);
 }
 
 static void archive_readahead(void *userdata, uint64_t off, uint64_t len)
@@ -155,11 +164,20 @@ static void archive_readahead(void *userdata, uint64_t off, uint64_t len)
 static ssize_t archive_stream_read(void *userdata, void *buf, size_t len, uint64_t off)
 {
 	struct archive *a = userdata;
-	if (a->blob && !a->no_readahead && off + len > a->ra_mark) {
-		ca_blob_readahead(a->blob, off, STREAM_READAHEAD);
-		a->ra_mark = off + STREAM_READAHEAD / 2;
+	ssize_t k;
+	if (a->blob && !a->no_readahead) {
+		if (off + len > a->ra_mark) {
+			ca_blob_readahead(a->blob, off, STREAM_READAHEAD);
+			a->ra_mark = off + STREAM_READAHEAD / 2;
+		}
+		/* without a thread (it could not start), read in this one */
+		if (!a->stream)
+			(void)ca_blob_stream_new(a->blob, STREAM_AHEAD_CHUNKS, &a->stream);
 	}
-	ssize_t k = archive_pread(a, buf, len, off);
+	if (a->stream)
+		k = read_done(a, ca_blob_stream_read(a->stream, buf, len, off), len, off);
+	else
+		k = archive_pread(a, buf, len, off);
 	if (k > 0 && a->digest) {
 		if (off != a->next_off) /* the decoder skipped bytes: the digest would be wrong */
 			a->digest_error = -EIO;

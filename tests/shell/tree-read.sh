@@ -212,6 +212,7 @@ if command -v setpriv >/dev/null; then
 	printf 'b\n' >"$T/nr/src/d/g"
 	ln -s f "$T/nr/src/l"
 	chown 4242:4343 "$T/nr/src/f" "$T/nr/src/d"
+	chmod 555 "$T/nr/src/d" # read-only once complete: its file must be in before
 	casync make "$T/nr/s.catar" "$T/nr/src" >/dev/null
 	chown 65534:65534 "$T/nr/out"
 	chmod 755 "$T" "$T/nr"
@@ -221,7 +222,8 @@ if command -v setpriv >/dev/null; then
 		"cafs: warning: cannot restore file owners (not running as root), skipping them"
 	ok "not root: contents and mtimes restored" sh -c "cmp '$T/nr/src/d/g' '$T/nr/out/x/d/g' &&
 		test \"\$(stat -c %Y.%y '$T/nr/src/f')\" = \"\$(stat -c %Y.%y '$T/nr/out/x/f')\" &&
-		test \"\$(readlink '$T/nr/out/x/l')\" = f && test \"\$(stat -c %u '$T/nr/out/x/f')\" = 65534"
+		test \"\$(readlink '$T/nr/out/x/l')\" = f && test \"\$(stat -c %u '$T/nr/out/x/f')\" = 65534 &&
+		test \"\$(stat -c %a '$T/nr/out/x/d')\" = 555"
 fi
 
 # ---- crafted archives: nothing outside DEST ----
@@ -240,6 +242,7 @@ open(dst, 'wb').write(b)
 PY
 }
 patch_name abcd ../x "$T/s.catar" "$T/dotdot-x.catar"
+mkdir -p "$T/x4"
 fails "a '../x' name is refused" "$CAFS" extract "$T/dotdot-x.catar" "$T/x4/dest"
 ok "nothing named x outside DEST" test ! -e "$T/x4/x" -a ! -e "$T/x"
 fails "list refuses it too" "$CAFS" list "$T/dotdot-x.catar"
@@ -286,6 +289,45 @@ for c in $(find "$T/badstore" -name '*.cacnk'); do printf 'garbage' >"$c"; done
 out=$("$CAFS" mtree --store="$T/badstore" "$T/s.caidx" 2>&1 >/dev/null)
 ok "corrupt chunks: mtree fails with one line" test $? != 0 -a "$(printf '%s\n' "$out" | wc -l)" = 1
 fails "corrupt chunks: extract fails" "$CAFS" extract --store="$T/badstore" "$T/s.caidx" "$T/x11"
+
+# ---- new directories show only once complete ----
+# A tree whose last chunk is missing fails near its end: a new DEST must
+# not exist then, nor any temporary directory; in an existing DEST, the
+# new directory that was complete is there, the failed one is not.
+mkdir -p "$T/late/a/ro" "$T/late/z"
+for i in $(seq 1 12); do
+	head -c 20000 /dev/urandom >"$T/late/a/f$i"
+	head -c 20000 /dev/urandom >"$T/late/z/f$i"
+done
+printf 'x\n' >"$T/late/a/ro/inside"
+chmod 555 "$T/late/a/ro"  # the clean-up must get through it
+casync make --store="$T/late.castr" "$T/late.caidx" "$T/late" >/dev/null
+last=$(python3 -c "import sys; b = open(sys.argv[1], 'rb').read(); print(b[-40 - 32:-40].hex())" "$T/late.caidx")
+rm -f "$T/late.castr/${last:0:4}/$last.cacnk"
+no_tmp() { test -z "$(find "$1" -maxdepth 3 -name '.#cafs*')"; }
+fails "missing last chunk: extract into a new DEST fails" "$CAFS" extract --store="$T/late.castr" "$T/late.caidx" "$T/x15"
+ok "... and DEST does not exist" test ! -e "$T/x15"
+ok "... and no temporary directory is left beside it" no_tmp "$T"
+mkdir "$T/x16"
+fails "missing last chunk: extract into an existing DEST fails" \
+	"$CAFS" extract --store="$T/late.castr" "$T/late.caidx" "$T/x16"
+ok "... the complete new directory is there" diff -r "$T/late/a" "$T/x16/a"
+ok "... the failed one is not, nor any temporary directory" sh -c "test ! -e '$T/x16/z' && test -z \"\$(ls -A '$T/x16' | grep -v '^a\$')\""
+# what a killed extract leaves (a temporary directory) goes with the next one
+mkdir "$T/x16/.#cafs0123456789abcdef0"
+ok "extract into that DEST (with a leftover temporary directory)" "$CAFS" extract --store="$T/st" "$T/s.caidx" "$T/x16"
+ok "... the leftover is gone" no_tmp "$T/x16"
+ok "... and the tree equals the source" same_tree "$src" "$T/x16"
+if command -v setpriv >/dev/null; then
+	# not root, the clean-up has to open up the read-only directory first
+	mkdir -p "$T/nr2"
+	chown 65534:65534 "$T/nr2"
+	chmod 755 "$T"
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$CAFS" extract --store="$T/late.castr" "$T/late.caidx" \
+		"$T/nr2/y" 2>/dev/null
+	ok "not root: a failing extract fails" test $? != 0
+	ok "... and leaves nothing behind" test -z "$(ls -A "$T/nr2")"
+fi
 
 # ---- the torture tree (casync itself cannot extract it: names too long) ----
 tree=$T/torture

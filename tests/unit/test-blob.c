@@ -4,7 +4,8 @@
  * process, on the reference blob (format notes, section 12): the index and
  * digest do not depend on how the bytes are fed or on the thread count;
  * every byte range reads back; a missing chunk fails only the reads that
- * need it; an unfinished make leaves no index.
+ * need it; an unfinished make leaves no index. The sequential stream
+ * (blob_stream) reads the same bytes front to back, skipping, going back.
  */
 #include "config.h"
 
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "blob.h"
+#include "blob_stream.h"
 #include "chunksrc.h"
 #include "digest.h"
 #include "extract.h"
@@ -158,6 +160,33 @@ static void test_make(const uint8_t *blob)
 	check_int(stat(path("f.caibx"), &sb), ==, -1);
 }
 
+/* Front to back in pieces of 1..max_piece bytes, every gap-th piece
+ * skipping up to 300000 bytes; then back to the start. 0 if all equal. */
+static unsigned stream_pass(struct ca_blob *b, const uint8_t *blob, uint8_t *buf, unsigned ahead, size_t max_piece,
+                            unsigned gap)
+{
+	struct ca_blob_stream *st = NULL;
+	uint32_t rs = 77 + ahead;
+	unsigned bad = 0, k = 0;
+	if (ca_blob_stream_new(b, ahead, &st) < 0)
+		return 1;
+	for (uint64_t off = 0; off < TESTDATA_BLOB_SIZE; k++) {
+		size_t len = 1 + testdata_rand(&rs) % max_piece;
+		ssize_t want = (ssize_t)(len < TESTDATA_BLOB_SIZE - off ? len : TESTDATA_BLOB_SIZE - off);
+		if (ca_blob_stream_read(st, buf, len, off) != want || memcmp(buf, blob + off, (size_t)want))
+			bad++;
+		off += (uint64_t)want;
+		if (gap && k % gap == 0)
+			off += testdata_rand(&rs) % 300000;
+	}
+	if (ca_blob_stream_read(st, buf, 100, TESTDATA_BLOB_SIZE) != 0)
+		bad++;
+	if (ca_blob_stream_read(st, buf, 5000, 1000) != 5000 || memcmp(buf, blob + 1000, 5000))
+		bad++;
+	ca_blob_stream_free(st);
+	return bad;
+}
+
 static void test_read(const uint8_t *blob)
 {
 	struct ca_index *idx = NULL;
@@ -212,6 +241,14 @@ static void test_read(const uint8_t *blob)
 			bad++;
 	}
 	check_int(bad, ==, 0);
+
+	/* the stream: in small and large pieces, with skips, with 1 and 16 chunks ahead */
+	check_int(stream_pass(b, blob, buf, 1, 5000, 0), ==, 0);
+	check_int(stream_pass(b, blob, buf, 16, 5000, 0), ==, 0);
+	check_int(stream_pass(b, blob, buf, 16, 700000, 0), ==, 0);
+	check_int(stream_pass(b, blob, buf, 4, 3000, 7), ==, 0);
+	check_int(stream_pass(b, blob, buf, 16, 100, 50), ==, 0);
+	ca_blob_stream_free(NULL);
 	ca_blob_free(b);
 	ca_blob_free(NULL);
 	ca_chunksrc_free(src);
@@ -234,6 +271,21 @@ static void test_read(const uint8_t *blob)
 	check_int(ca_blob_read(b, buf, 10, s5 - 10), ==, 10);
 	check_int(ca_blob_read(b, buf, 10, e5), ==, 10);
 	check(!memcmp(buf, blob + e5, 10));
+
+	/* ... and in a stream: the bytes before it, then its error (again when
+	 * read again), then the bytes after it */
+	struct ca_blob_stream *st = NULL;
+	check_int(ca_blob_stream_new(b, 8, &st), ==, 0);
+	if (st) {
+		check_int(ca_blob_stream_read(st, buf, s5, 0), ==, (ssize_t)s5);
+		check_int(ca_blob_stream_read(st, buf, 20, s5 - 10), ==, 10);
+		check(!memcmp(buf, blob + s5 - 10, 10));
+		check_int(ca_blob_stream_read(st, buf, 20, s5), ==, -ENOENT);
+		check_int(ca_blob_stream_read(st, buf, 20, s5 + 5), ==, -ENOENT);
+		check_int(ca_blob_stream_read(st, buf, 20, e5), ==, 20);
+		check(!memcmp(buf, blob + e5, 20));
+		ca_blob_stream_free(st);
+	}
 
 	/* extract fails as a whole, and leaves nothing */
 	struct ca_extract_opts xo = { .threads = 2 };
