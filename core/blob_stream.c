@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* blob_stream.c - sequential reads of a blob, chunks decoded ahead by a thread. */
+/* blob_stream.c - sequential reads of a blob, chunks decoded ahead by threads. */
 #include "config.h"
 
 #include <errno.h>
@@ -8,29 +8,37 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "blob_stream.h"
 
+#define THREADS_MAX 4
+
+enum { SLOT_EMPTY, SLOT_FETCHING, SLOT_READY };
+
 struct slot {
-	const struct ca_chunk *c; /* NULL when the get failed */
+	int state;
+	const struct ca_chunk *c; /* READY: NULL when the get failed */
 	int err;
 };
 
-/* The window: chunks base .. base+n-1 are in ring[head ..] (in order), the
- * thread fetches chunk base+n next (at most one fetch in flight). */
+/* The window: chunks base .. base+cap-1, chunk i in ring[i % cap]. The
+ * threads claim chunks in order from `next` (base <= next <= base+cap)
+ * and fill their slots in any order; the reader takes them in order. */
 struct ca_blob_stream {
 	struct ca_index *idx;
 	struct ca_chunksrc *src;
 	size_t n_chunks;
 	pthread_mutex_t lock;
-	pthread_cond_t wake;  /* the thread: room in the ring, a restart, or stop */
+	pthread_cond_t wake;  /* the threads: room in the window, a restart, or stop */
 	pthread_cond_t ready; /* the reader: a slot was filled */
 	struct slot *ring;
-	unsigned cap, head, n;
-	size_t base;
-	uint64_t gen; /* bumped by a restart: a fetch begun before it is dropped */
+	unsigned cap;
+	size_t base, next;
+	uint64_t gen; /* bumped by a restart: a fetch claimed before it is dropped */
 	bool stop;
-	pthread_t th;
+	unsigned n_th;
+	pthread_t th[THREADS_MAX];
 };
 
 static void *fetcher(void *userdata)
@@ -38,13 +46,14 @@ static void *fetcher(void *userdata)
 	struct ca_blob_stream *s = userdata;
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		while (!s->stop && (s->n == s->cap || s->base + s->n >= s->n_chunks))
+		while (!s->stop && (s->next >= s->base + s->cap || s->next >= s->n_chunks))
 			pthread_cond_wait(&s->wake, &s->lock);
 		if (s->stop)
 			break;
-		size_t i = s->base + s->n;
+		size_t i = s->next++;
 		uint64_t gen = s->gen, start, end;
 		const uint8_t *id;
+		s->ring[i % s->cap].state = SLOT_FETCHING;
 		pthread_mutex_unlock(&s->lock);
 
 		const struct ca_chunk *c = NULL;
@@ -52,24 +61,23 @@ static void *fetcher(void *userdata)
 		int r = ca_chunksrc_get(s->src, id, end - start, &c);
 
 		pthread_mutex_lock(&s->lock);
-		if (gen != s->gen) { /* the reader moved the window meanwhile */
+		if (gen != s->gen) { /* the reader moved the window meanwhile: the slot is not ours */
 			ca_chunksrc_put(s->src, c);
 			continue;
 		}
-		s->ring[(s->head + s->n) % s->cap] = (struct slot){ .c = r < 0 ? NULL : c, .err = r };
-		s->n++;
-		pthread_cond_signal(&s->ready);
+		s->ring[i % s->cap] = (struct slot){ .state = SLOT_READY, .c = r < 0 ? NULL : c, .err = r };
+		pthread_cond_broadcast(&s->ready);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return NULL;
 }
 
-/* Under the lock: drop the first slot of the window. */
+/* Under the lock: drop the first chunk of the window (ready). */
 static void pop(struct ca_blob_stream *s)
 {
-	ca_chunksrc_put(s->src, s->ring[s->head].c);
-	s->head = (s->head + 1) % s->cap;
-	s->n--;
+	struct slot *sl = &s->ring[s->base % s->cap];
+	ca_chunksrc_put(s->src, sl->c);
+	*sl = (struct slot){ .state = SLOT_EMPTY };
 	s->base++;
 	pthread_cond_signal(&s->wake);
 }
@@ -77,19 +85,23 @@ static void pop(struct ca_blob_stream *s)
 /* Under the lock: make chunk i the first of the window. */
 static void seek(struct ca_blob_stream *s, size_t i)
 {
-	/* skipping what is already there is cheap; anything else restarts */
-	while (s->n && s->base < i)
+	/* skipping chunks that are there is cheap; anything else restarts */
+	while (s->base < i && s->base < s->next && s->ring[s->base % s->cap].state == SLOT_READY)
 		pop(s);
 	if (s->base == i)
 		return;
-	while (s->n)
-		pop(s);
-	s->base = i;
+	for (size_t k = s->base; k < s->next; k++) {
+		struct slot *sl = &s->ring[k % s->cap];
+		if (sl->state == SLOT_READY)
+			ca_chunksrc_put(s->src, sl->c);
+		*sl = (struct slot){ .state = SLOT_EMPTY };
+	}
+	s->base = s->next = i;
 	s->gen++;
-	pthread_cond_signal(&s->wake);
+	pthread_cond_broadcast(&s->wake);
 }
 
-int ca_blob_stream_new(struct ca_blob *b, unsigned ahead, struct ca_blob_stream **ret)
+int ca_blob_stream_new(struct ca_blob *b, unsigned ahead, unsigned threads, struct ca_blob_stream **ret)
 {
 	struct ca_blob_stream *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -111,8 +123,13 @@ int ca_blob_stream_new(struct ca_blob *b, unsigned ahead, struct ca_blob_stream 
 	r = -pthread_cond_init(&s->ready, NULL);
 	if (r < 0)
 		goto fail_ready;
-	r = -pthread_create(&s->th, NULL, fetcher, s);
-	if (r < 0)
+	if (threads == 0) {
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = ncpu < 1 ? 1 : ncpu > THREADS_MAX ? THREADS_MAX : (unsigned)ncpu;
+	}
+	while (s->n_th < threads && s->n_th < THREADS_MAX && (r = -pthread_create(&s->th[s->n_th], NULL, fetcher, s)) == 0)
+		s->n_th++;
+	if (s->n_th == 0)
 		goto fail_thread;
 	*ret = s;
 	return 0;
@@ -134,11 +151,12 @@ void ca_blob_stream_free(struct ca_blob_stream *s)
 		return;
 	pthread_mutex_lock(&s->lock);
 	s->stop = true;
-	pthread_cond_signal(&s->wake);
+	pthread_cond_broadcast(&s->wake);
 	pthread_mutex_unlock(&s->lock);
-	pthread_join(s->th, NULL);
-	while (s->n)
-		pop(s);
+	for (unsigned t = 0; t < s->n_th; t++)
+		pthread_join(s->th[t], NULL);
+	for (size_t k = s->base; k < s->next; k++) /* every fetch has returned: all are ready */
+		ca_chunksrc_put(s->src, s->ring[k % s->cap].c);
 	pthread_cond_destroy(&s->ready);
 	pthread_cond_destroy(&s->wake);
 	pthread_mutex_destroy(&s->lock);
@@ -161,16 +179,18 @@ ssize_t ca_blob_stream_read(struct ca_blob_stream *s, void *buf, size_t len, uin
 
 		pthread_mutex_lock(&s->lock);
 		seek(s, (size_t)i);
-		while (!s->n)
+		struct slot *sl = &s->ring[s->base % s->cap];
+		while (sl->state != SLOT_READY)
 			pthread_cond_wait(&s->ready, &s->lock);
-		struct slot sl = s->ring[s->head];
+		const struct ca_chunk *c = sl->c;
+		int err = sl->err;
 		pthread_mutex_unlock(&s->lock);
-		if (!sl.c) /* stays in the window: read again, it fails again */
-			return done ? (ssize_t)done : sl.err;
+		if (!c) /* stays in the window: read again, it fails again */
+			return done ? (ssize_t)done : err;
 
 		/* the slot stays put until this thread pops it: copy without the lock */
 		size_t k = end - pos < len - done ? (size_t)(end - pos) : len - done;
-		memcpy(out + done, sl.c->data + (pos - start), k);
+		memcpy(out + done, c->data + (pos - start), k);
 		done += k;
 		if (pos + k == end) {
 			pthread_mutex_lock(&s->lock);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * blob_stream.h - a blob read front to back, with the next chunks fetched,
- * decompressed and verified ahead by a thread of its own.
+ * decompressed and verified ahead by threads of its own.
  *
  * For readers that consume a whole image in order (extract of an
  * archive, mtree, digest): decompressing and hashing a chunk costs about
@@ -23,8 +23,10 @@
 
 struct ca_blob_stream;
 
-/* ahead: how many chunks to hold ready (at least 1). */
-int ca_blob_stream_new(struct ca_blob *b, unsigned ahead, struct ca_blob_stream **ret);
+/* ahead: how many chunks to hold ready (at least 1); threads: how many
+ * get them (0: one per CPU; at most 4). Decoding a chunk costs about what
+ * the reader spends on its bytes, so one thread alone would pace the reader. */
+int ca_blob_stream_new(struct ca_blob *b, unsigned ahead, unsigned threads, struct ca_blob_stream **ret);
 void ca_blob_stream_free(struct ca_blob_stream *s); /* accepts NULL; stops the thread */
 
 /* As ca_blob_read: up to len bytes at off, short only at the end. A chunk

@@ -125,6 +125,15 @@ static int grow(struct ca_buf *out, size_t limit)
 static int decompress_zstd(struct ca_codec *c, const uint8_t *p, size_t n, struct ca_buf *out, size_t limit)
 {
 	ZSTD_DCtx_reset(c->dctx, ZSTD_reset_session_only);
+	/* room for all it may hold (the caller knew the size): decoded in one
+	 * call straight into place, where streaming copies out of its window */
+	if (out->cap >= limit) {
+		size_t rc = ZSTD_decompressDCtx(c->dctx, out->data, limit, p, n);
+		if (ZSTD_isError(rc))
+			return zstd_fail(rc, "decompress");
+		out->size = rc;
+		return 0;
+	}
 	/* a frame that states its size lets us size the buffer once */
 	unsigned long long fs = ZSTD_getFrameContentSize(p, n);
 	if (fs != ZSTD_CONTENTSIZE_UNKNOWN && fs != ZSTD_CONTENTSIZE_ERROR) {

@@ -172,7 +172,7 @@ static ssize_t archive_stream_read(void *userdata, void *buf, size_t len, uint64
 		}
 		/* without a thread (it could not start), read in this one */
 		if (!a->stream)
-			(void)ca_blob_stream_new(a->blob, STREAM_AHEAD_CHUNKS, &a->stream);
+			(void)ca_blob_stream_new(a->blob, STREAM_AHEAD_CHUNKS, 0, &a->stream);
 	}
 	if (a->stream)
 		k = read_done(a, ca_blob_stream_read(a->stream, buf, len, off), len, off);
