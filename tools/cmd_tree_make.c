@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include "cmd.h"
 #include "interrupt.h"
 #include "digest.h"
+#include "digest_pipe.h"
 #include "fdio.h"
 #include "feature.h"
 #include "log.h"
@@ -77,110 +77,10 @@ static int open_input_dir(const char *path, struct stat *st)
 	return fd;
 }
 
-/* The stream digest runs in its own thread, a few buffers behind the walk,
- * so hashing overlaps reading the tree and writing the archive. */
-#define DP_NBUF 4
-
-struct digest_pipe {
-	struct ca_digest *digest;
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	uint8_t *buf[DP_NBUF];
-	size_t len[DP_NBUF];
-	unsigned head, count; /* next buffer to fill; buffers filled and not hashed yet */
-	bool done, started;
-	int err;
-};
-
-static void *digest_pipe_main(void *userdata)
-{
-	struct digest_pipe *dp = userdata;
-	unsigned tail = 0;
-	pthread_mutex_lock(&dp->lock);
-	for (;;) {
-		while (dp->count == 0 && !dp->done)
-			pthread_cond_wait(&dp->cond, &dp->lock);
-		if (dp->count == 0)
-			break;
-		pthread_mutex_unlock(&dp->lock);
-		int r = dp->err ? 0 : ca_digest_update(dp->digest, dp->buf[tail], dp->len[tail]);
-		tail = (tail + 1) % DP_NBUF;
-		pthread_mutex_lock(&dp->lock);
-		if (r < 0 && !dp->err)
-			dp->err = r;
-		dp->count--;
-		pthread_cond_broadcast(&dp->cond);
-	}
-	pthread_mutex_unlock(&dp->lock);
-	return NULL;
-}
-
-static int digest_pipe_start(struct digest_pipe *dp, enum ca_digest_type t)
-{
-	memset(dp, 0, sizeof(*dp));
-	pthread_mutex_init(&dp->lock, NULL);
-	pthread_cond_init(&dp->cond, NULL);
-	int r = ca_digest_new(t, &dp->digest);
-	for (unsigned i = 0; r == 0 && i < DP_NBUF; i++)
-		if (!(dp->buf[i] = malloc(CA_CATAR_ENC_BUFSIZE)))
-			r = -ENOMEM;
-	if (r == 0) {
-		r = -pthread_create(&dp->thread, NULL, digest_pipe_main, dp);
-		dp->started = r == 0;
-	}
-	return r;
-}
-
-/* p holds at most CA_CATAR_ENC_BUFSIZE bytes: the encoder's pieces */
-static int digest_pipe_push(struct digest_pipe *dp, const void *p, size_t n)
-{
-	pthread_mutex_lock(&dp->lock);
-	while (dp->count == DP_NBUF)
-		pthread_cond_wait(&dp->cond, &dp->lock);
-	int r = dp->err;
-	pthread_mutex_unlock(&dp->lock);
-	if (r < 0)
-		return r;
-	if (n > CA_CATAR_ENC_BUFSIZE)
-		return -EINVAL;
-	/* only this thread touches buf[head] while count < DP_NBUF */
-	memcpy(dp->buf[dp->head], p, n);
-	dp->len[dp->head] = n;
-	dp->head = (dp->head + 1) % DP_NBUF;
-	pthread_mutex_lock(&dp->lock);
-	dp->count++;
-	pthread_cond_broadcast(&dp->cond);
-	pthread_mutex_unlock(&dp->lock);
-	return 0;
-}
-
-/* Stops the thread; with out non-NULL, also the digest of everything pushed. */
-static int digest_pipe_finish(struct digest_pipe *dp, uint8_t *out)
-{
-	int r = 0;
-	if (dp->started) {
-		pthread_mutex_lock(&dp->lock);
-		dp->done = true;
-		pthread_cond_broadcast(&dp->cond);
-		pthread_mutex_unlock(&dp->lock);
-		pthread_join(dp->thread, NULL);
-		r = dp->err;
-	}
-	if (r == 0 && out)
-		r = ca_digest_final(dp->digest, out);
-	ca_digest_free(dp->digest);
-	for (unsigned i = 0; i < DP_NBUF; i++)
-		free(dp->buf[i]);
-	pthread_mutex_destroy(&dp->lock);
-	pthread_cond_destroy(&dp->cond);
-	return r;
-}
-
 /* sink for .catar files and digests: optional fd, running digest */
 struct file_sink {
 	int fd;
-	struct digest_pipe dp;
+	struct ca_digest_pipe *dp; /* hashing overlaps reading the tree and writing the archive */
 	int err; /* first failure, to tell the sink's errors from the walk's */
 	bool digest_failed;
 };
@@ -192,7 +92,7 @@ static int file_sink_write(void *userdata, const void *p, size_t n)
 		s->err = -ECANCELED;
 		return -ECANCELED;
 	}
-	int r = digest_pipe_push(&s->dp, p, n);
+	int r = ca_digest_pipe_push(s->dp, p, n);
 	s->digest_failed = r < 0;
 	if (r == 0 && s->fd >= 0)
 		r = ca_write_all(s->fd, p, n);
@@ -222,11 +122,9 @@ static int make_catar(const struct cafs_make_args *a, int in_fd, const struct st
 	uint8_t d[CA_CHUNK_ID_SIZE];
 	int r;
 
-	r = digest_pipe_start(&s.dp, ca_digest_type_from_flags(flags));
-	if (r < 0) {
-		digest_pipe_finish(&s.dp, NULL);
+	r = ca_digest_pipe_new(ca_digest_type_from_flags(flags), &s.dp);
+	if (r < 0)
 		return ca_log_error_errno(r, "digest"), 1;
-	}
 	/* casync gives the archive the input's read/write bits */
 	r = ca_atomic_file_open(&af, a->out, st->st_mode & 0666);
 	if (r < 0) {
@@ -243,7 +141,8 @@ static int make_catar(const struct cafs_make_args *a, int in_fd, const struct st
 			ca_log_error_errno(s.err, "%s", s.digest_failed ? "digest" : a->out);
 		goto fail;
 	}
-	r = digest_pipe_finish(&s.dp, d);
+	r = ca_digest_pipe_finish(s.dp, d);
+	s.dp = NULL;
 	if (r < 0) {
 		ca_log_error_errno(r, "digest");
 		goto fail_nodigest;
@@ -256,7 +155,7 @@ static int make_catar(const struct cafs_make_args *a, int in_fd, const struct st
 	print_digest(d);
 	return 0;
 fail:
-	digest_pipe_finish(&s.dp, NULL);
+	ca_digest_pipe_finish(s.dp, NULL);
 fail_nodigest:
 	ca_atomic_file_abort(&af);
 	return 1;
@@ -356,9 +255,8 @@ static int digest_dir(const char *path)
 	if (fd < 0)
 		return 1;
 	raise_fd_limit();
-	r = digest_pipe_start(&s.dp, ca_digest_type_from_flags(CA_FORMAT_DEFAULT));
+	r = ca_digest_pipe_new(ca_digest_type_from_flags(CA_FORMAT_DEFAULT), &s.dp);
 	if (r < 0) {
-		digest_pipe_finish(&s.dp, NULL);
 		close(fd);
 		return ca_log_error_errno(r, "digest"), 1;
 	}
@@ -368,7 +266,7 @@ static int digest_dir(const char *path)
 	r = ca_catar_encode(fd, &o, NULL);
 	if (r < 0 && s.err)
 		ca_log_error_errno(s.err, "digest");
-	int k = digest_pipe_finish(&s.dp, r == 0 ? d : NULL);
+	int k = ca_digest_pipe_finish(s.dp, r == 0 ? d : NULL);
 	if (r == 0 && k < 0)
 		r = ca_log_error_errno(k, "digest");
 	if (r == 0)

@@ -30,6 +30,7 @@
 #include "chunksrc.h"
 #include "cmd.h"
 #include "digest.h"
+#include "digest_pipe.h"
 #include "fdio.h"
 #include "index.h"
 #include "interrupt.h"
@@ -52,7 +53,7 @@ struct archive {
 	uint64_t size, index_flags;
 	/* sequential use: readahead mark, and an optional digest of every byte read */
 	uint64_t ra_mark, next_off;
-	struct ca_digest *digest;
+	struct ca_digest_pipe *digest; /* hashed on its own thread while the decoder goes on */
 	int digest_error;
 	bool no_readahead; /* list: payloads are skipped, fetching them ahead would be waste */
 	bool io_logged; /* a read error was reported (single-threaded users only) */
@@ -66,7 +67,7 @@ static void archive_close(struct archive *a)
 	ca_index_free(a->idx);
 	if (a->fd >= 0)
 		close(a->fd);
-	ca_digest_free(a->digest);
+	ca_digest_pipe_finish(a->digest, NULL);
 }
 
 static int archive_open(struct archive *a, const char *path, char **stores, size_t n_stores)
@@ -181,7 +182,7 @@ static ssize_t archive_stream_read(void *userdata, void *buf, size_t len, uint64
 	if (k > 0 && a->digest) {
 		if (off != a->next_off) /* the decoder skipped bytes: the digest would be wrong */
 			a->digest_error = -EIO;
-		else if (ca_digest_update(a->digest, buf, (size_t)k) < 0)
+		else if (ca_digest_pipe_push(a->digest, buf, (size_t)k) < 0)
 			a->digest_error = -EIO;
 		a->next_off = off + (uint64_t)k;
 	}
@@ -694,7 +695,7 @@ int cafs_digest_archive(const char *path, char **stores, size_t n_stores)
 	int r = archive_open(&a, path, stores, n_stores);
 	if (r < 0)
 		goto out;
-	r = ca_digest_new(ca_digest_type_from_flags(archive_flags(&a)), &a.digest);
+	r = ca_digest_pipe_new(ca_digest_type_from_flags(archive_flags(&a)), &a.digest);
 	if (r < 0) {
 		report(&a, r, NULL);
 		goto out;
@@ -723,7 +724,8 @@ int cafs_digest_archive(const char *path, char **stores, size_t n_stores)
 		report(&a, r, ca_catar_dec_path(d));
 		goto out;
 	}
-	r = ca_digest_final(a.digest, out);
+	r = ca_digest_pipe_finish(a.digest, out);
+	a.digest = NULL;
 	if (r == 0) {
 		char hex[2 * CA_CHUNK_ID_SIZE + 1];
 		ca_id_to_hex(out, hex);
