@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "blob_stream.h"
@@ -37,9 +38,28 @@ struct ca_blob_stream {
 	size_t base, next;
 	uint64_t gen; /* bumped by a restart: a fetch claimed before it is dropped */
 	bool stop;
-	unsigned n_th;
+	const volatile sig_atomic_t *cancel;
+	unsigned n_th, exited;
 	pthread_t th[THREADS_MAX];
 };
+
+static bool cancelled(const struct ca_blob_stream *s)
+{
+	return s->cancel && *s->cancel;
+}
+
+/* Under the lock: wait on cond for at most 100 ms. */
+static void wait_a_while(struct ca_blob_stream *s, pthread_cond_t *cond)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 100000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(cond, &s->lock, &ts);
+}
 
 static void *fetcher(void *userdata)
 {
@@ -68,6 +88,8 @@ static void *fetcher(void *userdata)
 		s->ring[i % s->cap] = (struct slot){ .state = SLOT_READY, .c = r < 0 ? NULL : c, .err = r };
 		pthread_cond_broadcast(&s->ready);
 	}
+	s->exited++;
+	pthread_cond_broadcast(&s->ready);
 	pthread_mutex_unlock(&s->lock);
 	return NULL;
 }
@@ -101,11 +123,13 @@ static void seek(struct ca_blob_stream *s, size_t i)
 	pthread_cond_broadcast(&s->wake);
 }
 
-int ca_blob_stream_new(struct ca_blob *b, unsigned ahead, unsigned threads, struct ca_blob_stream **ret)
+int ca_blob_stream_new(struct ca_blob *b, unsigned ahead, unsigned threads, const volatile sig_atomic_t *cancel,
+                       struct ca_blob_stream **ret)
 {
 	struct ca_blob_stream *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->cancel = cancel;
 	s->idx = ca_blob_index(b);
 	s->src = ca_blob_chunksrc(b);
 	s->n_chunks = ca_index_n_chunks(s->idx);
@@ -145,14 +169,25 @@ fail_ring:
 	return r;
 }
 
-void ca_blob_stream_free(struct ca_blob_stream *s)
+int ca_blob_stream_free(struct ca_blob_stream *s)
 {
 	if (!s)
-		return;
+		return 0;
+	int grace = 20;
 	pthread_mutex_lock(&s->lock);
 	s->stop = true;
 	pthread_cond_broadcast(&s->wake);
+	while (s->exited < s->n_th && !(cancelled(s) && grace-- == 0))
+		wait_a_while(s, &s->ready);
+	bool stuck = s->exited < s->n_th;
 	pthread_mutex_unlock(&s->lock);
+	if (stuck) {
+		/* in a call no flag reaches (a FIFO in the store, a hung NFS
+		 * server): leave it, and what it points to, to the exit */
+		for (unsigned t = 0; t < s->n_th; t++)
+			pthread_detach(s->th[t]);
+		return -EBUSY;
+	}
 	for (unsigned t = 0; t < s->n_th; t++)
 		pthread_join(s->th[t], NULL);
 	for (size_t k = s->base; k < s->next; k++) /* every fetch has returned: all are ready */
@@ -162,6 +197,7 @@ void ca_blob_stream_free(struct ca_blob_stream *s)
 	pthread_mutex_destroy(&s->lock);
 	free(s->ring);
 	free(s);
+	return 0;
 }
 
 ssize_t ca_blob_stream_read(struct ca_blob_stream *s, void *buf, size_t len, uint64_t off)
@@ -180,8 +216,12 @@ ssize_t ca_blob_stream_read(struct ca_blob_stream *s, void *buf, size_t len, uin
 		pthread_mutex_lock(&s->lock);
 		seek(s, (size_t)i);
 		struct slot *sl = &s->ring[s->base % s->cap];
-		while (sl->state != SLOT_READY)
-			pthread_cond_wait(&s->ready, &s->lock);
+		while (sl->state != SLOT_READY && !cancelled(s))
+			wait_a_while(s, &s->ready);
+		if (sl->state != SLOT_READY) {
+			pthread_mutex_unlock(&s->lock);
+			return -ECANCELED;
+		}
 		const struct ca_chunk *c = sl->c;
 		int err = sl->err;
 		pthread_mutex_unlock(&s->lock);

@@ -15,6 +15,7 @@
 #ifndef CA_BLOB_STREAM_H
 #define CA_BLOB_STREAM_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -25,9 +26,16 @@ struct ca_blob_stream;
 
 /* ahead: how many chunks to hold ready (at least 1); threads: how many
  * get them (0: one per CPU; at most 4). Decoding a chunk costs about what
- * the reader spends on its bytes, so one thread alone would pace the reader. */
-int ca_blob_stream_new(struct ca_blob *b, unsigned ahead, unsigned threads, struct ca_blob_stream **ret);
-void ca_blob_stream_free(struct ca_blob_stream *s); /* accepts NULL; stops the thread */
+ * the reader spends on its bytes, so one thread alone would pace the reader.
+ * cancel (may be NULL): once it is set, a read waiting for a chunk returns
+ * -ECANCELED within 100 ms, whatever the fetch is stuck in. */
+int ca_blob_stream_new(struct ca_blob *b, unsigned ahead, unsigned threads, const volatile sig_atomic_t *cancel,
+                       struct ca_blob_stream **ret);
+/* Stops the threads and frees the stream (accepts NULL). Returns -EBUSY when,
+ * cancelled, a thread was still stuck in a fetch after 2 s: it is left
+ * running and the stream is not freed, so neither the blob nor its chunk
+ * source may be freed either (the process is about to exit). */
+int ca_blob_stream_free(struct ca_blob_stream *s);
 
 /* As ca_blob_read: up to len bytes at off, short only at the end. A chunk
  * that failed gives its error when a read reaches it, and again if read again. */

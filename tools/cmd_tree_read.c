@@ -61,10 +61,12 @@ struct archive {
 
 static void archive_close(struct archive *a)
 {
-	ca_blob_stream_free(a->stream);
-	ca_blob_free(a->blob);
-	ca_chunksrc_free(a->src);
-	ca_index_free(a->idx);
+	/* a fetch stuck after an interrupt still uses them: the exit frees them */
+	if (ca_blob_stream_free(a->stream) == 0) {
+		ca_blob_free(a->blob);
+		ca_chunksrc_free(a->src);
+		ca_index_free(a->idx);
+	}
 	if (a->fd >= 0)
 		close(a->fd);
 	ca_digest_pipe_finish(a->digest, NULL);
@@ -138,7 +140,10 @@ static void log_read_error(struct archive *a, ssize_t err, uint64_t off, size_t 
 static ssize_t read_done(struct archive *a, ssize_t k, size_t len, uint64_t off)
 {
 	if (k < 0) {
-		log_read_error(a, k, off, len);
+		/* interrupted: nothing to explain, and looking for the culprit
+		 * chunk could hang on what the read was stuck in */
+		if (k != -ECANCELED)
+			log_read_error(a, k, off, len);
 		/* a corrupt chunk is an I/O error of the store, not a malformed archive */
 		if (k == -EBADMSG && a->blob)
 			k = -EIO;
@@ -173,7 +178,7 @@ static ssize_t archive_stream_read(void *userdata, void *buf, size_t len, uint64
 		}
 		/* without a thread (it could not start), read in this one */
 		if (!a->stream)
-			(void)ca_blob_stream_new(a->blob, STREAM_AHEAD_CHUNKS, 0, &a->stream);
+			(void)ca_blob_stream_new(a->blob, STREAM_AHEAD_CHUNKS, 0, cafs_interrupt_flag(), &a->stream);
 	}
 	if (a->stream)
 		k = read_done(a, ca_blob_stream_read(a->stream, buf, len, off), len, off);

@@ -313,6 +313,21 @@ fails "missing last chunk: extract into an existing DEST fails" \
 	"$CAFS" extract --store="$T/late.castr" "$T/late.caidx" "$T/x16"
 ok "... the complete new directory is there" diff -r "$T/late/a" "$T/x16/a"
 ok "... the failed one is not, nor any temporary directory" sh -c "test ! -e '$T/x16/z' && test -z \"\$(ls -A '$T/x16' | grep -v '^a\$')\""
+# interrupted while a chunk read hangs (the last chunk file is a FIFO nobody writes)
+mkfifo "$T/late.castr/${last:0:4}/$last.cacnk"
+"$CAFS" extract --store="$T/late.castr" "$T/late.caidx" "$T/x17" 2>/dev/null &
+pid=$!
+at_cleanup "kill -KILL $pid 2>/dev/null"
+sleep 1
+kill -TERM "$pid"
+for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+kill -KILL "$pid" 2>/dev/null # still there after 10 s: it hung (and fails below)
+rc=0
+wait "$pid" || rc=$?
+ok "interrupted extract: exits 128+SIGTERM" test "$rc" -eq 143
+ok "... DEST does not exist" test ! -e "$T/x17"
+ok "... nor any temporary directory" no_tmp "$T"
+rm -f "$T/late.castr/${last:0:4}/$last.cacnk"
 # what a killed extract leaves (a temporary directory) goes with the next one
 mkdir "$T/x16/.#cafs0123456789abcdef0"
 ok "extract into that DEST (with a leftover temporary directory)" "$CAFS" extract --store="$T/st" "$T/s.caidx" "$T/x16"

@@ -168,7 +168,7 @@ static unsigned stream_pass(struct ca_blob *b, const uint8_t *blob, uint8_t *buf
 	struct ca_blob_stream *st = NULL;
 	uint32_t rs = 77 + ahead;
 	unsigned bad = 0, k = 0;
-	if (ca_blob_stream_new(b, ahead, 1 + ahead % 3, &st) < 0)
+	if (ca_blob_stream_new(b, ahead, 1 + ahead % 3, NULL, &st) < 0)
 		return 1;
 	for (uint64_t off = 0; off < TESTDATA_BLOB_SIZE; k++) {
 		size_t len = 1 + testdata_rand(&rs) % max_piece;
@@ -275,7 +275,7 @@ static void test_read(const uint8_t *blob)
 	/* ... and in a stream: the bytes before it, then its error (again when
 	 * read again), then the bytes after it */
 	struct ca_blob_stream *st = NULL;
-	check_int(ca_blob_stream_new(b, 8, 2, &st), ==, 0);
+	check_int(ca_blob_stream_new(b, 8, 2, NULL, &st), ==, 0);
 	if (st) {
 		check_int(ca_blob_stream_read(st, buf, s5, 0), ==, (ssize_t)s5);
 		check_int(ca_blob_stream_read(st, buf, 20, s5 - 10), ==, 10);
