@@ -7,11 +7,14 @@
  * DEST with O_NOFOLLOW (openat, mkdirat, symlinkat, mknodat, renameat):
  * names come validated from the decoder (no '/', '.', '..') and nothing
  * is ever resolved through a symlink, whether the archive made it or it
- * was already in DEST. No partial file ever carries its final name:
- * regular files in directories the extract created are O_TMPFILE inodes
- * linked in once complete (nothing is left even if the process is
- * killed); elsewhere files, symlinks and special files are written under
- * a temporary name and renamed into place.
+ * was already in DEST. No partial file ever carries its final name: a
+ * new directory (DEST itself when it does not exist, or one added to an
+ * existing tree) is built under a temporary name ".#cafs..." beside its
+ * final one, with everything in it created directly under final names,
+ * and renamed once its whole subtree is complete; after an error or an
+ * interrupt it is removed. In directories that already existed, files,
+ * symlinks and special files are written under a temporary name and
+ * renamed into place.
  *
  * Syscalls: the chown and chmod are skipped when the new node already has
  * that owner and mode (created with its final mode when neither the umask
@@ -21,9 +24,9 @@
  * memory by the decoding thread) that need only owner, mode and mtime are
  * created by up to 3 worker threads, since creating a file costs far more
  * in the kernel than decoding it; a directory's own metadata is applied
- * only after every file in it is complete. All are joined before
- * ca_catar_extract() returns; on an error or an interrupt, queued files
- * are dropped (none of them exists yet).
+ * only after every file in it is complete, by the worker that finishes
+ * the last one. All are joined before ca_catar_extract() returns; on an
+ * error or an interrupt, queued files are dropped.
  *
  * Into an existing tree: what differs is replaced (a directory where the
  * archive has a file is removed, and the other way round) and, like

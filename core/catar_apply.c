@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* catar_apply.c - put an archive entry's metadata on what extract created. */
+#include "config.h"
+
+#include <acl/libacl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/acl.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "catar_extract_int.h"
+#include "feature.h"
+#include "log.h"
+
+int ca_ex_fail(struct ex *x, int r, const char *path)
+{
+	if (r == -EXDEV) {
+		ca_log_error("%s%s%s: something is mounted there: not removed", x->dest, *path ? "/" : "", path);
+		return r;
+	}
+	return ca_log_error_errno(r, "%s%s%s", x->dest, *path ? "/" : "", path);
+}
+
+void ca_ex_warn_once(bool *flag, int r, const char *what)
+{
+	if (*flag)
+		return;
+	*flag = true;
+	if (r)
+		ca_log_warning_errno(r, "cannot restore %s, skipping them", what);
+	else
+		ca_log_warning("cannot restore %s, skipping them", what);
+}
+
+/* "/proc/self/fd/N/name": reaches name in the directory fd without
+ * resolving anything but the final component (l* calls don't follow it). */
+static void proc_path(char *out, size_t n, int dfd, const char *name)
+{
+	snprintf(out, n, "/proc/self/fd/%d/%s", dfd, name);
+}
+
+static void set_perms(acl_entry_t e, uint64_t p)
+{
+	acl_permset_t ps;
+	if (acl_get_permset(e, &ps) < 0)
+		return;
+	acl_clear_perms(ps);
+	if (p & CA_ACL_PERM_READ)
+		acl_add_perm(ps, ACL_READ);
+	if (p & CA_ACL_PERM_WRITE)
+		acl_add_perm(ps, ACL_WRITE);
+	if (p & CA_ACL_PERM_EXECUTE)
+		acl_add_perm(ps, ACL_EXECUTE);
+	acl_set_permset(e, ps);
+}
+
+static int add_entry(acl_t *acl, acl_tag_t tag, const uint64_t *id, uint64_t perms)
+{
+	acl_entry_t e;
+	if (acl_create_entry(acl, &e) < 0 || acl_set_tag_type(e, tag) < 0)
+		return -errno;
+	if (id) {
+		id_t q = (id_t)*id;
+		if (acl_set_qualifier(e, &q) < 0)
+			return -errno;
+	}
+	set_perms(e, perms);
+	return 0;
+}
+
+static int add_named(acl_t *acl, const struct ca_catar_node *n, enum ca_catar_acl_kind kind, acl_tag_t tag)
+{
+	struct ca_catar_acl_entry a;
+	size_t cur = 0;
+	while (ca_catar_node_next_acl(n, kind, &cur, &a)) {
+		int r = add_entry(acl, tag, &a.id, a.permissions);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The access ACL (only when it has named entries: otherwise the mode is
+ * the whole story) and, for directories, the default ACL. */
+static int apply_acls(struct ex *x, const struct ca_catar_node *n, int fd, const char *ppath, bool fresh)
+{
+	acl_t acl = NULL;
+	int r = 0;
+	uint64_t m = n->mode;
+	if (!(x->flags & CA_FORMAT_WITH_ACL))
+		return 0;
+	/* GROUP_OBJ is only stored when the ACL has a mask: then it is an
+	 * extended ACL even without named entries */
+	if (n->n_acl_user || n->n_acl_group || n->has_acl_group_obj) {
+		acl = acl_init(8);
+		if (!acl)
+			return -errno;
+		r = add_entry(&acl, ACL_USER_OBJ, NULL, (m >> 6) & 7);
+		if (r == 0)
+			r = add_entry(&acl, ACL_GROUP_OBJ, NULL, n->acl_group_obj);
+		if (r == 0)
+			r = add_entry(&acl, ACL_OTHER, NULL, m & 7);
+		if (r == 0)
+			r = add_entry(&acl, ACL_MASK, NULL, (m >> 3) & 7);
+		if (r == 0)
+			r = add_named(&acl, n, CA_CATAR_ACL_USER, ACL_USER);
+		if (r == 0)
+			r = add_named(&acl, n, CA_CATAR_ACL_GROUP, ACL_GROUP);
+		if (r == 0 && (fd >= 0 ? acl_set_fd(fd, acl) : acl_set_file(ppath, ACL_TYPE_ACCESS, acl)) < 0)
+			r = -errno;
+		acl_free(acl);
+		acl = NULL;
+		if (r < 0)
+			goto out;
+	}
+	if (S_ISDIR(m)) {
+		if (!n->has_acl_default) {
+			if (!fresh && acl_delete_def_file(ppath) < 0 && errno != ENOTSUP && errno != EOPNOTSUPP)
+				r = -errno;
+			goto out;
+		}
+		acl = acl_init(8);
+		if (!acl)
+			return -errno;
+		r = add_entry(&acl, ACL_USER_OBJ, NULL, n->acl_default_user_obj);
+		if (r == 0)
+			r = add_entry(&acl, ACL_GROUP_OBJ, NULL, n->acl_default_group_obj);
+		if (r == 0)
+			r = add_entry(&acl, ACL_OTHER, NULL, n->acl_default_other);
+		if (r == 0 && n->acl_default_mask != CA_ACL_NO_MASK)
+			r = add_entry(&acl, ACL_MASK, NULL, n->acl_default_mask);
+		if (r == 0)
+			r = add_named(&acl, n, CA_CATAR_ACL_DEFAULT_USER, ACL_USER);
+		if (r == 0)
+			r = add_named(&acl, n, CA_CATAR_ACL_DEFAULT_GROUP, ACL_GROUP);
+		if (r == 0 && acl_set_file(ppath, ACL_TYPE_DEFAULT, acl) < 0)
+			r = -errno;
+		acl_free(acl);
+	}
+out:
+	if (r == -ENOTSUP || r == -EOPNOTSUPP) {
+		ca_ex_warn_once(&x->warned_acl, r, "ACLs");
+		r = 0;
+	}
+	return r;
+}
+
+static int apply_xattrs(struct ex *x, const struct ca_catar_node *n, int fd, const char *ppath)
+{
+	struct ca_catar_xattr xa;
+	size_t cur = 0;
+	while (ca_catar_node_next_xattr(n, &cur, &xa)) {
+		int k = fd >= 0 ? fsetxattr(fd, xa.name, xa.value, xa.size, 0)
+		                : lsetxattr(ppath, xa.name, xa.value, xa.size, 0);
+		if (k < 0) {
+			if (errno == ENOTSUP || errno == EPERM) {
+				ca_ex_warn_once(&x->warned_xattr, errno, "extended attributes");
+				continue;
+			}
+			return -errno;
+		}
+	}
+	if (n->selinux) {
+		int k = fd >= 0 ? fsetxattr(fd, "security.selinux", n->selinux, strlen(n->selinux) + 1, 0)
+		                : lsetxattr(ppath, "security.selinux", n->selinux, strlen(n->selinux) + 1, 0);
+		if (k < 0)
+			ca_ex_warn_once(&x->warned_selinux, errno, "SELinux labels");
+	}
+	return 0;
+}
+
+void ca_ex_apply_chattr(struct ex *x, const struct ca_catar_node *n, int fd, bool fresh)
+{
+	unsigned mask = ca_feature_to_chattr(x->flags), want = ca_feature_to_chattr(x->flags & n->flags), cur = 0;
+	if (!mask || (fresh && !want))
+		return;
+	if (ioctl(fd, FS_IOC_GETFLAGS, &cur) < 0) {
+		if (want)
+			ca_ex_warn_once(&x->warned_chattr, errno, "file attributes (chattr)");
+		return;
+	}
+	unsigned next = (cur & ~mask) | want;
+	if (next != cur && ioctl(fd, FS_IOC_SETFLAGS, &next) < 0)
+		ca_ex_warn_once(&x->warned_chattr, errno, "file attributes (chattr)");
+}
+
+void ca_ex_node_times(const struct ca_catar_node *n, struct timespec ts[2])
+{
+	/* the u64 holds a signed count: times before 1970 are negative */
+	int64_t t = (int64_t)n->mtime, sec = t / 1000000000, nsec = t % 1000000000;
+	if (nsec < 0) {
+		nsec += 1000000000;
+		sec--;
+	}
+	ts[0].tv_sec = ts[1].tv_sec = (time_t)sec;
+	ts[0].tv_nsec = ts[1].tv_nsec = (long)nsec;
+}
+
+/* Owner, mode, xattrs, ACLs, fcaps, times; the same order for every type
+ * (chown clears setuid bits and capabilities, so it goes first). fd is the
+ * node itself (files, directories) or -1 (use dfd + name). */
+/* have_uid/have_gid/have_mode: what the node has now (the chown and chmod
+ * are skipped when they match); have_mode (mode_t)-1 when unknown. */
+int ca_ex_apply_meta(struct ex *x, const struct ca_catar_node *n, int fd, int dfd, const char *name, bool fresh,
+                      uid_t have_uid, gid_t have_gid, mode_t have_mode)
+{
+	char ppath[64 + 256];
+	bool lnk = S_ISLNK(n->mode);
+	int r;
+
+	if (fd >= 0)
+		snprintf(ppath, sizeof(ppath), "/proc/self/fd/%d", fd);
+	else
+		proc_path(ppath, sizeof(ppath), dfd, name);
+
+	if (x->flags & UID_FLAGS) {
+		if (x->as_root && (n->uid != (uint64_t)have_uid || n->gid != (uint64_t)have_gid)) {
+			int k = fd >= 0 ? fchown(fd, (uid_t)n->uid, (gid_t)n->gid)
+			                : fchownat(dfd, name, (uid_t)n->uid, (gid_t)n->gid, AT_SYMLINK_NOFOLLOW);
+			if (k < 0)
+				return -errno;
+		} else if (!x->as_root && (n->uid != (uint64_t)x->euid || n->gid != (uint64_t)x->egid)) {
+			ca_ex_warn_once(&x->warned_owner, 0, "file owners (not running as root)");
+		}
+	}
+	if (!lnk && ((n->mode & 07777) != (uint64_t)have_mode || (n->mode & 07000))) {
+		int k = fd >= 0 ? fchmod(fd, (mode_t)(n->mode & 07777)) : fchmodat(dfd, name, (mode_t)(n->mode & 07777), 0);
+		if (k < 0)
+			return -errno;
+	}
+	if (!lnk) {
+		r = apply_xattrs(x, n, fd, ppath);
+		if (r < 0)
+			return r;
+		r = apply_acls(x, n, fd, ppath, fresh);
+		if (r < 0)
+			return r;
+	}
+	if (n->fcaps) {
+		int k = fd >= 0 ? fsetxattr(fd, "security.capability", n->fcaps, n->fcaps_size, 0) : -1;
+		if (k < 0)
+			ca_ex_warn_once(&x->warned_xattr, errno, "file capabilities");
+	}
+	if (x->flags & TIME_FLAGS) {
+		struct timespec ts[2];
+		ca_ex_node_times(n, ts);
+		int k = fd >= 0 ? futimens(fd, ts) : utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW);
+		if (k < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* Nothing to restore but owner, mode and times. */
+bool ca_ex_plain_meta(const struct ex *x, const struct ca_catar_node *n)
+{
+	struct ca_catar_xattr xa;
+	size_t cur = 0;
+	if (n->selinux || n->fcaps || ca_catar_node_next_xattr(n, &cur, &xa))
+		return false;
+	if ((x->flags & CA_FORMAT_WITH_ACL) &&
+	    (n->n_acl_user || n->n_acl_group || n->has_acl_group_obj || n->has_acl_default))
+		return false;
+	return ca_feature_to_chattr(x->flags & n->flags) == 0;
+}
