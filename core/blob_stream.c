@@ -8,10 +8,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "blob_stream.h"
+#include "condwait.h"
 
 #define THREADS_MAX 4
 
@@ -46,19 +46,6 @@ struct ca_blob_stream {
 static bool cancelled(const struct ca_blob_stream *s)
 {
 	return s->cancel && *s->cancel;
-}
-
-/* Under the lock: wait on cond for at most 100 ms. */
-static void wait_a_while(struct ca_blob_stream *s, pthread_cond_t *cond)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += 100000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	pthread_cond_timedwait(cond, &s->lock, &ts);
 }
 
 static void *fetcher(void *userdata)
@@ -178,7 +165,7 @@ int ca_blob_stream_free(struct ca_blob_stream *s)
 	s->stop = true;
 	pthread_cond_broadcast(&s->wake);
 	while (s->exited < s->n_th && !(cancelled(s) && grace-- == 0))
-		wait_a_while(s, &s->ready);
+		ca_cond_wait_ms(&s->ready, &s->lock, 100);
 	bool stuck = s->exited < s->n_th;
 	pthread_mutex_unlock(&s->lock);
 	if (stuck) {
@@ -217,7 +204,7 @@ ssize_t ca_blob_stream_read(struct ca_blob_stream *s, void *buf, size_t len, uin
 		seek(s, (size_t)i);
 		struct slot *sl = &s->ring[s->base % s->cap];
 		while (sl->state != SLOT_READY && !cancelled(s))
-			wait_a_while(s, &s->ready);
+			ca_cond_wait_ms(&s->ready, &s->lock, 100);
 		if (sl->state != SLOT_READY) {
 			pthread_mutex_unlock(&s->lock);
 			return -ECANCELED;

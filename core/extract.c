@@ -15,6 +15,7 @@
 
 #include "atomic_file.h"
 #include "digest.h"
+#include "condwait.h"
 #include "extract.h"
 #include "fdio.h"
 #include "log.h"
@@ -248,14 +249,7 @@ static int wait_workers(struct extract_job *x, unsigned started)
 	int grace = 20, r = 0;
 	pthread_mutex_lock(&x->lock);
 	while (x->exited < started) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&x->cond, &x->lock, &ts);
+		ca_cond_wait_ms(&x->cond, &x->lock, 100);
 		if (x->o->cancel && *x->o->cancel) {
 			if (!x->err)
 				x->err = -ECANCELED;
