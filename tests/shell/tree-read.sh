@@ -315,7 +315,10 @@ ok "... the complete new directory is there" diff -r "$T/late/a" "$T/x16/a"
 ok "... the failed one is not, nor any temporary directory" sh -c "test ! -e '$T/x16/z' && test -z \"\$(ls -A '$T/x16' | grep -v '^a\$')\""
 # interrupted while a chunk read hangs (the last chunk file is a FIFO nobody writes)
 mkfifo "$T/late.castr/${last:0:4}/$last.cacnk"
-"$CAFS" extract --store="$T/late.castr" "$T/late.caidx" "$T/x17" 2>/dev/null &
+# the thread stuck on the FIFO, and what it uses, are left to the exit on
+# purpose: under the sanitizers, LeakSanitizer must not count that
+ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+	"$CAFS" extract --store="$T/late.castr" "$T/late.caidx" "$T/x17" 2>/dev/null &
 pid=$!
 at_cleanup "kill -KILL $pid 2>/dev/null"
 sleep 1
