@@ -23,8 +23,9 @@
 #include "store.h"
 
 #define SEG_SIZE (4u << 20)
-#define MAX_SEGS 8                    /* input buffered ahead of the chunker and digest */
+#define MAX_SEGS 4                    /* input buffered ahead of the chunker and digest */
 #define MAX_JOB_BYTES (32u << 20)     /* chunk data waiting for workers */
+#define JOBS_PER_WORKER 4             /* chunks waiting for workers, at most, per worker */
 #define MAX_WORKERS 64
 
 struct segment {
@@ -62,6 +63,7 @@ struct ca_maker {
 	unsigned live_segs;
 	struct job *wq_head, *wq_tail, *pq_head, *pq_tail;
 	uint64_t job_bytes;
+	size_t jobs_live, max_jobs; /* chunks emitted whose buffer is not back yet */
 	struct ca_buf *spare_bufs; /* recycled chunk buffers, so big chunks don't fault in fresh pages */
 	size_t n_spare, cap_spare;
 	bool input_done, chunker_done, stop;
@@ -143,6 +145,7 @@ static void emit_locked(struct ca_maker *m, struct ca_buf *acc, uint64_t end)
 		*acc = m->spare_bufs[--m->n_spare];
 	acc->size = 0;
 	m->job_bytes += j->buf.size;
+	m->jobs_live++;
 	if (m->pq_tail)
 		m->pq_tail->next_p = j;
 	else
@@ -191,7 +194,7 @@ static void *chunker_main(void *arg)
 					fail_locked(m, r);
 				else
 					emit_locked(m, &acc, pos);
-				while (m->job_bytes > MAX_JOB_BYTES && !m->err)
+				while ((m->job_bytes > MAX_JOB_BYTES || m->jobs_live >= m->max_jobs) && !m->err)
 					pthread_cond_wait(&m->chunker_cond, &m->lock);
 				pthread_mutex_unlock(&m->lock);
 			}
@@ -279,6 +282,7 @@ static void *worker_main(void *arg)
 			m->stats.bytes_stored += cbuf.size;
 		}
 		m->job_bytes -= j->buf.size;
+		m->jobs_live--;
 		if (m->n_spare < m->cap_spare)
 			m->spare_bufs[m->n_spare++] = j->buf;
 		else
@@ -286,7 +290,7 @@ static void *worker_main(void *arg)
 		j->buf = (struct ca_buf)CA_BUF_INIT;
 		j->done = true;
 		retire_locked(m);
-		if (m->job_bytes <= MAX_JOB_BYTES)
+		if (m->job_bytes <= MAX_JOB_BYTES && m->jobs_live < m->max_jobs)
 			pthread_cond_signal(&m->chunker_cond);
 	}
 	pthread_mutex_unlock(&m->lock);
@@ -327,7 +331,11 @@ int ca_maker_new(const struct ca_make_opts *o, struct ca_maker **ret)
 	}
 	if (n > MAX_WORKERS)
 		n = MAX_WORKERS;
-	m->cap_spare = n + 4;
+	/* a few chunks queued per worker keep them busy; more only cost
+	 * memory, and buffers beyond the spares would be allocated and grown
+	 * afresh (page faults, reallocs) for every chunk */
+	m->max_jobs = JOBS_PER_WORKER * n;
+	m->cap_spare = m->max_jobs + 1;
 	m->spare_bufs = calloc(m->cap_spare, sizeof(*m->spare_bufs));
 	if (!m->spare_bufs) {
 		r = -ENOMEM;
