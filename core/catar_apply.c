@@ -190,6 +190,23 @@ void ca_ex_apply_chattr(struct ex *x, const struct ca_catar_node *n, int fd, boo
 		ca_ex_warn_once(&x->warned_chattr, errno, "file attributes (chattr)");
 }
 
+void ca_ex_apply_projid(struct ex *x, const struct ca_catar_node *n, int fd, bool fresh_zero)
+{
+	struct fsxattr fa;
+	if (!(x->flags & CA_FORMAT_WITH_QUOTA_PROJID) || fd < 0 || (fresh_zero && !n->quota_projid))
+		return;
+	if (ioctl(fd, FS_IOC_FSGETXATTR, &fa) < 0) {
+		if (n->quota_projid)
+			ca_ex_warn_once(&x->warned_projid, errno, "quota project ids");
+		return;
+	}
+	if (fa.fsx_projid == n->quota_projid)
+		return;
+	fa.fsx_projid = (uint32_t)n->quota_projid;
+	if (ioctl(fd, FS_IOC_FSSETXATTR, &fa) < 0)
+		ca_ex_warn_once(&x->warned_projid, errno, "quota project ids");
+}
+
 void ca_ex_node_times(const struct ca_catar_node *n, struct timespec ts[2])
 {
 	/* the u64 holds a signed count: times before 1970 are negative */
@@ -266,6 +283,8 @@ bool ca_ex_plain_meta(const struct ex *x, const struct ca_catar_node *n)
 		return false;
 	if ((x->flags & CA_FORMAT_WITH_ACL) &&
 	    (n->n_acl_user || n->n_acl_group || n->has_acl_group_obj || n->has_acl_default))
+		return false;
+	if ((x->flags & CA_FORMAT_WITH_QUOTA_PROJID) && n->quota_projid)
 		return false;
 	return ca_feature_to_chattr(x->flags & n->flags) == 0;
 }

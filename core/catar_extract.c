@@ -5,9 +5,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -227,10 +229,12 @@ static int make_leaf_direct(struct ex *x, const struct ca_catar_node *n, struct 
 			goto out; /* the hidden tree goes, this file with it */
 	}
 	r = ca_ex_apply_meta(x, n, fd, p->fd, n->name, true, x->euid, p->child_gid, cm);
-	if (r < 0)
+	if (r < 0) {
 		ca_ex_fail(x, r, path);
-	else if (fd >= 0)
+	} else if (fd >= 0) {
+		ca_ex_apply_projid(x, n, fd, !p->projinherit);
 		ca_ex_apply_chattr(x, n, fd, true);
+	}
 out:
 	if (fd >= 0)
 		close(fd);
@@ -293,6 +297,7 @@ static int make_leaf(struct ex *x, const struct ca_catar_node *n, struct dir *p,
 		goto undo_log;
 	}
 	if (fd >= 0) {
+		ca_ex_apply_projid(x, n, fd, !p->projinherit);
 		ca_ex_apply_chattr(x, n, fd, true);
 		close(fd);
 	}
@@ -323,6 +328,12 @@ static int push_dir(struct ex *x, int fd, bool fresh, const struct dir *parent)
 		else if (fgetxattr(fd, "system.posix_acl_default", NULL, 0) < 0)
 			d.plain = errno == ENODATA || errno == ENOTSUP || errno == EOPNOTSUPP;
 	}
+	/* the same for project id inheritance (our directories get their flags at their end) */
+	struct fsxattr fa;
+	if (fresh && parent)
+		d.projinherit = parent->projinherit;
+	else if ((x->flags & CA_FORMAT_WITH_QUOTA_PROJID) && ioctl(fd, FS_IOC_FSGETXATTR, &fa) == 0)
+		d.projinherit = fa.fsx_xflags & FS_XFLAG_PROJINHERIT;
 	if (x->depth == x->cap) { /* workers never look at dirs, only at tracks */
 		size_t c = x->cap ? x->cap * 2 : 16;
 		struct dir *nd = realloc(x->dirs, c * sizeof(*nd));
@@ -577,10 +588,12 @@ static int dir_done(struct ex *x, const struct ca_catar_node *n, const char *pat
 	}
 	/* a directory we made still inherited a default ACL from a parent with one */
 	r = ca_ex_apply_meta(x, n, d->fd, -1, NULL, d->fresh && d->plain, d->uid, d->gid, (mode_t)-1);
-	if (r < 0)
+	if (r < 0) {
 		ca_ex_fail(x, r, path);
-	else
+	} else {
+		ca_ex_apply_projid(x, n, d->fd, d->fresh && !d->projinherit);
 		ca_ex_apply_chattr(x, n, d->fd, d->fresh);
+	}
 	dir_pop(x, true);
 	return r;
 }

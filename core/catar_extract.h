@@ -34,7 +34,8 @@
  *
  * Metadata: mode, owner (only as root; otherwise skipped with one
  * warning), mtime (ns, directories after their children), xattrs, ACLs,
- * fcaps, chattr flags (best effort), SELinux label (best effort).
+ * fcaps, chattr flags, quota project ids and SELinux label (the last
+ * three best effort: one warning when the file system refuses them).
  */
 #ifndef CA_CATAR_EXTRACT_H
 #define CA_CATAR_EXTRACT_H

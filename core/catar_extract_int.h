@@ -55,6 +55,7 @@ struct dir {
 	int parent_fd;      /* hidden_root: the directory holding it (not ours to close) */
 	char tmp[48];       /* hidden_root: its temporary name */
 	bool plain;         /* no default ACL: files created here get their mode minus the umask */
+	bool projinherit;   /* files created here may inherit a quota project id (FS_XFLAG_PROJINHERIT) */
 	uid_t uid;          /* its owner when opened (we change it only at its end) */
 	gid_t gid;
 	gid_t child_gid;    /* the group a file created in it gets (setgid directories pass theirs on) */
@@ -129,7 +130,7 @@ struct ex {
 	uid_t euid;
 	gid_t egid;
 	int umask; /* the process's, or -1 when unknown */
-	bool warned_owner, warned_xattr, warned_acl, warned_chattr, warned_selinux;
+	bool warned_owner, warned_xattr, warned_acl, warned_chattr, warned_selinux, warned_projid;
 	struct dir *dirs;
 	size_t depth, cap;
 	uint8_t *buf;
@@ -156,6 +157,10 @@ void ca_ex_node_times(const struct ca_catar_node *n, struct timespec ts[2]);
 int ca_ex_apply_meta(struct ex *x, const struct ca_catar_node *n, int fd, int dfd, const char *name, bool fresh,
                      uid_t have_uid, gid_t have_gid, mode_t have_mode);
 void ca_ex_apply_chattr(struct ex *x, const struct ca_catar_node *n, int fd, bool fresh);
+/* The quota project id of a file or directory (before its chattr flags:
+ * an immutable one takes no more changes). fresh_zero: it was just made
+ * where nothing gives it a project id, so 0 needs no call. */
+void ca_ex_apply_projid(struct ex *x, const struct ca_catar_node *n, int fd, bool fresh_zero);
 /* Nothing to restore but owner, mode and times. */
 bool ca_ex_plain_meta(const struct ex *x, const struct ca_catar_node *n);
 

@@ -179,7 +179,7 @@ int ca_ex_pool_drain(struct pool *p)
 /* A file a worker can make: small, plain, in a directory we created. */
 bool ca_ex_job_eligible(const struct ex *x, const struct ca_catar_node *n, const struct dir *p)
 {
-	if (!x->n_threads || !p->fresh || !S_ISREG(n->mode) || n->payload_size > JOB_SIZE_MAX)
+	if (!x->n_threads || !p->fresh || p->projinherit || !S_ISREG(n->mode) || n->payload_size > JOB_SIZE_MAX)
 		return false;
 	return ca_ex_plain_meta(x, n);
 }
@@ -277,7 +277,7 @@ int ca_ex_submit_job(struct ex *x, const struct ca_catar_node *n, struct dir *p,
 bool ca_ex_defer_dir(struct ex *x, const struct ca_catar_node *n, struct dir *d, const char *path)
 {
 	struct track *t = d->track;
-	if (!t || !t->pending || !d->fresh || !d->plain || !ca_ex_plain_meta(x, n))
+	if (!t || !t->pending || !d->fresh || !d->plain || d->projinherit || !ca_ex_plain_meta(x, n))
 		return false;
 	t->path = strdup(path);
 	if (!t->path)

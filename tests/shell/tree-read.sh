@@ -226,6 +226,32 @@ if command -v setpriv >/dev/null; then
 		test \"\$(stat -c %a '$T/nr/out/x/d')\" = 555"
 fi
 
+# ---- quota project ids, on XFS (this kernel's ext4 may lack quota support) ----
+if command -v mkfs.xfs >/dev/null && grep -qw xfs /proc/filesystems; then
+	truncate -s 320M "$T/xfs.img"
+	mkdir -p "$T/xfs"
+	if mkfs.xfs -q -f "$T/xfs.img" 2>/dev/null && mount -o loop "$T/xfs.img" "$T/xfs"; then
+		at_cleanup "umount '$T/xfs'"
+		X=$T/xfs
+		mkdir -p "$X/src/d" "$X/inh"
+		printf 'f\n' >"$X/src/f"
+		printf 'h\n' >"$X/src/h"
+		chattr -p 42 "$X/src/f"
+		chattr +P -p 7 "$X/src/d"  # project-inherit: g below gets 7 when created
+		printf 'g\n' >"$X/src/d/g"
+		casync make "$X/p.catar" "$X/src" >/dev/null
+		projids() { for p in f h d d/g; do lsattr -p -d "$1/$p" | awk '{ printf "%s ", $1 }'; done; }
+		ok "projid: the source has them" test "$(projids "$X/src")" = "42 0 7 7 "
+		ok "projid: extract" "$CAFS" extract "$X/p.catar" "$X/out"
+		ok "projid: restored" test "$(projids "$X/out")" = "42 0 7 7 "
+		# into a directory whose project id new files would inherit: 0 stays 0
+		chattr +P -p 5 "$X/inh"
+		ok "projid: extract into a project-inherit directory" "$CAFS" extract "$X/p.catar" "$X/inh"
+		ok "projid: what the archive says, not what was inherited" test "$(projids "$X/inh")" = "42 0 7 7 "
+		umount "$X"
+	fi
+fi
+
 # ---- crafted archives: nothing outside DEST ----
 # patch NAME NEW IN OUT: rename a FILENAME record in place (same length)
 patch_name() {
