@@ -187,6 +187,15 @@ int ca_blob_stream_free(struct ca_blob_stream *s)
 	return 0;
 }
 
+void ca_blob_stream_set_end(struct ca_blob_stream *s, uint64_t end)
+{
+	ssize_t last = end ? ca_index_find(s->idx, end - 1) : -1;
+	pthread_mutex_lock(&s->lock);
+	if (last >= 0 && (size_t)last + 1 < s->n_chunks)
+		s->n_chunks = (size_t)last + 1;
+	pthread_mutex_unlock(&s->lock);
+}
+
 ssize_t ca_blob_stream_read(struct ca_blob_stream *s, void *buf, size_t len, uint64_t off)
 {
 	uint8_t *out = buf;

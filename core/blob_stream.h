@@ -37,6 +37,9 @@ int ca_blob_stream_new(struct ca_blob *b, unsigned ahead, unsigned threads, cons
  * source may be freed either (the process is about to exit). */
 int ca_blob_stream_free(struct ca_blob_stream *s);
 
+/* Fetch nothing at or past image offset end (the reader will not go there). */
+void ca_blob_stream_set_end(struct ca_blob_stream *s, uint64_t end);
+
 /* As ca_blob_read: up to len bytes at off, short only at the end. A chunk
  * that failed gives its error when a read reaches it, and again if read again. */
 ssize_t ca_blob_stream_read(struct ca_blob_stream *s, void *buf, size_t len, uint64_t off);

@@ -117,6 +117,7 @@ struct cafs_make_args {
 /* Parsed `cafs extract` arguments. */
 struct cafs_extract_args {
 	const char *in, *out;
+	const char *path; /* an archive's directory to extract instead of the root */
 	char **stores;
 	size_t n_stores;
 	unsigned threads;

@@ -331,14 +331,17 @@ int cafs_cmd_extract(int argc, char **argv)
 	int npos, r;
 	r = parse_read_opts("extract", argc, argv, &a, &pos, &npos);
 	if (r < 0) {
-		if (npos != 2) {
-			r = cafs_usage_error("extract", "expected IN and OUT");
+		if (npos != 2 && npos != 3) {
+			r = cafs_usage_error("extract", "expected IN OUT [PATH]");
 		} else {
 			a.in = pos[0];
 			a.out = pos[1];
+			a.path = npos == 3 ? pos[2] : NULL;
 			enum cafs_kind kind = cafs_kind_from_name(a.in);
 			if (kind == CAFS_KIND_UNKNOWN) {
 				r = cafs_usage_error("extract", "%s: input must end in .caibx, .caidx or .catar", a.in);
+			} else if (a.path && kind == CAFS_KIND_BLOB_INDEX) {
+				r = cafs_usage_error("extract", "%s: PATH is for archives (.catar, .caidx)", a.in);
 			} else if ((r = cafs_interrupt_start()) < 0) {
 				ca_log_error_errno(r, "signals");
 				r = 1;

@@ -51,6 +51,7 @@ struct archive {
 	struct ca_blob *blob;
 	struct ca_blob_stream *stream; /* sequential readers of a .caidx, once started */
 	uint64_t size, index_flags;
+	uint64_t end; /* a sequential reader stops here (extract of a subtree): nothing is fetched past it */
 	/* sequential use: readahead mark, and an optional digest of every byte read */
 	uint64_t ra_mark, next_off;
 	struct ca_digest_pipe *digest; /* hashed on its own thread while the decoder goes on */
@@ -76,7 +77,7 @@ static int archive_open(struct archive *a, const char *path, char **stores, size
 {
 	struct stat st;
 	int r;
-	*a = (struct archive){ .path = path, .fd = -1, .index_flags = UINT64_MAX };
+	*a = (struct archive){ .path = path, .fd = -1, .index_flags = UINT64_MAX, .end = UINT64_MAX };
 	if (cafs_kind_from_name(path) == CAFS_KIND_ARCHIVE) {
 		const char *p = strncmp(path, "file://", 7) ? path : path + 7;
 		if (cafs_is_url(p))
@@ -172,13 +173,13 @@ static ssize_t archive_stream_read(void *userdata, void *buf, size_t len, uint64
 	struct archive *a = userdata;
 	ssize_t k;
 	if (a->blob && !a->no_readahead) {
-		if (off + len > a->ra_mark) {
-			ca_blob_readahead(a->blob, off, STREAM_READAHEAD);
+		if (off + len > a->ra_mark && off < a->end) {
+			ca_blob_readahead(a->blob, off, a->end - off < STREAM_READAHEAD ? a->end - off : STREAM_READAHEAD);
 			a->ra_mark = off + STREAM_READAHEAD / 2;
 		}
 		/* without a thread (it could not start), read in this one */
-		if (!a->stream)
-			(void)ca_blob_stream_new(a->blob, STREAM_AHEAD_CHUNKS, 0, cafs_interrupt_flag(), &a->stream);
+		if (!a->stream && ca_blob_stream_new(a->blob, STREAM_AHEAD_CHUNKS, 0, cafs_interrupt_flag(), &a->stream) == 0)
+			ca_blob_stream_set_end(a->stream, a->end);
 	}
 	if (a->stream)
 		k = read_done(a, ca_blob_stream_read(a->stream, buf, len, off), len, off);
@@ -227,9 +228,73 @@ static int report(const struct archive *a, int r, const char *path)
 	return ca_log_error_errno(r, "%s%s%s", a->path, path && *path ? ": " : "", path ? path : "");
 }
 
+/* One directory of an archive, as an archive of its own: its ENTRY to
+ * its GOODBYE (whose offsets are all relative) is the serialization of
+ * that directory alone. */
+struct window {
+	struct archive *a;
+	uint64_t base;
+};
+
+static ssize_t window_read(void *userdata, void *buf, size_t len, uint64_t off)
+{
+	struct window *w = userdata;
+	return archive_stream_read(w->a, buf, len, w->base + off);
+}
+
+static void window_readahead(void *userdata, uint64_t off, uint64_t len)
+{
+	struct window *w = userdata;
+	archive_readahead(w->a, w->base + off, len);
+}
+
+/* Find the directory sub by random access (a few reads per component):
+ * its byte range becomes the window and *s reads through it. */
+static int open_subtree(struct archive *a, const char *sub, struct window *w, struct ca_catar_source *s)
+{
+	struct ca_catar_ra *ra = NULL;
+	struct ca_catar_ra_node *node = NULL;
+	struct ca_catar_source rs = archive_source(a, false);
+	int r = ca_catar_ra_open(&rs, &ra);
+	if (r < 0) {
+		report(a, r, NULL);
+		goto out;
+	}
+	r = ca_catar_ra_lookup_path(ra, sub, &node);
+	if (r == -ENOENT || r == -ENOTDIR || r == -EINVAL) {
+		ca_log_error("%s: %s: not in the archive", a->path, sub);
+		r = -ENOENT;
+		goto out;
+	}
+	if (r < 0) {
+		report(a, r, sub);
+		goto out;
+	}
+	const struct ca_catar_node *n = ca_catar_ra_node_get(node);
+	if (!S_ISDIR(n->mode)) {
+		ca_log_error("%s: %s: not a directory (extract takes one)", a->path, sub);
+		r = -ENOTDIR;
+		goto out;
+	}
+	*w = (struct window){ .a = a, .base = n->entry_offset };
+	a->end = n->end_offset;
+	*s = (struct ca_catar_source){
+		.read = window_read,
+		.readahead = window_readahead,
+		.userdata = w,
+		.size = n->end_offset - n->entry_offset,
+		.index_flags = a->index_flags,
+	};
+out:
+	ca_catar_ra_node_unref(node);
+	ca_catar_ra_free(ra);
+	return r;
+}
+
 int cafs_extract_archive(const struct cafs_extract_args *args)
 {
 	struct archive a;
+	struct window w;
 	struct ca_catar_dec *d = NULL;
 	struct cafs_progress prog;
 	char *seed_tmp = NULL;
@@ -247,6 +312,8 @@ int cafs_extract_archive(const struct cafs_extract_args *args)
 			goto out;
 	}
 	struct ca_catar_source s = archive_source(&a, true);
+	if (args->path && (r = open_subtree(&a, args->path, &w, &s)) < 0)
+		goto out;
 	r = ca_catar_dec_new(&s, &d);
 	if (r < 0) {
 		report(&a, r, NULL);

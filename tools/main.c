@@ -30,7 +30,8 @@ static const struct cafs_command commands[] = {
 	  "      --exclude-file=no   ignore .caexclude files\n"
 	  "  -j, --threads=N         worker threads (default: number of CPUs)\n"
 	  "Prints the digest of the whole stream, as casync make does.\n" },
-	{ "extract", cafs_cmd_extract, "extract [OPTIONS] IN.caibx|IN.caidx|IN.catar OUT",
+	{ "extract", cafs_cmd_extract, "extract [OPTIONS] IN.caibx|IN.caidx|IN.catar OUT [PATH]",
+	  "PATH: only that directory of an archive (found by random access; only its chunks are read)\n"
 	  "  -s, --store=DIR|URL     chunk store (repeatable; default: default.castr beside IN)\n"
 	  "  -j, --threads=N         worker threads (default: number of CPUs)\n"
 	  "      --seed=PATH         take chunks from this local file, device, .catar or index\n"

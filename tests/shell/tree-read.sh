@@ -175,6 +175,20 @@ casync make --with=usec-time "$T/us.catar" "$src" >/dev/null
 ok "usec-time: cafs reads what casync wrote" "$CAFS" mtree "$T/us.catar"
 ok "usec-time: mtimes truncated to microseconds" sh -c "'$CAFS' mtree '$T/us.catar' | grep -q 'time=[0-9]*\.[0-9]*000 '"
 
+# ---- a subtree: extract IN OUT PATH ----
+ok "subtree of a .catar" "$CAFS" extract "$T/s.catar" "$T/sub1" sub
+ok "... equals the source's sub/" same_tree "$src/sub" "$T/sub1"
+ok "subtree of a .caidx, path spelled ./sub/" "$CAFS" extract --store="$T/st" "$T/s.caidx" "$T/sub2" ./sub/
+ok "... equals the source's sub/" same_tree "$src/sub" "$T/sub2"
+ok "subtree two levels down" "$CAFS" extract "$T/s.catar" "$T/sub3" sub/deeper
+ok "... equals the source's sub/deeper (content, pre-1970 mtime)" sh -c "diff -r '$src/sub/deeper' '$T/sub3' &&
+	test \"\$(stat -c %y '$src/sub/deeper/x')\" = \"\$(stat -c %y '$T/sub3/x')\""
+out=$("$CAFS" extract "$T/s.catar" "$T/sub4" sub/nothing 2>&1)
+ok "a path not in the archive: one line, nothing made" test $? != 0 -a "$(printf '%s\n' "$out" | wc -l)" = 1 -a ! -e "$T/sub4"
+out=$("$CAFS" extract "$T/s.catar" "$T/sub5" a.txt 2>&1)
+ok "a file as PATH: one line" test $? != 0 -a "$out" = "cafs: $T/s.catar: a.txt: not a directory (extract takes one)"
+fails "PATH with a blob index is a usage error" "$CAFS" extract "$T/s.caidx.not-there.caibx" "$T/sub6" sub
+
 # ---- over an existing tree that differs ----
 mkdir -p "$T/x3" "$T/outside"
 cp -a "$T/x1/." "$T/x3/"
@@ -321,19 +335,37 @@ fails "corrupt chunks: extract fails" "$CAFS" extract --store="$T/badstore" "$T/
 # not exist then, nor any temporary directory; in an existing DEST, the
 # new directory that was complete is there, the failed one is not.
 mkdir -p "$T/late/a/ro" "$T/late/z"
-for i in $(seq 1 12); do
-	head -c 20000 /dev/urandom >"$T/late/a/f$i"
-	head -c 20000 /dev/urandom >"$T/late/z/f$i"
-done
+for i in $(seq 1 12); do head -c 20000 /dev/urandom >"$T/late/a/f$i"; done
+# z/ is far larger than a chunk can be (256 KiB): some chunk lies wholly inside it
+for i in $(seq 1 48); do head -c 20000 /dev/urandom >"$T/late/z/f$i"; done
 printf 'x\n' >"$T/late/a/ro/inside"
 chmod 555 "$T/late/a/ro"  # the clean-up must get through it
 casync make --store="$T/late.castr" "$T/late.caidx" "$T/late" >/dev/null
 last=$(python3 -c "import sys; b = open(sys.argv[1], 'rb').read(); print(b[-40 - 32:-40].hex())" "$T/late.caidx")
+# and a chunk in the middle of z/ (starting past 500000, a/ ends near 250000; not the last)
+mid=$(python3 - "$T/late.caidx" <<'PY'
+import struct, sys
+b = open(sys.argv[1], 'rb').read()
+items = b[48 + 16:-40]
+ends = [struct.unpack('<Q', items[i:i + 8])[0] for i in range(0, len(items), 40)]
+for i in range(1, len(ends) - 1):
+    if ends[i - 1] >= 500000:
+        print(items[i * 40 + 8:i * 40 + 40].hex())
+        break
+PY
+)
+cp -a "$T/late.castr" "$T/mid.castr"
+rm -f "$T/mid.castr/${mid:0:4}/$mid.cacnk"
 rm -f "$T/late.castr/${last:0:4}/$last.cacnk"
 no_tmp() { test -z "$(find "$1" -maxdepth 3 -name '.#cafs*')"; }
 fails "missing last chunk: extract into a new DEST fails" "$CAFS" extract --store="$T/late.castr" "$T/late.caidx" "$T/x15"
 ok "... and DEST does not exist" test ! -e "$T/x15"
 ok "... and no temporary directory is left beside it" no_tmp "$T"
+# (the root's GOODBYE table is at the very end: random access always needs the last chunk)
+ok "subtree: a chunk wholly inside z/ was found" test -n "$mid" -a "$mid" != "$last"
+ok "... a/ extracts from a store without it" "$CAFS" extract --store="$T/mid.castr" "$T/late.caidx" "$T/x18" a
+ok "... and equals the source's a/" diff -r "$T/late/a" "$T/x18"
+fails "... while z/ needs it" "$CAFS" extract --store="$T/mid.castr" "$T/late.caidx" "$T/x19" z
 mkdir "$T/x16"
 fails "missing last chunk: extract into an existing DEST fails" \
 	"$CAFS" extract --store="$T/late.castr" "$T/late.caidx" "$T/x16"
