@@ -3,7 +3,8 @@
 # small file of a 100 MiB image costs a few chunks), the cache serves an
 # --offline mount, a corrupt or missing chunk is EIO on its file only, a
 # dead server fails reads quickly and a restarted one serves them again,
-# parallel cold readers get the right data, blob images, bad SOURCE URLs.
+# parallel cold readers get the right data, blob images, bad SOURCE URLs;
+# and extract of one directory over HTTP fetches only its chunks.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
@@ -29,6 +30,13 @@ U=$NGINX_URL
 chunk_gets() { nginx_log | awk '$2 ~ /\.cacnk$/' | wc -l; }
 # few, quick retries: the failure cases must not take long
 export CAFS_HTTP_TIMEOUT=3 CAFS_HTTP_RETRIES=1
+
+# extract of one directory: random access finds it, only its chunks come
+nginx_log_reset
+ok "extract of one directory over HTTP" "$CAFS" extract --cache="$T/xcache" "$U/img.caidx" "$T/other" other
+ok "... equals the source's" diff -r "$src/other" "$T/other"
+got=$(chunk_gets)
+ok "... and fetched only a few of the $n_chunks chunks ($got)" test "$got" -ge 1 -a "$got" -le 8
 
 mnt=$T/mnt
 nginx_log_reset
