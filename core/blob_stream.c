@@ -37,6 +37,7 @@ struct ca_blob_stream {
 	unsigned cap;
 	size_t base, next;
 	uint64_t gen; /* bumped by a restart: a fetch claimed before it is dropped */
+	bool started; /* the first read placed the window: nothing is fetched before */
 	bool stop;
 	const volatile sig_atomic_t *cancel;
 	unsigned n_th, exited;
@@ -53,7 +54,7 @@ static void *fetcher(void *userdata)
 	struct ca_blob_stream *s = userdata;
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		while (!s->stop && (s->next >= s->base + s->cap || s->next >= s->n_chunks))
+		while (!s->stop && (!s->started || s->next >= s->base + s->cap || s->next >= s->n_chunks))
 			pthread_cond_wait(&s->wake, &s->lock);
 		if (s->stop)
 			break;
@@ -94,6 +95,12 @@ static void pop(struct ca_blob_stream *s)
 /* Under the lock: make chunk i the first of the window. */
 static void seek(struct ca_blob_stream *s, size_t i)
 {
+	if (!s->started) {
+		s->started = true;
+		s->base = s->next = i;
+		pthread_cond_broadcast(&s->wake);
+		return;
+	}
 	/* skipping chunks that are there is cheap; anything else restarts */
 	while (s->base < i && s->base < s->next && s->ring[s->base % s->cap].state == SLOT_READY)
 		pop(s);
