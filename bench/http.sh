@@ -33,16 +33,8 @@ die() { echo "bench/http.sh: $*" >&2; exit 1; }
 [ -x "$GEN" ] || die "no gen-data at $GEN (run make in the build dir, or set GEN_DATA)"
 for c in casync nginx python3 openssl; do command -v $c >/dev/null || die "$c is not installed"; done
 
-T=$(mktemp -d "${BENCH_DIR:-/var/tmp}/cafs-bench-http.XXXXXX") || die "cannot make a work dir"
-_cleanups=()
-at_cleanup() { _cleanups+=("$1"); }
-cleanup() {
-	local i
-	for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do eval "${_cleanups[$i]}" >/dev/null 2>&1; done
-	rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$here/workdir.sh"
+bench_workdir http || die "cannot make a work dir"
 need() { :; }
 . "$top_srcdir/tests/lib-http.sh"
 

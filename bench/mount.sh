@@ -57,16 +57,8 @@ for c in casync nginx fusermount3 python3 timeout; do command -v $c >/dev/null |
 [ -w /proc/sys/vm/drop_caches ] || die "cannot drop the page cache (run as root)"
 [ -c /dev/fuse ] || die "no /dev/fuse"
 
-T=$(mktemp -d "${BENCH_DIR:-/var/tmp}/cafs-bench-mount.XXXXXX") || die "cannot make a work dir"
-_cleanups=()
-at_cleanup() { _cleanups+=("$1"); }
-cleanup() {
-	local i
-	for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do eval "${_cleanups[$i]}" >/dev/null 2>&1; done
-	rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$here/workdir.sh"
+bench_workdir mount || die "cannot make a work dir"
 need() { :; }
 . "$top_srcdir/tests/lib-http.sh"
 

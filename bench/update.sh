@@ -25,16 +25,8 @@ CAFS=${CAFS:-$(command -v cafs || echo ./cafs)}
 CAFS=$(cd "$(dirname "$CAFS")" && pwd)/$(basename "$CAFS")
 export LC_ALL=C
 
-T=$(mktemp -d "${TMPDIR:-/tmp}/cafs-bench.XXXXXX")
-_cleanups=()
-at_cleanup() { _cleanups+=("$1"); }
-cleanup() {
-	local i
-	for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do eval "${_cleanups[$i]}" >/dev/null 2>&1; done
-	rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$here/workdir.sh"
+bench_workdir update "${TMPDIR:-/tmp}" || { echo "bench/update.sh: cannot make a work dir" >&2; exit 1; }
 need() {
 	local c
 	for c in "$@"; do

@@ -1,0 +1,22 @@
+# bench/workdir.sh - the work directory and clean-up stack of the benches
+# that start servers or mounts (sourced).
+#
+#   bench_workdir NAME [PARENT]  T=a new directory PARENT/cafs-bench-NAME.XXXXXX
+#                                (PARENT: BENCH_DIR, else /var/tmp); at exit,
+#                                the at_cleanup commands run, last first, then
+#                                T is removed
+#   at_cleanup CMD               (what tests/lib-http.sh and friends call)
+
+_cleanups=()
+at_cleanup() { _cleanups+=("$1"); }
+_bench_cleanup() {
+	local i
+	for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do eval "${_cleanups[$i]}" >/dev/null 2>&1; done
+	[ -n "${T:-}" ] && rm -rf "$T"
+}
+
+bench_workdir() {
+	T=$(mktemp -d "${2:-${BENCH_DIR:-/var/tmp}}/cafs-bench-$1.XXXXXX") || return 1
+	trap _bench_cleanup EXIT
+	trap 'exit 130' INT TERM
+}
