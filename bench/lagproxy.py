@@ -5,7 +5,7 @@
 # Prints "ready" once listening. Python's asyncio moves a few hundred MB/s
 # at most, so it is for latency, not for throughput ceilings.
 import asyncio, sys
-lport, tport, delay = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]) / 1000.0
+lport, tport, delay = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) / 1000.0
 
 async def pipe(reader, writer):
     q = asyncio.Queue()
