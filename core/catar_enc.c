@@ -81,19 +81,30 @@ static int flush(struct enc *e)
 	return 0;
 }
 
+/* Room in the staging buffer for up to n more bytes (flushing it when
+ * full): *k bytes at e->out + e->out_len, k >= 1 when n >= 1. */
+static int room(struct enc *e, uint64_t n, size_t *k)
+{
+	if (e->out_len == CA_CATAR_ENC_BUFSIZE) {
+		int r = flush(e);
+		if (r < 0)
+			return r;
+	}
+	*k = CA_CATAR_ENC_BUFSIZE - e->out_len;
+	if (*k > n)
+		*k = (size_t)n;
+	return 0;
+}
+
 static int emit(struct enc *e, const void *p, size_t n)
 {
 	const uint8_t *q = p;
 	e->off += n;
 	while (n > 0) {
-		if (e->out_len == CA_CATAR_ENC_BUFSIZE) {
-			int r = flush(e);
-			if (r < 0)
-				return r;
-		}
-		size_t k = CA_CATAR_ENC_BUFSIZE - e->out_len;
-		if (k > n)
-			k = n;
+		size_t k;
+		int r = room(e, n, &k);
+		if (r < 0)
+			return r;
 		memcpy(e->out + e->out_len, q, k);
 		e->out_len += k;
 		q += k;
@@ -107,14 +118,10 @@ static int emit(struct enc *e, const void *p, size_t n)
 static int emit_file_bytes(struct enc *e, int fd, uint64_t n)
 {
 	while (n > 0) {
-		if (e->out_len == CA_CATAR_ENC_BUFSIZE) {
-			int r = flush(e);
-			if (r < 0)
-				return r;
-		}
-		size_t k = CA_CATAR_ENC_BUFSIZE - e->out_len;
-		if (k > n)
-			k = (size_t)n;
+		size_t k;
+		int r = room(e, n, &k);
+		if (r < 0)
+			return r;
 		ssize_t l = read(fd, e->out + e->out_len, k);
 		if (l < 0 && errno == EINTR)
 			continue;
@@ -132,14 +139,10 @@ static int emit_file_bytes(struct enc *e, int fd, uint64_t n)
 static int emit_zeros(struct enc *e, uint64_t n)
 {
 	while (n > 0) {
-		if (e->out_len == CA_CATAR_ENC_BUFSIZE) {
-			int r = flush(e);
-			if (r < 0)
-				return r;
-		}
-		size_t k = CA_CATAR_ENC_BUFSIZE - e->out_len;
-		if (k > n)
-			k = (size_t)n;
+		size_t k;
+		int r = room(e, n, &k);
+		if (r < 0)
+			return r;
 		memset(e->out + e->out_len, 0, k);
 		e->out_len += k;
 		e->off += k;
