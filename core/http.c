@@ -367,6 +367,20 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 	complete(h, q, r);
 }
 
+/* The oldest submitted request not started yet, or NULL. */
+static struct req *queue_pop(struct ca_http *h)
+{
+	pthread_mutex_lock(&h->lock);
+	struct req *q = h->queue_head;
+	if (q) {
+		h->queue_head = q->next;
+		if (!h->queue_head)
+			h->queue_tail = NULL;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return q;
+}
+
 /* Start what may start; returns how long the loop may sleep (ms). */
 static long start_ready(struct ca_http *h)
 {
@@ -386,14 +400,7 @@ static long start_ready(struct ca_http *h)
 		pp = &q->next;
 	}
 	while (h->n_active < h->max_active) {
-		pthread_mutex_lock(&h->lock);
-		struct req *q = h->queue_head;
-		if (q) {
-			h->queue_head = q->next;
-			if (!h->queue_head)
-				h->queue_tail = NULL;
-		}
-		pthread_mutex_unlock(&h->lock);
+		struct req *q = queue_pop(h);
 		if (!q)
 			break;
 		start(h, q);
@@ -417,19 +424,8 @@ static void cancel_all(struct ca_http *h)
 		h->delayed = q->next;
 		complete(h, q, -ECANCELED);
 	}
-	for (;;) {
-		pthread_mutex_lock(&h->lock);
-		q = h->queue_head;
-		if (q) {
-			h->queue_head = q->next;
-			if (!h->queue_head)
-				h->queue_tail = NULL;
-		}
-		pthread_mutex_unlock(&h->lock);
-		if (!q)
-			break;
+	while ((q = queue_pop(h)))
 		complete(h, q, -ECANCELED);
-	}
 }
 
 static void *loop(void *arg)
