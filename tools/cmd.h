@@ -56,6 +56,12 @@ char *cafs_default_store(const char *index);
  * root, else ~/.cache/cafs (malloc'd; NULL on ENOMEM). */
 char *cafs_default_cache_dir(void);
 
+/* A stream digest as make and digest print it: 64 hex digits and a newline on stdout. */
+void cafs_print_digest(const uint8_t d[CA_CHUNK_ID_SIZE]);
+struct ca_make_stats;
+/* make's closing info line (shown with -v). */
+void cafs_log_make_stats(const struct ca_make_stats *stats);
+
 /* Options several commands share. */
 struct cafs_chunking {
 	uint64_t min, avg, max;

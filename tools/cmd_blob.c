@@ -49,13 +49,6 @@ static int parse_bool(const char *s, bool *ret)
 	return 0;
 }
 
-static void print_digest(const uint8_t d[CA_CHUNK_ID_SIZE])
-{
-	char hex[2 * CA_CHUNK_ID_SIZE + 1];
-	ca_id_to_hex(d, hex);
-	printf("%s\n", hex);
-}
-
 int cafs_make_blob(const struct cafs_make_args *a)
 {
 	struct ca_make_opts o = {
@@ -125,10 +118,8 @@ int cafs_make_blob(const struct cafs_make_args *a)
 	free(def);
 	if (fd != STDIN_FILENO)
 		close(fd);
-	print_digest(digest);
-	ca_log_info("%llu bytes, %llu chunks, %llu new (%llu bytes stored)", (unsigned long long)stats.bytes,
-	            (unsigned long long)stats.chunks, (unsigned long long)stats.chunks_new,
-	            (unsigned long long)stats.bytes_stored);
+	cafs_print_digest(digest);
+	cafs_log_make_stats(&stats);
 	return 0;
 fail:
 	ca_maker_free(m);
@@ -388,7 +379,7 @@ static int digest_blob_index(const char *path, char **stores, size_t n_stores)
 	if (r == 0)
 		r = ca_digest_final(d, out);
 	if (r == 0)
-		print_digest(out);
+		cafs_print_digest(out);
 	ca_digest_free(d);
 	ca_chunksrc_free(src);
 	ca_index_free(idx);
@@ -421,7 +412,7 @@ static int digest_file(const char *path, enum ca_digest_type t)
 	if (r == 0)
 		r = ca_digest_final(d, out);
 	if (r == 0)
-		print_digest(out);
+		cafs_print_digest(out);
 	else
 		ca_log_error_errno(r, "%s", path);
 	ca_digest_free(d);

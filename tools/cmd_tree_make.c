@@ -53,13 +53,6 @@ static void raise_fd_limit(void)
 	}
 }
 
-static void print_digest(const uint8_t d[CA_CHUNK_ID_SIZE])
-{
-	char hex[2 * CA_CHUNK_ID_SIZE + 1];
-	ca_id_to_hex(d, hex);
-	printf("%s\n", hex);
-}
-
 static int open_input_dir(const char *path, struct stat *st)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -152,7 +145,7 @@ static int make_catar(const struct cafs_make_args *a, int in_fd, const struct st
 		ca_log_error_errno(r, "%s", a->out);
 		goto fail_nodigest;
 	}
-	print_digest(d);
+	cafs_print_digest(d);
 	return 0;
 fail:
 	ca_digest_pipe_finish(s.dp, NULL);
@@ -213,10 +206,8 @@ static int make_caidx(const struct cafs_make_args *a, int in_fd, const struct st
 	}
 	ca_maker_free(s.m);
 	free(def);
-	print_digest(d);
-	ca_log_info("%llu bytes, %llu chunks, %llu new (%llu bytes stored)", (unsigned long long)stats.bytes,
-	            (unsigned long long)stats.chunks, (unsigned long long)stats.chunks_new,
-	            (unsigned long long)stats.bytes_stored);
+	cafs_print_digest(d);
+	cafs_log_make_stats(&stats);
 	return 0;
 fail:
 	ca_maker_free(s.m);
@@ -270,7 +261,7 @@ static int digest_dir(const char *path)
 	if (r == 0 && k < 0)
 		r = ca_log_error_errno(k, "digest");
 	if (r == 0)
-		print_digest(d);
+		cafs_print_digest(d);
 	close(fd);
 	return r < 0 ? 1 : 0;
 }

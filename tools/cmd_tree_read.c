@@ -798,11 +798,8 @@ int cafs_digest_archive(const char *path, char **stores, size_t n_stores)
 	}
 	r = ca_digest_pipe_finish(a.digest, out);
 	a.digest = NULL;
-	if (r == 0) {
-		char hex[2 * CA_CHUNK_ID_SIZE + 1];
-		ca_id_to_hex(out, hex);
-		printf("%s\n", hex);
-	}
+	if (r == 0)
+		cafs_print_digest(out);
 out:
 	free(buf);
 	ca_catar_dec_free(d);

@@ -13,6 +13,7 @@
 #include "cmd.h"
 #include "index.h"
 #include "log.h"
+#include "make.h"
 #include "remote.h"
 #include "store.h"
 
@@ -324,4 +325,18 @@ int cafs_common_option(const char *cmd, int c, int *verbosity)
 	default:
 		return cafs_usage_error(cmd, "bad option");
 	}
+}
+
+void cafs_print_digest(const uint8_t d[CA_CHUNK_ID_SIZE])
+{
+	char hex[2 * CA_CHUNK_ID_SIZE + 1];
+	ca_id_to_hex(d, hex);
+	printf("%s\n", hex);
+}
+
+void cafs_log_make_stats(const struct ca_make_stats *stats)
+{
+	ca_log_info("%llu bytes, %llu chunks, %llu new (%llu bytes stored)", (unsigned long long)stats->bytes,
+	            (unsigned long long)stats->chunks, (unsigned long long)stats->chunks_new,
+	            (unsigned long long)stats->bytes_stored);
 }
