@@ -3,18 +3,7 @@
 # extraction from the cache, a corrupt and a missing chunk at the source.
 . "$top_srcdir/tests/lib.sh"
 
-# rand FILE SIZE SEED: deterministic random bytes, fast
-rand() { python3 -c 'import random,sys; r=random.Random(int(sys.argv[3])); open(sys.argv[1],"wb").write(r.randbytes(int(sys.argv[2])))' "$@"; }
-# the distinct chunk ids of an index, one hex per line, sorted
-index_ids() {
-	python3 - "$1" <<'PY' | sort -u
-import sys
-d = open(sys.argv[1], 'rb').read()
-for off in range(64, len(d) - 40, 40):
-    print(d[off + 8:off + 40].hex())
-PY
-}
-store_ids() { find "$1" -name '*.cacnk' -printf '%f\n' 2>/dev/null | sed 's/\.cacnk$//' | sort; }
+. "$top_srcdir/tests/lib-cache.sh" # rand, index_ids, store_ids
 count() { "$@" | wc -l; }
 
 cd "$T"

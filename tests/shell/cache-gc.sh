@@ -3,7 +3,7 @@
 . "$top_srcdir/tests/lib.sh"
 need casync
 
-rand() { python3 -c 'import random,sys; r=random.Random(int(sys.argv[3])); open(sys.argv[1],"wb").write(r.randbytes(int(sys.argv[2])))' "$@"; }
+. "$top_srcdir/tests/lib-cache.sh" # rand
 listing() { (cd "$1" && find . -mindepth 1 | sort); }
 
 cd "$T"

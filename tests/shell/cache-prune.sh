@@ -3,8 +3,7 @@
 # cafs cache verify (--repair).
 . "$top_srcdir/tests/lib.sh"
 
-rand() { python3 -c 'import random,sys; r=random.Random(int(sys.argv[3])); open(sys.argv[1],"wb").write(r.randbytes(int(sys.argv[2])))' "$@"; }
-store_ids() { find "$1" -name '*.cacnk' -printf '%f\n' 2>/dev/null | sed 's/\.cacnk$//' | sort; }
+. "$top_srcdir/tests/lib-cache.sh" # rand, store_ids
 chunk() { echo "C/${1:0:4}/$1.cacnk"; }
 
 cd "$T"

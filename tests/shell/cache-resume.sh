@@ -3,7 +3,7 @@
 # flight; the next run skips what is there and completes.
 . "$top_srcdir/tests/lib.sh"
 
-rand() { python3 -c 'import random,sys; r=random.Random(int(sys.argv[3])); open(sys.argv[1],"wb").write(r.randbytes(int(sys.argv[2])))' "$@"; }
+. "$top_srcdir/tests/lib-cache.sh" # rand
 n_chunks() { find "$1" -name '*.cacnk' 2>/dev/null | wc -l; }
 
 cd "$T"
