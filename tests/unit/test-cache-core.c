@@ -11,17 +11,7 @@
 #include "idset.h"
 #include "seed.h"
 #include "tap.h"
-
-static void fill_random(uint8_t *p, size_t n, uint32_t seed)
-{
-	uint32_t x = seed ? seed : 1;
-	for (size_t i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		p[i] = (uint8_t)x;
-	}
-}
+#include "testdata.h"
 
 static void test_idset(void)
 {
@@ -89,7 +79,7 @@ static void test_seed(void)
 	uint8_t *data = malloc(size);
 	static struct collect a, b, c;
 	struct ca_seeder *s = NULL;
-	fill_random(data, size, 77);
+	testdata_xorshift(data, size, 77);
 
 	/* reference: the chunker and digest directly */
 	struct ca_chunker ch;
