@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,23 +16,7 @@
 #include <unistd.h>
 
 #include "fdio.h"
-
-static inline int tt_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static inline int tt_run(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	int r = system(cmd);
-	return r == 0 ? 0 : -1;
-}
-
-static inline int tt_have(const char *prog)
-{
-	return tt_run("command -v %s >/dev/null 2>&1", prog) == 0;
-}
+#include "testdata.h" /* testdata_sh, testdata_have */
 
 /* A tree with every node type casync archives by default: files (empty,
  * small, 100 KB, setuid, odd names), nested and empty directories, a
@@ -43,7 +26,7 @@ static inline int tt_have(const char *prog)
  * parts (for the mutation test). */
 static inline int tt_make_tree(const char *dir, int small)
 {
-	return tt_run(
+	return testdata_sh(
 	        "set -e; cd '%s'; mkdir -p tree/sub/deeper tree/empty tree/dacl; cd tree;"
 	        "printf 'hi\\n' > a.txt; : > empty.txt; echo x > sub/deeper/x;"
 	        "printf 'z' > 'sp ace'; printf 'u' > \"$(printf '\\303\\274')\";"

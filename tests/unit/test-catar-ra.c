@@ -420,7 +420,7 @@ static void test_caidx(const char *caidx, const char *store_path, const char *ca
 
 int main(void)
 {
-	if (!tt_have("casync")) {
+	if (!testdata_have("casync")) {
 		printf("1..0 # SKIP casync not installed\n");
 		return 0;
 	}
@@ -435,8 +435,8 @@ int main(void)
 	snprintf(caidx, sizeof(caidx), "%s/t.caidx", base);
 	snprintf(store, sizeof(store), "%s/t.castr", base);
 	check_int(tt_make_tree(base, 0), ==, 0);
-	check_int(tt_run("casync make '%s' '%s' >/dev/null", catar, tree), ==, 0);
-	check_int(tt_run("casync make --chunk-size=4096:16384:65536 --store='%s' '%s' '%s' >/dev/null", store, caidx,
+	check_int(testdata_sh("casync make '%s' '%s' >/dev/null", catar, tree), ==, 0);
+	check_int(testdata_sh("casync make --chunk-size=4096:16384:65536 --store='%s' '%s' '%s' >/dev/null", store, caidx,
 	                 tree),
 	          ==, 0);
 	collect(tree, "");
@@ -446,6 +446,6 @@ int main(void)
 	test_stream(catar, tree);
 	test_caidx(caidx, store, catar);
 
-	tt_run("rm -rf '%s'", base);
+	testdata_sh("rm -rf '%s'", base);
 	return tap_done();
 }

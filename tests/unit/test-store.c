@@ -14,13 +14,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "chunksrc.h"
@@ -85,24 +83,6 @@ static int write_file(const char *path, const void *p, size_t n)
 	ssize_t k = write(fd, p, n);
 	close(fd);
 	return k == (ssize_t)n ? 0 : -EIO;
-}
-
-/* run a shell pipeline: the CLI compressors are the reference encoders */
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	int r = system(cmd);
-	return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
-}
-
-static bool have(const char *prog)
-{
-	return sh("command -v %s >/dev/null 2>&1", prog) == 0;
 }
 
 static unsigned count_files(const char *dir, const char *suffix)
@@ -202,7 +182,7 @@ static void test_zstd_identical(void)
 	struct ca_buf z = CA_BUF_INIT, ref = CA_BUF_INIT;
 	char in[4096], out[4096];
 
-	if (!have("zstd")) {
+	if (!testdata_have("zstd")) {
 		tap_diag("zstd not installed: skipping the byte-identity check");
 		return;
 	}
@@ -224,7 +204,7 @@ static void test_zstd_identical(void)
 			snprintf(in, sizeof(in), "%s/zin", tmpdir);
 			snprintf(out, sizeof(out), "%s/zout", tmpdir);
 			check_int(write_file(in, p, n), ==, 0);
-			check_int(sh("cat '%s' | zstd -q -3 --no-check -c > '%s'", in, out), ==, 0);
+			check_int(testdata_sh("cat '%s' | zstd -q -3 --no-check -c > '%s'", in, out), ==, 0);
 			check_int(testdata_read_file(out, &ref), ==, 0);
 			check_int(ca_codec_compress(codec, p, n, &z), ==, 0);
 			check(z.size == ref.size && !memcmp(z.data, ref.data, z.size));
@@ -350,12 +330,12 @@ static void test_foreign(void)
 	check_int(ca_store_foreach(s, count_cb, &n), ==, 0);
 	check_int(n, ==, 0);
 
-	if (have("xz")) {
+	if (testdata_have("xz")) {
 		char cmd_out[4096];
 		check_int(write_file(in, x.data, x.size), ==, 0);
 		snprintf(cmd_out, sizeof(cmd_out), "%s", path_of(dir, x.id, false));
 		check_int(write_file(cmd_out, "", 0), ==, 0); /* makes the prefix dir */
-		check_int(sh("xz -c < '%s' > '%s'", in, cmd_out), ==, 0);
+		check_int(testdata_sh("xz -c < '%s' > '%s'", in, cmd_out), ==, 0);
 		check_int(ca_store_get_raw(s, x.id, &raw, &compressed), ==, 0);
 		check(compressed);
 		check_int(ca_compression_detect(raw.data, raw.size), ==, CA_COMPRESSION_XZ);
@@ -365,12 +345,12 @@ static void test_foreign(void)
 	} else {
 		tap_diag("xz not installed");
 	}
-	if (have("gzip")) {
+	if (testdata_have("gzip")) {
 		char cmd_out[4096];
 		check_int(write_file(in, g.data, g.size), ==, 0);
 		snprintf(cmd_out, sizeof(cmd_out), "%s", path_of(dir, g.id, false));
 		check_int(write_file(cmd_out, "", 0), ==, 0);
-		check_int(sh("gzip -n -c < '%s' > '%s'", in, cmd_out), ==, 0);
+		check_int(testdata_sh("gzip -n -c < '%s' > '%s'", in, cmd_out), ==, 0);
 		check_int(ca_store_get_raw(s, g.id, &raw, &compressed), ==, 0);
 		check_int(ca_compression_detect(raw.data, raw.size), ==, CA_COMPRESSION_GZIP);
 		check_int(ca_codec_decode_chunk(codec, raw.data, raw.size, g.id, g.size, &out), ==, 0);
@@ -949,6 +929,6 @@ int main(void)
 	test_in_flight(back);
 	test_cache(back);
 	test_stress(back);
-	sh("rm -rf '%s'", tmpdir);
+	testdata_sh("rm -rf '%s'", tmpdir);
 	return tap_done();
 }

@@ -2,7 +2,8 @@
 /*
  * testdata.h - deterministic test data for the unit tests: the xorshift32
  * stream of the format reference (section 12), so that chunk boundaries
- * and ids can be compared with the values casync produced.
+ * and ids can be compared with the values casync produced. Also: running
+ * the reference tools (casync, zstd, xz, ...) through the shell.
  */
 #ifndef CAFS_TESTDATA_H
 #define CAFS_TESTDATA_H
@@ -10,11 +11,32 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "buf.h"
+
+/* Run a shell command line; its exit status (0: success), -1 if it did not exit. */
+static inline int testdata_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int testdata_sh(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	int r = system(cmd);
+	return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
+}
+
+static inline int testdata_have(const char *prog)
+{
+	return testdata_sh("command -v %s >/dev/null 2>&1", prog) == 0;
+}
 
 /* x ^= x<<13; x ^= x>>17; x ^= x<<5; emit x & 0xff (seed 0 means 1) */
 static inline void testdata_xorshift(uint8_t *p, size_t n, uint32_t seed)
