@@ -32,6 +32,17 @@ void ca_blob_free(struct ca_blob *b)
 	free(b);
 }
 
+int ca_blob_chunk_errno(int r)
+{
+	/* readers above us use -ENOENT (no such name) and -EBADMSG (malformed
+	 * archive) for themselves: a chunk's trouble must never look like them */
+	if (r == -ENOENT)
+		return -ENOLINK;
+	if (r == -EBADMSG)
+		return -EUCLEAN;
+	return r;
+}
+
 uint64_t ca_blob_size(const struct ca_blob *b) { return b->size; }
 struct ca_index *ca_blob_index(const struct ca_blob *b) { return b->idx; }
 struct ca_chunksrc *ca_blob_chunksrc(const struct ca_blob *b) { return b->src; }
@@ -82,7 +93,7 @@ ssize_t ca_blob_read(struct ca_blob *b, void *buf, size_t len, uint64_t off)
 		ca_index_chunk(b->idx, i, &start, &end, &id);
 		int r = ca_chunksrc_get(b->src, id, end - start, &c);
 		if (r < 0)
-			return r;
+			return ca_blob_chunk_errno(r);
 		uint64_t pos = off + done;
 		size_t k = end - pos < len - done ? (size_t)(end - pos) : len - done;
 		memcpy(out + done, c->data + (pos - start), k);

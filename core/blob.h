@@ -27,9 +27,14 @@ struct ca_index *ca_blob_index(const struct ca_blob *b);
 struct ca_chunksrc *ca_blob_chunksrc(const struct ca_blob *b);
 
 /* Read up to len bytes at off. Returns the count (short only at the end of
- * the image, 0 at or past it) or a negative errno: -EBADMSG when a chunk is
- * corrupt everywhere, -ENOENT when no store has it, -EIO and friends. */
+ * the image, 0 at or past it) or a negative errno: -EUCLEAN when a chunk is
+ * corrupt everywhere, -ENOLINK when no store has it, -ENOMEDIUM when it is
+ * not cached and the chunk source is offline, -EIO and friends. */
 ssize_t ca_blob_read(struct ca_blob *b, void *buf, size_t len, uint64_t off);
+
+/* The chunk source's error for a chunk, as the readers of an image see it:
+ * -ENOENT becomes -ENOLINK, -EBADMSG becomes -EUCLEAN, the rest is kept. */
+int ca_blob_chunk_errno(int r);
 
 /* Hint: [off, off+len) will be read soon; start fetching it. Never blocks on I/O. */
 void ca_blob_readahead(struct ca_blob *b, uint64_t off, uint64_t len);

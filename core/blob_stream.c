@@ -229,7 +229,7 @@ ssize_t ca_blob_stream_read(struct ca_blob_stream *s, void *buf, size_t len, uin
 		int err = sl->err;
 		pthread_mutex_unlock(&s->lock);
 		if (!c) /* stays in the window: read again, it fails again */
-			return done ? (ssize_t)done : err;
+			return done ? (ssize_t)done : ca_blob_chunk_errno(err);
 
 		/* the slot stays put until this thread pops it: copy without the lock */
 		size_t k = end - pos < len - done ? (size_t)(end - pos) : len - done;

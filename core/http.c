@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "http.h"
+#include "location.h"
 #include "log.h"
 
 #define MAX_IDLE_HANDLES 64
@@ -226,7 +227,7 @@ static int easy_setup(struct ca_http *h, struct req *q)
 		SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)q->cap);
 	/* HTTP/2 where TLS negotiates it, HTTP/1.1 otherwise: never forced */
 	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-	if (!strncasecmp(q->url, "https://", 8))
+	if (ca_location_is_https(q->url))
 		SET(CURLOPT_PIPEWAIT, 1L); /* rather multiplex on the one connection than open more */
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
 	if (h->o.ca_file)

@@ -28,8 +28,15 @@ enum ca_log_level ca_log_get_level(void)
 const char *ca_strerror(int err, char *buf, unsigned len)
 {
 	err = abs(err);
+	/* our own meanings (source.h): what a user should read */
 	if (err == EBADMSG)
 		return "corrupt data";
+	if (err == ENOLINK)
+		return "a chunk is in no store";
+	if (err == EUCLEAN)
+		return "a chunk is corrupt";
+	if (err == ENOMEDIUM)
+		return "a chunk is not in the cache (offline)";
 	/* GNU strerror_r returns a pointer that may or may not be buf */
 	return strerror_r(err, buf, len);
 }

@@ -12,6 +12,7 @@
 
 #include "digest.h"
 #include "log.h"
+#include "location.h"
 #include "remote.h"
 #include "store.h"
 
@@ -46,11 +47,6 @@ struct ca_remote_store {
 	struct pf *oldest, *newest;
 	uint64_t prefetches, prefetch_hits, prefetch_drops, prefetch_skips;
 };
-
-bool ca_remote_is_http_url(const char *s)
-{
-	return !strncasecmp(s, "http://", 7) || !strncasecmp(s, "https://", 8);
-}
 
 static uint64_t now_ms(void)
 {
@@ -270,7 +266,7 @@ int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca
 	struct ca_remote_store *rs;
 	int r;
 
-	if (!ca_remote_is_http_url(url))
+	if (ca_location_kind(url) != CA_LOCATION_HTTP)
 		return -EINVAL;
 	rs = calloc(1, sizeof(*rs));
 	if (!rs)
@@ -433,7 +429,7 @@ int ca_remote_get_file(const char *url, size_t cap, const struct ca_http_opts *o
 {
 	struct ca_http *h = NULL;
 	int r;
-	if (!ca_remote_is_http_url(url))
+	if (ca_location_kind(url) != CA_LOCATION_HTTP)
 		return -EINVAL;
 	r = ca_http_new(o, &h);
 	if (r < 0)

@@ -35,12 +35,9 @@
 /* A .cacnk larger than this is refused before it is decompressed. */
 #define CA_REMOTE_CHUNK_FILE_MAX ((size_t)CA_CHUNK_SIZE_LIMIT_MAX + (size_t)(4u << 20))
 
-/* true for http:// and https:// (any case): what this module fetches. */
-bool ca_remote_is_http_url(const char *s);
-
 struct ca_remote_store;
 
-/* o may be NULL for the defaults. -EINVAL if url is not http(s)://. */
+/* o may be NULL for the defaults. -EINVAL if url is not http(s):// (location.h). */
 int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca_remote_store **ret);
 /* Accepts NULL. Logs the store's statistics at info level (-v). */
 void ca_remote_store_free(struct ca_remote_store *rs);

@@ -46,27 +46,24 @@ void cafs_fs_log_io_error(struct cafs_fs *fs, struct cafs_node *n, int err, cons
 		         n ? n->ino - 1 : 0, off);
 	else
 		snprintf(where, sizeof(where), "%s of %s at %" PRIu64, what, fs->blob_name, off);
-	/* the chunk source's codes, in words (ENODATA: see blob_read) */
-	if (err == -ENODATA)
-		ca_log_error("%s: a chunk is in no store", where);
-	else if (err == -ENOMEDIUM)
-		ca_log_error("%s: a chunk is not in the cache (offline)", where);
-	else
-		ca_log_error_errno(err, "%s", where);
+	/* the chunk codes (source.h) read as words through ca_strerror */
+	ca_log_error_errno(err, "%s", where);
 }
 
 /* ---- construction ---- */
 
-static int fs_alloc(const struct ca_catar_source *img, const struct cafs_fs_options *o, struct cafs_fs **ret)
+static int fs_alloc(struct ca_image *im, const struct cafs_fs_options *o, struct cafs_fs **ret)
 {
 	struct cafs_fs *fs = calloc(1, sizeof(*fs));
 	if (!fs)
 		return -ENOMEM;
-	fs->img = *img;
+	fs->im = im;
+	ca_image_archive_source(im, &fs->img);
 	fs->o = *o;
 	fs->o.blob_name = NULL;
 	unsigned k = o->readahead_chunks ? o->readahead_chunks : DEFAULT_READAHEAD_CHUNKS;
-	fs->readahead_bytes = (uint64_t)k * (o->chunk_size_avg ? o->chunk_size_avg : 65536);
+	struct ca_index *idx = ca_image_index(im);
+	fs->readahead_bytes = (uint64_t)k * (idx ? ca_index_chunk_size_avg(idx) : 65536);
 	if (fs->readahead_bytes > MAX_READAHEAD_BYTES)
 		fs->readahead_bytes = MAX_READAHEAD_BYTES;
 	int r = cafs_inode_table_new(&fs->inodes);
@@ -78,41 +75,16 @@ static int fs_alloc(const struct ca_catar_source *img, const struct cafs_fs_opti
 	return 0;
 }
 
-static ssize_t blob_read(void *userdata, void *buf, size_t len, uint64_t off)
-{
-	ssize_t k = ca_blob_read(userdata, buf, len, off);
-	/* A chunk no store has must not read as "no such file" to a lookup
-	 * (which the kernel would cache as a negative entry for a day). */
-	return k == -ENOENT ? -ENODATA : k;
-}
-
-static void blob_readahead(void *userdata, uint64_t off, uint64_t len)
-{
-	ca_blob_readahead(userdata, off, len);
-}
-
-void cafs_fs_blob_source(struct ca_blob *b, uint64_t index_flags, struct ca_catar_source *ret)
-{
-	*ret = (struct ca_catar_source){
-		.read = blob_read,
-		.readahead = blob_readahead,
-		.userdata = b,
-		.size = ca_blob_size(b),
-		.index_flags = index_flags,
-	};
-}
-
-int cafs_fs_new_blob(struct ca_blob *blob, const struct cafs_fs_options *o, struct cafs_fs **ret)
+static int new_blob(struct ca_image *im, const struct cafs_fs_options *o, struct cafs_fs **ret)
 {
 	struct cafs_fs *fs = NULL;
 	struct cafs_node *root = NULL, *file = NULL;
-	struct ca_catar_source img;
+	uint64_t size = ca_image_size(im);
 	int r;
 
-	cafs_fs_blob_source(blob, UINT64_MAX, &img);
 	if (!o->blob_name || !*o->blob_name || strchr(o->blob_name, '/'))
 		return -EINVAL;
-	r = fs_alloc(&img, o, &fs);
+	r = fs_alloc(im, o, &fs);
 	if (r < 0)
 		return r;
 	fs->blob_name = strdup(o->blob_name);
@@ -134,8 +106,8 @@ int cafs_fs_new_blob(struct ca_blob *blob, const struct cafs_fs_options *o, stru
 	file->st.st_ino = CAFS_BLOB_FILE_INO;
 	file->st.st_mode = S_IFREG | 0444;
 	file->st.st_nlink = 1;
-	file->st.st_size = (off_t)ca_blob_size(blob);
-	file->st.st_blocks = (blkcnt_t)((ca_blob_size(blob) + 511) / 512);
+	file->st.st_size = (off_t)size;
+	file->st.st_blocks = (blkcnt_t)((size + 511) / 512);
 	file->parent = FUSE_ROOT_ID;
 	cafs_inode_pin(fs->inodes, root);
 	cafs_inode_pin(fs->inodes, file);
@@ -148,13 +120,13 @@ fail:
 	return r;
 }
 
-int cafs_fs_new_tree(const struct ca_catar_source *src, const struct cafs_fs_options *o, struct cafs_fs **ret)
+static int new_tree(struct ca_image *im, const struct cafs_fs_options *o, struct cafs_fs **ret)
 {
 	struct cafs_fs *fs = NULL;
-	int r = fs_alloc(src, o, &fs);
+	int r = fs_alloc(im, o, &fs);
 	if (r < 0)
 		return r;
-	r = ca_catar_ra_open(src, &fs->ra);
+	r = ca_catar_ra_open(&fs->img, &fs->ra);
 	if (r == 0)
 		r = cafs_tree_init(fs);
 	if (r < 0) {
@@ -163,6 +135,11 @@ int cafs_fs_new_tree(const struct ca_catar_source *src, const struct cafs_fs_opt
 	}
 	*ret = fs;
 	return 0;
+}
+
+int cafs_fs_new(struct ca_image *im, const struct cafs_fs_options *o, struct cafs_fs **ret)
+{
+	return ca_image_kind(im) == CA_IMAGE_BLOB_INDEX ? new_blob(im, o, ret) : new_tree(im, o, ret);
 }
 
 void cafs_fs_free(struct cafs_fs *fs)
@@ -178,8 +155,9 @@ void cafs_fs_free(struct cafs_fs *fs)
 size_t cafs_fs_stats_text(struct cafs_fs *fs, char *buf, size_t len)
 {
 	struct ca_chunksrc_stats s = { 0 };
-	if (fs->o.chunksrc)
-		ca_chunksrc_get_stats(fs->o.chunksrc, &s);
+	struct ca_remote_store_stats rs;
+	if (ca_image_chunksrc(fs->im))
+		ca_chunksrc_get_stats(ca_image_chunksrc(fs->im), &s);
 	int n = snprintf(buf, len,
 	                 "chunks_fetched: %" PRIu64 "\n"
 	                 "bytes_fetched: %" PRIu64 "\n"
@@ -196,8 +174,21 @@ size_t cafs_fs_stats_text(struct cafs_fs *fs, char *buf, size_t len)
 	                 (uint64_t)fs->reads, (uint64_t)fs->bytes_read, (uint64_t)fs->read_errors,
 	                 (uint64_t)fs->meta_errors, cafs_inode_count(fs->inodes));
 	size_t used = n < 0 ? 0 : (size_t)n >= len ? len - 1 : (size_t)n;
-	if (fs->o.extra_stats && used + 1 < len)
-		used += fs->o.extra_stats(fs->o.extra_stats_userdata, buf + used, len - used);
+	if (ca_image_remote_stats(fs->im, &rs) && used + 1 < len) {
+		n = snprintf(buf + used, len - used,
+		             "http_requests: %" PRIu64 "\n"
+		             "http_attempts: %" PRIu64 "\n"
+		             "http_retries: %" PRIu64 "\n"
+		             "http_ok: %" PRIu64 "\n"
+		             "http_missing: %" PRIu64 "\n"
+		             "http_errors: %" PRIu64 "\n"
+		             "http_bytes: %" PRIu64 "\n"
+		             "prefetches: %" PRIu64 "\n"
+		             "prefetch_hits: %" PRIu64 "\n",
+		             rs.http.requests, rs.http.attempts, rs.http.retries, rs.http.ok, rs.http.missing,
+		             rs.http.errors, rs.http.bytes, rs.prefetches, rs.prefetch_hits);
+		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
+	}
 	return used;
 }
 

@@ -8,8 +8,8 @@
  *   tree mount (.caidx, .catar): the archive's directory tree, read lazily
  *     through the random-access decoder (catar_ra.h).
  *
- * Both read the image through a ca_catar_source (a byte-range reader):
- * ca_blob_read for an index, pread for a plain .catar.
+ * Both read the image through its archive source (source.h), so chunk
+ * errors arrive as -ENOLINK/-EUCLEAN/-ENOMEDIUM and never as a missing name.
  *
  * The image never changes, so every reply tells the kernel to cache for a
  * long time (entries, attributes, negative lookups, page cache, readdir).
@@ -32,9 +32,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "blob.h"
 #include "catar_ra.h"
-#include "chunksrc.h"
+#include "source.h"
 
 struct cafs_fs;
 
@@ -45,32 +44,32 @@ struct cafs_fs_options {
 	const char *blob_name;
 	struct stat blob_st;
 	/* Read-ahead for sequential reads: this many chunks (0: the default,
-	 * 8) of chunk_size_avg bytes (0: 64 KiB). */
+	 * 8) of the index's average chunk size. */
 	unsigned readahead_chunks;
-	uint64_t chunk_size_avg;
-	/* Where the stats come from; NULL for a plain .catar (borrowed). */
-	struct ca_chunksrc *chunksrc;
 	/* Called once from the first FUSE request (INIT), when the mount can
 	 * answer: the daemon uses it to let its parent exit. May be NULL. */
 	void (*ready)(void *userdata);
 	void *ready_userdata;
-	/* Appends more "key: value" lines to the stats text (remote counters).
-	 * Returns the bytes written (< len) or 0. May be NULL. */
-	size_t (*extra_stats)(void *userdata, char *buf, size_t len);
-	void *extra_stats_userdata;
 };
 
-/* The image source for reading blob b (borrowed) with ca_blob_read;
- * index_flags as in ca_catar_source (the .caidx header's flags). */
-void cafs_fs_blob_source(struct ca_blob *b, uint64_t index_flags, struct ca_catar_source *ret);
-
-/* A blob mount over blob (borrowed: it must outlive the fs). */
-int cafs_fs_new_blob(struct ca_blob *blob, const struct cafs_fs_options *o, struct cafs_fs **ret);
-/* A tree mount over an archive read through src (copied; its userdata must
- * outlive the fs). Checks the archive root now, so a corrupt archive fails
- * here (-EBADMSG) and not at the first ls. */
-int cafs_fs_new_tree(const struct ca_catar_source *src, const struct cafs_fs_options *o, struct cafs_fs **ret);
+/* The fs over an opened image (borrowed: it must outlive the fs): a blob
+ * mount for a .caibx, a tree mount for a .caidx or .catar. A tree mount
+ * checks the archive root now, so a corrupt archive fails here (-EBADMSG)
+ * and not at the first ls. */
+int cafs_fs_new(struct ca_image *im, const struct cafs_fs_options *o, struct cafs_fs **ret);
 void cafs_fs_free(struct cafs_fs *fs); /* accepts NULL */
+
+struct cafs_serve_opts {
+	const char *fsname;    /* what /proc/mounts shows as the source */
+	const char *fuse_opts; /* more -o options for libfuse, comma-separated; may be NULL */
+	bool allow_other;      /* let other users in (the kernel checks permissions) */
+	unsigned max_threads;  /* FUSE workers: readers blocked on downloads must leave room */
+};
+
+/* Mount fs read-only on mountpoint and serve it until it is unmounted or
+ * SIGINT/SIGTERM/SIGHUP arrives; then unmount. Returns 0 after a clean
+ * stop, a negative errno if it could not mount or the loop failed (logged). */
+int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_serve_opts *o);
 
 /* The operations; pass the fs as userdata to fuse_session_new. */
 extern const struct fuse_lowlevel_ops cafs_fs_ops;

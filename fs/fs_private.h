@@ -19,6 +19,7 @@
 #define CAFS_BLOB_FILE_INO 2
 
 struct cafs_fs {
+	struct ca_image *im;           /* borrowed */
 	struct ca_catar_source img;    /* the image's bytes */
 	struct ca_catar_ra *ra;        /* tree mounts only */
 	struct cafs_inode_table *inodes;

@@ -38,11 +38,8 @@ typedef int (*cafs_store_walk_fn)(enum cafs_store_file kind, const uint8_t id[CA
                                   const char *name, const struct stat *st, void *userdata);
 int cafs_store_walk(const char *dir, cafs_store_walk_fn fn, void *userdata);
 
-/* --cache DIR, or cafs_default_cache_dir(); malloc'd, NULL on ENOMEM (logged). */
+/* --cache DIR, or ca_source_default_cache_dir(); malloc'd, NULL on ENOMEM (logged). */
 char *cafs_cache_dir(const char *opt);
-
-/* mkdir -p (0777 minus umask) */
-int cafs_mkdir_p(const char *path);
 
 /* Parse a size: bytes, or with K, M, G, T (powers of 1024; "KiB"/"KB" alike). */
 int cafs_parse_size(const char *s, uint64_t *ret);

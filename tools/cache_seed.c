@@ -110,13 +110,13 @@ static int seed_index(struct seed_ctx *x, const struct ca_index *idx, const char
 	struct ca_seeder *s = NULL;
 	uint8_t *buf = NULL;
 	char *store_path = (char *)seed_store;
-	int r = cafs_open_index(path, &sidx);
+	int r = ca_source_open_index(path, NULL, &sidx);
 	if (r < 0)
 		return r;
 	if (same_chunking(idx, sidx)) {
 		struct ca_store *st = NULL;
-		char *def = seed_store ? NULL : cafs_default_store(path);
-		r = ca_store_open(seed_store ? seed_store : def, &st);
+		char *def = seed_store ? NULL : ca_location_default_store(path);
+		r = def || seed_store ? ca_source_open_store(seed_store ? seed_store : def, &st) : -ENOMEM;
 		free(def);
 		if (r < 0)
 			goto out;
@@ -151,8 +151,8 @@ static int seed_index(struct seed_ctx *x, const struct ca_index *idx, const char
 	}
 	/* different chunking: read the seed's stream back and chunk it our way */
 	char *stores[1] = { store_path };
-	enum ca_digest_type t = ca_digest_type_from_flags(ca_index_feature_flags(sidx));
-	r = cafs_chunksrc_open(stores, seed_store ? 1 : 0, path, t, 0, &src);
+	struct ca_image_opts io = { .stores = stores, .n_stores = seed_store ? 1 : 0 };
+	r = ca_source_open_chunksrc(path, sidx, &io, &src);
 	if (r == 0)
 		r = ca_blob_new(sidx, src, &blob);
 	if (r == 0)
@@ -217,8 +217,8 @@ static int seed_dir(struct seed_ctx *x, const struct ca_index *idx, int fd, cons
 
 static int seed_one(struct seed_ctx *x, const struct ca_index *idx, const char *path, const char *seed_store)
 {
-	enum cafs_kind kind = cafs_kind_from_name(path);
-	if (kind == CAFS_KIND_BLOB_INDEX || kind == CAFS_KIND_ARCHIVE_INDEX)
+	enum ca_image_kind kind = ca_location_image_kind(path);
+	if (kind == CA_IMAGE_BLOB_INDEX || kind == CA_IMAGE_ARCHIVE_INDEX)
 		return seed_index(x, idx, path, seed_store);
 	/* a file, a block device or a .catar (the very stream a .caidx chunks) */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -321,12 +321,12 @@ int cafs_cache_seed(int argc, char **argv)
 	char *dir = cafs_cache_dir(cache_opt);
 	if (!dir)
 		return 1;
-	int k = cafs_mkdir_p(dir);
+	int k = ca_source_mkdir_p(dir);
 	if (k < 0) {
 		ca_log_error_errno(k, "%s", dir);
 		goto out;
 	}
-	if (cafs_open_index(argv[optind], &idx) < 0)
+	if (ca_source_open_index(argv[optind], NULL, &idx) < 0)
 		goto out;
 	if (ca_store_open(dir, &cache) < 0) {
 		ca_log_error_errno(ENOMEM, "%s", dir);
@@ -377,7 +377,7 @@ int cafs_extract_cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx
 		dir = strdup(a->cache);
 		if (!dir)
 			return ca_log_error_errno(ENOMEM, "cache");
-		r = cafs_mkdir_p(dir);
+		r = ca_source_mkdir_p(dir);
 	} else {
 		/* seeded chunks need a place to wait for the extraction: a private
 		 * store, where casync keeps its temporary caches too */

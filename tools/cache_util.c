@@ -109,7 +109,7 @@ int cafs_store_walk(const char *dir, cafs_store_walk_fn fn, void *userdata)
 
 char *cafs_cache_dir(const char *opt)
 {
-	char *d = opt ? strdup(opt) : cafs_default_cache_dir();
+	char *d = opt ? strdup(opt) : ca_source_default_cache_dir();
 	if (!d)
 		ca_log_error_errno(ENOMEM, "cache directory");
 	return d;
@@ -165,27 +165,4 @@ int cafs_idset_add_index(struct ca_idset *set, const struct ca_index *idx)
 			return r;
 	}
 	return 0;
-}
-
-int cafs_mkdir_p(const char *path)
-{
-	char *p = strdup(path);
-	int r = 0;
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1;; s++) {
-		if (*s != '/' && *s != 0)
-			continue;
-		char c = *s;
-		*s = 0;
-		if (mkdir(p, 0777) < 0 && errno != EEXIST) {
-			r = -errno;
-			break;
-		}
-		*s = c;
-		if (!c)
-			break;
-	}
-	free(p);
-	return r;
 }

@@ -16,6 +16,7 @@
 
 #include "digest.h"
 #include "format.h"
+#include "source.h"
 
 #define EXIT_USAGE 2
 
@@ -46,15 +47,6 @@ int cafs_usage_error(const char *cmd, const char *fmt, ...) __attribute__((forma
 /* Print a command's help to f. */
 void cafs_command_help(const struct cafs_command *c, FILE *f);
 
-enum cafs_kind { CAFS_KIND_UNKNOWN, CAFS_KIND_BLOB_INDEX, CAFS_KIND_ARCHIVE_INDEX, CAFS_KIND_ARCHIVE };
-/* By suffix, as casync decides: .caibx, .caidx, .catar (URLs too, query ignored). */
-enum cafs_kind cafs_kind_from_name(const char *name);
-
-/* "<dir of index>/default.castr" for an index path or URL (malloc'd). */
-char *cafs_default_store(const char *index);
-/* The chunk cache when none is given: $XDG_CACHE_HOME/cafs, /var/cache/cafs for
- * root, else ~/.cache/cafs (malloc'd; NULL on ENOMEM). */
-char *cafs_default_cache_dir(void);
 
 /* A stream digest as make and digest print it: 64 hex digits and a newline on stdout. */
 void cafs_print_digest(const uint8_t d[CA_CHUNK_ID_SIZE]);
@@ -72,42 +64,13 @@ void cafs_chunking_init(struct cafs_chunking *c);
 /* One line for the shared verbosity options. */
 void cafs_set_verbosity(int level);
 
-/* scheme://... (file:// included), as casync tells a URL from a path */
-bool cafs_is_url(const char *s);
 /* The options every command takes and the answer to an unknown one: -1
  * when c was -v or -q (parsing goes on), else the exit code the command
  * returns at once: 0 after -h printed its help, 2 for an unknown option. */
 int cafs_common_option(const char *cmd, int c, int *verbosity);
 /* -j/--threads: 0..64 */
 int cafs_parse_threads(const char *s, unsigned *ret);
-/* Open an index from a path, a file:// URL or an http(s):// URL (downloaded
- * whole), logging a one-line error on failure. */
-struct ca_index;
-int cafs_open_index(const char *path, struct ca_index **ret);
-/* HTTP settings: the defaults of http.h, overridden by the environment:
- * CAFS_HTTP_TIMEOUT=SECONDS (connect timeout, and how long a transfer may
- * make no progress), CAFS_HTTP_RETRIES=N, CAFS_HTTP_CONNECTIONS=N,
- * CAFS_HTTP_CAINFO=FILE (CA bundle for https). */
-struct ca_http_opts;
-void cafs_http_opts(struct ca_http_opts *o);
-/* A chunk source over the given stores (paths, file:// or http(s):// URLs),
- * or over the default store beside index_path when none is given. Logs its
- * errors. */
-struct ca_chunksrc;
-int cafs_chunksrc_open(char **stores, size_t n_stores, const char *index_path, enum ca_digest_type digest,
-                       size_t lru_bytes, struct ca_chunksrc **ret);
-/* The same, also handing back the http(s) stores it made, in store order,
- * for their statistics: *ret_remotes is malloc'd (free() it; the stores
- * belong to the chunk source and live as long as it). */
-struct ca_remote_store;
-int cafs_chunksrc_open_remotes(char **stores, size_t n_stores, const char *index_path, enum ca_digest_type digest,
-                               size_t lru_bytes, struct ca_chunksrc **ret, struct ca_remote_store ***ret_remotes,
-                               size_t *ret_n_remotes);
 
-/* Which chunks of idx the store (a path, file:// or http(s):// URL) holds:
- * ret_have[i] = 1 or 0 for chunk i (remote stores are asked with HEAD
- * requests). Logs its errors. */
-int cafs_store_presence(const char *store, struct ca_index *idx, uint8_t *ret_have);
 
 /* Parsed `cafs make` arguments, shared by the blob and archive paths. */
 struct cafs_make_args {

@@ -83,7 +83,7 @@ int cafs_make_blob(const struct cafs_make_args *a)
 	if (a->store) {
 		o.store_path = a->store;
 	} else {
-		def = cafs_default_store(a->out);
+		def = ca_location_default_store(a->out);
 		if (!def) {
 			ca_log_error_errno(ENOMEM, "store");
 			goto fail;
@@ -206,18 +206,18 @@ int cafs_cmd_make(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
 		if (!*w[i])
 			continue;
-		if (!strncmp(*w[i], "file://", 7))
-			*w[i] += 7;
-		else if (cafs_is_url(*w[i]))
+		const char *p = ca_location_path(*w[i]);
+		if (!p || ca_location_kind(*w[i]) != CA_LOCATION_PATH)
 			return cafs_usage_error("make", "%s: cannot write to a URL", *w[i]);
+		*w[i] = p;
 	}
-	enum cafs_kind kind = cafs_kind_from_name(a.out);
-	if (kind == CAFS_KIND_UNKNOWN)
+	enum ca_image_kind kind = ca_location_image_kind(a.out);
+	if (kind == CA_IMAGE_UNKNOWN)
 		return cafs_usage_error("make", "%s: output must end in .caibx, .caidx or .catar", a.out);
 	int r = cafs_interrupt_start();
 	if (r < 0)
 		return ca_log_error_errno(r, "signals"), 1;
-	r = kind == CAFS_KIND_BLOB_INDEX ? cafs_make_blob(&a) : cafs_make_archive(&a);
+	r = kind == CA_IMAGE_BLOB_INDEX ? cafs_make_blob(&a) : cafs_make_archive(&a);
 	return cafs_interrupt_exit_code(r);
 }
 
@@ -280,8 +280,8 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 
 static int extract_blob(const struct cafs_extract_args *a)
 {
-	struct ca_index *idx = NULL;
-	struct ca_chunksrc *src = NULL;
+	struct ca_image_opts io = { .stores = a->stores, .n_stores = a->n_stores };
+	struct ca_image *im = NULL;
 	struct cafs_progress prog;
 	struct stat st;
 	/* a regular file is replaced by rename, which would swap a device node
@@ -291,17 +291,15 @@ static int extract_blob(const struct cafs_extract_args *a)
 		ca_log_error("%s: not a regular file or block device", a->out);
 		return 1;
 	}
-	int r = cafs_open_index(a->in, &idx);
+	int r = ca_image_open(a->in, &io, &im);
 	if (r < 0)
 		return 1;
-	r = cafs_chunksrc_open(a->stores, a->n_stores, a->in, ca_digest_type_from_flags(ca_index_feature_flags(idx)),
-	                       0, &src);
+	struct ca_index *idx = ca_image_index(im);
+	struct ca_chunksrc *src = ca_image_chunksrc(im);
 	char *seed_tmp = NULL;
-	if (r == 0)
-		r = cafs_extract_cache_seeds(src, idx, a, &seed_tmp);
+	r = cafs_extract_cache_seeds(src, idx, a, &seed_tmp);
 	if (r < 0) {
-		ca_chunksrc_free(src);
-		ca_index_free(idx);
+		ca_image_free(im);
 		return 1;
 	}
 	cafs_progress_init(&prog, "extract", ca_index_blob_size(idx));
@@ -309,9 +307,8 @@ static int extract_blob(const struct cafs_extract_args *a)
 	                             .cancel = cafs_interrupt_flag() };
 	r = ca_extract_blob(idx, src, a->out, &o); /* logs its errors */
 	cafs_progress_done(&prog);
-	ca_chunksrc_free(src);
+	ca_image_free(im);
 	cafs_extract_seed_cleanup(seed_tmp);
-	ca_index_free(idx);
 	return r < 0 ? 1 : 0;
 }
 
@@ -328,16 +325,16 @@ int cafs_cmd_extract(int argc, char **argv)
 			a.in = pos[0];
 			a.out = pos[1];
 			a.path = npos == 3 ? pos[2] : NULL;
-			enum cafs_kind kind = cafs_kind_from_name(a.in);
-			if (kind == CAFS_KIND_UNKNOWN) {
+			enum ca_image_kind kind = ca_location_image_kind(a.in);
+			if (kind == CA_IMAGE_UNKNOWN) {
 				r = cafs_usage_error("extract", "%s: input must end in .caibx, .caidx or .catar", a.in);
-			} else if (a.path && kind == CAFS_KIND_BLOB_INDEX) {
+			} else if (a.path && kind == CA_IMAGE_BLOB_INDEX) {
 				r = cafs_usage_error("extract", "%s: PATH is for archives (.catar, .caidx)", a.in);
 			} else if ((r = cafs_interrupt_start()) < 0) {
 				ca_log_error_errno(r, "signals");
 				r = 1;
 			} else {
-				r = kind == CAFS_KIND_BLOB_INDEX ? extract_blob(&a) : cafs_extract_archive(&a);
+				r = kind == CA_IMAGE_BLOB_INDEX ? extract_blob(&a) : cafs_extract_archive(&a);
 				r = cafs_interrupt_exit_code(r);
 			}
 		}
@@ -350,17 +347,16 @@ int cafs_cmd_extract(int argc, char **argv)
 /* digest of a blob index: read the blob back through the store */
 static int digest_blob_index(const char *path, char **stores, size_t n_stores)
 {
-	struct ca_index *idx = NULL;
-	struct ca_chunksrc *src = NULL;
+	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores };
+	struct ca_image *im = NULL;
 	struct ca_digest *d = NULL;
 	uint8_t out[CA_CHUNK_ID_SIZE];
-	int r = cafs_open_index(path, &idx);
+	int r = ca_image_open(path, &io, &im);
 	if (r < 0)
 		return 1;
-	enum ca_digest_type t = ca_digest_type_from_flags(ca_index_feature_flags(idx));
-	r = cafs_chunksrc_open(stores, n_stores, path, t, 0, &src);
-	if (r == 0)
-		r = ca_digest_new(t, &d);
+	struct ca_index *idx = ca_image_index(im);
+	struct ca_chunksrc *src = ca_image_chunksrc(im);
+	r = ca_digest_new(ca_digest_type_from_flags(ca_index_feature_flags(idx)), &d);
 	for (size_t i = 0; r == 0 && i < ca_index_n_chunks(idx); i++) {
 		uint64_t s, e;
 		const uint8_t *id;
@@ -381,8 +377,7 @@ static int digest_blob_index(const char *path, char **stores, size_t n_stores)
 	if (r == 0)
 		cafs_print_digest(out);
 	ca_digest_free(d);
-	ca_chunksrc_free(src);
-	ca_index_free(idx);
+	ca_image_free(im);
 	return r < 0 ? 1 : 0;
 }
 
@@ -472,12 +467,12 @@ int cafs_cmd_digest(int argc, char **argv)
 		return cafs_usage_error("digest", "expected one INPUT");
 	}
 	const char *in = argv[optind];
-	switch (cafs_kind_from_name(in)) {
-	case CAFS_KIND_BLOB_INDEX:
+	switch (ca_location_image_kind(in)) {
+	case CA_IMAGE_BLOB_INDEX:
 		r = digest_blob_index(in, stores, n_stores);
 		break;
-	case CAFS_KIND_ARCHIVE:
-	case CAFS_KIND_ARCHIVE_INDEX:
+	case CA_IMAGE_ARCHIVE:
+	case CA_IMAGE_ARCHIVE_INDEX:
 		r = cafs_digest_tree(in, stores, n_stores);
 		break;
 	default:
@@ -514,7 +509,7 @@ int cafs_cmd_info(int argc, char **argv)
 		goto out;
 	}
 	r = 1;
-	if (cafs_open_index(pos[0], &idx) < 0)
+	if (ca_source_open_index(pos[0], NULL, &idx) < 0)
 		goto out;
 	size_t n = ca_index_n_chunks(idx);
 	if (a.n_stores > 0) {
@@ -523,7 +518,7 @@ int cafs_cmd_info(int argc, char **argv)
 			ca_log_error_errno(ENOMEM, "%s", a.stores[0]);
 			goto out;
 		}
-		if (cafs_store_presence(a.stores[0], idx, have) < 0)
+		if (ca_source_store_presence(a.stores[0], idx, have) < 0)
 			goto out;
 	}
 	sizes = malloc((n ? n : 1) * sizeof(uint64_t));
@@ -543,7 +538,7 @@ int cafs_cmd_info(int argc, char **argv)
 	qsort(sizes, n, sizeof(uint64_t), cmp_u64);
 	uint64_t fl = ca_index_feature_flags(idx);
 	ca_feature_format(fl, flags, sizeof(flags));
-	printf("Kind: %s\n", cafs_kind_from_name(pos[0]) == CAFS_KIND_ARCHIVE_INDEX ? "archive index" : "blob index");
+	printf("Kind: %s\n", ca_location_image_kind(pos[0]) == CA_IMAGE_ARCHIVE_INDEX ? "archive index" : "blob index");
 	printf("Feature flags: 0x%016llx%s%s\n", (unsigned long long)fl, *flags ? " " : "", flags);
 	printf("Digest: %s\n", ca_digest_type_name(ca_digest_type_from_flags(fl)));
 	printf("Chunk size: min %llu, avg %llu, max %llu\n", (unsigned long long)ca_index_chunk_size_min(idx),

@@ -60,7 +60,7 @@ static int source_presence(struct ca_store *cache, const char *source)
 	struct ca_idset *seen = NULL;
 	uint64_t have = 0, have_bytes = 0;
 	size_t n;
-	int r = cafs_open_index(source, &idx);
+	int r = ca_source_open_index(source, NULL, &idx);
 	if (r < 0)
 		return r;
 	n = ca_index_n_chunks(idx);
@@ -307,7 +307,7 @@ static int cache_prune(int argc, char **argv)
 		goto out;
 	for (size_t i = 0; i < n_keep; i++) {
 		struct ca_index *idx;
-		if (cafs_open_index(keep[i], &idx) < 0)
+		if (ca_source_open_index(keep[i], NULL, &idx) < 0)
 			goto out; /* without its pins we could evict what the user wants kept */
 		int k = cafs_idset_add_index(pinned, idx);
 		ca_index_free(idx);

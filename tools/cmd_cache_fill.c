@@ -193,8 +193,8 @@ static int fill_source(const struct source *s, char **stores, size_t n_stores, c
 {
 	struct ca_chunksrc *src = NULL;
 	struct ca_store *cache = NULL, *check = NULL;
-	enum ca_digest_type t = ca_digest_type_from_flags(ca_index_feature_flags(s->idx));
-	int r = cafs_chunksrc_open(stores, n_stores, s->name, t, 0, &src);
+	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores };
+	int r = ca_source_open_chunksrc(s->name, s->idx, &io, &src);
 	if (r < 0)
 		return r;
 	r = ca_store_open(dir, &cache);
@@ -304,7 +304,7 @@ int cafs_cache_fill(int argc, char **argv)
 	dir = cafs_cache_dir(cache_opt);
 	if (!dir)
 		goto out;
-	int k = cafs_mkdir_p(dir);
+	int k = ca_source_mkdir_p(dir);
 	if (k < 0) {
 		ca_log_error_errno(k, "%s", dir);
 		goto out;
@@ -318,7 +318,7 @@ int cafs_cache_fill(int argc, char **argv)
 	uint64_t present = 0, present_bytes = 0, total_bytes = 0;
 	for (size_t i = 0; i < n_sources; i++) {
 		sources[i].name = argv[optind + i];
-		if (cafs_open_index(sources[i].name, &sources[i].idx) < 0)
+		if (ca_source_open_index(sources[i].name, NULL, &sources[i].idx) < 0)
 			goto out;
 		k = plan_source(&sources[i], cache, queued, &present, &present_bytes);
 		if (k < 0) {

@@ -103,20 +103,19 @@ int cafs_cmd_gc(int argc, char **argv)
 	if (optind == argc)
 		return cafs_usage_error("gc", "expected at least one INDEX");
 	if (!store) {
-		if (cafs_is_url(argv[optind]))
+		if (ca_location_is_remote(argv[optind]))
 			return cafs_usage_error("gc", "the store of a URL index must be given with --store");
-		def = cafs_default_store(argv[optind]);
+		def = ca_location_default_store(argv[optind]);
 		if (!def)
 			return ca_log_error_errno(ENOMEM, "gc"), 1;
 		store = def;
 	}
-	if (cafs_is_url(store) && strncmp(store, "file://", 7)) {
+	if (ca_location_is_remote(store)) {
 		r = cafs_usage_error("gc", "%s: only local stores can be collected", store);
 		free(def);
 		return r;
 	}
-	if (!strncmp(store, "file://", 7))
-		store += 7;
+	store = ca_location_path(store);
 	g = calloc(1, sizeof(*g)); /* 8 KiB bitmap: off the stack */
 	if (!g || ca_idset_new(4096, &g->keep) < 0) {
 		ca_log_error_errno(ENOMEM, "gc");
@@ -126,7 +125,7 @@ int cafs_cmd_gc(int argc, char **argv)
 	for (int i = optind; i < argc; i++) {
 		struct ca_index *idx;
 		/* every index must load: a missing one would get its chunks deleted */
-		if (cafs_open_index(argv[i], &idx) < 0)
+		if (ca_source_open_index(argv[i], NULL, &idx) < 0)
 			goto out;
 		int k = cafs_idset_add_index(g->keep, idx);
 		ca_index_free(idx);

@@ -174,7 +174,7 @@ static int make_caidx(const struct cafs_make_args *a, int in_fd, const struct st
 	if (a->store) {
 		o.store_path = a->store;
 	} else {
-		def = cafs_default_store(a->out);
+		def = ca_location_default_store(a->out);
 		if (!def)
 			return ca_log_error_errno(ENOMEM, "store"), 1;
 		o.store_path = def;
@@ -225,7 +225,7 @@ int cafs_make_archive(const struct cafs_make_args *a)
 	if (fd < 0)
 		return 1;
 	raise_fd_limit();
-	if (cafs_kind_from_name(a->out) == CAFS_KIND_ARCHIVE)
+	if (ca_location_image_kind(a->out) == CA_IMAGE_ARCHIVE)
 		r = make_catar(a, fd, &st, flags);
 	else
 		r = make_caidx(a, fd, &st, flags);
@@ -268,9 +268,9 @@ static int digest_dir(const char *path)
 
 int cafs_digest_tree(const char *path, char **stores, size_t n_stores)
 {
-	switch (cafs_kind_from_name(path)) {
-	case CAFS_KIND_ARCHIVE:
-	case CAFS_KIND_ARCHIVE_INDEX:
+	switch (ca_location_image_kind(path)) {
+	case CA_IMAGE_ARCHIVE:
+	case CA_IMAGE_ARCHIVE_INDEX:
 		/* decoded and validated on the way (cmd_tree_read.c) */
 		return cafs_digest_archive(path, stores, n_stores);
 	default:

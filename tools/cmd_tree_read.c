@@ -42,13 +42,12 @@
 #define STREAM_AHEAD_CHUNKS 16 /* decompressed ahead of a sequential reader */
 #define ARCHIVE_LRU (64u << 20)
 
-/* An archive's byte stream: a .catar file or a .caidx blob. */
+/* An archive's byte stream (a .catar file or a .caidx blob), with what
+ * the sequential readers add: readahead, decoding ahead, a digest. */
 struct archive {
 	const char *path;
-	int fd;
-	struct ca_index *idx;
-	struct ca_chunksrc *src;
-	struct ca_blob *blob;
+	struct ca_image *im;
+	struct ca_blob *blob;          /* the image's, NULL for a .catar */
 	struct ca_blob_stream *stream; /* sequential readers of a .caidx, once started */
 	uint64_t size, index_flags;
 	uint64_t end; /* a sequential reader stops here (extract of a subtree): nothing is fetched past it */
@@ -62,92 +61,32 @@ struct archive {
 
 static void archive_close(struct archive *a)
 {
-	/* a fetch stuck after an interrupt still uses them: the exit frees them */
-	if (ca_blob_stream_free(a->stream) == 0) {
-		ca_blob_free(a->blob);
-		ca_chunksrc_free(a->src);
-		ca_index_free(a->idx);
-	}
-	if (a->fd >= 0)
-		close(a->fd);
+	/* a fetch stuck after an interrupt still uses the image: the exit frees it */
+	if (ca_blob_stream_free(a->stream) == 0)
+		ca_image_free(a->im);
 	ca_digest_pipe_finish(a->digest, NULL);
 }
 
 static int archive_open(struct archive *a, const char *path, char **stores, size_t n_stores)
 {
-	struct stat st;
-	int r;
-	*a = (struct archive){ .path = path, .fd = -1, .index_flags = UINT64_MAX, .end = UINT64_MAX };
-	if (cafs_kind_from_name(path) == CAFS_KIND_ARCHIVE) {
-		const char *p = strncmp(path, "file://", 7) ? path : path + 7;
-		if (cafs_is_url(p))
-			return ca_log_error_errno(EPROTONOSUPPORT, "%s: a .catar must be a local file (use a .caidx)", path);
-		a->fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-		if (a->fd < 0)
-			return ca_log_error_errno(errno, "%s", path);
-		if (fstat(a->fd, &st) < 0)
-			return ca_log_error_errno(errno, "%s", path);
-		if (!S_ISREG(st.st_mode))
-			return ca_log_error_errno(S_ISDIR(st.st_mode) ? EISDIR : EINVAL, "%s: not a regular file", path);
-		a->size = (uint64_t)st.st_size;
-		return 0;
-	}
-	r = cafs_open_index(path, &a->idx);
+	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores, .lru_bytes = ARCHIVE_LRU };
+	*a = (struct archive){ .path = path, .end = UINT64_MAX };
+	int r = ca_image_open(path, &io, &a->im);
 	if (r < 0)
 		return r;
-	a->index_flags = ca_index_feature_flags(a->idx);
-	r = cafs_chunksrc_open(stores, n_stores, path, ca_digest_type_from_flags(a->index_flags), ARCHIVE_LRU, &a->src);
-	if (r < 0)
-		return r;
-	r = ca_blob_new(a->idx, a->src, &a->blob);
-	if (r < 0)
-		return ca_log_error_errno(r, "%s", path);
-	a->size = ca_blob_size(a->blob);
+	a->blob = ca_image_blob(a->im);
+	a->size = ca_image_size(a->im);
+	a->index_flags = ca_image_index_flags(a->im);
 	return 0;
-}
-
-/* Say once, precisely, why the archive could not be read: for a .caidx,
- * which chunk failed (the blob only returns an errno). */
-static void log_read_error(struct archive *a, ssize_t err, uint64_t off, size_t len)
-{
-	if (a->io_logged)
-		return;
-	a->io_logged = true;
-	if (a->blob) {
-		ssize_t i = off < a->size ? ca_index_find(a->idx, off) : -1;
-		for (; i >= 0 && (size_t)i < ca_index_n_chunks(a->idx); i++) {
-			uint64_t s, e;
-			const uint8_t *id;
-			const struct ca_chunk *c = NULL;
-			ca_index_chunk(a->idx, (size_t)i, &s, &e, &id);
-			if (s >= off + len)
-				break;
-			int r = ca_chunksrc_get(a->src, id, e - s, &c);
-			ca_chunksrc_put(a->src, c);
-			if (r < 0) {
-				char hex[2 * CA_CHUNK_ID_SIZE + 1];
-				ca_id_to_hex(id, hex);
-				if (r == -ENOENT)
-					ca_log_error("%s: chunk %s: not found in any store", a->path, hex);
-				else
-					ca_log_error_errno(r, "%s: chunk %s", a->path, hex);
-				return;
-			}
-		}
-	}
-	ca_log_error_errno((int)err, "%s", a->path);
 }
 
 static ssize_t read_done(struct archive *a, ssize_t k, size_t len, uint64_t off)
 {
-	if (k < 0) {
-		/* interrupted: nothing to explain, and looking for the culprit
-		 * chunk could hang on what the read was stuck in */
-		if (k != -ECANCELED)
-			log_read_error(a, k, off, len);
-		/* a corrupt chunk is an I/O error of the store, not a malformed archive */
-		if (k == -EBADMSG && a->blob)
-			k = -EIO;
+	/* interrupted: nothing to explain, and looking for the culprit chunk
+	 * could hang on what the read was stuck in */
+	if (k < 0 && k != -ECANCELED && !a->io_logged) {
+		a->io_logged = true;
+		ca_image_log_read_error(a->im, (int)k, off, len);
 	}
 	return k;
 }
@@ -155,15 +94,13 @@ static ssize_t read_done(struct archive *a, ssize_t k, size_t len, uint64_t off)
 static ssize_t archive_pread(void *userdata, void *buf, size_t len, uint64_t off)
 {
 	struct archive *a = userdata;
-	ssize_t k = a->blob ? ca_blob_read(a->blob, buf, len, off) : ca_pread_full(a->fd, buf, len, off);
-	return read_done(a, k, len, off);
+	return read_done(a, ca_image_pread(a->im, buf, len, off), len, off);
 }
 
 static void archive_readahead(void *userdata, uint64_t off, uint64_t len)
 {
 	struct archive *a = userdata;
-	if (a->blob)
-		ca_blob_readahead(a->blob, off, len);
+	ca_image_readahead(a->im, off, len);
 }
 
 /* For the streaming decoder: reads arrive in order; keep the chunk source
@@ -193,18 +130,6 @@ static ssize_t archive_stream_read(void *userdata, void *buf, size_t len, uint64
 		a->next_off = off + (uint64_t)k;
 	}
 	return k;
-}
-
-/* The archive's feature flags: the index's, or those of the root ENTRY
- * (checked later by the decoder; SHA-512/256 if unreadable). */
-static uint64_t archive_flags(struct archive *a)
-{
-	uint8_t e[sizeof(struct ca_format_entry)];
-	if (a->index_flags != UINT64_MAX)
-		return a->index_flags;
-	if (ca_pread_full(a->fd, e, sizeof(e), 0) != (ssize_t)sizeof(e))
-		return CA_FORMAT_SHA512_256;
-	return ca_le64_read(e + offsetof(struct ca_format_entry, feature_flags));
 }
 
 static struct ca_catar_source archive_source(struct archive *a, bool stream)
@@ -302,12 +227,12 @@ int cafs_extract_archive(const struct cafs_extract_args *args)
 	if (r < 0)
 		goto out;
 	if (args->n_seeds > 0 || args->cache) {
-		if (!a.src) {
+		if (!a.blob) {
 			r = ca_log_error_errno(EINVAL, "%s: --seed and --cache need an index (.caidx), not a .catar",
 			                       args->in);
 			goto out;
 		}
-		r = cafs_extract_cache_seeds(a.src, a.idx, args, &seed_tmp);
+		r = cafs_extract_cache_seeds(ca_image_chunksrc(a.im), ca_image_index(a.im), args, &seed_tmp);
 		if (r < 0)
 			goto out;
 	}
@@ -695,7 +620,7 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 	char **stores = NULL;
 	size_t n_stores = 0;
 	int c, r, verbosity = 0;
-	struct archive a = { .fd = -1 };
+	struct archive a = { 0 };
 
 	while ((c = getopt_long(argc, argv, mtree ? "s:vqh" : "s:lvqh", opts, NULL)) >= 0) {
 		switch (c) {
@@ -728,8 +653,8 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 		return cafs_usage_error(cmd, "expected IN.catar|IN.caidx [PATH]");
 	}
 	const char *in = argv[optind], *sub = argc - optind == 2 ? argv[optind + 1] : NULL;
-	enum cafs_kind k = cafs_kind_from_name(in);
-	if (k != CAFS_KIND_ARCHIVE && k != CAFS_KIND_ARCHIVE_INDEX) {
+	enum ca_image_kind k = ca_location_image_kind(in);
+	if (k != CA_IMAGE_ARCHIVE && k != CA_IMAGE_ARCHIVE_INDEX) {
 		free(stores);
 		return cafs_usage_error(cmd, "%s: input must end in .catar or .caidx", in);
 	}
@@ -738,7 +663,7 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 	if (r == 0 && mtree)
 		/* casync hashes contents with the archive's digest, and labels
 		 * the field with its own default (sha512256digest) regardless */
-		r = ca_digest_new(ca_digest_type_from_flags(archive_flags(&a)), &p.digest);
+		r = ca_digest_new(ca_digest_type_from_flags(ca_image_feature_flags(a.im)), &p.digest);
 	if (r == 0)
 		r = sub ? walk_subtree(&a, &p, sub) : walk_stream(&a, &p);
 	ca_digest_free(p.digest);
@@ -767,7 +692,7 @@ int cafs_digest_archive(const char *path, char **stores, size_t n_stores)
 	int r = archive_open(&a, path, stores, n_stores);
 	if (r < 0)
 		goto out;
-	r = ca_digest_pipe_new(ca_digest_type_from_flags(archive_flags(&a)), &a.digest);
+	r = ca_digest_pipe_new(ca_digest_type_from_flags(ca_image_feature_flags(a.im)), &a.digest);
 	if (r < 0) {
 		report(&a, r, NULL);
 		goto out;

@@ -145,7 +145,7 @@ ok "... unmount" fusermount3 -u "$mnt"
 ok "daemon mode with --log" "$CAFS" mount --log="$T/daemon.log" --store="$T/bad" --no-cache "$T/disk.caibx" "$mnt"
 fails "... a damaged image fails to read" sh -c "cat '$mnt/disk' >/dev/null"
 ok "... unmount" fusermount3 -u "$mnt"
-ok "... the error is in the log" grep -Eq '^cafs: read of disk at [0-9]+: (a chunk is in no store|corrupt data)' \
+ok "... the error is in the log" grep -Eq '^cafs: read of disk at [0-9]+: (a chunk is in no store|a chunk is corrupt)' \
 	"$T/daemon.log"
 
 # mount.cafs (mount(8)'s argument order, options through -o)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * mount.c - `cafs mount`: options, opening the image, the FUSE session and
+ * cmd_mount.c - `cafs mount`: options, opening the image, the FUSE session and
  * the daemon start; and `cafs stats`, which reads the mount's counters.
  *
  * Start-up without -f: fork first (the child will run threads: curl's,
@@ -28,15 +28,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blob.h"
-#include "chunksrc.h"
-#include "../tools/cache.h"
-#include "../tools/cmd.h"
-#include "fs.h"
-#include "index.h"
+#include "cache.h"
+#include "cmd.h"
+#include "../fs/fs.h"
+#include "location.h"
 #include "log.h"
-#include "remote.h"
-#include "store.h"
+#include "source.h"
 
 #define DEFAULT_LRU_BYTES (UINT64_C(256) << 20)
 /* Workers blocked on downloads must leave room for lookups and cached reads. */
@@ -239,7 +236,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 /* Paths stay in use after the daemon's chdir("/"): make them absolute. */
 static char *absolute(const char *p)
 {
-	if (p[0] == '/' || cafs_is_url(p))
+	if (p[0] == '/' || ca_location_is_url(p))
 		return strdup(p);
 	char cwd[PATH_MAX];
 	if (!getcwd(cwd, sizeof(cwd)))
@@ -248,51 +245,6 @@ static char *absolute(const char *p)
 	if (asprintf(&s, "%s/%s", cwd, p) < 0)
 		return NULL;
 	return s;
-}
-
-static bool is_remote(const char *s)
-{
-	return cafs_is_url(s) && strncmp(s, "file://", 7) != 0;
-}
-
-/* The default cache: only worth having when something is remote. */
-static char *default_cache_dir(const struct mount_args *a)
-{
-	bool remote = is_remote(a->source);
-	for (size_t i = 0; i < a->n_stores; i++)
-		remote = remote || is_remote(a->stores[i]);
-	return remote ? cafs_default_cache_dir() : NULL;
-}
-
-/* "disk.caibx" or "http://h/x/disk.caibx?q" -> "disk" */
-static char *blob_file_name(const char *source)
-{
-	size_t n = strcspn(source, "?#");
-	while (n > 1 && source[n - 1] == '/')
-		n--;
-	const char *slash = memrchr(source, '/', n);
-	const char *b = slash ? slash + 1 : source;
-	size_t k = n - (size_t)(b - source);
-	if (k > 6 && !memcmp(b + k - 6, ".caibx", 6))
-		k -= 6;
-	if (k == 0 || (k == 1 && b[0] == '.') || (k == 2 && b[0] == '.' && b[1] == '.'))
-		return strdup("image");
-	return strndup(b, k);
-}
-
-/* fsname goes into the -o list: escape the separators */
-static char *escape_opt(const char *s)
-{
-	char *out = malloc(2 * strlen(s) + 1), *o = out;
-	if (!out)
-		return NULL;
-	for (; *s; s++) {
-		if (*s == ',' || *s == '\\')
-			*o++ = '\\';
-		*o++ = *s;
-	}
-	*o = 0;
-	return out;
 }
 
 static void on_ready(void *userdata)
@@ -344,179 +296,55 @@ static int wait_ready(pid_t child, int fd)
 }
 
 struct image {
-	struct ca_index *idx;
-	struct ca_chunksrc *src;
-	struct ca_remote_store **remotes; /* owned by src; for the stats */
-	size_t n_remotes;
-	struct ca_blob *blob;
-	int catar_fd; /* a plain .catar: read with pread */
+	struct ca_image *im;
 	struct cafs_fs *fs;
 };
 
 static void image_release(struct image *im)
 {
 	cafs_fs_free(im->fs);
-	ca_blob_free(im->blob);
-	ca_chunksrc_free(im->src);
-	free(im->remotes);
-	ca_index_free(im->idx);
-	if (im->catar_fd >= 0)
-		close(im->catar_fd);
-}
-
-static ssize_t file_read(void *userdata, void *buf, size_t len, uint64_t off)
-{
-	int fd = (int)(intptr_t)userdata;
-	ssize_t k;
-	if (off > INT64_MAX)
-		return 0;
-	do
-		k = pread(fd, buf, len, (off_t)off);
-	while (k < 0 && errno == EINTR);
-	return k < 0 ? -errno : k;
-}
-
-static void file_readahead(void *userdata, uint64_t off, uint64_t len)
-{
-	(void)posix_fadvise((int)(intptr_t)userdata, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
-}
-
-/* A local .catar: no index, no chunks, just the file. */
-static int open_catar(const char *source, struct image *im, struct ca_catar_source *ret)
-{
-	const char *p = source;
-	struct stat st;
-	if (!strncmp(p, "file://", 7))
-		p += 7;
-	else if (cafs_is_url(p))
-		return ca_log_error_errno(-EPROTONOSUPPORT, "%s: a .catar can only be mounted from a local file",
-		                          source);
-	im->catar_fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (im->catar_fd < 0)
-		return ca_log_error_errno(errno, "%s", p);
-	if (fstat(im->catar_fd, &st) < 0)
-		return ca_log_error_errno(errno, "%s", p);
-	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
-		return ca_log_error_errno(S_ISDIR(st.st_mode) ? EISDIR : EINVAL, "%s", p);
-	*ret = (struct ca_catar_source){
-		.read = file_read,
-		.readahead = file_readahead,
-		.userdata = (void *)(intptr_t)im->catar_fd,
-		.size = (uint64_t)st.st_size,
-		.index_flags = UINT64_MAX,
-	};
-	return 0;
-}
-
-/* Index, chunk source (stores, cache), blob: the image's bytes. */
-static int open_index(const struct mount_args *a, struct image *im, struct ca_catar_source *ret)
-{
-	char *cache = NULL;
-	int r = cafs_open_index(a->source, &im->idx);
-	if (r < 0)
-		return r;
-	enum ca_digest_type digest = ca_digest_type_from_flags(ca_index_feature_flags(im->idx));
-	r = cafs_chunksrc_open_remotes(a->stores, a->n_stores, a->source, digest, a->lru_bytes, &im->src,
-	                               &im->remotes, &im->n_remotes);
-	if (r < 0)
-		return r;
-	if (a->cache)
-		cache = absolute(a->cache);
-	else if (!a->no_cache)
-		cache = default_cache_dir(a);
-	if (cache) {
-		struct ca_store *cs;
-		r = cafs_mkdir_p(cache);
-		if (r == 0)
-			r = ca_store_open(cache, &cs);
-		if (r < 0) {
-			ca_log_error_errno(r, "cache %s", cache);
-			free(cache);
-			return r;
-		}
-		ca_chunksrc_set_cache(im->src, cs, true);
-		free(cache);
-	}
-	ca_chunksrc_set_offline(im->src, a->offline);
-	r = ca_blob_new(im->idx, im->src, &im->blob);
-	if (r < 0)
-		return ca_log_error_errno(r, "%s", a->source);
-	cafs_fs_blob_source(im->blob, ca_index_feature_flags(im->idx), ret);
-	return 0;
-}
-
-/* The HTTP side of the stats: all remote stores summed. */
-static size_t remote_stats(void *userdata, char *buf, size_t len)
-{
-	const struct image *im = userdata;
-	struct ca_remote_store_stats sum = { 0 };
-	for (size_t i = 0; i < im->n_remotes; i++) {
-		struct ca_remote_store_stats s;
-		ca_remote_store_get_stats(im->remotes[i], &s);
-		sum.http.requests += s.http.requests;
-		sum.http.attempts += s.http.attempts;
-		sum.http.retries += s.http.retries;
-		sum.http.ok += s.http.ok;
-		sum.http.missing += s.http.missing;
-		sum.http.errors += s.http.errors;
-		sum.http.bytes += s.http.bytes;
-		sum.prefetches += s.prefetches;
-		sum.prefetch_hits += s.prefetch_hits;
-	}
-	int n = snprintf(buf, len,
-	                 "http_requests: %" PRIu64 "\n"
-	                 "http_attempts: %" PRIu64 "\n"
-	                 "http_retries: %" PRIu64 "\n"
-	                 "http_ok: %" PRIu64 "\n"
-	                 "http_missing: %" PRIu64 "\n"
-	                 "http_errors: %" PRIu64 "\n"
-	                 "http_bytes: %" PRIu64 "\n"
-	                 "prefetches: %" PRIu64 "\n"
-	                 "prefetch_hits: %" PRIu64 "\n",
-	                 sum.http.requests, sum.http.attempts, sum.http.retries, sum.http.ok, sum.http.missing,
-	                 sum.http.errors, sum.http.bytes, sum.prefetches, sum.prefetch_hits);
-	return n < 0 ? 0 : (size_t)n >= len ? len - 1 : (size_t)n;
+	ca_image_free(im->im);
 }
 
 /* Everything up to a ready fs. Logs its errors. */
 static int image_open(const struct mount_args *a, struct daemon *d, struct image *im)
 {
-	enum cafs_kind kind = cafs_kind_from_name(a->source);
-	struct ca_catar_source img;
-	char *name = NULL;
-	int r;
-
-	r = kind == CAFS_KIND_ARCHIVE ? open_catar(a->source, im, &img) : open_index(a, im, &img);
-	if (r < 0)
-		return r;
+	struct ca_image_opts io = {
+		.stores = a->stores,
+		.n_stores = a->n_stores,
+		.cache_mode = a->no_cache ? CA_CACHE_NONE : CA_CACHE_AUTO,
+		.cache_dir = a->cache,
+		.cache_touch = true,
+		.offline = a->offline,
+		.lru_bytes = a->lru_bytes,
+	};
 	struct cafs_fs_options o = {
 		.readahead_chunks = a->readahead_chunks,
-		.chunk_size_avg = im->idx ? ca_index_chunk_size_avg(im->idx) : 0,
-		.chunksrc = im->src,
 		.ready = on_ready,
 		.ready_userdata = d,
-		.extra_stats = im->n_remotes ? remote_stats : NULL,
-		.extra_stats_userdata = im,
 	};
-	if (kind == CAFS_KIND_BLOB_INDEX) {
+	char *name = NULL;
+	int r = ca_image_open(a->source, &io, &im->im);
+	if (r < 0)
+		return r;
+	if (ca_image_kind(im->im) == CA_IMAGE_BLOB_INDEX) {
+		/* the one file looks like the index it came from */
+		const char *p = ca_image_local_path(im->im);
 		struct stat st;
-		const char *p = !strncmp(a->source, "file://", 7) ? a->source + 7 : a->source;
-		if (cafs_is_url(p) || stat(p, &st) < 0) {
+		if (!p || stat(p, &st) < 0) {
 			memset(&st, 0, sizeof(st));
 			st.st_mtim.tv_sec = time(NULL);
 			st.st_atim = st.st_ctim = st.st_mtim;
 		}
 		st.st_uid = getuid();
 		st.st_gid = getgid();
-		name = blob_file_name(a->source);
+		name = ca_location_basename(a->source);
 		if (!name)
 			return ca_log_error_errno(ENOMEM, "mount");
 		o.blob_name = name;
 		o.blob_st = st;
-		r = cafs_fs_new_blob(im->blob, &o, &im->fs);
-	} else {
-		r = cafs_fs_new_tree(&img, &o, &im->fs);
 	}
+	r = cafs_fs_new(im->im, &o, &im->fs);
 	if (r == -EBADMSG)
 		ca_log_error_errno(r, "%s: not a valid archive", a->source);
 	else if (r < 0)
@@ -528,68 +356,18 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 /* Open, mount, serve until unmounted or signalled. Returns an exit code. */
 static int run(const struct mount_args *a, struct daemon *d)
 {
-	struct image im = { .catar_fd = -1 };
-	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	struct fuse_session *se = NULL;
-	struct fuse_loop_config *cfg = NULL;
-	char *fsname = NULL, *opts = NULL;
-	int ret = 1, r;
-
-	if (image_open(a, d, &im) < 0)
-		goto out_image;
-
-	fsname = escape_opt(a->source);
-	if (!fsname || asprintf(&opts, "ro,default_permissions,subtype=cafs,fsname=%s%s%s%s", fsname,
-	                        geteuid() == 0 ? ",allow_other" : "", a->fuse_opts ? "," : "",
-	                        a->fuse_opts ? a->fuse_opts : "") < 0) {
-		opts = NULL;
-		ca_log_error_errno(ENOMEM, "mount");
-		goto out_image;
-	}
-	if (fuse_opt_add_arg(&args, "cafs") < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
-	    fuse_opt_add_arg(&args, opts) < 0) {
-		ca_log_error_errno(ENOMEM, "mount");
-		goto out_args;
-	}
-	se = fuse_session_new(&args, &cafs_fs_ops, sizeof(cafs_fs_ops), im.fs);
-	if (!se) {
-		ca_log_error("mount: %s: invalid mount options", a->fuse_opts ? a->fuse_opts : opts);
-		goto out_args;
-	}
-	if (fuse_set_signal_handlers(se) < 0) {
-		ca_log_error("mount: cannot set up signal handlers");
-		goto out_session;
-	}
-	if (fuse_session_mount(se, a->mountpoint) < 0) {
-		ca_log_error("mount: %s: cannot mount", a->mountpoint);
-		goto out_signals;
-	}
-	cfg = fuse_loop_cfg_create();
-	if (!cfg) {
-		ca_log_error_errno(ENOMEM, "mount");
-		goto out_mount;
-	}
-	fuse_loop_cfg_set_max_threads(cfg, a->threads);
-	ca_log_info("%s mounted on %s", a->source, a->mountpoint);
-	r = fuse_session_loop_mt(se, cfg);
-	/* a positive value is the signal that ended the loop: a clean stop */
-	ret = r < 0 ? 1 : 0;
-	if (r < 0)
-		ca_log_error_errno(r, "mount: %s", a->mountpoint);
-	fuse_loop_cfg_destroy(cfg);
-out_mount:
-	fuse_session_unmount(se);
-out_signals:
-	fuse_remove_signal_handlers(se);
-out_session:
-	fuse_session_destroy(se);
-out_args:
-	fuse_opt_free_args(&args);
-out_image:
-	free(opts);
-	free(fsname);
+	struct image im = { 0 };
+	struct cafs_serve_opts so = {
+		.fsname = a->source,
+		.fuse_opts = a->fuse_opts,
+		.allow_other = geteuid() == 0,
+		.max_threads = a->threads,
+	};
+	int r = image_open(a, d, &im);
+	if (r == 0)
+		r = cafs_fs_serve(im.fs, a->mountpoint, &so);
 	image_release(&im);
-	return ret;
+	return r < 0 ? 1 : 0;
 }
 
 int cafs_cmd_mount(int argc, char **argv)
@@ -606,10 +384,10 @@ int cafs_cmd_mount(int argc, char **argv)
 		goto out;
 	cafs_set_verbosity(a.verbosity);
 	r = 1;
-	switch (cafs_kind_from_name(a.source)) {
-	case CAFS_KIND_BLOB_INDEX:
-	case CAFS_KIND_ARCHIVE_INDEX:
-	case CAFS_KIND_ARCHIVE:
+	switch (ca_location_image_kind(a.source)) {
+	case CA_IMAGE_BLOB_INDEX:
+	case CA_IMAGE_ARCHIVE_INDEX:
+	case CA_IMAGE_ARCHIVE:
 		break;
 	default:
 		r = cafs_usage_error(cmd, "%s: SOURCE must end in .caibx, .caidx or .catar", a.source);

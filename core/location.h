@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * location.h - what a source string names: the one place that tells a
+ * local path from a URL, strips file://, and names things by suffix.
+ *
+ * casync's rules: "scheme://..." is a URL (a scheme is letters, digits,
+ * '+', '-', '.'; schemes compare case-insensitively); anything else is a
+ * path. file:// URLs are local paths. What an image is (.caibx, .caidx,
+ * .catar) is decided by the name's suffix, ignoring a URL's query and
+ * fragment.
+ *
+ * Pure functions on strings: no I/O, thread-safe.
+ */
+#ifndef CA_LOCATION_H
+#define CA_LOCATION_H
+
+#include <stdbool.h>
+
+enum ca_location_kind {
+	CA_LOCATION_PATH,  /* a local path, or file://PATH */
+	CA_LOCATION_HTTP,  /* http:// or https:// */
+	CA_LOCATION_OTHER, /* a URL we cannot read (ssh://, s3://, ...) */
+};
+
+enum ca_location_kind ca_location_kind(const char *s);
+
+/* scheme://... (file:// included), as casync tells a URL from a path. */
+bool ca_location_is_url(const char *s);
+
+/* true for anything not on this machine: a URL other than file://. */
+bool ca_location_is_remote(const char *s);
+
+/* true for https:// (any case): TLS. */
+bool ca_location_is_https(const char *s);
+
+/* The local path s names: s itself, or what follows file:// (any case).
+ * NULL for a URL of another scheme. Points into s. */
+const char *ca_location_path(const char *s);
+
+enum ca_image_kind {
+	CA_IMAGE_UNKNOWN,
+	CA_IMAGE_BLOB_INDEX,    /* .caibx: one file's bytes */
+	CA_IMAGE_ARCHIVE_INDEX, /* .caidx: a .catar stream in chunks */
+	CA_IMAGE_ARCHIVE,       /* .catar */
+};
+
+/* By suffix, as casync decides (URLs too: query and fragment ignored). */
+enum ca_image_kind ca_location_image_kind(const char *name);
+
+/* "<directory of index>/default.castr" for an index path or URL, the
+ * store casync uses when none is given (malloc'd; NULL on ENOMEM). */
+char *ca_location_default_store(const char *index);
+
+/* The last path component without the suffix: "disk.caibx" or
+ * "http://h/x/disk.caibx?q" -> "disk"; "image" when there is none that
+ * could name a file (malloc'd; NULL on ENOMEM). */
+char *ca_location_basename(const char *s);
+
+#endif

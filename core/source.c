@@ -1,0 +1,533 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* source.c - open images from source strings (see source.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <pwd.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "fdio.h"
+#include "format.h"
+#include "log.h"
+#include "source.h"
+
+/* An index downloaded whole; indexes list 40 bytes per chunk, so this is a
+ * multi-terabyte image, and it bounds what a server can make us allocate. */
+#define INDEX_DOWNLOAD_MAX ((size_t)1 << 30)
+
+struct ca_image {
+	char *name;
+	enum ca_image_kind kind;
+	const char *local; /* points into name, or NULL */
+	int fd;            /* a .catar */
+	uint64_t size, index_flags;
+	struct ca_index *idx;
+	struct ca_chunksrc *src;
+	struct ca_blob *blob;
+	struct ca_remote_store **remotes; /* owned by src; for the stats */
+	size_t n_remotes;
+};
+
+/* ---- settings ---- */
+
+/* An environment variable holding a number in [min, max]; *ret unchanged when unset. */
+static void env_uint(const char *name, unsigned long min, unsigned long max, unsigned long *ret)
+{
+	const char *v = getenv(name);
+	char *end;
+	if (!v || !*v)
+		return;
+	errno = 0;
+	unsigned long n = strtoul(v, &end, 10);
+	if (errno || *end || n < min || n > max) {
+		ca_log_warning("ignoring %s=%s: expected a number from %lu to %lu", name, v, min, max);
+		return;
+	}
+	*ret = n;
+}
+
+void ca_source_http_opts(struct ca_http_opts *o)
+{
+	unsigned long v;
+	ca_http_opts_init(o);
+	v = 0;
+	env_uint("CAFS_HTTP_TIMEOUT", 1, 3600, &v);
+	if (v) {
+		o->connect_timeout_ms = (unsigned)v * 1000;
+		o->stall_timeout_s = (unsigned)v;
+	}
+	v = (unsigned long)o->retries;
+	env_uint("CAFS_HTTP_RETRIES", 0, 20, &v);
+	o->retries = (int)v;
+	v = o->max_connections;
+	env_uint("CAFS_HTTP_CONNECTIONS", 1, 256, &v);
+	o->max_connections = o->max_transfers = (unsigned)v;
+	const char *ca = getenv("CAFS_HTTP_CAINFO");
+	if (ca && *ca)
+		o->ca_file = ca;
+}
+
+char *ca_source_default_cache_dir(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	char *r = NULL;
+	/* XDG says a relative value is to be ignored */
+	if (xdg && xdg[0] == '/')
+		return asprintf(&r, "%s/cafs", xdg) < 0 ? NULL : r;
+	if (geteuid() == 0)
+		return strdup("/var/cache/cafs");
+	const char *home = getenv("HOME");
+	if (!home || home[0] != '/') {
+		struct passwd *pw = getpwuid(geteuid());
+		home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+	}
+	if (!home)
+		return strdup("/var/tmp/cafs-cache"); /* no home: still somewhere sane */
+	return asprintf(&r, "%s/.cache/cafs", home) < 0 ? NULL : r;
+}
+
+int ca_source_mkdir_p(const char *path)
+{
+	char *p = strdup(path);
+	int r = 0;
+	if (!p)
+		return -ENOMEM;
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s != 0)
+			continue;
+		char c = *s;
+		*s = 0;
+		if (mkdir(p, 0777) < 0 && errno != EEXIST) {
+			r = -errno;
+			break;
+		}
+		*s = c;
+		if (!c)
+			break;
+	}
+	free(p);
+	return r;
+}
+
+/* ---- indexes and stores ---- */
+
+static int open_remote_index(const char *url, const struct ca_http_opts *http, struct ca_index **ret)
+{
+	struct ca_buf b = CA_BUF_INIT;
+	int r = ca_remote_get_file(url, INDEX_DOWNLOAD_MAX, http, &b);
+	if (r == -ENOENT)
+		return ca_log_error("%s: not found on the server", url), r;
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", url);
+	r = ca_index_adopt(b.data, b.size, ret); /* takes b.data */
+	if (r == -EBADMSG)
+		return ca_log_error_errno(r, "%s: not a valid casync index", url);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", url);
+	return 0;
+}
+
+int ca_source_open_index(const char *source, const struct ca_http_opts *http, struct ca_index **ret)
+{
+	struct ca_http_opts o;
+	const char *path;
+	int r;
+	switch (ca_location_kind(source)) {
+	case CA_LOCATION_HTTP:
+		if (!http) {
+			ca_source_http_opts(&o);
+			http = &o;
+		}
+		return open_remote_index(source, http, ret);
+	case CA_LOCATION_OTHER:
+		return ca_log_error_errno(-EPROTONOSUPPORT, "%s", source);
+	case CA_LOCATION_PATH:
+		break;
+	}
+	path = ca_location_path(source);
+	r = ca_index_open(path, ret);
+	if (r == -EBADMSG)
+		return ca_log_error_errno(r, "%s: not a valid casync index", path);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", path);
+	return 0;
+}
+
+int ca_source_open_store(const char *store, struct ca_store **ret)
+{
+	const char *path = ca_location_kind(store) == CA_LOCATION_PATH ? ca_location_path(store) : NULL;
+	if (!path)
+		return ca_log_error_errno(-EPROTONOSUPPORT, "%s: not a local store", store);
+	int r = ca_store_open(path, ret);
+	return r < 0 ? ca_log_error_errno(r, "%s", path) : 0;
+}
+
+static int remote_presence(const char *store, const struct ca_index *idx, uint8_t *ret_have)
+{
+	size_t n = ca_index_n_chunks(idx);
+	struct ca_http_opts o;
+	struct ca_remote_store *rs = NULL;
+	const uint8_t **ids = malloc((n ? n : 1) * sizeof(*ids));
+	int r = ids ? 0 : -ENOMEM;
+	ca_source_http_opts(&o);
+	if (r == 0)
+		r = ca_remote_store_new(store, &o, &rs);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		ca_index_chunk(idx, i, NULL, NULL, &ids[i]);
+	if (r == 0)
+		r = ca_remote_store_probe(rs, ids, n, ret_have);
+	ca_remote_store_free(rs);
+	free(ids);
+	return r < 0 ? ca_log_error_errno(r, "%s", store) : 0;
+}
+
+int ca_source_store_presence(const char *store, const struct ca_index *idx, uint8_t *ret_have)
+{
+	struct ca_store *st;
+	if (ca_location_kind(store) == CA_LOCATION_HTTP)
+		return remote_presence(store, idx, ret_have);
+	int r = ca_source_open_store(store, &st);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < ca_index_n_chunks(idx); i++) {
+		const uint8_t *id;
+		ca_index_chunk(idx, i, NULL, NULL, &id);
+		ret_have[i] = ca_store_has(st, id) > 0;
+	}
+	ca_store_free(st);
+	return 0;
+}
+
+/* ---- the chunk source chain ---- */
+
+static bool anything_remote(const char *index_name, const struct ca_image_opts *o)
+{
+	bool remote = ca_location_is_remote(index_name);
+	for (size_t i = 0; i < o->n_stores; i++)
+		remote = remote || ca_location_is_remote(o->stores[i]);
+	return remote;
+}
+
+static int add_cache(struct ca_chunksrc *src, const char *index_name, const struct ca_image_opts *o)
+{
+	char *dir = NULL;
+	struct ca_store *cs;
+	int r = 0;
+	if (o->cache_mode == CA_CACHE_NONE)
+		return 0;
+	if (o->cache_dir)
+		dir = strdup(o->cache_dir);
+	else if (o->cache_mode == CA_CACHE_AUTO && anything_remote(index_name, o))
+		dir = ca_source_default_cache_dir();
+	else if (o->cache_mode == CA_CACHE_AUTO)
+		return 0; /* everything is local: a cache would only copy it */
+	if (!dir)
+		return ca_log_error_errno(ENOMEM, "cache");
+	r = ca_source_mkdir_p(dir);
+	if (r == 0)
+		r = ca_store_open(dir, &cs);
+	if (r < 0) {
+		ca_log_error_errno(r, "cache %s", dir);
+		goto out;
+	}
+	r = ca_chunksrc_set_cache(src, cs, o->cache_touch);
+	if (r < 0)
+		ca_log_error_errno(r, "cache %s", dir);
+out:
+	free(dir);
+	return r;
+}
+
+/* One store of the chain; an http(s) one is also appended to *remotes
+ * when remotes is not NULL. */
+static int add_store(struct ca_chunksrc *src, const char *store, const struct ca_http_opts *http,
+                     struct ca_remote_store ***remotes, size_t *n_remotes)
+{
+	struct ca_remote_store *rs = NULL, **n;
+	struct ca_store *s;
+	int r;
+	if (ca_location_kind(store) != CA_LOCATION_HTTP) {
+		r = ca_source_open_store(store, &s);
+		if (r < 0)
+			return r;
+		r = ca_chunksrc_add_store(src, s);
+		return r < 0 ? ca_log_error_errno(r, "%s", store) : 0;
+	}
+	r = ca_chunksrc_add_remote(src, store, http, &rs);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", store);
+	if (!remotes)
+		return 0;
+	n = realloc(*remotes, (*n_remotes + 1) * sizeof(*n));
+	if (!n)
+		return ca_log_error_errno(ENOMEM, "%s", store);
+	*remotes = n;
+	n[(*n_remotes)++] = rs;
+	return 0;
+}
+
+static int open_chain(const char *index_name, const struct ca_index *idx, const struct ca_image_opts *o,
+                      struct ca_chunksrc **ret, struct ca_remote_store ***remotes, size_t *n_remotes)
+{
+	struct ca_chunksrc *src = NULL;
+	struct ca_http_opts http;
+	char *def = NULL;
+	char *const *stores = o->stores;
+	size_t n_stores = o->n_stores;
+	enum ca_digest_type digest = ca_digest_type_from_flags(ca_index_feature_flags(idx));
+	int r = ca_chunksrc_new(digest, o->lru_bytes, &src);
+	if (r < 0)
+		return ca_log_error_errno(r, "chunk source");
+	if (o->http)
+		http = *o->http;
+	else
+		ca_source_http_opts(&http);
+	if (n_stores == 0) {
+		def = ca_location_default_store(index_name);
+		if (!def) {
+			r = ca_log_error_errno(ENOMEM, "%s", index_name);
+			goto fail;
+		}
+		stores = &def;
+		n_stores = 1;
+	}
+	for (size_t i = 0; i < n_stores; i++) {
+		r = add_store(src, stores[i], &http, remotes, n_remotes);
+		if (r < 0)
+			goto fail;
+	}
+	r = add_cache(src, index_name, o);
+	if (r < 0)
+		goto fail;
+	ca_chunksrc_set_offline(src, o->offline);
+	free(def);
+	*ret = src;
+	return 0;
+fail:
+	free(def);
+	ca_chunksrc_free(src);
+	return r;
+}
+
+int ca_source_open_chunksrc(const char *index_name, const struct ca_index *idx, const struct ca_image_opts *o,
+                            struct ca_chunksrc **ret)
+{
+	return open_chain(index_name, idx, o, ret, NULL, NULL);
+}
+
+/* ---- images ---- */
+
+/* A local .catar: no index, no chunks, just the file (or block device). */
+static int open_archive_file(struct ca_image *im)
+{
+	struct stat st;
+	if (!im->local)
+		return ca_log_error_errno(EPROTONOSUPPORT, "%s: a .catar must be a local file (use a .caidx)", im->name);
+	im->fd = open(im->local, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (im->fd < 0)
+		return ca_log_error_errno(errno, "%s", im->local);
+	if (fstat(im->fd, &st) < 0)
+		return ca_log_error_errno(errno, "%s", im->local);
+	if (S_ISBLK(st.st_mode)) {
+		uint64_t size;
+		if (ioctl(im->fd, BLKGETSIZE64, &size) < 0)
+			return ca_log_error_errno(errno, "%s", im->local);
+		im->size = size;
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode))
+		return ca_log_error_errno(S_ISDIR(st.st_mode) ? EISDIR : EINVAL, "%s: not a regular file", im->local);
+	im->size = (uint64_t)st.st_size;
+	return 0;
+}
+
+static int open_indexed(struct ca_image *im, const struct ca_image_opts *o)
+{
+	int r = ca_source_open_index(im->name, o->http, &im->idx);
+	if (r < 0)
+		return r;
+	im->index_flags = ca_index_feature_flags(im->idx);
+	r = open_chain(im->name, im->idx, o, &im->src, &im->remotes, &im->n_remotes);
+	if (r < 0)
+		return r;
+	r = ca_blob_new(im->idx, im->src, &im->blob);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", im->name);
+	im->size = ca_blob_size(im->blob);
+	return 0;
+}
+
+int ca_image_open(const char *source, const struct ca_image_opts *o, struct ca_image **ret)
+{
+	static const struct ca_image_opts none = { 0 };
+	struct ca_image *im = calloc(1, sizeof(*im));
+	int r;
+	if (!o)
+		o = &none;
+	if (!im || !(im->name = strdup(source))) {
+		free(im);
+		return ca_log_error_errno(ENOMEM, "%s", source);
+	}
+	im->fd = -1;
+	im->index_flags = UINT64_MAX;
+	im->kind = ca_location_image_kind(source);
+	switch (ca_location_kind(source)) {
+	case CA_LOCATION_PATH:
+		im->local = ca_location_path(im->name);
+		break;
+	case CA_LOCATION_OTHER:
+		r = ca_log_error_errno(EPROTONOSUPPORT, "%s", source);
+		goto fail;
+	case CA_LOCATION_HTTP:
+		break;
+	}
+	switch (im->kind) {
+	case CA_IMAGE_ARCHIVE:
+		r = open_archive_file(im);
+		break;
+	case CA_IMAGE_BLOB_INDEX:
+	case CA_IMAGE_ARCHIVE_INDEX:
+		r = open_indexed(im, o);
+		break;
+	default:
+		r = ca_log_error_errno(EINVAL, "%s: not an image (.caibx, .caidx or .catar)", source);
+		break;
+	}
+	if (r < 0)
+		goto fail;
+	*ret = im;
+	return 0;
+fail:
+	ca_image_free(im);
+	return r;
+}
+
+void ca_image_free(struct ca_image *im)
+{
+	if (!im)
+		return;
+	ca_blob_free(im->blob);
+	ca_chunksrc_free(im->src);
+	free(im->remotes);
+	ca_index_free(im->idx);
+	if (im->fd >= 0)
+		close(im->fd);
+	free(im->name);
+	free(im);
+}
+
+const char *ca_image_name(const struct ca_image *im) { return im->name; }
+enum ca_image_kind ca_image_kind(const struct ca_image *im) { return im->kind; }
+const char *ca_image_local_path(const struct ca_image *im) { return im->local; }
+uint64_t ca_image_size(const struct ca_image *im) { return im->size; }
+uint64_t ca_image_index_flags(const struct ca_image *im) { return im->index_flags; }
+struct ca_index *ca_image_index(const struct ca_image *im) { return im->idx; }
+struct ca_chunksrc *ca_image_chunksrc(const struct ca_image *im) { return im->src; }
+struct ca_blob *ca_image_blob(const struct ca_image *im) { return im->blob; }
+
+uint64_t ca_image_feature_flags(struct ca_image *im)
+{
+	uint8_t e[sizeof(struct ca_format_entry)];
+	if (im->index_flags != UINT64_MAX)
+		return im->index_flags;
+	if (ca_pread_full(im->fd, e, sizeof(e), 0) != (ssize_t)sizeof(e))
+		return CA_FORMAT_SHA512_256;
+	return ca_le64_read(e + offsetof(struct ca_format_entry, feature_flags));
+}
+
+ssize_t ca_image_pread(struct ca_image *im, void *buf, size_t len, uint64_t off)
+{
+	if (im->blob)
+		return ca_blob_read(im->blob, buf, len, off);
+	if (off >= im->size)
+		return 0;
+	if (len > im->size - off)
+		len = (size_t)(im->size - off);
+	return ca_pread_full(im->fd, buf, len, off);
+}
+
+void ca_image_readahead(struct ca_image *im, uint64_t off, uint64_t len)
+{
+	if (im->blob)
+		ca_blob_readahead(im->blob, off, len);
+	else if (off <= INT64_MAX && len <= INT64_MAX)
+		(void)posix_fadvise(im->fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
+}
+
+static ssize_t source_read(void *userdata, void *buf, size_t len, uint64_t off)
+{
+	return ca_image_pread(userdata, buf, len, off);
+}
+
+static void source_readahead(void *userdata, uint64_t off, uint64_t len)
+{
+	ca_image_readahead(userdata, off, len);
+}
+
+void ca_image_archive_source(struct ca_image *im, struct ca_catar_source *ret)
+{
+	*ret = (struct ca_catar_source){
+		.read = source_read,
+		.readahead = source_readahead,
+		.userdata = im,
+		.size = im->size,
+		.index_flags = im->index_flags,
+	};
+}
+
+bool ca_image_remote_stats(const struct ca_image *im, struct ca_remote_store_stats *ret)
+{
+	*ret = (struct ca_remote_store_stats){ 0 };
+	for (size_t i = 0; i < im->n_remotes; i++) {
+		struct ca_remote_store_stats s;
+		ca_remote_store_get_stats(im->remotes[i], &s);
+		ret->http.requests += s.http.requests;
+		ret->http.attempts += s.http.attempts;
+		ret->http.retries += s.http.retries;
+		ret->http.ok += s.http.ok;
+		ret->http.missing += s.http.missing;
+		ret->http.errors += s.http.errors;
+		ret->http.bytes += s.http.bytes;
+		ret->prefetches += s.prefetches;
+		ret->prefetch_hits += s.prefetch_hits;
+		ret->prefetch_drops += s.prefetch_drops;
+		ret->prefetch_skips += s.prefetch_skips;
+	}
+	return im->n_remotes > 0;
+}
+
+int ca_image_log_read_error(struct ca_image *im, int err, uint64_t off, size_t len)
+{
+	if (!im->blob || off >= im->size)
+		return ca_log_error_errno(err, "%s", im->name);
+	for (size_t i = (size_t)ca_index_find(im->idx, off); i < ca_index_n_chunks(im->idx); i++) {
+		uint64_t s, e;
+		const uint8_t *id;
+		const struct ca_chunk *c = NULL;
+		char hex[2 * CA_CHUNK_ID_SIZE + 1];
+		ca_index_chunk(im->idx, i, &s, &e, &id);
+		if (s >= off + len)
+			break;
+		/* the culprit is the first chunk of the range that fails again */
+		int r = ca_chunksrc_get(im->src, id, e - s, &c);
+		ca_chunksrc_put(im->src, c);
+		if (r == 0)
+			continue;
+		ca_id_to_hex(id, hex);
+		if (r == -ENOENT)
+			ca_log_error("%s: chunk %s: not found in any store", im->name, hex);
+		else
+			ca_log_error_errno(r, "%s: chunk %s", im->name, hex);
+		return err;
+	}
+	return ca_log_error_errno(err, "%s", im->name);
+}

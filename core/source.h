@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * source.h - the one door into an image: a source string plus options
+ * becomes an opened image (index or archive, chunk source chain, blob,
+ * archive reader). Every command, the mount and the public library open
+ * images here; a new kind of source or a new check at open time is added
+ * here and nowhere else.
+ *
+ *   "path | file://path | http(s)://..."  + stores, cache, offline
+ *     -> classify once (location.h)
+ *     -> .catar: the local file or block device, read with pread
+ *        .caibx/.caidx: the index (mapped, or downloaded whole and
+ *        validated), then the chunk source chain
+ *            memory LRU -> cache store -> stores in the order given
+ *        (default: default.castr beside the index), then the blob
+ *     -> ca_image_archive_source(): the byte-range reader for catar_ra /
+ *        catar_dec
+ *
+ * Errors. The open functions log one line ("cafs: <source>: <why>") and
+ * return a negative errno. Reads of an image's bytes (ca_image_pread and
+ * the archive source) follow one policy, so that a caller can always tell
+ * a missing name from a missing chunk:
+ *   -ENOLINK    a chunk the index names is in no store
+ *   -EUCLEAN    a chunk is corrupt in every store that has it
+ *   -ENOMEDIUM  offline, and the chunk is not in the cache
+ *   -ECANCELED  the read was cancelled
+ *   -EIO ...    the store or the server failed to answer
+ * The archive readers add -EBADMSG (a malformed archive) and -ENOENT (no
+ * such name); neither is ever used for a chunk.
+ *
+ * Threads: an opened image is immutable; reads may run on any number of
+ * threads at once (the chunk source is thread-safe). ca_image_free must
+ * not race with anything.
+ */
+#ifndef CA_SOURCE_H
+#define CA_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "blob.h"
+#include "catar_ra.h"
+#include "chunksrc.h"
+#include "http.h"
+#include "index.h"
+#include "location.h"
+#include "remote.h"
+#include "store.h"
+
+/* HTTP settings: the defaults of http.h, overridden by the environment:
+ * CAFS_HTTP_TIMEOUT=SECONDS (connect timeout, and how long a transfer may
+ * make no progress), CAFS_HTTP_RETRIES=N, CAFS_HTTP_CONNECTIONS=N,
+ * CAFS_HTTP_CAINFO=FILE (CA bundle for https). A bad value is ignored
+ * with a warning. */
+void ca_source_http_opts(struct ca_http_opts *o);
+
+/* The chunk cache when none is given: $XDG_CACHE_HOME/cafs, /var/cache/cafs
+ * for root, else ~/.cache/cafs (malloc'd; NULL on ENOMEM). */
+char *ca_source_default_cache_dir(void);
+
+/* mkdir -p (0777 minus umask). */
+int ca_source_mkdir_p(const char *path);
+
+/* An index from a path, file:// or http(s):// URL (downloaded whole, at
+ * most 1 GiB). http may be NULL for ca_source_http_opts(). Logs. */
+int ca_source_open_index(const char *source, const struct ca_http_opts *http, struct ca_index **ret);
+
+/* A local store (a path or file:// URL; -EPROTONOSUPPORT for other URLs).
+ * Logs. */
+int ca_source_open_store(const char *store, struct ca_store **ret);
+
+/* Which chunks of idx the store (a path, file:// or http(s):// URL) holds:
+ * ret_have[i] = 1 or 0 for chunk i (remote stores are asked with HEAD
+ * requests, nothing is downloaded). Logs. */
+int ca_source_store_presence(const char *store, const struct ca_index *idx, uint8_t *ret_have);
+
+enum ca_cache_mode {
+	CA_CACHE_NONE, /* no chunk cache on disk */
+	CA_CACHE_DIR,  /* cache_dir (made if missing) */
+	CA_CACHE_AUTO, /* cache_dir if given, else the default one when anything is remote */
+};
+
+struct ca_image_opts {
+	/* Chunk stores, tried in this order: paths, file:// or http(s):// URLs.
+	 * None: default.castr beside the index. */
+	char *const *stores;
+	size_t n_stores;
+	enum ca_cache_mode cache_mode;
+	const char *cache_dir;
+	bool cache_touch; /* a cache hit marks the chunk as used (for prune) */
+	bool offline;     /* only the LRU and the cache; nothing is downloaded */
+	size_t lru_bytes; /* decompressed chunks kept in memory (0: none) */
+	const struct ca_http_opts *http; /* NULL: ca_source_http_opts() */
+};
+
+struct ca_image;
+
+/* Open source (its kind from its suffix). A .catar must be local (a
+ * regular file or a block device). Logs its errors. */
+int ca_image_open(const char *source, const struct ca_image_opts *o, struct ca_image **ret);
+void ca_image_free(struct ca_image *im); /* accepts NULL */
+
+/* Just the chunk source chain for an index already open (cache fill and
+ * seeds read several indexes with one cache). index_name places the
+ * default store. Logs. */
+int ca_source_open_chunksrc(const char *index_name, const struct ca_index *idx, const struct ca_image_opts *o,
+                            struct ca_chunksrc **ret);
+
+const char *ca_image_name(const struct ca_image *im); /* the source as given */
+enum ca_image_kind ca_image_kind(const struct ca_image *im);
+/* The local file behind the image (index or .catar), NULL when remote. */
+const char *ca_image_local_path(const struct ca_image *im);
+uint64_t ca_image_size(const struct ca_image *im);
+/* The index header's feature flags, UINT64_MAX for a .catar. */
+uint64_t ca_image_index_flags(const struct ca_image *im);
+/* The archive's feature flags: the index's, or a .catar root ENTRY's
+ * (unchecked here; SHA-512/256 if it cannot be read). */
+uint64_t ca_image_feature_flags(struct ca_image *im);
+
+/* NULL for a .catar. Borrowed: they live as long as the image. */
+struct ca_index *ca_image_index(const struct ca_image *im);
+struct ca_chunksrc *ca_image_chunksrc(const struct ca_image *im);
+struct ca_blob *ca_image_blob(const struct ca_image *im);
+
+/* Read up to len bytes of the image at off (short only at its end), with
+ * the error policy above. */
+ssize_t ca_image_pread(struct ca_image *im, void *buf, size_t len, uint64_t off);
+/* Hint: [off, off+len) will be read soon. Never blocks. */
+void ca_image_readahead(struct ca_image *im, uint64_t off, uint64_t len);
+
+/* The image as an archive reader's byte source (ca_image_pread and
+ * ca_image_readahead; userdata is im). */
+void ca_image_archive_source(struct ca_image *im, struct ca_catar_source *ret);
+
+/* The http(s) stores' counters, summed; false when there are none. */
+bool ca_image_remote_stats(const struct ca_image *im, struct ca_remote_store_stats *ret);
+
+/* Say in one line why a read of [off, off+len) failed with err: for an
+ * index, which chunk and whether it was missing or corrupt. Returns err. */
+int ca_image_log_read_error(struct ca_image *im, int err, uint64_t off, size_t len);
+
+#endif
