@@ -12,6 +12,7 @@
 
 #include "blob_stream.h"
 #include "condwait.h"
+#include "thread.h"
 
 #define THREADS_MAX 4
 
@@ -145,7 +146,7 @@ int ca_blob_stream_new(struct ca_blob *b, unsigned ahead, unsigned threads, cons
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 		threads = ncpu < 1 ? 1 : ncpu > THREADS_MAX ? THREADS_MAX : (unsigned)ncpu;
 	}
-	while (s->n_th < threads && s->n_th < THREADS_MAX && (r = -pthread_create(&s->th[s->n_th], NULL, fetcher, s)) == 0)
+	while (s->n_th < threads && s->n_th < THREADS_MAX && (r = ca_thread_create(&s->th[s->n_th], fetcher, s)) == 0)
 		s->n_th++;
 	if (s->n_th == 0)
 		goto fail_thread;

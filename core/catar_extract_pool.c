@@ -12,6 +12,7 @@
 #include "catar_extract_int.h"
 #include "fdio.h"
 #include "log.h"
+#include "thread.h"
 
 /* What a worker does: make_leaf_direct for a plain file with the payload
  * in memory. Returns 0 or a negative errno (not logged: only the first error is). */
@@ -120,7 +121,7 @@ static bool pool_start(struct ex *x)
 		/* cannot tell which one: treat the pool as absent, leak nothing that matters */
 		return false;
 	}
-	while (p->n_th < x->n_threads && pthread_create(&p->th[p->n_th], NULL, worker, x) == 0)
+	while (p->n_th < x->n_threads && ca_thread_create(&p->th[p->n_th], worker, x) == 0)
 		p->n_th++;
 	return p->n_th > 0;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "digest_pipe.h"
+#include "thread.h"
 
 #define NBUF 4
 #define BUFSIZE (1u << 20)
@@ -61,7 +62,7 @@ int ca_digest_pipe_new(enum ca_digest_type type, struct ca_digest_pipe **ret)
 		r = -pthread_mutex_init(&dp->lock, NULL);
 	if (r == 0 && (r = -pthread_cond_init(&dp->cond, NULL)) < 0)
 		pthread_mutex_destroy(&dp->lock);
-	if (r == 0 && (r = -pthread_create(&dp->thread, NULL, pipe_main, dp)) < 0) {
+	if (r == 0 && (r = ca_thread_create(&dp->thread, pipe_main, dp)) < 0) {
 		pthread_cond_destroy(&dp->cond);
 		pthread_mutex_destroy(&dp->lock);
 	}

@@ -19,6 +19,7 @@
 #include "extract.h"
 #include "fdio.h"
 #include "log.h"
+#include "thread.h"
 
 #define MAX_WORKERS 64
 #define PROGRESS_STEP (8u << 20)
@@ -322,7 +323,7 @@ static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, con
 	for (size_t i = 0; i < PREFETCH_AHEAD; i++)
 		prefetch(x, i);
 	for (; started < n; started++)
-		if ((r = -pthread_create(&th[started], NULL, worker, x)) < 0)
+		if ((r = ca_thread_create(&th[started], worker, x)) < 0)
 			break;
 	if (r < 0) {
 		pthread_mutex_lock(&x->lock);

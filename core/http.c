@@ -14,6 +14,7 @@
 #include "http.h"
 #include "location.h"
 #include "log.h"
+#include "thread.h"
 
 #define MAX_IDLE_HANDLES 64
 #define MAX_BACKOFF_MS 8000
@@ -503,7 +504,7 @@ int ca_http_new(const struct ca_http_opts *o, struct ca_http **ret)
 	/* the engine thread takes no signals (SIGPIPE included): they belong to the main program */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	r = -pthread_create(&h->thread, NULL, loop, h);
+	r = ca_thread_create(&h->thread, loop, h);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r < 0)
 		goto fail;

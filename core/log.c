@@ -11,18 +11,40 @@
 
 #include "log.h"
 
-/* The level is process configuration, like stderr itself: set by main at
- * start-up, read by every thread, atomically since it may change later. */
-static int max_level = CA_LOG_WARNING;
+/* Thread-local, not process-wide: each thread logs where its owner said. */
+static __thread struct ca_logger *current;
+
+void ca_logger_set_level(struct ca_logger *l, enum ca_log_level level)
+{
+	__atomic_store_n(&l->level, (int)level, __ATOMIC_RELAXED);
+}
+
+enum ca_log_level ca_logger_get_level(const struct ca_logger *l)
+{
+	return (enum ca_log_level)__atomic_load_n(&l->level, __ATOMIC_RELAXED);
+}
+
+struct ca_logger *ca_log_use(struct ca_logger *l)
+{
+	struct ca_logger *old = current;
+	current = l;
+	return old;
+}
+
+struct ca_logger *ca_log_current(void)
+{
+	return current;
+}
 
 void ca_log_set_level(enum ca_log_level level)
 {
-	__atomic_store_n(&max_level, (int)level, __ATOMIC_RELAXED);
+	if (current)
+		ca_logger_set_level(current, level);
 }
 
 enum ca_log_level ca_log_get_level(void)
 {
-	return (enum ca_log_level)__atomic_load_n(&max_level, __ATOMIC_RELAXED);
+	return current ? ca_logger_get_level(current) : CA_LOG_WARNING;
 }
 
 const char *ca_strerror(int err, char *buf, unsigned len)
@@ -43,8 +65,10 @@ const char *ca_strerror(int err, char *buf, unsigned len)
 
 static void emit(enum ca_log_level level, const char *fmt, va_list ap, int err)
 {
+	static const char prefix[] = "cafs: ";
 	char line[2048];
-	int n = snprintf(line, sizeof(line), "cafs: %s", level == CA_LOG_WARNING ? "warning: " : "");
+	/* the prefix is there for stderr; a callback gets the line after it */
+	int n = snprintf(line, sizeof(line), "%s%s", prefix, level == CA_LOG_WARNING ? "warning: " : "");
 	if (n < 0)
 		return;
 	int m = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
@@ -61,6 +85,11 @@ static void emit(enum ca_log_level level, const char *fmt, va_list ap, int err)
 			n += k;
 		if (n > (int)sizeof(line) - 2)
 			n = sizeof(line) - 2;
+	}
+	if (current && current->fn) {
+		line[n] = 0;
+		current->fn(current->userdata, level, line + sizeof(prefix) - 1);
+		return;
 	}
 	line[n++] = '\n';
 	ssize_t w = write(STDERR_FILENO, line, n);

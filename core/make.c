@@ -19,6 +19,7 @@
 #include "fdio.h"
 #include "index.h"
 #include "log.h"
+#include "thread.h"
 #include "make.h"
 #include "store.h"
 
@@ -341,14 +342,14 @@ int ca_maker_new(const struct ca_make_opts *o, struct ca_maker **ret)
 		r = -ENOMEM;
 		goto fail;
 	}
-	if ((r = -pthread_create(&m->digest_thread, NULL, digest_main, m)) < 0)
+	if ((r = ca_thread_create(&m->digest_thread, digest_main, m)) < 0)
 		goto fail;
 	m->digest_started = true;
-	if ((r = -pthread_create(&m->chunker_thread, NULL, chunker_main, m)) < 0)
+	if ((r = ca_thread_create(&m->chunker_thread, chunker_main, m)) < 0)
 		goto fail;
 	m->chunker_started = true;
 	for (; m->n_workers < n; m->n_workers++)
-		if ((r = -pthread_create(&m->workers[m->n_workers], NULL, worker_main, m)) < 0)
+		if ((r = ca_thread_create(&m->workers[m->n_workers], worker_main, m)) < 0)
 			goto fail;
 	*ret = m;
 	return 0;

@@ -24,9 +24,13 @@
  * the kernel's async readahead sends several reads at once, out of order */
 #define SEQ_SLACK (UINT64_C(4) << 20)
 
+/* Every op starts here: libfuse's threads were not made by us, so they
+ * learn the fs's logger now (a thread-local store, cheap). */
 static struct cafs_fs *fs_of(fuse_req_t req)
 {
-	return fuse_req_userdata(req);
+	struct cafs_fs *fs = fuse_req_userdata(req);
+	ca_log_use(fs->logger);
+	return fs;
 }
 
 int cafs_fs_errno(int r)
@@ -58,6 +62,7 @@ static int fs_alloc(struct ca_image *im, const struct cafs_fs_options *o, struct
 	if (!fs)
 		return -ENOMEM;
 	fs->im = im;
+	fs->logger = ca_log_current();
 	ca_image_archive_source(im, &fs->img);
 	fs->o = *o;
 	fs->o.blob_name = NULL;

@@ -20,6 +20,7 @@
 
 struct cafs_fs {
 	struct ca_image *im;           /* borrowed */
+	struct ca_logger *logger;      /* the creator's: libfuse's threads log there too */
 	struct ca_catar_source img;    /* the image's bytes */
 	struct ca_catar_ra *ra;        /* tree mounts only */
 	struct cafs_inode_table *inodes;

@@ -12,6 +12,7 @@
 
 #include "interrupt.h"
 #include "log.h"
+#include "thread.h"
 
 /* Signal state is process-wide by nature; this is the command's (main's)
  * side of it, never touched by core/ except through the flag pointer. */
@@ -77,10 +78,10 @@ int cafs_interrupt_start(void)
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &usr1, NULL);
-	r = pthread_create(&watcher, NULL, watch, &set);
+	r = ca_thread_create(&watcher, watch, &set);
 	pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
-	if (r)
-		return -r;
+	if (r < 0)
+		return r;
 	running = true;
 	return 0;
 }

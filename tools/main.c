@@ -160,9 +160,13 @@ static int run_command(const struct cafs_command *c, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* the command's messages go to stderr; every thread it starts
+	 * inherits this logger, and -v/-q set its level */
+	struct ca_logger logger = CA_LOGGER_STDERR(CA_LOG_WARNING);
 	const char *base = strrchr(argv[0], '/');
 	base = base ? base + 1 : argv[0];
 	ensure_std_fds();
+	ca_log_use(&logger);
 
 	if (!strcmp(base, "mount.cafs")) {
 		const struct cafs_command *m = cafs_command_find("mount");

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* thread.c - threads that inherit their creator's logger (see thread.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "log.h"
+#include "thread.h"
+
+struct start {
+	void *(*fn)(void *);
+	void *arg;
+	struct ca_logger *logger;
+};
+
+static void *trampoline(void *p)
+{
+	struct start s = *(struct start *)p;
+	free(p);
+	ca_log_use(s.logger);
+	return s.fn(s.arg);
+}
+
+int ca_thread_create(pthread_t *ret, void *(*fn)(void *), void *arg)
+{
+	struct start *s = malloc(sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	*s = (struct start){ fn, arg, ca_log_current() };
+	int r = pthread_create(ret, NULL, trampoline, s);
+	if (r) {
+		free(s);
+		return -r;
+	}
+	return 0;
+}

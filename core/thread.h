@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * thread.h - starting threads that log where their creator logs.
+ *
+ * Every thread core/ starts goes through ca_thread_create, so a message
+ * from a worker reaches the logger of whoever asked for the work (log.h:
+ * the logger is per thread, never process-wide).
+ */
+#ifndef CA_THREAD_H
+#define CA_THREAD_H
+
+#include <pthread.h>
+
+/* pthread_create with default attributes, plus the caller's logger. 0 or
+ * a negative errno. */
+int ca_thread_create(pthread_t *ret, void *(*fn)(void *), void *arg);
+
+#endif
