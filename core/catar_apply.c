@@ -2,18 +2,18 @@
 /* catar_apply.c - put an archive entry's metadata on what extract created. */
 #include "config.h"
 
-#include <acl/libacl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/acl.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "acl.h"
 #include "catar_extract_int.h"
 #include "feature.h"
 #include "log.h"
@@ -45,105 +45,44 @@ static void proc_path(char *out, size_t n, int dfd, const char *name)
 	snprintf(out, n, "/proc/self/fd/%d/%s", dfd, name);
 }
 
-static void set_perms(acl_entry_t e, uint64_t p)
+/* One ACL xattr: on the node itself (fd), else through its /proc path
+ * (follows the final component, as libacl's acl_set_file did; callers
+ * never pass a symlink). */
+static int set_acl(const struct ca_catar_node *n, bool dflt, int fd, const char *ppath)
 {
-	acl_permset_t ps;
-	if (acl_get_permset(e, &ps) < 0)
-		return;
-	acl_clear_perms(ps);
-	if (p & CA_ACL_PERM_READ)
-		acl_add_perm(ps, ACL_READ);
-	if (p & CA_ACL_PERM_WRITE)
-		acl_add_perm(ps, ACL_WRITE);
-	if (p & CA_ACL_PERM_EXECUTE)
-		acl_add_perm(ps, ACL_EXECUTE);
-	acl_set_permset(e, ps);
+	const char *name = dflt ? CA_ACL_XATTR_DEFAULT : CA_ACL_XATTR_ACCESS;
+	uint8_t *v = NULL;
+	size_t size = 0;
+	int r = ca_acl_node_xattr(n, dflt, &v, &size);
+	if (r < 0)
+		return r;
+	if ((fd >= 0 ? fsetxattr(fd, name, v, size, 0) : setxattr(ppath, name, v, size, 0)) < 0)
+		r = -errno;
+	free(v);
+	return r;
 }
 
-static int add_entry(acl_t *acl, acl_tag_t tag, const uint64_t *id, uint64_t perms)
-{
-	acl_entry_t e;
-	if (acl_create_entry(acl, &e) < 0 || acl_set_tag_type(e, tag) < 0)
-		return -errno;
-	if (id) {
-		id_t q = (id_t)*id;
-		if (acl_set_qualifier(e, &q) < 0)
-			return -errno;
-	}
-	set_perms(e, perms);
-	return 0;
-}
-
-static int add_named(acl_t *acl, const struct ca_catar_node *n, enum ca_catar_acl_kind kind, acl_tag_t tag)
-{
-	struct ca_catar_acl_entry a;
-	size_t cur = 0;
-	while (ca_catar_node_next_acl(n, kind, &cur, &a)) {
-		int r = add_entry(acl, tag, &a.id, a.permissions);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* The access ACL (only when it has named entries: otherwise the mode is
- * the whole story) and, for directories, the default ACL. */
+/* The access ACL (only when it has named entries or a mask: otherwise the
+ * mode is the whole story) and, for directories, the default ACL, which
+ * an existing directory loses when the archive has none. */
 static int apply_acls(struct ex *x, const struct ca_catar_node *n, int fd, const char *ppath, bool fresh)
 {
-	acl_t acl = NULL;
 	int r = 0;
-	uint64_t m = n->mode;
 	if (!(x->flags & CA_FORMAT_WITH_ACL))
 		return 0;
-	/* GROUP_OBJ is only stored when the ACL has a mask: then it is an
-	 * extended ACL even without named entries */
-	if (n->n_acl_user || n->n_acl_group || n->has_acl_group_obj) {
-		acl = acl_init(8);
-		if (!acl)
-			return -errno;
-		r = add_entry(&acl, ACL_USER_OBJ, NULL, (m >> 6) & 7);
-		if (r == 0)
-			r = add_entry(&acl, ACL_GROUP_OBJ, NULL, n->acl_group_obj);
-		if (r == 0)
-			r = add_entry(&acl, ACL_OTHER, NULL, m & 7);
-		if (r == 0)
-			r = add_entry(&acl, ACL_MASK, NULL, (m >> 3) & 7);
-		if (r == 0)
-			r = add_named(&acl, n, CA_CATAR_ACL_USER, ACL_USER);
-		if (r == 0)
-			r = add_named(&acl, n, CA_CATAR_ACL_GROUP, ACL_GROUP);
-		if (r == 0 && (fd >= 0 ? acl_set_fd(fd, acl) : acl_set_file(ppath, ACL_TYPE_ACCESS, acl)) < 0)
-			r = -errno;
-		acl_free(acl);
-		acl = NULL;
-		if (r < 0)
-			goto out;
-	}
-	if (S_ISDIR(m)) {
-		if (!n->has_acl_default) {
-			if (!fresh && acl_delete_def_file(ppath) < 0 && errno != ENOTSUP && errno != EOPNOTSUPP)
+	r = set_acl(n, false, fd, ppath);
+	if (r == -ENODATA)
+		r = 0;
+	if (r == 0 && S_ISDIR(n->mode)) {
+		r = set_acl(n, true, fd, ppath);
+		if (r == -ENODATA) {
+			r = 0;
+			/* as libacl's acl_delete_def_file: none, or no ACLs here, is fine */
+			if (!fresh && removexattr(ppath, CA_ACL_XATTR_DEFAULT) < 0 && errno != ENODATA &&
+			    errno != ENOTSUP && errno != EOPNOTSUPP)
 				r = -errno;
-			goto out;
 		}
-		acl = acl_init(8);
-		if (!acl)
-			return -errno;
-		r = add_entry(&acl, ACL_USER_OBJ, NULL, n->acl_default_user_obj);
-		if (r == 0)
-			r = add_entry(&acl, ACL_GROUP_OBJ, NULL, n->acl_default_group_obj);
-		if (r == 0)
-			r = add_entry(&acl, ACL_OTHER, NULL, n->acl_default_other);
-		if (r == 0 && n->acl_default_mask != CA_ACL_NO_MASK)
-			r = add_entry(&acl, ACL_MASK, NULL, n->acl_default_mask);
-		if (r == 0)
-			r = add_named(&acl, n, CA_CATAR_ACL_DEFAULT_USER, ACL_USER);
-		if (r == 0)
-			r = add_named(&acl, n, CA_CATAR_ACL_DEFAULT_GROUP, ACL_GROUP);
-		if (r == 0 && acl_set_file(ppath, ACL_TYPE_DEFAULT, acl) < 0)
-			r = -errno;
-		acl_free(acl);
 	}
-out:
 	if (r == -ENOTSUP || r == -EOPNOTSUPP) {
 		ca_ex_warn_once(&x->warned_acl, r, "ACLs");
 		r = 0;

@@ -25,6 +25,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "acl.h"
 #include "catar_meta.h"
 #include "feature.h"
 #include "format.h"
@@ -281,21 +282,6 @@ static int list_xattrs(struct ca_meta_ctx *c, int fd)
 	}
 }
 
-static int put_header(struct ca_buf *out, uint64_t size, uint64_t type)
-{
-	uint8_t h[16];
-	ca_le64_write(h, size);
-	ca_le64_write(h + 8, type);
-	return ca_buf_append(out, h, 16, SIZE_MAX);
-}
-
-static int put_u64(struct ca_buf *out, uint64_t v)
-{
-	uint8_t b[8];
-	ca_le64_write(b, v);
-	return ca_buf_append(out, b, 8, SIZE_MAX);
-}
-
 struct xattr_ref {
 	size_t name_off, val_off, val_len; /* into the scratch buffer */
 };
@@ -306,137 +292,43 @@ static int cmp_xattr(const void *a, const void *b, void *base)
 	return strcmp((const char *)base + x->name_off, (const char *)base + y->name_off);
 }
 
-/* ---- ACLs ---- */
+/* ---- gathering: everything one node's records say, read once ---- */
 
-struct acl_item {
-	uint64_t id, perm;
-	char *name; /* NULL: none */
+struct meta_info {
+	uint64_t mode, eflags, uid, gid, mtime;
+	uint32_t fat, projid;
+	bool subvol, subvol_ro;
+	struct xattr_ref *xr; /* user./trusted. xattrs, sorted by name */
+	size_t n_xr;
+	bool have_fcaps;
+	size_t fcaps_off, fcaps_len; /* into the scratch buffer */
+	bool listed;                 /* c->xlist holds the node's xattr names */
+	struct ca_acl acc, def;
+	char *label, *target; /* NULL when none */
+	/* how nodes without an fd are reached: an O_PATH fd and its /proc path */
+	int path_fd;
+	char proc_path[64];
 };
 
-struct acl_info {
-	struct acl_item *user, *group;
-	size_t n_user, n_group;
-	uint64_t user_obj, group_obj, other, mask; /* UINT64_MAX: absent */
-};
-
-static void acl_info_free(struct acl_info *a)
+static void info_init(struct meta_info *i)
 {
-	for (size_t i = 0; i < a->n_user; i++)
-		free(a->user[i].name);
-	for (size_t i = 0; i < a->n_group; i++)
-		free(a->group[i].name);
-	free(a->user);
-	free(a->group);
-	memset(a, 0, sizeof(*a));
-	a->user_obj = a->group_obj = a->other = a->mask = UINT64_MAX;
+	memset(i, 0, sizeof(*i));
+	ca_acl_init(&i->acc);
+	ca_acl_init(&i->def);
+	i->path_fd = -1;
 }
 
-static int cmp_acl(const void *a, const void *b)
+static void info_release(struct meta_info *i)
 {
-	const struct acl_item *x = a, *y = b;
-	if (x->id != y->id)
-		return x->id < y->id ? -1 : 1;
-	if (!x->name != !y->name)
-		return x->name ? 1 : -1;
-	if (x->name) {
-		int k = strcmp(x->name, y->name);
-		if (k)
-			return k;
-	}
-	return x->perm < y->perm ? -1 : x->perm > y->perm;
+	if (i->path_fd >= 0)
+		close(i->path_fd);
+	ca_acl_release(&i->acc);
+	ca_acl_release(&i->def);
+	free(i->xr);
+	free(i->label);
+	free(i->target);
+	info_init(i);
 }
-
-#define ACL_XATTR_VERSION 2u
-enum { TAG_USER_OBJ = 1, TAG_USER = 2, TAG_GROUP_OBJ = 4, TAG_GROUP = 8, TAG_MASK = 0x10, TAG_OTHER = 0x20 };
-
-/* Decode a system.posix_acl_* value (as libacl would) into a. */
-static int parse_acl(struct ca_meta_ctx *c, const uint8_t *p, size_t len, struct acl_info *a)
-{
-	if (len < 4 || (len - 4) % 8 || (p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24) != ACL_XATTR_VERSION)
-		return -EINVAL;
-	for (size_t off = 4; off < len; off += 8) {
-		unsigned tag = p[off] | p[off + 1] << 8;
-		uint64_t perm = (p[off + 2] | p[off + 3] << 8) & 7u;
-		uint32_t id = p[off + 4] | p[off + 5] << 8 | p[off + 6] << 16 | (uint32_t)p[off + 7] << 24;
-		struct acl_item **list;
-		size_t *n;
-		switch (tag) {
-		case TAG_USER_OBJ:
-			a->user_obj = perm;
-			continue;
-		case TAG_GROUP_OBJ:
-			a->group_obj = perm;
-			continue;
-		case TAG_OTHER:
-			a->other = perm;
-			continue;
-		case TAG_MASK:
-			a->mask = perm;
-			continue;
-		case TAG_USER:
-			list = &a->user;
-			n = &a->n_user;
-			break;
-		case TAG_GROUP:
-			list = &a->group;
-			n = &a->n_group;
-			break;
-		default:
-			return -EINVAL;
-		}
-		if (id == UINT32_MAX || id == UINT16_MAX)
-			return -EINVAL;
-		if ((c->flags & CA_FORMAT_WITH_16BIT_UIDS) && id > UINT16_MAX)
-			return -EPROTONOSUPPORT;
-		struct acl_item *v = realloc(*list, (*n + 1) * sizeof(**list));
-		if (!v)
-			return -ENOMEM;
-		*list = v;
-		v[*n] = (struct acl_item){ .id = (c->flags & UID_FLAGS) ? id : 0, .perm = perm };
-		(*n)++;
-		if (c->flags & CA_FORMAT_WITH_USER_NAMES) {
-			int r = lookup_name(c, tag == TAG_GROUP, id, &v[*n - 1].name);
-			if (r < 0)
-				return r;
-		}
-	}
-	/* qsort's pointer must not be NULL, even for zero items */
-	if (a->n_user)
-		qsort(a->user, a->n_user, sizeof(*a->user), cmp_acl);
-	if (a->n_group)
-		qsort(a->group, a->n_group, sizeof(*a->group), cmp_acl);
-	return 0;
-}
-
-/* Read one ACL: fd when open, else through the /proc path of path_fd. */
-static int read_acl(struct ca_meta_ctx *c, int fd, const char *proc_path, const char *xname, struct acl_info *a)
-{
-	int r = get_xattr(c, fd, proc_path, true, xname);
-	if (r == -ENODATA || r == -EOPNOTSUPP || r == -EBADF)
-		return 0;
-	if (r < 0)
-		return r;
-	return parse_acl(c, c->xval.data, c->xval.size, a);
-}
-
-static int put_acl_list(struct ca_buf *out, uint64_t type, const struct acl_item *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		size_t nl = v[i].name ? strlen(v[i].name) + 1 : 0;
-		int r = put_header(out, 32 + nl, type);
-		if (r == 0)
-			r = put_u64(out, v[i].id);
-		if (r == 0)
-			r = put_u64(out, v[i].perm);
-		if (r == 0 && nl)
-			r = ca_buf_append(out, v[i].name, nl, SIZE_MAX);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* ---- the whole record set ---- */
 
 static uint64_t fixup_mode(uint64_t flags, mode_t m)
 {
@@ -450,334 +342,409 @@ static uint64_t fixup_mode(uint64_t flags, mode_t m)
 	return (m & S_IFMT) | (dir ? 0777 : 0666);
 }
 
-int ca_meta_serialize(struct ca_meta_ctx *c, struct ca_meta_node *n, struct ca_buf *out)
+static int gather_fat(struct ca_meta_ctx *c, const struct ca_meta_node *n, struct meta_info *i)
+{
+	if ((!S_ISREG(n->st.st_mode) && !S_ISDIR(n->st.st_mode)) || !(c->flags & FAT_MASK) || n->fd < 0 ||
+	    ((uint32_t)n->magic != M_MSDOS && (uint32_t)n->magic != M_FUSE))
+		return 0;
+	if (ioctl(n->fd, FAT_IOCTL_GET_ATTRIBUTES, &i->fat) < 0) {
+		i->fat = 0;
+		if (!errno_unsupported(errno))
+			return -errno;
+	}
+	return 0;
+}
+
+static int gather_subvol(struct ca_meta_ctx *c, const struct ca_meta_node *n, struct meta_info *i)
+{
+	uint64_t bf = 0;
+	if (!S_ISDIR(n->st.st_mode) || !(c->flags & CA_FORMAT_WITH_SUBVOLUME) || (uint32_t)n->magic != M_BTRFS ||
+	    n->st.st_ino != 256)
+		return 0;
+	if (ioctl(n->fd, BTRFS_IOC_SUBVOL_GETFLAGS, &bf) < 0)
+		return -errno;
+	i->subvol = true;
+	i->subvol_ro = !!(bf & BTRFS_SUBVOL_RDONLY);
+	return 0;
+}
+
+/* Nodes without an fd are reached the way casync reaches them: an O_PATH
+ * fd (on which the kernel may refuse flistxattr: then they have no
+ * xattrs) and its /proc path for ACLs. */
+static int open_path(struct ca_meta_ctx *c, const struct ca_meta_node *n, struct meta_info *i)
+{
+	if (n->fd < 0 && !S_ISLNK(n->st.st_mode) &&
+	    (c->flags & (CA_FORMAT_WITH_XATTRS | CA_FORMAT_WITH_FCAPS | CA_FORMAT_WITH_ACL))) {
+		i->path_fd = openat(n->parent_fd, n->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_PATH);
+		if (i->path_fd < 0)
+			return -errno;
+	}
+	snprintf(i->proc_path, sizeof(i->proc_path), "/proc/self/fd/%d", n->fd >= 0 ? n->fd : i->path_fd);
+	return 0;
+}
+
+/* One listed xattr into the scratch buffer (name, NUL, value) and, unless
+ * it is the file capability, into i->xr. */
+static int keep_xattr(struct ca_meta_ctx *c, struct meta_info *i, const char *name, size_t k, bool is_caps)
+{
+	size_t noff = c->scratch.size;
+	int r = ca_buf_append(&c->scratch, name, k + 1, SIZE_MAX);
+	if (r == 0)
+		r = ca_buf_append(&c->scratch, c->xval.data, c->xval.size, SIZE_MAX);
+	if (r < 0)
+		return r;
+	if (is_caps) {
+		i->have_fcaps = true;
+		i->fcaps_off = noff + k + 1;
+		i->fcaps_len = c->xval.size;
+		return 0;
+	}
+	struct xattr_ref *v = realloc(i->xr, (i->n_xr + 1) * sizeof(*i->xr));
+	if (!v)
+		return -ENOMEM;
+	i->xr = v;
+	i->xr[i->n_xr++] = (struct xattr_ref){ noff, noff + k + 1, c->xval.size };
+	return 0;
+}
+
+static int gather_xattrs(struct ca_meta_ctx *c, const struct ca_meta_node *n, struct meta_info *i)
+{
+	bool isreg = S_ISREG(n->st.st_mode);
+	if (!(c->flags & (CA_FORMAT_WITH_XATTRS | CA_FORMAT_WITH_FCAPS)) || S_ISLNK(n->st.st_mode))
+		return 0;
+	int r = list_xattrs(c, n->fd >= 0 ? n->fd : i->path_fd);
+	if (r < 0)
+		return r;
+	i->listed = r > 0;
+	for (size_t off = 0; i->listed && off < c->xlist.size;) {
+		const char *q = (const char *)c->xlist.data + off;
+		size_t k = strnlen(q, c->xlist.size - off);
+		off += k + 1;
+		bool is_caps = isreg && !strcmp(q, "security.capability");
+		if (!xattr_name_stored(q) && !is_caps)
+			continue;
+		r = n->fd >= 0 ? get_xattr(c, n->fd, NULL, true, q) : get_xattr(c, -1, i->proc_path, true, q);
+		if (r == -ENODATA)
+			continue; /* went away meanwhile */
+		if (r < 0)
+			return r;
+		r = keep_xattr(c, i, q, k, is_caps);
+		if (r < 0)
+			return r;
+	}
+	if (i->n_xr > 1)
+		qsort_r(i->xr, i->n_xr, sizeof(*i->xr), cmp_xattr, c->scratch.data);
+	return 0;
+}
+
+/* Named ACL entries as casync stores them: ids only with uid flags, names
+ * only with USER_NAMES; the ids casync reads as "none" are refused. */
+static int acl_ids(struct ca_meta_ctx *c, struct ca_acl_entry *v, size_t n, bool group)
+{
+	for (size_t k = 0; k < n; k++) {
+		uint64_t id = v[k].id;
+		if (id == UINT16_MAX)
+			return -EINVAL;
+		if ((c->flags & CA_FORMAT_WITH_16BIT_UIDS) && id > UINT16_MAX)
+			return -EPROTONOSUPPORT;
+		if (!(c->flags & UID_FLAGS))
+			v[k].id = 0;
+		if (c->flags & CA_FORMAT_WITH_USER_NAMES) {
+			int r = lookup_name(c, group, (unsigned)id, &v[k].name);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* One ACL, read through the fd when open, else the /proc path. */
+static int read_acl(struct ca_meta_ctx *c, int fd, const char *proc_path, const char *xname, struct ca_acl *a)
+{
+	int r = get_xattr(c, fd, proc_path, true, xname);
+	if (r == -ENODATA || r == -EOPNOTSUPP || r == -EBADF)
+		return 0;
+	if (r < 0)
+		return r;
+	r = ca_acl_from_xattr(c->xval.data, c->xval.size, a);
+	if (r == 0)
+		r = acl_ids(c, a->users, a->n_users, false);
+	if (r == 0)
+		r = acl_ids(c, a->groups, a->n_groups, true);
+	if (r == 0)
+		ca_acl_sort_records(a);
+	return r;
+}
+
+static int gather_acls(struct ca_meta_ctx *c, const struct ca_meta_node *n, struct meta_info *i)
+{
+	int r = 0;
+	if (!(c->flags & CA_FORMAT_WITH_ACL) || S_ISLNK(n->st.st_mode))
+		return 0;
+	if (!i->listed || list_has(&c->xlist, CA_ACL_XATTR_ACCESS))
+		r = read_acl(c, n->fd, i->proc_path, CA_ACL_XATTR_ACCESS, &i->acc);
+	if (r == 0 && S_ISDIR(n->st.st_mode) && (!i->listed || list_has(&c->xlist, CA_ACL_XATTR_DEFAULT)))
+		r = read_acl(c, n->fd, i->proc_path, CA_ACL_XATTR_DEFAULT, &i->def);
+	return r;
+}
+
+static int gather_selinux(struct ca_meta_ctx *c, const struct ca_meta_node *n, struct meta_info *i)
+{
+	char lpath[PATH_MAX];
+	int r;
+	if (!(c->flags & CA_FORMAT_WITH_SELINUX) || (i->listed && !list_has(&c->xlist, "security.selinux")))
+		return 0;
+	if (n->fd >= 0) {
+		r = get_xattr(c, n->fd, NULL, true, "security.selinux");
+	} else {
+		/* the label of a symlink itself, not of its target */
+		snprintf(lpath, sizeof(lpath), "/proc/self/fd/%d/%s", n->parent_fd, n->name);
+		r = get_xattr(c, -1, lpath, false, "security.selinux");
+	}
+	if (r < 0)
+		return r == -ENODATA || r == -EOPNOTSUPP ? 0 : r;
+	if (r > 0 && c->xval.size > 0) {
+		i->label = strndup((const char *)c->xval.data, c->xval.size);
+		if (!i->label)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int gather_projid(struct ca_meta_ctx *c, const struct ca_meta_node *n, struct meta_info *i)
+{
+	struct fsxattr fa;
+	uint32_t magic = (uint32_t)n->magic;
+	if ((!S_ISREG(n->st.st_mode) && !S_ISDIR(n->st.st_mode)) || !(c->flags & CA_FORMAT_WITH_QUOTA_PROJID) ||
+	    n->fd < 0 || (magic != M_EXT4 && magic != M_XFS && magic != M_FUSE))
+		return 0;
+	if (ioctl(n->fd, FS_IOC_FSGETXATTR, &fa) < 0)
+		return errno_unsupported(errno) ? 0 : -errno;
+	i->projid = fa.fsx_projid;
+	return 0;
+}
+
+/* The ENTRY fields: owner ids (and names), flags, mode, mtime. */
+static int gather_entry(struct ca_meta_ctx *c, const struct ca_meta_node *n, struct meta_info *i)
 {
 	const uint64_t f = c->flags;
-	const mode_t m = n->st.st_mode;
-	const bool isreg = S_ISREG(m), isdir = S_ISDIR(m), islnk = S_ISLNK(m);
-	struct acl_info acc, def;
-	struct xattr_ref *xr = NULL;
-	size_t n_xr = 0, fcaps_off = 0, fcaps_len = 0;
-	bool have_fcaps = false, listed = false;
-	char *label = NULL, *target = NULL;
-	char proc_path[64];
-	int path_fd = -1, r;
-	uint32_t fat = 0, projid = 0;
-	bool subvol = false, subvol_ro = false;
-
-	memset(&acc, 0, sizeof(acc));
-	memset(&def, 0, sizeof(def));
-	acl_info_free(&acc);
-	acl_info_free(&def);
-	c->scratch.size = 0;
-
-	r = ca_meta_read_chattr(c, n);
-	if (r < 0)
-		goto out;
-	if ((isreg || isdir) && (f & FAT_MASK) && n->fd >= 0 &&
-	    ((uint32_t)n->magic == M_MSDOS || (uint32_t)n->magic == M_FUSE)) {
-		if (ioctl(n->fd, FAT_IOCTL_GET_ATTRIBUTES, &fat) < 0) {
-			if (!errno_unsupported(errno)) {
-				r = -errno;
-				goto out;
-			}
-			fat = 0;
-		}
-	}
-	if (isdir && (f & CA_FORMAT_WITH_SUBVOLUME) && (uint32_t)n->magic == M_BTRFS && n->st.st_ino == 256) {
-		uint64_t bf = 0;
-		if (ioctl(n->fd, BTRFS_IOC_SUBVOL_GETFLAGS, &bf) < 0) {
-			r = -errno;
-			goto out;
-		}
-		subvol = true;
-		subvol_ro = !!(bf & BTRFS_SUBVOL_RDONLY);
-	}
-
-	/* Nodes without an fd are reached the way casync reaches them: an
-	 * O_PATH fd (on which the kernel may refuse flistxattr: then they
-	 * have no xattrs) and its /proc path for ACLs. */
-	if (n->fd < 0 && !islnk && (f & (CA_FORMAT_WITH_XATTRS | CA_FORMAT_WITH_FCAPS | CA_FORMAT_WITH_ACL))) {
-		path_fd = openat(n->parent_fd, n->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_PATH);
-		if (path_fd < 0) {
-			r = -errno;
-			goto out;
-		}
-	}
-	snprintf(proc_path, sizeof(proc_path), "/proc/self/fd/%d", n->fd >= 0 ? n->fd : path_fd);
-
-	if ((f & (CA_FORMAT_WITH_XATTRS | CA_FORMAT_WITH_FCAPS)) && !islnk) {
-		r = list_xattrs(c, n->fd >= 0 ? n->fd : path_fd);
-		if (r < 0)
-			goto out;
-		listed = r > 0;
-		for (size_t i = 0; listed && i < c->xlist.size;) {
-			const char *q = (const char *)c->xlist.data + i;
-			size_t k = strnlen(q, c->xlist.size - i);
-			i += k + 1;
-			bool is_caps = isreg && !strcmp(q, "security.capability");
-			if (!xattr_name_stored(q) && !is_caps)
-				continue;
-			r = n->fd >= 0 ? get_xattr(c, n->fd, NULL, true, q) : get_xattr(c, -1, proc_path, true, q);
-			if (r == -ENODATA)
-				continue; /* went away meanwhile */
-			if (r < 0)
-				goto out;
-			size_t noff = c->scratch.size;
-			r = ca_buf_append(&c->scratch, q, k + 1, SIZE_MAX);
-			if (r == 0)
-				r = ca_buf_append(&c->scratch, c->xval.data, c->xval.size, SIZE_MAX);
-			if (r < 0)
-				goto out;
-			if (is_caps) {
-				have_fcaps = true;
-				fcaps_off = noff + k + 1;
-				fcaps_len = c->xval.size;
-				continue;
-			}
-			struct xattr_ref *v = realloc(xr, (n_xr + 1) * sizeof(*xr));
-			if (!v) {
-				r = -ENOMEM;
-				goto out;
-			}
-			xr = v;
-			xr[n_xr++] = (struct xattr_ref){ noff, noff + k + 1, c->xval.size };
-		}
-		if (n_xr > 1)
-			qsort_r(xr, n_xr, sizeof(*xr), cmp_xattr, c->scratch.data);
-	}
-
-	if ((f & CA_FORMAT_WITH_ACL) && !islnk) {
-		if (!listed || list_has(&c->xlist, "system.posix_acl_access")) {
-			r = read_acl(c, n->fd, proc_path, "system.posix_acl_access", &acc);
-			if (r < 0)
-				goto out;
-		}
-		if (isdir && (!listed || list_has(&c->xlist, "system.posix_acl_default"))) {
-			r = read_acl(c, n->fd, proc_path, "system.posix_acl_default", &def);
-			if (r < 0)
-				goto out;
-		}
-	}
-
-	if (f & CA_FORMAT_WITH_SELINUX) {
-		if (!listed || list_has(&c->xlist, "security.selinux")) {
-			char lpath[PATH_MAX];
-			if (n->fd >= 0) {
-				r = get_xattr(c, n->fd, NULL, true, "security.selinux");
-			} else {
-				snprintf(lpath, sizeof(lpath), "/proc/self/fd/%d/%s", n->parent_fd, n->name);
-				r = get_xattr(c, -1, lpath, false, "security.selinux");
-			}
-			if (r > 0 && c->xval.size > 0) {
-				label = strndup((const char *)c->xval.data, c->xval.size);
-				if (!label) {
-					r = -ENOMEM;
-					goto out;
-				}
-			} else if (r < 0 && r != -ENODATA && r != -EOPNOTSUPP) {
-				goto out;
-			}
-		}
-	}
+	const struct stat *st = &n->st;
+	bool isreg = S_ISREG(st->st_mode), isdir = S_ISDIR(st->st_mode);
 
 	if (f & CA_FORMAT_WITH_USER_NAMES) {
-		r = owner_names(c, &n->st);
+		int r = owner_names(c, st);
 		if (r < 0)
-			goto out;
+			return r;
 	}
-
-	if ((isreg || isdir) && (f & CA_FORMAT_WITH_QUOTA_PROJID) && n->fd >= 0 &&
-	    ((uint32_t)n->magic == M_EXT4 || (uint32_t)n->magic == M_XFS || (uint32_t)n->magic == M_FUSE)) {
-		struct fsxattr fa;
-		if (ioctl(n->fd, FS_IOC_FSGETXATTR, &fa) < 0) {
-			if (!errno_unsupported(errno)) {
-				r = -errno;
-				goto out;
-			}
-		} else {
-			projid = fa.fsx_projid;
-		}
-	}
-
-	uint64_t uid = 0, gid = 0;
 	if (f & UID_FLAGS) {
-		if (n->st.st_uid == UINT16_MAX || n->st.st_uid == UINT32_MAX || n->st.st_gid == UINT16_MAX ||
-		    n->st.st_gid == UINT32_MAX) {
-			r = -EINVAL;
-			goto out;
-		}
-		if ((f & CA_FORMAT_WITH_16BIT_UIDS) && (n->st.st_uid > UINT16_MAX || n->st.st_gid > UINT16_MAX)) {
-			r = -EPROTONOSUPPORT;
-			goto out;
-		}
-		uid = n->st.st_uid;
-		gid = n->st.st_gid;
+		if (st->st_uid == UINT16_MAX || st->st_uid == UINT32_MAX || st->st_gid == UINT16_MAX ||
+		    st->st_gid == UINT32_MAX)
+			return -EINVAL;
+		if ((f & CA_FORMAT_WITH_16BIT_UIDS) && (st->st_uid > UINT16_MAX || st->st_gid > UINT16_MAX))
+			return -EPROTONOSUPPORT;
+		i->uid = st->st_uid;
+		i->gid = st->st_gid;
 	}
-
-	uint64_t eflags = 0;
 	if (isreg || isdir) {
 		if (f & CHATTR_MASK)
-			eflags |= ca_feature_from_chattr(n->chattr) & f;
+			i->eflags |= ca_feature_from_chattr(n->chattr) & f;
 		if (f & FAT_MASK)
-			eflags |= ((fat & ATTR_HIDDEN ? CA_FORMAT_WITH_FLAG_HIDDEN : 0) |
-			           (fat & ATTR_SYS ? CA_FORMAT_WITH_FLAG_SYSTEM : 0) |
-			           (fat & ATTR_ARCH ? CA_FORMAT_WITH_FLAG_ARCHIVE : 0)) & f;
+			i->eflags |= ((i->fat & ATTR_HIDDEN ? CA_FORMAT_WITH_FLAG_HIDDEN : 0) |
+			              (i->fat & ATTR_SYS ? CA_FORMAT_WITH_FLAG_SYSTEM : 0) |
+			              (i->fat & ATTR_ARCH ? CA_FORMAT_WITH_FLAG_ARCHIVE : 0)) & f;
 	}
 	if (isdir && (f & CA_FORMAT_WITH_SUBVOLUME))
-		eflags |= ((subvol ? CA_FORMAT_WITH_SUBVOLUME : 0) | (subvol_ro ? CA_FORMAT_WITH_SUBVOLUME_RO : 0)) & f;
-
-	uint64_t mtime = 0;
+		i->eflags |= ((i->subvol ? CA_FORMAT_WITH_SUBVOLUME : 0) |
+		              (i->subvol_ro ? CA_FORMAT_WITH_SUBVOLUME_RO : 0)) & f;
+	i->mode = fixup_mode(f, st->st_mode);
 	if (c->time_granularity != UINT64_MAX) {
-		mtime = (uint64_t)n->st.st_mtim.tv_sec * UINT64_C(1000000000) + (uint64_t)n->st.st_mtim.tv_nsec;
-		mtime = mtime / c->time_granularity * c->time_granularity;
+		i->mtime = (uint64_t)st->st_mtim.tv_sec * UINT64_C(1000000000) + (uint64_t)st->st_mtim.tv_nsec;
+		i->mtime = i->mtime / c->time_granularity * c->time_granularity;
 	}
+	return 0;
+}
 
-	if (islnk) {
-		size_t cap = 256;
-		for (;;) {
-			char *t = realloc(target, cap);
-			if (!t) {
-				r = -ENOMEM;
-				goto out;
-			}
-			target = t;
-			ssize_t l = readlinkat(n->parent_fd, n->name, target, cap);
-			if (l < 0) {
-				r = -errno;
-				goto out;
-			}
-			if ((size_t)l < cap) {
-				target[l] = 0;
-				break;
-			}
-			if (cap >= 65536) {
-				r = -ENAMETOOLONG;
-				goto out;
-			}
-			cap *= 2;
+static int gather_target(const struct ca_meta_node *n, struct meta_info *i)
+{
+	size_t cap = 256;
+	if (!S_ISLNK(n->st.st_mode))
+		return 0;
+	for (;;) {
+		char *t = realloc(i->target, cap);
+		if (!t)
+			return -ENOMEM;
+		i->target = t;
+		ssize_t l = readlinkat(n->parent_fd, n->name, i->target, cap);
+		if (l < 0)
+			return -errno;
+		if ((size_t)l < cap) {
+			i->target[l] = 0;
+			return 0;
 		}
+		if (cap >= 65536)
+			return -ENAMETOOLONG;
+		cap *= 2;
 	}
+}
 
-	/* ENTRY */
-	r = put_header(out, 64, CA_FORMAT_ENTRY);
+static int gather(struct ca_meta_ctx *c, struct ca_meta_node *n, struct meta_info *i)
+{
+	int r = ca_meta_read_chattr(c, n);
 	if (r == 0)
-		r = put_u64(out, f);
+		r = gather_fat(c, n, i);
 	if (r == 0)
-		r = put_u64(out, fixup_mode(f, m));
+		r = gather_subvol(c, n, i);
 	if (r == 0)
-		r = put_u64(out, eflags);
+		r = open_path(c, n, i);
 	if (r == 0)
-		r = put_u64(out, uid);
+		r = gather_xattrs(c, n, i);
 	if (r == 0)
-		r = put_u64(out, gid);
+		r = gather_acls(c, n, i);
 	if (r == 0)
-		r = put_u64(out, mtime);
-	if (r < 0)
-		goto out;
+		r = gather_selinux(c, n, i);
+	if (r == 0)
+		r = gather_projid(c, n, i);
+	if (r == 0)
+		r = gather_entry(c, n, i);
+	if (r == 0)
+		r = gather_target(n, i);
+	return r;
+}
 
-	if ((f & CA_FORMAT_WITH_USER_NAMES) && c->cached_user) {
-		size_t l = strlen(c->cached_user) + 1;
-		r = put_header(out, 16 + l, CA_FORMAT_USER);
-		if (r == 0)
-			r = ca_buf_append(out, c->cached_user, l, SIZE_MAX);
+/* ---- emitting: one function per record type ---- */
+
+static int put_header(struct ca_buf *out, uint64_t size, uint64_t type)
+{
+	struct ca_format_header h;
+	ca_le64_write(&h.size, size);
+	ca_le64_write(&h.type, type);
+	return ca_buf_append(out, &h, sizeof(h), SIZE_MAX);
+}
+
+/* A record of a header and len bytes of data. */
+static int put_blob(struct ca_buf *out, uint64_t type, const void *data, size_t len)
+{
+	int r = put_header(out, sizeof(struct ca_format_header) + len, type);
+	return r < 0 ? r : ca_buf_append(out, data, len, SIZE_MAX);
+}
+
+/* A record holding a NUL-terminated string; none when s is NULL. */
+static int put_string(struct ca_buf *out, uint64_t type, const char *s)
+{
+	return s ? put_blob(out, type, s, strlen(s) + 1) : 0;
+}
+
+static int put_entry(struct ca_meta_ctx *c, const struct meta_info *i, struct ca_buf *out)
+{
+	struct ca_format_entry e;
+	ca_le64_write(&e.header.size, sizeof(e));
+	ca_le64_write(&e.header.type, CA_FORMAT_ENTRY);
+	ca_le64_write(&e.feature_flags, c->flags);
+	ca_le64_write(&e.mode, i->mode);
+	ca_le64_write(&e.flags, i->eflags);
+	ca_le64_write(&e.uid, i->uid);
+	ca_le64_write(&e.gid, i->gid);
+	ca_le64_write(&e.mtime, i->mtime);
+	return ca_buf_append(out, &e, sizeof(e), SIZE_MAX);
+}
+
+static int put_owner_names(struct ca_meta_ctx *c, struct ca_buf *out)
+{
+	if (!(c->flags & CA_FORMAT_WITH_USER_NAMES))
+		return 0;
+	int r = put_string(out, CA_FORMAT_USER, c->cached_user);
+	return r < 0 ? r : put_string(out, CA_FORMAT_GROUP, c->cached_group);
+}
+
+static int put_xattrs(struct ca_meta_ctx *c, const struct meta_info *i, struct ca_buf *out)
+{
+	if (!(c->flags & CA_FORMAT_WITH_XATTRS))
+		return 0;
+	for (size_t k = 0; k < i->n_xr; k++) {
+		/* name, NUL and value lie together in the scratch buffer */
+		const struct xattr_ref *x = &i->xr[k];
+		int r = put_blob(out, CA_FORMAT_XATTR, c->scratch.data + x->name_off, x->val_off + x->val_len - x->name_off);
 		if (r < 0)
-			goto out;
+			return r;
 	}
-	if ((f & CA_FORMAT_WITH_USER_NAMES) && c->cached_group) {
-		size_t l = strlen(c->cached_group) + 1;
-		r = put_header(out, 16 + l, CA_FORMAT_GROUP);
-		if (r == 0)
-			r = ca_buf_append(out, c->cached_group, l, SIZE_MAX);
-		if (r < 0)
-			goto out;
-	}
-	if (f & CA_FORMAT_WITH_XATTRS) {
-		for (size_t i = 0; i < n_xr; i++) {
-			size_t total = xr[i].val_off + xr[i].val_len - xr[i].name_off;
-			r = put_header(out, 16 + total, CA_FORMAT_XATTR);
-			if (r == 0)
-				r = ca_buf_append(out, c->scratch.data + xr[i].name_off, total, SIZE_MAX);
-			if (r < 0)
-				goto out;
-		}
-	}
-	r = put_acl_list(out, CA_FORMAT_ACL_USER, acc.user, acc.n_user);
-	if (r == 0)
-		r = put_acl_list(out, CA_FORMAT_ACL_GROUP, acc.group, acc.n_group);
-	if (r < 0)
-		goto out;
-	/* with a mask, stat's group bits are the mask: the group entry needs its own record */
-	if (acc.group_obj != UINT64_MAX && acc.mask != UINT64_MAX) {
-		r = put_header(out, 24, CA_FORMAT_ACL_GROUP_OBJ);
-		if (r == 0)
-			r = put_u64(out, acc.group_obj);
-		if (r < 0)
-			goto out;
-	}
-	if (def.user_obj != UINT64_MAX || def.group_obj != UINT64_MAX || def.other != UINT64_MAX ||
-	    def.mask != UINT64_MAX) {
-		r = put_header(out, 48, CA_FORMAT_ACL_DEFAULT);
-		if (r == 0)
-			r = put_u64(out, def.user_obj);
-		if (r == 0)
-			r = put_u64(out, def.group_obj);
-		if (r == 0)
-			r = put_u64(out, def.other);
-		if (r == 0)
-			r = put_u64(out, def.mask);
-		if (r < 0)
-			goto out;
-	}
-	r = put_acl_list(out, CA_FORMAT_ACL_DEFAULT_USER, def.user, def.n_user);
-	if (r == 0)
-		r = put_acl_list(out, CA_FORMAT_ACL_DEFAULT_GROUP, def.group, def.n_group);
-	if (r < 0)
-		goto out;
-	if (label) {
-		size_t l = strlen(label) + 1;
-		r = put_header(out, 16 + l, CA_FORMAT_SELINUX);
-		if (r == 0)
-			r = ca_buf_append(out, label, l, SIZE_MAX);
-		if (r < 0)
-			goto out;
-	}
-	if (have_fcaps && (f & CA_FORMAT_WITH_FCAPS)) {
-		r = put_header(out, 16 + fcaps_len, CA_FORMAT_FCAPS);
-		if (r == 0)
-			r = ca_buf_append(out, c->scratch.data + fcaps_off, fcaps_len, SIZE_MAX);
-		if (r < 0)
-			goto out;
-	}
-	if (projid != 0) {
-		r = put_header(out, 24, CA_FORMAT_QUOTA_PROJID);
-		if (r == 0)
-			r = put_u64(out, projid);
-		if (r < 0)
-			goto out;
-	}
-	if (isreg) {
+	return 0;
+}
+
+static int put_fcaps(struct ca_meta_ctx *c, const struct meta_info *i, struct ca_buf *out)
+{
+	if (!i->have_fcaps || !(c->flags & CA_FORMAT_WITH_FCAPS))
+		return 0;
+	return put_blob(out, CA_FORMAT_FCAPS, c->scratch.data + i->fcaps_off, i->fcaps_len);
+}
+
+static int put_projid(const struct meta_info *i, struct ca_buf *out)
+{
+	struct ca_format_quota_projid q;
+	if (i->projid == 0)
+		return 0;
+	ca_le64_write(&q.header.size, sizeof(q));
+	ca_le64_write(&q.header.type, CA_FORMAT_QUOTA_PROJID);
+	ca_le64_write(&q.projid, i->projid);
+	return ca_buf_append(out, &q, sizeof(q), SIZE_MAX);
+}
+
+static int put_device(const struct ca_meta_node *n, struct ca_buf *out)
+{
+	struct ca_format_device d;
+	ca_le64_write(&d.header.size, sizeof(d));
+	ca_le64_write(&d.header.type, CA_FORMAT_DEVICE);
+	ca_le64_write(&d.major, major(n->st.st_rdev));
+	ca_le64_write(&d.minor, minor(n->st.st_rdev));
+	return ca_buf_append(out, &d, sizeof(d), SIZE_MAX);
+}
+
+/* The node's last record: the PAYLOAD header (its content follows from
+ * the caller), SYMLINK, DEVICE, or nothing (directories, fifos, sockets). */
+static int put_tail(const struct ca_meta_node *n, const struct meta_info *i, struct ca_buf *out)
+{
+	mode_t m = n->st.st_mode;
+	if (S_ISREG(m)) {
 		uint64_t size = ca_meta_shall_enumerate(n) ? (uint64_t)n->st.st_size : 0;
-		r = put_header(out, 16 + size, CA_FORMAT_PAYLOAD);
-	} else if (islnk) {
-		size_t l = strlen(target) + 1;
-		r = put_header(out, 16 + l, CA_FORMAT_SYMLINK);
-		if (r == 0)
-			r = ca_buf_append(out, target, l, SIZE_MAX);
-	} else if (S_ISBLK(m) || S_ISCHR(m)) {
-		r = put_header(out, 32, CA_FORMAT_DEVICE);
-		if (r == 0)
-			r = put_u64(out, major(n->st.st_rdev));
-		if (r == 0)
-			r = put_u64(out, minor(n->st.st_rdev));
+		return put_header(out, sizeof(struct ca_format_header) + size, CA_FORMAT_PAYLOAD);
 	}
-out:
-	if (path_fd >= 0)
-		close(path_fd);
-	acl_info_free(&acc);
-	acl_info_free(&def);
-	free(xr);
-	free(label);
-	free(target);
+	if (S_ISLNK(m))
+		return put_string(out, CA_FORMAT_SYMLINK, i->target);
+	if (S_ISBLK(m) || S_ISCHR(m))
+		return put_device(n, out);
+	return 0;
+}
+
+/* The records in the order format.h lays them out. */
+static int emit(struct ca_meta_ctx *c, const struct ca_meta_node *n, const struct meta_info *i, struct ca_buf *out)
+{
+	int r = put_entry(c, i, out);
+	if (r == 0)
+		r = put_owner_names(c, out);
+	if (r == 0)
+		r = put_xattrs(c, i, out);
+	if (r == 0)
+		r = ca_acl_put_records(&i->acc, &i->def, out);
+	if (r == 0)
+		r = put_string(out, CA_FORMAT_SELINUX, i->label);
+	if (r == 0)
+		r = put_fcaps(c, i, out);
+	if (r == 0)
+		r = put_projid(i, out);
+	if (r == 0)
+		r = put_tail(n, i, out);
+	return r;
+}
+
+int ca_meta_serialize(struct ca_meta_ctx *c, struct ca_meta_node *n, struct ca_buf *out)
+{
+	struct meta_info info;
+	int r;
+
+	info_init(&info);
+	c->scratch.size = 0;
+	r = gather(c, n, &info);
+	if (r == 0)
+		r = emit(c, n, &info, out);
+	info_release(&info);
 	return r;
 }

@@ -205,15 +205,14 @@ static bool acl_next(struct xattr_walk *w, bool dflt, struct ca_catar_xattr *ret
 	size_t size;
 	free(w->acl);
 	w->acl = NULL;
-	int r = cafs_acl_xattr(w->cn, dflt, &w->acl, &size);
+	int r = ca_acl_node_xattr(w->cn, dflt, &w->acl, &size);
 	if (r == -ENODATA)
 		return false;
 	if (r < 0) {
 		w->err = r;
 		return false;
 	}
-	*ret = (struct ca_catar_xattr){ dflt ? "system.posix_acl_default" : "system.posix_acl_access", w->acl,
-		                        size };
+	*ret = (struct ca_catar_xattr){ dflt ? CA_ACL_XATTR_DEFAULT : CA_ACL_XATTR_ACCESS, w->acl, size };
 	return true;
 }
 
