@@ -12,7 +12,7 @@
 #include <linux/fs.h>
 #include <sys/sysmacros.h>
 
-#include "acl.h"
+#include "catar_attr.h"
 #include "feature.h"
 #include "fs_private.h"
 #include "log.h"
@@ -72,31 +72,9 @@ static struct cafs_node *node_from(struct cafs_fs *fs, struct ca_catar_ra_node *
 	}
 	n->cn = cn;
 	n->parent = parent;
-	struct stat *st = &n->st;
-	st->st_ino = (ino_t)n->ino;
-	st->st_mode = (mode_t)cn->mode;
-	st->st_uid = (uid_t)cn->uid;
-	st->st_gid = (gid_t)cn->gid;
-	st->st_nlink = S_ISDIR(st->st_mode) ? 2 : 1;
-	st->st_blksize = 4096;
-	if (S_ISREG(st->st_mode)) {
-		st->st_size = (off_t)cn->payload_size;
+	ca_catar_node_stat(cn, &n->st);
+	if (S_ISREG(cn->mode))
 		n->data_off = cn->payload_offset;
-	} else if (S_ISLNK(st->st_mode) && cn->symlink_target) {
-		st->st_size = (off_t)strlen(cn->symlink_target);
-	} else if (S_ISBLK(st->st_mode) || S_ISCHR(st->st_mode)) {
-		st->st_rdev = makedev((unsigned)cn->device_major, (unsigned)cn->device_minor);
-	}
-	st->st_blocks = (blkcnt_t)(((uint64_t)st->st_size + 511) / 512);
-	/* times before 1970 are stored as two's complement nanoseconds */
-	int64_t ns = (int64_t)cn->mtime, sec = ns / 1000000000, rem = ns % 1000000000;
-	if (rem < 0) {
-		sec--;
-		rem += 1000000000;
-	}
-	st->st_mtim.tv_sec = (time_t)sec;
-	st->st_mtim.tv_nsec = (long)rem;
-	st->st_atim = st->st_ctim = st->st_mtim;
 	return n;
 }
 
@@ -190,121 +168,17 @@ int cafs_tree_readdir(struct cafs_fs *fs, struct cafs_dirh *dh, uint64_t from, b
 	return 0;
 }
 
-/* The attributes a node shows: its user.* / trusted.* records, the file
- * capability and the SELinux label, and its ACLs, under their kernel names. */
-struct xattr_walk {
-	const struct ca_catar_node *cn;
-	size_t cursor;
-	int stage;
-	uint8_t *acl; /* the ACL value last returned (owned) */
-	int err;      /* ENOMEM building one */
-};
-
-static bool acl_next(struct xattr_walk *w, bool dflt, struct ca_catar_xattr *ret)
-{
-	size_t size;
-	free(w->acl);
-	w->acl = NULL;
-	int r = ca_acl_node_xattr(w->cn, dflt, &w->acl, &size);
-	if (r == -ENODATA)
-		return false;
-	if (r < 0) {
-		w->err = r;
-		return false;
-	}
-	*ret = (struct ca_catar_xattr){ dflt ? CA_ACL_XATTR_DEFAULT : CA_ACL_XATTR_ACCESS, w->acl, size };
-	return true;
-}
-
-static bool xattr_next(struct xattr_walk *w, struct ca_catar_xattr *ret)
-{
-	switch (w->stage) {
-	case 0:
-		if (ca_catar_node_next_xattr(w->cn, &w->cursor, ret))
-			return true;
-		w->stage = 1;
-		/* fall through */
-	case 1:
-		w->stage = 2;
-		if (w->cn->fcaps) {
-			*ret = (struct ca_catar_xattr){ "security.capability", w->cn->fcaps, w->cn->fcaps_size };
-			return true;
-		}
-		/* fall through */
-	case 2:
-		w->stage = 3;
-		if (w->cn->selinux) {
-			*ret = (struct ca_catar_xattr){ "security.selinux", (const uint8_t *)w->cn->selinux,
-				                        strlen(w->cn->selinux) + 1 };
-			return true;
-		}
-		/* fall through */
-	case 3:
-		w->stage = 4;
-		if (acl_next(w, false, ret))
-			return true;
-		/* fall through */
-	case 4:
-		w->stage = 5;
-		if (w->err == 0 && acl_next(w, true, ret))
-			return true;
-		/* fall through */
-	default:
-		return false;
-	}
-}
-
-static int xattr_walk_done(struct xattr_walk *w)
-{
-	free(w->acl);
-	w->acl = NULL;
-	return w->err;
-}
-
 int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, char *buf, size_t size, size_t *ret_len)
 {
 	(void)fs;
-	struct xattr_walk w = { .cn = n->cn };
-	struct ca_catar_xattr x;
-	size_t len = 0;
-	while (xattr_next(&w, &x)) {
-		size_t k = strlen(x.name) + 1;
-		if (size > 0) {
-			if (k > size - len) {
-				xattr_walk_done(&w);
-				return -ERANGE;
-			}
-			memcpy(buf + len, x.name, k);
-		}
-		len += k;
-	}
-	*ret_len = len;
-	return xattr_walk_done(&w);
+	return ca_catar_node_listxattr(n->cn, buf, size, ret_len);
 }
 
 int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, const char *name, char *buf, size_t size,
                        size_t *ret_len)
 {
 	(void)fs;
-	struct xattr_walk w = { .cn = n->cn };
-	struct ca_catar_xattr x;
-	int r = -ENODATA;
-	while (xattr_next(&w, &x)) {
-		if (strcmp(x.name, name))
-			continue;
-		r = 0;
-		if (size > 0) {
-			if (x.size > size) {
-				r = -ERANGE;
-				break;
-			}
-			memcpy(buf, x.value, x.size);
-		}
-		*ret_len = x.size;
-		break;
-	}
-	int e = xattr_walk_done(&w);
-	return e < 0 ? e : r;
+	return ca_catar_node_getxattr(n->cn, name, buf, size, ret_len);
 }
 
 unsigned cafs_tree_chattr(const struct cafs_node *n)

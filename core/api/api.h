@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * api.h - what the public face (core/api/ files, the cafs_* functions of
+ * include/cafs/) shares. Not installed.
+ *
+ * Each public entry point runs with its context's logger as the thread's
+ * logger (api_enter / api_leave), so core's messages, and those of the
+ * threads core starts for the call, reach the context's log function.
+ */
+#ifndef CAFS_API_H
+#define CAFS_API_H
+
+#include <signal.h>
+
+#include "cafs/context.h"
+#include "log.h"
+
+struct cafs_ctx {
+	int refs; /* atomic */
+	struct ca_logger logger;
+	cafs_log_fn fn;
+	void *fn_userdata;
+	volatile sig_atomic_t cancelled;
+};
+
+/* Make ctx's logger the thread's; returns the one to restore. */
+static inline struct ca_logger *api_enter(struct cafs_ctx *ctx)
+{
+	return ca_log_use(&ctx->logger);
+}
+
+static inline void api_leave(struct ca_logger *old)
+{
+	ca_log_use(old);
+}
+
+#endif

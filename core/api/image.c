@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * image.c - cafs_image and cafs_node (see cafs/image.h): the public face
+ * of core/source (opening) and core/catar_ra (random access). A public
+ * node is a catar_ra node: the same refcounted, immutable object.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "api.h"
+#include "cafs/image.h"
+#include "catar_attr.h"
+#include "catar_ra.h"
+#include "source.h"
+
+struct cafs_image {
+	struct cafs_ctx *ctx;
+	struct ca_image *im;
+	struct ca_catar_ra *ra; /* archives only */
+};
+
+static struct ca_catar_ra_node *ra_node(const struct cafs_node *n)
+{
+	return (struct ca_catar_ra_node *)n;
+}
+
+static const struct ca_catar_node *cnode(const struct cafs_node *n)
+{
+	return ca_catar_ra_node_get(ra_node(n));
+}
+
+/* What is not worth a message: answers, not failures. */
+static bool quiet_error(int r)
+{
+	return r == -ENOENT || r == -ENOTDIR || r == -ENODATA || r == -ERANGE || r == -ECANCELED;
+}
+
+static int report(struct cafs_image *img, int r, const char *what)
+{
+	if (r < 0 && !quiet_error(r))
+		ca_log_error_errno(r, "%s%s%s", ca_image_name(img->im), what && *what ? ": " : "", what ? what : "");
+	return r;
+}
+
+int cafs_image_open(struct cafs_ctx *ctx, const char *source, const struct cafs_image_options *o,
+                    struct cafs_image **ret)
+{
+	struct ca_logger *old = api_enter(ctx);
+	struct cafs_image *img = calloc(1, sizeof(*img));
+	struct ca_image_opts io = { 0 };
+	int r = img ? 0 : ca_log_error_errno(ENOMEM, "%s", source);
+	if (r < 0)
+		goto out;
+	if (o) {
+		io.stores = (char *const *)o->stores;
+		io.n_stores = o->n_stores;
+		io.cache_mode = o->cache_mode == CAFS_CACHE_DIR    ? CA_CACHE_DIR
+		                : o->cache_mode == CAFS_CACHE_AUTO ? CA_CACHE_AUTO
+		                                                   : CA_CACHE_NONE;
+		io.cache_dir = o->cache_dir;
+		io.cache_touch = true;
+		io.offline = o->offline;
+		io.lru_bytes = o->memory_cache_bytes;
+	}
+	img->ctx = cafs_ctx_ref(ctx);
+	r = ctx->cancelled ? -ECANCELED : ca_image_open(source, &io, &img->im);
+	if (r < 0)
+		goto out;
+	if (ca_image_kind(img->im) != CA_IMAGE_BLOB_INDEX) {
+		struct ca_catar_source s;
+		ca_image_archive_source(img->im, &s);
+		r = ca_catar_ra_open(&s, &img->ra);
+		if (r == -EBADMSG)
+			ca_log_error_errno(r, "%s: not a valid archive", source);
+		else
+			report(img, r, NULL);
+		if (r < 0)
+			goto out;
+	}
+	*ret = img;
+	img = NULL;
+out:
+	cafs_image_free(img);
+	api_leave(old);
+	return r;
+}
+
+void cafs_image_free(struct cafs_image *img)
+{
+	if (!img)
+		return;
+	struct ca_logger *old = api_enter(img->ctx);
+	ca_catar_ra_free(img->ra);
+	ca_image_free(img->im);
+	api_leave(old);
+	cafs_ctx_unref(img->ctx);
+	free(img);
+}
+
+enum cafs_image_kind cafs_image_get_kind(const struct cafs_image *img)
+{
+	switch (ca_image_kind(img->im)) {
+	case CA_IMAGE_BLOB_INDEX:
+		return CAFS_IMAGE_BLOB;
+	case CA_IMAGE_ARCHIVE_INDEX:
+		return CAFS_IMAGE_ARCHIVE_INDEX;
+	default:
+		return CAFS_IMAGE_ARCHIVE;
+	}
+}
+
+uint64_t cafs_image_get_size(const struct cafs_image *img)
+{
+	return ca_image_size(img->im);
+}
+
+ssize_t cafs_image_pread(struct cafs_image *img, void *buf, size_t len, uint64_t off)
+{
+	struct ca_logger *old = api_enter(img->ctx);
+	ssize_t k = img->ctx->cancelled ? -ECANCELED : ca_image_pread(img->im, buf, len, off);
+	if (k < 0 && k != -ECANCELED)
+		ca_image_log_read_error(img->im, (int)k, off, len);
+	api_leave(old);
+	return k;
+}
+
+int cafs_image_lookup(struct cafs_image *img, const char *path, struct cafs_node **ret)
+{
+	struct ca_catar_ra_node *n = NULL;
+	if (!img->ra)
+		return -EMEDIUMTYPE;
+	struct ca_logger *old = api_enter(img->ctx);
+	int r = img->ctx->cancelled ? -ECANCELED : ca_catar_ra_lookup_path(img->ra, path, &n);
+	report(img, r, path);
+	api_leave(old);
+	if (r == 0)
+		*ret = (struct cafs_node *)n;
+	return r;
+}
+
+struct cafs_node *cafs_node_ref(struct cafs_node *node)
+{
+	return (struct cafs_node *)ca_catar_ra_node_ref(ra_node(node));
+}
+
+struct cafs_node *cafs_node_unref(struct cafs_node *node)
+{
+	ca_catar_ra_node_unref(ra_node(node));
+	return NULL;
+}
+
+const char *cafs_node_get_name(const struct cafs_node *node)
+{
+	return cnode(node)->name;
+}
+
+void cafs_node_get_stat(const struct cafs_node *node, struct stat *st)
+{
+	ca_catar_node_stat(cnode(node), st);
+}
+
+ssize_t cafs_node_readlink(const struct cafs_node *node, char *buf, size_t size)
+{
+	const struct ca_catar_node *n = cnode(node);
+	if (!S_ISLNK(n->mode) || !n->symlink_target)
+		return -EINVAL;
+	size_t len = strlen(n->symlink_target);
+	if (len > size)
+		return -ERANGE;
+	memcpy(buf, n->symlink_target, len);
+	return (ssize_t)len;
+}
+
+ssize_t cafs_node_getxattr(const struct cafs_node *node, const char *name, void *buf, size_t size)
+{
+	size_t len = 0;
+	int r = ca_catar_node_getxattr(cnode(node), name, buf, size, &len);
+	return r < 0 ? r : (ssize_t)len;
+}
+
+ssize_t cafs_node_listxattr(const struct cafs_node *node, char *buf, size_t size)
+{
+	size_t len = 0;
+	int r = ca_catar_node_listxattr(cnode(node), buf, size, &len);
+	return r < 0 ? r : (ssize_t)len;
+}
+
+int cafs_image_readdir(struct cafs_image *img, const struct cafs_node *dir, cafs_readdir_fn fn, void *userdata)
+{
+	struct ca_catar_child *children = NULL;
+	size_t n = 0;
+	if (!img->ra)
+		return -EMEDIUMTYPE;
+	struct ca_logger *old = api_enter(img->ctx);
+	int r = ca_catar_ra_list(img->ra, cnode(dir), &children, &n);
+	if (r == 0)
+		ca_catar_ra_prefetch_children(img->ra, children, n);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		struct ca_catar_ra_node *c = NULL;
+		r = img->ctx->cancelled ? -ECANCELED : ca_catar_ra_load_child(img->ra, &children[i], &c);
+		if (r < 0)
+			break;
+		/* the caller's code runs with the caller's logger */
+		api_leave(old);
+		r = fn(userdata, (struct cafs_node *)c);
+		api_enter(img->ctx);
+		ca_catar_ra_node_unref(c);
+		if (r != 0)
+			goto out; /* the caller's value, not ours to report */
+	}
+	report(img, r, cnode(dir)->name);
+out:
+	free(children);
+	api_leave(old);
+	return r;
+}
+
+ssize_t cafs_image_read(struct cafs_image *img, const struct cafs_node *file, void *buf, size_t len, uint64_t off)
+{
+	if (!img->ra)
+		return -EMEDIUMTYPE;
+	struct ca_logger *old = api_enter(img->ctx);
+	const struct ca_catar_node *n = cnode(file);
+	ssize_t k = img->ctx->cancelled ? -ECANCELED : ca_catar_ra_read(img->ra, n, buf, len, off);
+	if (k == -EBADMSG || k == -ENOMEM)
+		report(img, (int)k, n->name);
+	else if (k < 0 && k != -EISDIR && k != -EINVAL && k != -ECANCELED)
+		ca_image_log_read_error(img->im, (int)k, n->payload_offset + off, len); /* names the chunk */
+	api_leave(old);
+	return k;
+}

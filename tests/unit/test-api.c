@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * test-api.c - libcafs's context as a caller sees it, through the public
+ * headers and the shared library only: messages reach the log function
+ * (also from threads the library starts), the priority filters them,
+ * cancellation stops calls and can be undone, and an image opened
+ * through the library reads back what was archived.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <cafs/cafs.h>
+
+#include "tap.h"
+
+struct seen {
+	pthread_mutex_t lock;
+	int n, worst, n_other_thread;
+	pthread_t main_thread;
+	char last[512];
+};
+
+static void on_log(void *userdata, int priority, const char *message)
+{
+	struct seen *s = userdata;
+	pthread_mutex_lock(&s->lock);
+	s->n++;
+	if (s->n == 1 || priority < s->worst)
+		s->worst = priority;
+	if (!pthread_equal(pthread_self(), s->main_thread))
+		s->n_other_thread++;
+	snprintf(s->last, sizeof(s->last), "%s", message);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static int sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	int r = system(cmd);
+	return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
+}
+
+int main(void)
+{
+	struct seen s = { .lock = PTHREAD_MUTEX_INITIALIZER, .main_thread = pthread_self() };
+	struct cafs_ctx *ctx = NULL;
+	struct cafs_image *img = NULL;
+	struct cafs_node *n = NULL;
+	const char *cafs = getenv("CAFS");
+	char dir[] = "/tmp/cafs-test-api.XXXXXX", path[256];
+
+	check(cafs && mkdtemp(dir));
+	check_int(sh("mkdir -p %s/t/d && printf hello >%s/t/d/f && %s make -q %s/x.caidx %s/t >/dev/null", dir, dir,
+	             cafs, dir, dir),
+	          ==, 0);
+
+	check_int(cafs_ctx_new(&ctx), ==, 0);
+	check_int(cafs_ctx_get_log_priority(ctx), ==, LOG_ERR);
+	check(strlen(cafs_version()) > 0);
+	cafs_ctx_set_log_fn(ctx, on_log, &s);
+
+	/* an error: one message, through the function, at LOG_ERR */
+	snprintf(path, sizeof(path), "%s/missing.caidx", dir);
+	check_int(cafs_image_open(ctx, path, NULL, &img), ==, -ENOENT);
+	check_int(s.n, ==, 1);
+	check_int(s.worst, ==, LOG_ERR);
+	check(strstr(s.last, "missing.caidx") != NULL);
+
+	/* below the priority: dropped */
+	cafs_ctx_set_log_priority(ctx, LOG_CRIT);
+	check_int(cafs_image_open(ctx, path, NULL, &img), ==, -ENOENT);
+	check_int(s.n, ==, 1);
+
+	/* what the library's own HTTP thread says (at debug level) reaches us */
+	cafs_ctx_set_log_priority(ctx, LOG_DEBUG);
+	setenv("CAFS_HTTP_RETRIES", "0", 1);
+	s.n = 0;
+	check(cafs_image_open(ctx, "http://127.0.0.1:1/x.caidx", NULL, &img) < 0);
+	check(s.n >= 2);
+	check_int(s.n_other_thread, >=, 1);
+	check_int(s.worst, ==, LOG_ERR);
+
+	/* cancelled: every call says so at once; undone, they work */
+	snprintf(path, sizeof(path), "%s/x.caidx", dir);
+	cafs_ctx_cancel(ctx);
+	check_int(cafs_image_open(ctx, path, NULL, &img), ==, -ECANCELED);
+	cafs_ctx_uncancel(ctx);
+	check_int(cafs_image_open(ctx, path, NULL, &img), ==, 0);
+	check_int(cafs_image_get_kind(img), ==, CAFS_IMAGE_ARCHIVE_INDEX);
+	check_int(cafs_image_lookup(img, "d/f", &n), ==, 0);
+	if (n) {
+		char buf[16] = { 0 };
+		struct stat st;
+		cafs_node_get_stat(n, &st);
+		check(S_ISREG(st.st_mode) && st.st_size == 5);
+		check_str(cafs_node_get_name(n), "f");
+		cafs_ctx_cancel(ctx);
+		check_int(cafs_image_read(img, n, buf, sizeof(buf), 0), ==, -ECANCELED);
+		cafs_ctx_uncancel(ctx);
+		check_int(cafs_image_read(img, n, buf, sizeof(buf), 0), ==, 5);
+		check_str(buf, "hello");
+		check_int(cafs_node_readlink(n, buf, sizeof(buf)), ==, -EINVAL);
+		check_int(cafs_node_getxattr(n, "user.none", buf, sizeof(buf)), ==, -ENODATA);
+		n = cafs_node_unref(n);
+	}
+	check_int(cafs_image_lookup(img, "d/nope", &n), ==, -ENOENT);
+	check_int(cafs_image_lookup(img, "d/f/x", &n), ==, -ENOTDIR);
+
+	/* the image holds its own reference: the caller's may go first */
+	ctx = cafs_ctx_unref(ctx);
+	check(ctx == NULL);
+	cafs_image_free(img);
+	sh("rm -rf %s", dir);
+	return tap_done();
+}
