@@ -33,7 +33,8 @@ static const struct cafs_command commands[] = {
 	{ "extract", cafs_cmd_extract, "extract [OPTIONS] IN.caibx|IN.caidx|IN.catar OUT [PATH]",
 	  "PATH: only that directory of an archive (found by random access; only its chunks are read)\n"
 	  "  -s, --store=DIR|URL     chunk store (repeatable; default: default.castr beside IN)\n"
-	  "  -j, --threads=N         worker threads (default: number of CPUs)\n"
+	  "  -j, --threads=N         blob: worker threads (default: number of CPUs); unused\n"
+	  "                          for archives\n"
 	  "      --seed=PATH         take chunks from this local file, device, .catar or index\n"
 	  "                          first (repeatable)\n"
 	  "      --cache=DIR         keep the chunks fetched in this chunk cache, and use it\n" },
