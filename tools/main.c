@@ -33,15 +33,19 @@ static const struct cafs_command commands[] = {
 	{ "extract", cafs_cmd_extract, "extract [OPTIONS] IN.caibx|IN.caidx|IN.catar OUT [PATH]",
 	  "PATH: only that directory of an archive (found by random access; only its chunks are read)\n"
 	  "  -s, --store=DIR|URL     chunk store (repeatable; default: default.castr beside IN)\n"
-	  "  -j, --threads=N         worker threads (default: number of CPUs)\n"
+	  "  -j, --threads=N         blob: worker threads (default: number of CPUs); unused\n"
+	  "                          for archives\n"
 	  "      --seed=PATH         take chunks from this local file, device, .catar or index\n"
 	  "                          first (repeatable)\n"
 	  "      --cache=DIR         keep the chunks fetched in this chunk cache, and use it\n" },
 	{ "digest", cafs_cmd_digest, "digest [OPTIONS] FILE|DIR|INDEX|ARCHIVE",
-	  "  -s, --store=DIR         chunk store for an index (default: default.castr beside it)\n"
+	  "  -s, --store=DIR|URL     chunk store for an index (repeatable; default: default.castr\n"
+	  "                          beside it)\n"
 	  "      --digest=NAME       for a plain file: sha512-256 (default) or sha256\n" },
 	{ "info", cafs_cmd_info, "info [OPTIONS] INDEX",
-	  "  -s, --store=DIR         also report how much of the index this store holds\n" },
+	  "  -s, --store=DIR|URL     also report how much of the index this store holds\n"
+	  "                          (only the first one given is looked at)\n"
+	  "  -j, --threads=N         accepted, as for extract; has no effect\n" },
 	{ "mount", cafs_cmd_mount, "mount [OPTIONS] SOURCE.caidx|SOURCE.caibx|SOURCE.catar MOUNTPOINT",
 	  "  -s, --store=DIR|URL  chunk store (repeatable, tried in order;\n"
 	  "                       default: default.castr beside SOURCE)\n"
@@ -55,8 +59,11 @@ static const struct cafs_command commands[] = {
 	  "      --readahead=N    chunks fetched ahead of sequential reads (default 8)\n"
 	  "  -f, --foreground     stay in the foreground (else: return once mounted)\n"
 	  "      --log=FILE       once in the background, append messages to FILE\n"
-	  "  -o OPT[,OPT...]      FUSE mount options (allow_other, ...), and store=,\n"
-	  "                       cache=, offline, no_cache, lru_size=, threads=, log=\n"
+	  "                       (default: they are dropped)\n"
+	  "  -o, --options=OPT[,OPT...]  FUSE mount options (allow_other, ...), and\n"
+	  "                       store=, cache=, offline, no_cache, lru_size=, threads=,\n"
+	  "                       log=; defaults, rw, ro, auto, noauto, user, users,\n"
+	  "                       nouser, nofail, _netdev, x-*, comment= are ignored\n"
 	  "A .caibx shows as one file named after it; .caidx and .catar show the tree.\n"
 	  "Also: mount.cafs SOURCE DIR -o OPTS; mount -t fuse.cafs SOURCE DIR.\n" },
 	{ "stats", cafs_cmd_stats, "stats MOUNTPOINT",
@@ -72,7 +79,8 @@ static const struct cafs_command commands[] = {
 	  "      --cache=DIR         the cache (default: $XDG_CACHE_HOME/cafs, ~/.cache/cafs;\n"
 	  "                          /var/cache/cafs for root)\n"
 	  "  -s, --store=DIR|URL     fill: where to download from (repeatable; default: beside each index)\n"
-	  "  -j, --threads=N         fill: transfers in flight (default 8); verify: workers\n"
+	  "  -j, --threads=N         fill: transfers in flight (default 8, at most 64);\n"
+	  "                          verify: workers (default: CPUs, at most 16)\n"
 	  "      --rate-limit-bps=N  fill: cap the download rate (bytes/s; K, M, G suffixes)\n"
 	  "      --keep=INDEX        prune: never evict this index's chunks (repeatable)\n"
 	  "      --min-age=SECONDS   prune: spare chunks used this recently (default 5)\n"
@@ -81,7 +89,8 @@ static const struct cafs_command commands[] = {
 	  "      --digest=NAME       verify: only accept this digest (default: either)\n"
 	  "      --seed-store=DIR    seed: the store of index seeds (default: beside each)\n" },
 	{ "gc", cafs_cmd_gc, "gc [OPTIONS] INDEX...",
-	  "  -s, --store=DIR         the store (default: default.castr beside the first INDEX)\n"
+	  "  -s, --store=DIR         the store, local only (default: default.castr beside the\n"
+	  "                          first INDEX; required when that INDEX is a URL)\n"
 	  "  -n, --dry-run           only list what would be removed\n"
 	  "Removes every chunk none of the INDEXes references, as casync gc does.\n" },
 	{ "list", cafs_cmd_list, "list [OPTIONS] IN.catar|IN.caidx [PATH]",
@@ -91,6 +100,7 @@ static const struct cafs_command commands[] = {
 	  "subtree, found by random access (only the chunks on the way are read).\n" },
 	{ "mtree", cafs_cmd_mtree, "mtree [OPTIONS] IN.catar|IN.caidx [PATH]",
 	  "  -s, --store=DIR|URL     chunk store (repeatable; default: default.castr beside IN)\n"
+	  "      --long              accepted, as for list; has no effect (no short form here)\n"
 	  "Prints the tree in BSD mtree(5) format, as casync mtree does.\n" },
 };
 
