@@ -7,7 +7,7 @@
 #  - `cafs CMD --help` prints the same as `cafs help CMD`;
 #  - every option the help names is accepted by the command's parser (for
 #    cache, by the verbs its description names: "fill: ...");
-#  - the mount -o keys cafs handles itself (fs/mount.c parse_o) are the ones
+#  - the mount -o keys cafs handles itself (tools/cmd_mount.c parse_o) are the ones
 #    the man page lists, and the help names them.
 # MAN=path overrides the page (to check that the test fails when an option
 # is left out).
@@ -219,7 +219,7 @@ done
 
 # mount -o: the keys parse_o handles itself, against the man page's list
 o_keys_src() {
-	awk '/^static int parse_o\(/ { on = 1 } on && /"defaults"/ { exit } on' "$top_srcdir/fs/mount.c" |
+	awk '/^static int parse_o\(/ { on = 1 } on && /"defaults"/ { exit } on' "$top_srcdir/tools/cmd_mount.c" |
 		grep -oE '(strncmp\(opt, |opt_is\(opt, len, )"[a-z_]+=?"' | grep -oE '"[a-z_]+=?"' | tr -d '"' | sort -u
 }
 # the .TP tags in the mount section that are not options: "store= DIR" -> store=
@@ -233,14 +233,14 @@ o_keys() {
 	local src man
 	src=$(o_keys_src)
 	man=$(o_keys_man)
-	[ -n "$src" ] || { echo "no -o keys found in fs/mount.c"; return 1; }
-	[ "$src" = "$man" ] || { echo "fs/mount.c parse_o:" $src; echo "man page:" $man; return 1; }
+	[ -n "$src" ] || { echo "no -o keys found in tools/cmd_mount.c"; return 1; }
+	[ "$src" = "$man" ] || { echo "tools/cmd_mount.c parse_o:" $src; echo "man page:" $man; return 1; }
 	local k missing=
 	for k in $src; do
 		"$CAFS" help mount | grep -qE "(^|[ ,])$k([ ,;]|$)" || missing="$missing $k"
 	done
 	[ -z "$missing" ] || { echo "not in 'cafs help mount':$missing"; return 1; }
 }
-ok "mount -o keys: fs/mount.c, man page and help agree" o_keys
+ok "mount -o keys: tools/cmd_mount.c, man page and help agree" o_keys
 
 done_testing
