@@ -96,6 +96,43 @@ done_testing() {
 	[ "$_tap_failed" -eq 0 ]
 }
 
+# wait_until SECONDS PID COMMAND...: poll COMMAND (every 20 ms) until it
+# succeeds. Fails after SECONDS, or as soon as PID (unless empty) is gone:
+# for "the command is really running" before a test signals it.
+wait_until() {
+	local secs=$1 pid=$2 i
+	shift 2
+	for ((i = 0; i < secs * 50; i++)); do
+		"$@" && return 0
+		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+			echo "# wait_until: process $pid is gone before: $*" >&2
+			return 1
+		fi
+		sleep 0.02
+	done
+	echo "# wait_until: no $* after $secs s" >&2
+	return 1
+}
+
+# opening_fifo PID: a thread of PID is blocked opening a FIFO that has no
+# writer (the kernel's wait channel for that is wait_for_partner). Opening
+# the FIFO to find out would wake the reader up; /proc does not.
+opening_fifo() { grep -qx wait_for_partner /proc/"$1"/task/*/wchan 2>/dev/null; }
+
+# interrupted_by STDERR SIGNAME: STDERR (a file) has the line a cafs command
+# prints when SIGNAME stopped it (tools/interrupt.c): proof that it caught
+# the signal, which 128+N alone is not (the default action gives that too).
+interrupted_by() {
+	local text
+	case $2 in
+	TERM) text=Terminated ;;
+	INT) text=Interrupt ;;
+	HUP) text=Hangup ;;
+	*) echo "interrupted_by: unknown signal $2"; return 1 ;;
+	esac
+	grep -qxF "cafs: interrupted by $text" "$1" || { echo "no 'cafs: interrupted by $text' in:"; cat "$1"; return 1; }
+}
+
 # gen_data FILE SIZE SEED: deterministic pseudo-random bytes (xorshift32)
 gen_data() {
 	python3 - "$1" "$2" "$3" <<'PY'

@@ -376,16 +376,17 @@ mkfifo "$T/late.castr/${last:0:4}/$last.cacnk"
 # the thread stuck on the FIFO, and what it uses, are left to the exit on
 # purpose: under the sanitizers, LeakSanitizer must not count that
 ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
-	"$CAFS" extract --store="$T/late.castr" "$T/late.caidx" "$T/x17" 2>/dev/null &
+	"$CAFS" extract --store="$T/late.castr" "$T/late.caidx" "$T/x17" 2>"$T/x17.err" &
 pid=$!
 at_cleanup "kill -KILL $pid 2>/dev/null"
-sleep 1
+ok "interrupted extract: blocked on the chunk (before the signal)" wait_until 10 "$pid" opening_fifo "$pid"
 kill -TERM "$pid"
 for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 kill -KILL "$pid" 2>/dev/null # still there after 10 s: it hung (and fails below)
 rc=0
 wait "$pid" || rc=$?
 ok "interrupted extract: exits 128+SIGTERM" test "$rc" -eq 143
+ok "... says it was interrupted" interrupted_by "$T/x17.err" TERM
 ok "... DEST does not exist" test ! -e "$T/x17"
 ok "... nor any temporary directory" no_tmp "$T"
 rm -f "$T/late.castr/${last:0:4}/$last.cacnk"
