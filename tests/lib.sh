@@ -133,6 +133,44 @@ interrupted_by() {
 	grep -qxF "cafs: interrupted by $text" "$1" || { echo "no 'cafs: interrupted by $text' in:"; cat "$1"; return 1; }
 }
 
+# expect_errno ERRNO OP PATH: OP on PATH fails with errno ERRNO (a name:
+# EIO, EROFS, ENOENT, ...), told from the errno itself, not from a message
+# or a non-zero status. OP: cat (open and read to the end), append (open
+# for appending, write a byte), touch (create), mkdir, rm, chmod, stat.
+EXPECT_ERRNO_PY='
+import errno, os, sys
+want, op, path = sys.argv[1:4]
+if not hasattr(errno, want):
+    sys.exit("expect_errno: no errno %s" % want)
+def cat():
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        while os.read(fd, 1 << 20):
+            pass
+    finally:
+        os.close(fd)
+def append():
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, b"x")
+    finally:
+        os.close(fd)
+def touch():
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+ops = {"cat": cat, "append": append, "touch": touch, "mkdir": lambda: os.mkdir(path),
+       "rm": lambda: os.unlink(path), "chmod": lambda: os.chmod(path, 0o600), "stat": lambda: os.stat(path)}
+if op not in ops:
+    sys.exit("expect_errno: unknown op %s" % op)
+try:
+    ops[op]()
+except OSError as e:
+    if e.errno == getattr(errno, want):
+        sys.exit(0)
+    sys.exit("%s %s: %s (%s), not %s" % (op, path, errno.errorcode.get(e.errno, e.errno), e.strerror, want))
+sys.exit("%s %s: succeeded, expected %s" % (op, path, want))
+'
+expect_errno() { python3 -c "$EXPECT_ERRNO_PY" "$@"; }
+
 # gen_data FILE SIZE SEED: deterministic pseudo-random bytes (xorshift32)
 gen_data() {
 	python3 - "$1" "$2" "$3" <<'PY'
