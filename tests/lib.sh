@@ -8,9 +8,14 @@
 #   done_testing
 #
 # $CAFS is the binary under test; $T is a fresh directory removed at exit.
+# $GEN is tests/gen-data, the test data generator (gen_data below).
 set -u
 : "${CAFS:?CAFS must point at the cafs binary}"
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+: "${top_builddir:=$(dirname "$CAFS")}"
+: "${GEN:=$top_builddir/tests/gen-data}"
+export GEN
+[ -x "$GEN" ] || { echo "Bail out! no test data generator at $GEN (make builds it)"; exit 1; }
 export LC_ALL=C
 
 _tap_n=0
@@ -171,18 +176,9 @@ sys.exit("%s %s: succeeded, expected %s" % (op, path, want))
 '
 expect_errno() { python3 -c "$EXPECT_ERRNO_PY" "$@"; }
 
-# gen_data FILE SIZE SEED: deterministic pseudo-random bytes (xorshift32)
+# gen_data FILE SIZE SEED [MODE]: deterministic test data, from the one
+# generator (tests/unit/testdata.h through tests/gen-data; $GEN): MODE
+# random (default: the xorshift32 stream), text, zeros or mixed.
 gen_data() {
-	python3 - "$1" "$2" "$3" <<'PY'
-import sys
-path, size, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-x = seed or 1
-out = bytearray(size)
-for i in range(size):
-    x ^= (x << 13) & 0xffffffff
-    x ^= x >> 17
-    x ^= (x << 5) & 0xffffffff
-    out[i] = x & 0xff
-open(path, 'wb').write(out)
-PY
+	"$GEN" "$2" "$3" ${4:+"$4"} >"$1"
 }

@@ -4,9 +4,6 @@
 # usage error), and nothing half-written is left under the final name, nor
 # any temporary file.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
-: "${top_builddir:=$(dirname "$CAFS")}"
-GEN=$top_builddir/tests/gen-data
-[ -x "$GEN" ] || skip_all "tests/gen-data not built"
 
 # leftovers DIR...: temporary files of index, output or chunk writes
 leftovers() { find "$@" \( -name '.#*' -o -name '*.tmp' \) 2>/dev/null; }
@@ -36,7 +33,7 @@ ok "setup: several chunks" test "$n_chunks" -ge 5
 
 # ---- bad indexes ----
 head -c 100 "$T/good.caibx" >"$T/trunc.caibx"
-head -c 1000 /dev/urandom >"$T/garbage.caibx"
+gen_data "$T/garbage.caibx" 1000 21
 cp "$T/good.caibx" "$T/magic.caibx"
 printf '\x00' | dd of="$T/magic.caibx" bs=1 seek=8 conv=notrunc status=none
 : >"$T/zero.caibx"
@@ -72,7 +69,7 @@ ok "... names the chunk" mentions "$id"
 
 cp -a "$T/s" "$T/s-garbage"
 chmod u+w "$T/s-garbage/$rel"
-head -c 5000 /dev/urandom >"$T/s-garbage/$rel"
+gen_data "$T/s-garbage/$rel" 5000 22
 ok "extract: garbage chunk" fails_cleanly "$T/out" "$CAFS" extract --store="$T/s-garbage" "$T/good.caibx" "$T/out"
 
 cp -a "$T/s" "$T/s-missing"

@@ -9,8 +9,6 @@
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need python3 timeout
-GEN=$top_builddir/tests/gen-data
-[ -x "$GEN" ] || skip_all "tests/gen-data not built"
 
 # The image: 50 x 2 MiB of noise, 8 x 1 MiB, two small files.
 W=$T/www

@@ -104,6 +104,20 @@ cp -a "$T/s.castr" "$T/dmg.castr"
 mapfile -t all < <(find "$T/dmg.castr" -name '*.cacnk' | sort)
 mkdir -p "$T/held"
 for k in 1 $((${#all[@]} / 3)) $((${#all[@]} / 2)) $((${#all[@]} - 2)); do mv "${all[$k]}" "$T/held/"; done
+# and, whatever the data, the chunk that holds the entry wide/e1000 (the
+# archive stream is cafs.catar's; the index's items are end offsets + ids)
+meta=$(python3 - "$T/cafs.catar" "$T/cafs.caidx" <<'PY'
+import sys
+at = open(sys.argv[1], 'rb').read().find(b'e1000\0')
+idx = open(sys.argv[2], 'rb').read()
+for off in range(64, len(idx) - 40, 40):
+    if int.from_bytes(idx[off:off + 8], 'little') > at >= 0:
+        print(idx[off + 8:off + 40].hex())
+        break
+PY
+)
+[ -z "$meta" ] || [ ! -e "$T/dmg.castr/${meta:0:4}/$meta.cacnk" ] || mv "$T/dmg.castr/${meta:0:4}/$meta.cacnk" "$T/held/"
+ok "the chunk with the entry wide/e1000 was found" test -n "$meta"
 stat_all() {
 	python3 - "$tree" "$mnt" "$1" <<'PY'
 import errno, os, sys
