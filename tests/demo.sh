@@ -19,8 +19,7 @@ mkdir -p "$src/docs" "$src/licenses" "$src/data"
 cp "$top_srcdir/README.md" "$top_srcdir/docs/design.md" "$src/docs/"
 cp -r /usr/share/common-licenses/. "$src/licenses/" 2>/dev/null || true
 echo "Hello from a lazily mounted cafs image." >"$src/hello.txt"
-"$(dirname "$CAFS")/tests/gen-data" 67108864 7 mixed >"$src/data/disk.img" 2>/dev/null ||
-	head -c 67108864 /dev/urandom >"$src/data/disk.img"
+"$GEN" 64M 7 mixed >"$src/data/disk.img"
 ln -s docs/README.md "$src/README"
 du -sh "$src"
 

@@ -6,8 +6,9 @@
  *
  * MODE:
  *   random  (default) the xorshift32 byte stream of the format reference,
- *           section 12: x ^= x<<13; x ^= x>>17; x ^= x<<5; emit x & 0xff.
- *           `gen-data 4M 1` is the reference blob.
+ *           section 12: x ^= x<<13; x ^= x>>17; x ^= x<<5; emit x & 0xff
+ *           (tests/unit/testdata.h: the unit tests' generator, the only
+ *           one). `gen-data 4M 1` is the reference blob.
  *   zeros   all zero bytes (SEED unused)
  *   text    words and lines from a small vocabulary: compressible, and
  *           content-defined cuts still happen
@@ -20,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "testdata.h"
 
 #define BUF (1u << 20)
 
@@ -38,20 +41,10 @@ static uint64_t parse_size(const char *s)
 	return *end ? UINT64_MAX : v;
 }
 
+/* every pseudo-random choice and byte comes from testdata.h */
 static uint32_t xs32(uint32_t *x)
 {
-	*x ^= *x << 13;
-	*x ^= *x >> 17;
-	*x ^= *x << 5;
-	return *x;
-}
-
-static uint64_t xs64(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
+	return testdata_rand(x);
 }
 
 static const char *const words[] = {
@@ -72,7 +65,7 @@ struct segment {
 struct gen {
 	struct segment cur;
 	uint64_t pos; /* within cur */
-	uint64_t rnd; /* random: state */
+	uint32_t rnd; /* random: state */
 	uint32_t wst; /* text: word choice state */
 	const char *word;
 };
@@ -81,7 +74,7 @@ static void seg_start(struct gen *g, struct segment s)
 {
 	g->cur = s;
 	g->pos = 0;
-	g->rnd = s.seed | 1;
+	g->rnd = (uint32_t)s.seed | 1;
 	g->wst = (uint32_t)(s.seed * 2654435761u) | 1;
 	g->word = "";
 }
@@ -97,10 +90,7 @@ static size_t seg_fill(struct gen *g, uint8_t *p, size_t n)
 		memset(p, 0, n);
 		break;
 	case RANDOM:
-		for (size_t i = 0; i < n; i += 8) {
-			uint64_t v = xs64(&g->rnd);
-			memcpy(p + i, &v, n - i < 8 ? n - i : 8);
-		}
+		testdata_fill(&g->rnd, p, n);
 		break;
 	case TEXT:
 		for (size_t i = 0; i < n; i++) {
@@ -150,8 +140,7 @@ int main(int argc, char **argv)
 	while (done < size) {
 		size_t n = size - done < BUF ? (size_t)(size - done) : BUF;
 		if (!strcmp(mode, "random")) {
-			for (size_t i = 0; i < n; i++)
-				buf[i] = (uint8_t)xs32(&x);
+			testdata_fill(&x, buf, n);
 		} else if (!strcmp(mode, "zeros")) {
 			memset(buf, 0, n);
 		} else {

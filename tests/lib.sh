@@ -8,9 +8,14 @@
 #   done_testing
 #
 # $CAFS is the binary under test; $T is a fresh directory removed at exit.
+# $GEN is tests/gen-data, the test data generator (gen_data below).
 set -u
 : "${CAFS:?CAFS must point at the cafs binary}"
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+: "${top_builddir:=$(dirname "$CAFS")}"
+: "${GEN:=$top_builddir/tests/gen-data}"
+export GEN
+[ -x "$GEN" ] || { echo "Bail out! no test data generator at $GEN (make builds it)"; exit 1; }
 export LC_ALL=C
 
 _tap_n=0
@@ -96,18 +101,84 @@ done_testing() {
 	[ "$_tap_failed" -eq 0 ]
 }
 
-# gen_data FILE SIZE SEED: deterministic pseudo-random bytes (xorshift32)
+# wait_until SECONDS PID COMMAND...: poll COMMAND (every 20 ms) until it
+# succeeds. Fails after SECONDS, or as soon as PID (unless empty) is gone:
+# for "the command is really running" before a test signals it.
+wait_until() {
+	local secs=$1 pid=$2 i
+	shift 2
+	for ((i = 0; i < secs * 50; i++)); do
+		"$@" && return 0
+		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+			echo "# wait_until: process $pid is gone before: $*" >&2
+			return 1
+		fi
+		sleep 0.02
+	done
+	echo "# wait_until: no $* after $secs s" >&2
+	return 1
+}
+
+# opening_fifo PID: a thread of PID is blocked opening a FIFO that has no
+# writer (the kernel's wait channel for that is wait_for_partner). Opening
+# the FIFO to find out would wake the reader up; /proc does not.
+opening_fifo() { grep -qx wait_for_partner /proc/"$1"/task/*/wchan 2>/dev/null; }
+
+# interrupted_by STDERR SIGNAME: STDERR (a file) has the line a cafs command
+# prints when SIGNAME stopped it (tools/interrupt.c): proof that it caught
+# the signal, which 128+N alone is not (the default action gives that too).
+interrupted_by() {
+	local text
+	case $2 in
+	TERM) text=Terminated ;;
+	INT) text=Interrupt ;;
+	HUP) text=Hangup ;;
+	*) echo "interrupted_by: unknown signal $2"; return 1 ;;
+	esac
+	grep -qxF "cafs: interrupted by $text" "$1" || { echo "no 'cafs: interrupted by $text' in:"; cat "$1"; return 1; }
+}
+
+# expect_errno ERRNO OP PATH: OP on PATH fails with errno ERRNO (a name:
+# EIO, EROFS, ENOENT, ...), told from the errno itself, not from a message
+# or a non-zero status. OP: cat (open and read to the end), append (open
+# for appending, write a byte), touch (create), mkdir, rm, chmod, stat.
+EXPECT_ERRNO_PY='
+import errno, os, sys
+want, op, path = sys.argv[1:4]
+if not hasattr(errno, want):
+    sys.exit("expect_errno: no errno %s" % want)
+def cat():
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        while os.read(fd, 1 << 20):
+            pass
+    finally:
+        os.close(fd)
+def append():
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, b"x")
+    finally:
+        os.close(fd)
+def touch():
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+ops = {"cat": cat, "append": append, "touch": touch, "mkdir": lambda: os.mkdir(path),
+       "rm": lambda: os.unlink(path), "chmod": lambda: os.chmod(path, 0o600), "stat": lambda: os.stat(path)}
+if op not in ops:
+    sys.exit("expect_errno: unknown op %s" % op)
+try:
+    ops[op]()
+except OSError as e:
+    if e.errno == getattr(errno, want):
+        sys.exit(0)
+    sys.exit("%s %s: %s (%s), not %s" % (op, path, errno.errorcode.get(e.errno, e.errno), e.strerror, want))
+sys.exit("%s %s: succeeded, expected %s" % (op, path, want))
+'
+expect_errno() { python3 -c "$EXPECT_ERRNO_PY" "$@"; }
+
+# gen_data FILE SIZE SEED [MODE]: deterministic test data, from the one
+# generator (tests/unit/testdata.h through tests/gen-data; $GEN): MODE
+# random (default: the xorshift32 stream), text, zeros or mixed.
 gen_data() {
-	python3 - "$1" "$2" "$3" <<'PY'
-import sys
-path, size, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-x = seed or 1
-out = bytearray(size)
-for i in range(size):
-    x ^= (x << 13) & 0xffffffff
-    x ^= x >> 17
-    x ^= (x << 5) & 0xffffffff
-    out[i] = x & 0xff
-open(path, 'wb').write(out)
-PY
+	"$GEN" "$2" "$3" ${4:+"$4"} >"$1"
 }

@@ -4,9 +4,6 @@
 # usage error), and nothing half-written is left under the final name, nor
 # any temporary file.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
-: "${top_builddir:=$(dirname "$CAFS")}"
-GEN=$top_builddir/tests/gen-data
-[ -x "$GEN" ] || skip_all "tests/gen-data not built"
 
 # leftovers DIR...: temporary files of index, output or chunk writes
 leftovers() { find "$@" \( -name '.#*' -o -name '*.tmp' \) 2>/dev/null; }
@@ -36,7 +33,7 @@ ok "setup: several chunks" test "$n_chunks" -ge 5
 
 # ---- bad indexes ----
 head -c 100 "$T/good.caibx" >"$T/trunc.caibx"
-head -c 1000 /dev/urandom >"$T/garbage.caibx"
+gen_data "$T/garbage.caibx" 1000 21
 cp "$T/good.caibx" "$T/magic.caibx"
 printf '\x00' | dd of="$T/magic.caibx" bs=1 seek=8 conv=notrunc status=none
 : >"$T/zero.caibx"
@@ -72,7 +69,7 @@ ok "... names the chunk" mentions "$id"
 
 cp -a "$T/s" "$T/s-garbage"
 chmod u+w "$T/s-garbage/$rel"
-head -c 5000 /dev/urandom >"$T/s-garbage/$rel"
+gen_data "$T/s-garbage/$rel" 5000 22
 ok "extract: garbage chunk" fails_cleanly "$T/out" "$CAFS" extract --store="$T/s-garbage" "$T/good.caibx" "$T/out"
 
 cp -a "$T/s" "$T/s-missing"
@@ -144,35 +141,43 @@ else
 fi
 
 # ---- interrupted: SIGTERM half-way (casync cleans up on SIGINT/SIGTERM) ----
-# make: the input is a FIFO that delivers 4 MiB, then stalls
+# make: the input is a FIFO that delivers 4 MiB, then stalls. The signal
+# goes only once cafs has read (nearly) all of it: it opens its input after
+# installing its handler, and the 4 MiB cannot all fit in the pipe.
 mkfifo "$T/slow-in"
-"$CAFS" make --store="$T/s-int" "$T/int.caibx" "$T/slow-in" >/dev/null 2>&1 &
+"$CAFS" make --store="$T/s-int" "$T/int.caibx" "$T/slow-in" >/dev/null 2>"$T/int.err" &
 pid=$!
 at_cleanup "kill $pid"
-exec 3>"$T/slow-in"
-"$GEN" 4M 12 >&3
-sleep 1
+exec 3<>"$T/slow-in" # read-write: never blocks, and the pipe stays open after gen-data
+"$GEN" 4M 12 >&3 &
+gpid=$!
+at_cleanup "kill $gpid"
+gen_done() { ! kill -0 "$gpid" 2>/dev/null; }
+ok "interrupted make: cafs read its input (before the signal)" wait_until 10 "$pid" gen_done
 kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?
 exec 3>&-
 ok "interrupted make: exits 128+SIGTERM" test "$rc" -eq 143
+ok "interrupted make: says it was interrupted" interrupted_by "$T/int.err" TERM
 ok "interrupted make: no index" test ! -e "$T/int.caibx"
 ok "interrupted make: no temporary files" bash -c '! find "$1" \( -name ".#*" -o -name "*.tmp" \) | grep .' _ "$T"
 find "$T" \( -name '.#*' -o -name '*.tmp' \) -delete
 
-# extract: one chunk file is a FIFO nobody writes, so a worker blocks on it
+# extract: one chunk file is a FIFO nobody writes, so a worker blocks
+# opening it; the signal goes once it does
 cp -a "$T/s" "$T/s-fifo"
 rm -f "$T/s-fifo/$rel"
 mkfifo "$T/s-fifo/$rel"
-"$CAFS" extract --store="$T/s-fifo" "$T/good.caibx" "$T/int.out" >/dev/null 2>&1 &
+"$CAFS" extract --store="$T/s-fifo" "$T/good.caibx" "$T/int.out" >/dev/null 2>"$T/int.err" &
 pid=$!
 at_cleanup "kill $pid"
-sleep 1
+ok "interrupted extract: cafs waits for the stuck chunk (before the signal)" wait_until 10 "$pid" opening_fifo "$pid"
 kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?
 ok "interrupted extract: exits 128+SIGTERM" test "$rc" -eq 143
+ok "interrupted extract: says it was interrupted" interrupted_by "$T/int.err" TERM
 ok "interrupted extract: no output" test ! -e "$T/int.out"
 ok "interrupted extract: no temporary files" bash -c '! find "$1" -name ".#*" | grep .' _ "$T"
 find "$T" \( -name '.#*' -o -name '*.tmp' \) -delete

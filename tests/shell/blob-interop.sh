@@ -5,9 +5,6 @@
 # other made; zero chunks become holes.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 need casync cmp diff du
-: "${top_builddir:=$(dirname "$CAFS")}"
-GEN=$top_builddir/tests/gen-data
-[ -x "$GEN" ] || skip_all "tests/gen-data not built"
 
 # inputs: empty, 1 byte, 64 MiB of mixed data (random, text, zero runs,
 # repeats), 64 MiB of zeros, and the reference blob of the format notes

@@ -40,7 +40,7 @@ bad1=${ids[3]} bad2=${ids[7]} gone=${ids[11]}
 f() { echo "Sbad/${1:0:4}/$1.cacnk"; }
 chmod u+w "$(f $bad1)" "$(f $bad2)"
 cp "$(f ${ids[5]})" "$(f $bad1)"
-head -c 1000 /dev/urandom >"$(f $bad2)"
+gen_data "$(f $bad2)" 1000 3
 rm "$(f $gone)"
 rc=0
 $CAFS cache fill --cache C3 --store Sbad a.caibx >out 2>err || rc=$?

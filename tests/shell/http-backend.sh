@@ -9,8 +9,8 @@ prog=$top_builddir/tests/unit/test-remote
 
 W=$T/www
 mkdir -p "$W"
-python3 -c 'import random, sys; open(sys.argv[1], "wb").write(random.Random(5).randbytes(int(sys.argv[2])))' "$T/img" 1000000
-python3 -c 'import random, sys; open(sys.argv[1], "wb").write(random.Random(6).randbytes(300000))' "$W/f.bin" 300000
+gen_data "$T/img" 1000000 5
+gen_data "$W/f.bin" 300000 6
 "$CAFS" make -q --store "$W/s.castr" "$T/s.caibx" "$T/img" >/dev/null || exit 1
 ids=$(find "$W/s.castr" -name '*.cacnk' | sort | head -n 8 | xargs -n1 basename | sed 's/\.cacnk$//')
 

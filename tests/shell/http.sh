@@ -12,10 +12,8 @@ need casync cmp timeout
 W=$T/www
 mkdir -p "$W" "$T/o"
 
-python3 -c 'import random, sys; open(sys.argv[1], "wb").write(random.Random(int(sys.argv[3])).randbytes(int(sys.argv[2])))' \
-	"$T/a.img" 3000000 1
-python3 -c 'import random, sys; open(sys.argv[1], "wb").write(random.Random(int(sys.argv[3])).randbytes(int(sys.argv[2])))' \
-	"$T/b.img" 2000000 2
+gen_data "$T/a.img" 3000000 1
+gen_data "$T/b.img" 2000000 2
 
 "$CAFS" make -q --chunk-size 16384 --store "$W/x.castr" "$W/x.caibx" "$T/a.img" >/dev/null || exit 1
 # an image that repeats itself: the repeat's chunks are in the index twice
@@ -34,7 +32,7 @@ gone=$(basename "$gone" .cacnk)
 cp -a "$W/x.castr" "$W/corrupt.castr"
 bad=$(find "$W/corrupt.castr" -name '*.cacnk' | sort | sed -n 11p)
 chmod u+w "$bad"
-head -c 3000 /dev/urandom >"$bad"
+gen_data "$bad" 3000 3
 bad=$(basename "$bad" .cacnk)
 # and one whose chunk file claims 140 MiB (sparse): refused, not downloaded
 cp -a "$W/x.castr" "$W/huge.castr"
@@ -43,7 +41,7 @@ rm -f "$huge"
 truncate -s 140M "$huge"
 huge=$(basename "$huge" .cacnk)
 cp "$W/x.caibx" "$T/local.caibx"
-head -c 5000 /dev/urandom >"$W/junk.caibx"
+gen_data "$W/junk.caibx" 5000 4
 
 NGINX_EXTRA='
 		location /e503/ { return 503; }

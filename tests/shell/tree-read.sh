@@ -102,8 +102,8 @@ src=$T/src
 mkdir -p "$src/sub/deeper" "$src/empty" "$src/dacl"
 printf 'hi\n' >"$src/a.txt"
 : >"$src/empty.txt"
-head -c 100000 /dev/urandom >"$src/sub/rand.bin"
-head -c 300000 /dev/urandom >"$src/sub/bigger.bin"
+gen_data "$src/sub/rand.bin" 100000 1
+gen_data "$src/sub/bigger.bin" 300000 2
 printf 'x\n' >"$src/sub/deeper/x"
 printf 'abcd\n' >"$src/abcd"
 printf 'ab\n' >"$src/ab"
@@ -335,9 +335,9 @@ fails "corrupt chunks: extract fails" "$CAFS" extract --store="$T/badstore" "$T/
 # not exist then, nor any temporary directory; in an existing DEST, the
 # new directory that was complete is there, the failed one is not.
 mkdir -p "$T/late/a/ro" "$T/late/z"
-for i in $(seq 1 12); do head -c 20000 /dev/urandom >"$T/late/a/f$i"; done
+for i in $(seq 1 12); do gen_data "$T/late/a/f$i" 20000 $((100 + i)); done
 # z/ is far larger than a chunk can be (256 KiB): some chunk lies wholly inside it
-for i in $(seq 1 48); do head -c 20000 /dev/urandom >"$T/late/z/f$i"; done
+for i in $(seq 1 48); do gen_data "$T/late/z/f$i" 20000 $((200 + i)); done
 printf 'x\n' >"$T/late/a/ro/inside"
 chmod 555 "$T/late/a/ro"  # the clean-up must get through it
 casync make --store="$T/late.castr" "$T/late.caidx" "$T/late" >/dev/null
@@ -376,16 +376,17 @@ mkfifo "$T/late.castr/${last:0:4}/$last.cacnk"
 # the thread stuck on the FIFO, and what it uses, are left to the exit on
 # purpose: under the sanitizers, LeakSanitizer must not count that
 ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
-	"$CAFS" extract --store="$T/late.castr" "$T/late.caidx" "$T/x17" 2>/dev/null &
+	"$CAFS" extract --store="$T/late.castr" "$T/late.caidx" "$T/x17" 2>"$T/x17.err" &
 pid=$!
 at_cleanup "kill -KILL $pid 2>/dev/null"
-sleep 1
+ok "interrupted extract: blocked on the chunk (before the signal)" wait_until 10 "$pid" opening_fifo "$pid"
 kill -TERM "$pid"
 for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 kill -KILL "$pid" 2>/dev/null # still there after 10 s: it hung (and fails below)
 rc=0
 wait "$pid" || rc=$?
 ok "interrupted extract: exits 128+SIGTERM" test "$rc" -eq 143
+ok "... says it was interrupted" interrupted_by "$T/x17.err" TERM
 ok "... DEST does not exist" test ! -e "$T/x17"
 ok "... nor any temporary directory" no_tmp "$T"
 rm -f "$T/late.castr/${last:0:4}/$last.cacnk"

@@ -26,11 +26,15 @@
  * parts (for the mutation test). */
 static inline int tt_make_tree(const char *dir, int small)
 {
+	char rand_bin[4096];
+	snprintf(rand_bin, sizeof(rand_bin), "%s/tree/sub/rand.bin", dir);
+	if (testdata_sh("mkdir -p '%s/tree/sub'", dir) != 0 || testdata_write_file(rand_bin, small ? 3000 : 100000, 42) < 0)
+		return -1;
 	return testdata_sh(
 	        "set -e; cd '%s'; mkdir -p tree/sub/deeper tree/empty tree/dacl; cd tree;"
 	        "printf 'hi\\n' > a.txt; : > empty.txt; echo x > sub/deeper/x;"
 	        "printf 'z' > 'sp ace'; printf 'u' > \"$(printf '\\303\\274')\";"
-	        "head -c %d /dev/urandom > sub/rand.bin; chown 4242:4343 sub/rand.bin 2>/dev/null || true;"
+	        "chown 4242:4343 sub/rand.bin 2>/dev/null || true;"
 	        "printf 's' > suid; chmod 4755 suid;"
 	        "ln -s a.txt link; ln -s /nonexistent/abs/target sub/abs; mkfifo fifo;"
 	        "mknod cdev c 1 3 2>/dev/null || true; mknod bdev b 7 200 2>/dev/null || true;"
@@ -41,7 +45,7 @@ static inline int tt_make_tree(const char *dir, int small)
 	        "%s"
 	        "touch -h -d '2020-01-01 00:00:00.123456789' a.txt link sub/deeper/x;"
 	        "touch -d '2001-02-03 04:05:06.5' sub",
-	        dir, small ? 3000 : 100000,
+	        dir,
 	        small ? "" :
 	                "mkdir big; for i in $(seq -w 0 399); do echo $i > big/f$i; done;"
 	                "n=$(printf 'n%.0s' $(seq 1 255)); echo long > \"$n\";");

@@ -289,7 +289,7 @@ static void collisions(void)
 
 int main(void)
 {
-	char base[256], cmd_tree[300], catar[300];
+	char base[256], cmd_tree[300], catar[300], path[340];
 	if (!testdata_have("casync")) {
 		printf("1..0 # SKIP casync not installed\n");
 		return 0;
@@ -302,8 +302,9 @@ int main(void)
 	snprintf(catar, sizeof(catar), "%s/s.catar", base);
 	check_int(tt_make_tree(base, 1), ==, 0);
 	/* short names to rename in place */
-	check_int(testdata_sh("cd '%s' && echo 1 > ab && echo 2 > e && head -c 300 /dev/urandom > sub/rand.bin", cmd_tree), ==,
-	          0);
+	check_int(testdata_sh("cd '%s' && echo 1 > ab && echo 2 > e", cmd_tree), ==, 0);
+	snprintf(path, sizeof(path), "%s/sub/rand.bin", cmd_tree);
+	check_int(testdata_write_file(path, 300, 43), ==, 0);
 	check_int(testdata_sh("casync make '%s' '%s' >/dev/null", catar, cmd_tree), ==, 0);
 	arch = tt_slurp(catar, &arch_size);
 	check(arch && arch_size > 1000);

@@ -5,8 +5,11 @@
  * foreign chunks (xz, gzip, bare), symlinks, concurrent writers, and the
  * chunk source's LRU, in-flight sharing, cache write-back and offline mode.
  *
- * The chunk source tests wrap a real store in a backend that counts calls
- * and answers slowly: the only way to see how many fetches happened.
+ * The chunk source tests wrap a real store in a backend that counts calls:
+ * the only way to see how many fetches happened. For in-flight sharing the
+ * backend's fetch is held at a gate until every other getter is parked in
+ * the chunk source waiting for it (seen through a wrapped
+ * pthread_cond_wait, linked with -Wl,--wrap=pthread_cond_wait): no sleeps.
  */
 #include "config.h"
 
@@ -20,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "chunksrc.h"
@@ -502,12 +506,72 @@ static void test_concurrent_writers(void)
 
 /* ---- chunk source ---- */
 
-/* a store backend that counts fetches and answers after a delay */
+/* ---- the gate: a backend fetch held until the test opens it ----
+ *
+ * Every pthread_cond_wait in the library goes through the wrapper below
+ * (-Wl,--wrap=pthread_cond_wait for this program), which counts the threads
+ * that have waited at least once. The chunk source waits only for a fetch
+ * in flight, with its lock held and its reference on the entry taken, so
+ * once GETTERS - 1 threads have waited and one is inside the backend's
+ * fetch, all of them are registered on that one fetch. */
+int __real_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *lock);
+
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static unsigned gate_waiters; /* threads that waited in the library */
+static unsigned gate_fetching; /* fetches that reached the gate */
+static bool gate_open = true;
+static __thread bool gate_counted;
+
+int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *lock);
+int __wrap_pthread_cond_wait(pthread_cond_t *cond, pthread_mutex_t *lock)
+{
+	if (cond != &gate_cond && !gate_counted) {
+		gate_counted = true;
+		pthread_mutex_lock(&gate_lock);
+		gate_waiters++;
+		pthread_cond_broadcast(&gate_cond);
+		pthread_mutex_unlock(&gate_lock);
+	}
+	return __real_pthread_cond_wait(cond, lock);
+}
+
+static void gate_close(void)
+{
+	pthread_mutex_lock(&gate_lock);
+	gate_open = false;
+	gate_waiters = gate_fetching = 0;
+	pthread_mutex_unlock(&gate_lock);
+}
+
+/* Wait (at most 10 s) until one fetch is at the gate and `waiters` other
+ * threads wait for it, or a second fetch arrives (sharing is broken); then
+ * open the gate. Returns how many fetches were at the gate, or -1 if the
+ * waiters never all showed up. */
+static int gate_wait_and_open(unsigned waiters)
+{
+	struct timespec until;
+	int r = 0, fetching;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&gate_lock);
+	while (r == 0 && gate_fetching <= 1 && !(gate_fetching == 1 && gate_waiters >= waiters))
+		r = pthread_cond_timedwait(&gate_cond, &gate_lock, &until);
+	fetching = r ? -1 : (int)gate_fetching;
+	if (r)
+		printf("# gate: after 10 s, %u fetches, %u of %u waiters\n", gate_fetching, gate_waiters, waiters);
+	gate_open = true;
+	pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+	return fetching;
+}
+
+/* a store backend that counts fetches; optionally held at the gate */
 struct counting {
 	struct ca_store *store;
 	atomic_uint fetches;
 	atomic_uint *freed;
-	unsigned delay_ms;
+	bool gated;
 	int fail; /* answer this errno instead, when non-zero */
 };
 
@@ -515,8 +579,14 @@ static int counting_fetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE], struct c
 {
 	struct counting *c = be;
 	atomic_fetch_add(&c->fetches, 1);
-	if (c->delay_ms)
-		usleep(c->delay_ms * 1000);
+	if (c->gated) {
+		pthread_mutex_lock(&gate_lock);
+		gate_fetching++;
+		pthread_cond_broadcast(&gate_cond);
+		while (!gate_open)
+			__real_pthread_cond_wait(&gate_cond, &gate_lock);
+		pthread_mutex_unlock(&gate_lock);
+	}
 	if (c->fail)
 		return -c->fail;
 	return ca_store_get_raw(c->store, id, out, ret_compressed);
@@ -537,12 +607,12 @@ static const struct ca_chunk_backend_ops counting_ops = {
 	.free = counting_free,
 };
 
-static struct counting *counting_new(const char *dir, unsigned delay_ms)
+static struct counting *counting_new(const char *dir, bool gated)
 {
 	struct counting *c = calloc(1, sizeof(*c));
 	if (!c || ca_store_open(dir, &c->store) < 0)
 		abort();
-	c->delay_ms = delay_ms;
+	c->gated = gated;
 	return c;
 }
 
@@ -583,7 +653,7 @@ static void test_lru(const char *back)
 
 	/* room for one chunk: A, A (hit), B (evicts A), A (fetched again) */
 	check_int(ca_chunksrc_new(CA_DIGEST_SHA512_256, 150000, &src), ==, 0);
-	struct counting *cb = counting_new(back, 0);
+	struct counting *cb = counting_new(back, false);
 	check_int(ca_chunksrc_add_backend(src, &counting_ops, cb), ==, 0);
 	check(got(src, &a, NULL));
 	check_int(cb->fetches, ==, 1);
@@ -610,7 +680,7 @@ static void test_lru(const char *back)
 
 	/* no LRU at all: every get goes to the backend */
 	check_int(ca_chunksrc_new(CA_DIGEST_SHA512_256, 0, &src), ==, 0);
-	cb = counting_new(back, 0);
+	cb = counting_new(back, false);
 	check_int(ca_chunksrc_add_backend(src, &counting_ops, cb), ==, 0);
 	check(got(src, &a, NULL));
 	check(got(src, &a, NULL));
@@ -623,7 +693,6 @@ static void test_lru(const char *back)
 struct getter {
 	struct ca_chunksrc *src;
 	const struct chunk *c;
-	pthread_barrier_t *barrier;
 	int r;
 	bool same;
 };
@@ -631,26 +700,28 @@ struct getter {
 static void *getter_thread(void *p)
 {
 	struct getter *g = p;
-	pthread_barrier_wait(g->barrier);
 	g->same = got(g->src, g->c, &g->r);
 	return NULL;
 }
 
 #define GETTERS 8
 
-/* returns how many got the right data; *ret_err gets the errors seen */
-static unsigned get_at_once(struct ca_chunksrc *src, const struct chunk *c, int *ret_err)
+/* GETTERS threads get c at once through a gated backend: the gate opens
+ * only when one fetch is held there and all the other getters wait for
+ * it. Returns how many got the right data; *ret_err gets the errors seen,
+ * *ret_at_gate how many fetches were at the gate (-1: getters missing). */
+static unsigned get_at_once(struct ca_chunksrc *src, const struct chunk *c, int *ret_err, int *ret_at_gate)
 {
 	pthread_t th[GETTERS];
 	struct getter g[GETTERS];
-	pthread_barrier_t barrier;
 	unsigned same = 0;
-	pthread_barrier_init(&barrier, NULL, GETTERS);
+	gate_close();
 	for (unsigned i = 0; i < GETTERS; i++) {
-		g[i] = (struct getter){ src, c, &barrier, 1, false };
+		g[i] = (struct getter){ src, c, 1, false };
 		if (pthread_create(&th[i], NULL, getter_thread, &g[i]))
 			abort();
 	}
+	*ret_at_gate = gate_wait_and_open(GETTERS - 1);
 	*ret_err = 0;
 	for (unsigned i = 0; i < GETTERS; i++) {
 		pthread_join(th[i], NULL);
@@ -660,14 +731,13 @@ static unsigned get_at_once(struct ca_chunksrc *src, const struct chunk *c, int 
 		if (g[i].r < 0 && g[i].r != *ret_err)
 			*ret_err = -EPROTO; /* different answers */
 	}
-	pthread_barrier_destroy(&barrier);
 	return same;
 }
 
 static void test_in_flight(const char *back)
 {
 	struct chunk a, missing;
-	int err;
+	int err, at_gate;
 	chunk_make(&a, 200000, 21);
 	chunk_make(&missing, 1000, 22);
 	store_put(back, &a);
@@ -675,13 +745,15 @@ static void test_in_flight(const char *back)
 	for (int lru = 0; lru < 2; lru++) {
 		struct ca_chunksrc *src = NULL;
 		check_int(ca_chunksrc_new(CA_DIGEST_SHA512_256, lru ? 1 << 20 : 0, &src), ==, 0);
-		struct counting *cb = counting_new(back, 300);
+		struct counting *cb = counting_new(back, true);
 		check_int(ca_chunksrc_add_backend(src, &counting_ops, cb), ==, 0);
-		check_int(get_at_once(src, &a, &err), ==, GETTERS);
+		check_int(get_at_once(src, &a, &err, &at_gate), ==, GETTERS);
+		check_int(at_gate, ==, 1);
 		check_int(err, ==, 0);
 		check_int(cb->fetches, ==, 1);
 		/* a failure is shared the same way, and not remembered */
-		check_int(get_at_once(src, &missing, &err), ==, 0);
+		check_int(get_at_once(src, &missing, &err, &at_gate), ==, 0);
+		check_int(at_gate, ==, 1);
 		check_int(err, ==, -ENOENT);
 		check_int(cb->fetches, ==, 2);
 		int r;
@@ -721,7 +793,7 @@ static void test_cache(const char *back)
 	check_int(ca_chunksrc_new(CA_DIGEST_SHA512_256, 0, &src), ==, 0);
 	check_int(ca_store_open(cdir, &cache), ==, 0);
 	check_int(ca_chunksrc_set_cache(src, cache, false), ==, 0);
-	struct counting *cb = counting_new(back, 0);
+	struct counting *cb = counting_new(back, false);
 	cb->freed = &freed;
 	check_int(ca_chunksrc_add_backend(src, &counting_ops, cb), ==, 0);
 	check_int(ca_chunksrc_is_local(src, a.id), ==, 0);
@@ -751,7 +823,7 @@ static void test_cache(const char *back)
 	check_int(ca_chunksrc_new(CA_DIGEST_SHA512_256, 0, &src), ==, 0);
 	check_int(ca_store_open(cdir, &cache), ==, 0);
 	check_int(ca_chunksrc_set_cache(src, cache, true), ==, 0);
-	cb = counting_new(back, 0);
+	cb = counting_new(back, false);
 	check_int(ca_chunksrc_add_backend(src, &counting_ops, cb), ==, 0);
 	check(got(src, &a, NULL));
 	check_int(cb->fetches, ==, 1);
@@ -765,7 +837,7 @@ static void test_cache(const char *back)
 	check_int(ca_chunksrc_new(CA_DIGEST_SHA512_256, 0, &src), ==, 0);
 	check_int(ca_store_open(cdir, &cache), ==, 0);
 	check_int(ca_chunksrc_set_cache(src, cache, false), ==, 0);
-	cb = counting_new(back, 0);
+	cb = counting_new(back, false);
 	check_int(ca_chunksrc_add_backend(src, &counting_ops, cb), ==, 0);
 	ca_chunksrc_set_offline(src, true);
 	check(got(src, &a, NULL));
@@ -785,7 +857,7 @@ static void test_cache(const char *back)
 	store_put(back2, &c);
 	check_int(write_file(path_of(back, c.id, false), "\x28\xb5\x2f\xfd garbage", 12), ==, 0);
 	check_int(ca_chunksrc_new(CA_DIGEST_SHA512_256, 0, &src), ==, 0);
-	struct counting *c1 = counting_new(back, 0), *c2 = counting_new(back2, 0);
+	struct counting *c1 = counting_new(back, false), *c2 = counting_new(back2, false);
 	check_int(ca_chunksrc_add_backend(src, &counting_ops, c1), ==, 0);
 	check_int(ca_chunksrc_add_backend(src, &counting_ops, c2), ==, 0);
 	check(got(src, &c, NULL));
@@ -807,12 +879,12 @@ static void test_cache(const char *back)
 
 	/* a failing backend does not hide a later one; alone, its error shows */
 	check_int(ca_chunksrc_new(CA_DIGEST_SHA512_256, 0, &src), ==, 0);
-	c1 = counting_new(back, 0);
+	c1 = counting_new(back, false);
 	c1->fail = EIO;
 	check_int(ca_chunksrc_add_backend(src, &counting_ops, c1), ==, 0);
 	check(!got(src, &a, &r));
 	check_int(r, ==, -EIO);
-	c2 = counting_new(back, 0);
+	c2 = counting_new(back, false);
 	check_int(ca_chunksrc_add_backend(src, &counting_ops, c2), ==, 0);
 	check(got(src, &a, NULL));
 	/* wrong digest type: chunk ids do not verify */
