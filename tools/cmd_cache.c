@@ -39,18 +39,16 @@ struct stat_acc {
 	uint64_t chunks, bytes, disk, tmp;
 };
 
-static int stat_one(enum cafs_store_file kind, const uint8_t id[CA_CHUNK_ID_SIZE], int dirfd, const char *name,
-                    const struct stat *st, void *userdata)
+static int stat_one(const struct ca_store_entry *e, void *userdata)
 {
 	struct stat_acc *a = userdata;
-	(void)id, (void)dirfd, (void)name;
-	if (kind == CAFS_STORE_TMP) {
+	if (e->kind == CA_STORE_TMP) {
 		a->tmp++;
 		return 0;
 	}
 	a->chunks++;
-	a->bytes += (uint64_t)st->st_size;
-	a->disk += (uint64_t)st->st_blocks * 512;
+	a->bytes += (uint64_t)e->st.st_size;
+	a->disk += (uint64_t)e->st.st_blocks * 512;
 	return 0;
 }
 
@@ -135,7 +133,9 @@ static int cache_stat(int argc, char **argv)
 	char h1[32], h2[32];
 	if (!dir)
 		return 1;
-	r = cafs_store_walk(dir, stat_one, &a);
+	r = ca_store_open(dir, &cache);
+	if (r == 0)
+		r = ca_store_walk(cache, stat_one, &a);
 	if (r < 0) {
 		ca_log_error_errno(r, "%s", dir);
 		goto out;
@@ -147,11 +147,6 @@ static int cache_stat(int argc, char **argv)
 	printf("Size: %llu bytes (%s, %s on disk)\n", (unsigned long long)a.bytes, h1, h2);
 	if (a.tmp)
 		printf("Temporary files: %llu\n", (unsigned long long)a.tmp);
-	r = ca_store_open(dir, &cache);
-	if (r < 0) {
-		ca_log_error_errno(r, "%s", dir);
-		goto out;
-	}
 	for (int i = optind; i < argc; i++)
 		if (source_presence(cache, argv[i]) < 0)
 			r = -EIO; /* go on with the others, fail at the end */
@@ -178,13 +173,14 @@ struct prune_acc {
 	bool dry_run;
 };
 
-static int prune_collect(enum cafs_store_file kind, const uint8_t id[CA_CHUNK_ID_SIZE], int dirfd, const char *name,
-                         const struct stat *st, void *userdata)
+static int prune_collect(const struct ca_store_entry *se, void *userdata)
 {
 	struct prune_acc *a = userdata;
-	if (kind == CAFS_STORE_TMP) {
+	const uint8_t *id = se->id;
+	const struct stat *st = &se->st;
+	if (se->kind == CA_STORE_TMP) {
 		/* a writer renames its .tmp within moments; one this old lost its writer */
-		if (!a->dry_run && st->st_mtim.tv_sec + STALE_TMP_SECONDS < a->now && unlinkat(dirfd, name, 0) == 0)
+		if (!a->dry_run && st->st_mtim.tv_sec + STALE_TMP_SECONDS < a->now && unlinkat(se->dirfd, se->name, 0) == 0)
 			a->tmp_removed++;
 		return 0;
 	}
@@ -200,7 +196,7 @@ static int prune_collect(enum cafs_store_file kind, const uint8_t id[CA_CHUNK_ID
 	memcpy(e->id, id, CA_CHUNK_ID_SIZE);
 	e->size = (uint64_t)st->st_size;
 	e->mtime = st->st_mtim;
-	e->bare = kind == CAFS_STORE_BARE;
+	e->bare = se->kind == CA_STORE_BARE;
 	a->total += e->size;
 	return 0;
 }
@@ -318,7 +314,11 @@ static int cache_prune(int argc, char **argv)
 	}
 	a.now = time(NULL);
 	a.dry_run = dry_run;
-	r = cafs_store_walk(dir, prune_collect, &a);
+	struct ca_store *st = NULL;
+	r = ca_store_open(dir, &st);
+	if (r == 0)
+		r = ca_store_walk(st, prune_collect, &a);
+	ca_store_free(st);
 	if (r < 0) {
 		ca_log_error_errno(r, "%s", dir);
 		r = 1;
@@ -538,7 +538,11 @@ static int cache_verify(int argc, char **argv)
 	if (!dir)
 		return 1;
 	a.now = time(NULL);
-	r = cafs_store_walk(dir, prune_collect, &a);
+	struct ca_store *st = NULL;
+	r = ca_store_open(dir, &st);
+	if (r == 0)
+		r = ca_store_walk(st, prune_collect, &a);
+	ca_store_free(st);
 	if (r < 0) {
 		ca_log_error_errno(r, "%s", dir);
 		free(a.v);

@@ -20,6 +20,7 @@
 #include "idset.h"
 #include "index.h"
 #include "log.h"
+#include "store.h"
 
 struct gc_ctx {
 	struct ca_idset *keep;
@@ -28,19 +29,19 @@ struct gc_ctx {
 	uint8_t touched[0x10000 / 8]; /* prefix directories that lost chunks: try rmdir after the walk */
 };
 
-static int gc_one(enum cafs_store_file kind, const uint8_t id[CA_CHUNK_ID_SIZE], int dirfd, const char *name,
-                  const struct stat *st, void *userdata)
+static int gc_one(const struct ca_store_entry *e, void *userdata)
 {
 	struct gc_ctx *g = userdata;
-	if (kind != CAFS_STORE_CHUNK)
+	const char *name = e->name;
+	if (e->kind != CA_STORE_CHUNK)
 		return 0;
-	if (ca_idset_get(g->keep, id, NULL)) {
+	if (ca_idset_get(g->keep, e->id, NULL)) {
 		g->kept++;
 		return 0;
 	}
 	if (g->dry_run) {
 		printf("would remove %.4s/%s\n", name, name);
-	} else if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT) {
+	} else if (unlinkat(e->dirfd, name, 0) < 0 && errno != ENOENT) {
 		ca_log_error_errno(errno, "%.4s/%s", name, name);
 		g->failed++;
 		return 0;
@@ -48,7 +49,7 @@ static int gc_one(enum cafs_store_file kind, const uint8_t id[CA_CHUNK_ID_SIZE],
 	unsigned p = (unsigned)strtoul((char[5]){ name[0], name[1], name[2], name[3], 0 }, NULL, 16);
 	g->touched[p / 8] |= (uint8_t)(1u << (p % 8));
 	g->removed++;
-	g->removed_bytes += (uint64_t)st->st_size;
+	g->removed_bytes += (uint64_t)e->st.st_size;
 	return 0;
 }
 
@@ -134,7 +135,11 @@ int cafs_cmd_gc(int argc, char **argv)
 			goto out;
 		}
 	}
-	int k = cafs_store_walk(store, gc_one, g);
+	struct ca_store *st = NULL;
+	int k = ca_store_open(store, &st);
+	if (k == 0)
+		k = ca_store_walk(st, gc_one, g);
+	ca_store_free(st);
 	if (k < 0) {
 		ca_log_error_errno(k, "%s", store);
 		goto out;
