@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "cache_prune.h"
 #include "cache.h"
 #include "cmd.h"
 #include "compress.h"
@@ -25,11 +26,6 @@
 #include "index.h"
 #include "log.h"
 #include "store.h"
-
-/* .tmp files older than this were left by a killed writer: prune removes them */
-#define STALE_TMP_SECONDS 3600
-/* prune leaves alone chunks written or used this recently: they are in use now */
-#define PRUNE_MIN_AGE_DEFAULT 5
 
 enum { OPT_CACHE = 0x100, OPT_MAX_SIZE, OPT_KEEP, OPT_MIN_AGE, OPT_REPAIR, OPT_DIGEST };
 
@@ -180,7 +176,7 @@ static int prune_collect(const struct ca_store_entry *se, void *userdata)
 	const struct stat *st = &se->st;
 	if (se->kind == CA_STORE_TMP) {
 		/* a writer renames its .tmp within moments; one this old lost its writer */
-		if (!a->dry_run && st->st_mtim.tv_sec + STALE_TMP_SECONDS < a->now && unlinkat(se->dirfd, se->name, 0) == 0)
+		if (!a->dry_run && st->st_mtim.tv_sec + CA_CACHE_PRUNE_STALE_TMP_SECONDS < a->now && unlinkat(se->dirfd, se->name, 0) == 0)
 			a->tmp_removed++;
 		return 0;
 	}
@@ -199,16 +195,6 @@ static int prune_collect(const struct ca_store_entry *se, void *userdata)
 	e->bare = se->kind == CA_STORE_BARE;
 	a->total += e->size;
 	return 0;
-}
-
-static int cmp_mtime(const void *x, const void *y)
-{
-	const struct prune_entry *a = x, *b = y;
-	if (a->mtime.tv_sec != b->mtime.tv_sec)
-		return a->mtime.tv_sec < b->mtime.tv_sec ? -1 : 1;
-	if (a->mtime.tv_nsec != b->mtime.tv_nsec)
-		return a->mtime.tv_nsec < b->mtime.tv_nsec ? -1 : 1;
-	return memcmp(a->id, b->id, CA_CHUNK_ID_SIZE); /* deterministic order for ties */
 }
 
 static int remove_entry(const char *dir, const struct prune_entry *e)
@@ -242,10 +228,11 @@ static int cache_prune(int argc, char **argv)
 	size_t n_keep = 0;
 	uint64_t max_size = 0;
 	bool have_max = false, dry_run = false;
-	long min_age = PRUNE_MIN_AGE_DEFAULT;
+	long min_age = CA_CACHE_PRUNE_MIN_AGE_DEFAULT;
 	int c, verbosity = 0, r = 0;
 	struct ca_idset *pinned = NULL;
-	struct prune_acc a = { 0 };
+	struct ca_store *cache = NULL;
+	struct ca_cache_prune_plan *plan = NULL;
 	char *dir = NULL;
 
 	while ((c = getopt_long(argc, argv, "nvqh", opts, NULL)) >= 0) {
@@ -312,57 +299,42 @@ static int cache_prune(int argc, char **argv)
 			goto out;
 		}
 	}
-	a.now = time(NULL);
-	a.dry_run = dry_run;
-	struct ca_store *st = NULL;
-	r = ca_store_open(dir, &st);
-	if (r == 0)
-		r = ca_store_walk(st, prune_collect, &a);
-	ca_store_free(st);
-	if (r < 0) {
-		ca_log_error_errno(r, "%s", dir);
-		r = 1;
+	struct ca_cache_prune_opts po = { .max_size = max_size, .keep = pinned, .min_age = min_age };
+	struct ca_cache_prune_stats st;
+	int k = ca_store_open(dir, &cache);
+	if (k == 0)
+		k = ca_cache_prune_plan(cache, &po, &plan);
+	if (k < 0) {
+		ca_log_error_errno(k, "%s", dir);
 		goto out;
 	}
-	qsort(a.v, a.n, sizeof(*a.v), cmp_mtime);
-	uint64_t removed = 0, removed_bytes = 0;
 	r = 0;
-	for (size_t i = 0; i < a.n && a.total > max_size; i++) {
-		const struct prune_entry *e = &a.v[i];
-		if (ca_idset_get(pinned, e->id, NULL) || e->mtime.tv_sec + min_age > a.now)
-			continue;
-		if (dry_run) {
+	if (dry_run) {
+		for (size_t i = 0; i < ca_cache_prune_plan_n_victims(plan); i++) {
 			char hex[2 * CA_CHUNK_ID_SIZE + 1];
-			ca_id_to_hex(e->id, hex);
+			ca_id_to_hex(ca_cache_prune_plan_victim(plan, i, NULL), hex);
 			printf("would remove %s\n", hex);
-		} else {
-			int k = remove_entry(dir, e);
-			if (k < 0) {
-				char hex[2 * CA_CHUNK_ID_SIZE + 1];
-				ca_id_to_hex(e->id, hex);
-				ca_log_error_errno(k, "chunk %s", hex);
-				r = 1;
-				continue;
-			}
 		}
-		removed++;
-		removed_bytes += e->size;
-		a.total -= e->size;
+	} else if (ca_cache_prune_apply(plan) < 0) {
+		r = 1; /* each failed chunk was logged; the rest went */
 	}
+	ca_cache_prune_plan_stats(plan, &st);
 	char h1[32], h2[32], h3[32];
-	cafs_format_size(removed_bytes, h1, sizeof(h1));
-	cafs_format_size(a.total, h2, sizeof(h2));
+	cafs_format_size(st.victim_bytes, h1, sizeof(h1));
+	cafs_format_size(st.left_bytes, h2, sizeof(h2));
 	cafs_format_size(max_size, h3, sizeof(h3));
 	printf("%s %llu chunks (%s); cache now %llu chunks, %llu bytes (%s)\n", dry_run ? "would remove" : "removed",
-	       (unsigned long long)removed, h1, (unsigned long long)(a.n - removed), (unsigned long long)a.total, h2);
-	if (a.tmp_removed)
-		printf("removed %llu stale temporary files\n", (unsigned long long)a.tmp_removed);
-	if (a.total > max_size)
+	       (unsigned long long)st.victims, h1, (unsigned long long)st.left_chunks,
+	       (unsigned long long)st.left_bytes, h2);
+	if (!dry_run && st.stale_tmp)
+		printf("removed %llu stale temporary files\n", (unsigned long long)st.stale_tmp);
+	if (st.left_bytes > max_size)
 		ca_log_warning("cache: %s: still above %s: the rest is pinned by --keep or used in the last %ld s",
 		               dir, h3, min_age);
 out:
+	ca_cache_prune_plan_free(plan);
+	ca_store_free(cache);
 	ca_idset_free(pinned);
-	free(a.v);
 	free(dir);
 	free(keep);
 	return r;
