@@ -7,25 +7,20 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "buf.h"
-#include "cache_prune.h"
 #include "cache.h"
+#include "cache_prune.h"
 #include "cmd.h"
-#include "compress.h"
 #include "digest.h"
 #include "idset.h"
 #include "index.h"
 #include "log.h"
 #include "store.h"
+#include "store_verify.h"
 
 enum { OPT_CACHE = 0x100, OPT_MAX_SIZE, OPT_KEEP, OPT_MIN_AGE, OPT_REPAIR, OPT_DIGEST };
 
@@ -153,62 +148,6 @@ out:
 }
 
 /* ---- prune ---- */
-
-struct prune_entry {
-	uint8_t id[CA_CHUNK_ID_SIZE];
-	uint64_t size;
-	struct timespec mtime;
-	bool bare;
-};
-
-struct prune_acc {
-	struct prune_entry *v;
-	size_t n, cap;
-	uint64_t total, tmp_removed;
-	time_t now;
-	bool dry_run;
-};
-
-static int prune_collect(const struct ca_store_entry *se, void *userdata)
-{
-	struct prune_acc *a = userdata;
-	const uint8_t *id = se->id;
-	const struct stat *st = &se->st;
-	if (se->kind == CA_STORE_TMP) {
-		/* a writer renames its .tmp within moments; one this old lost its writer */
-		if (!a->dry_run && st->st_mtim.tv_sec + CA_CACHE_PRUNE_STALE_TMP_SECONDS < a->now && unlinkat(se->dirfd, se->name, 0) == 0)
-			a->tmp_removed++;
-		return 0;
-	}
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 1024;
-		struct prune_entry *v = realloc(a->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		a->v = v;
-		a->cap = cap;
-	}
-	struct prune_entry *e = &a->v[a->n++];
-	memcpy(e->id, id, CA_CHUNK_ID_SIZE);
-	e->size = (uint64_t)st->st_size;
-	e->mtime = st->st_mtim;
-	e->bare = se->kind == CA_STORE_BARE;
-	a->total += e->size;
-	return 0;
-}
-
-static int remove_entry(const char *dir, const struct prune_entry *e)
-{
-	char rel[CA_STORE_REL_PATH_LEN + 1], path[4096];
-	ca_store_rel_path(e->id, rel);
-	if (e->bare)
-		rel[69] = 0;
-	if (snprintf(path, sizeof(path), "%s/%s", dir, rel) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	if (unlink(path) < 0 && errno != ENOENT)
-		return -errno;
-	return 0;
-}
 
 static int cache_prune(int argc, char **argv)
 {
@@ -342,128 +281,15 @@ out:
 
 /* ---- verify ---- */
 
-struct verify_job {
-	const char *dir;
-	struct prune_entry *v; /* the same list prune builds */
-	size_t n;
-	bool repair, digest_known;
-	enum ca_digest_type digest;
-
-	pthread_mutex_t lock;
-	size_t next;
-	uint64_t ok, corrupt, removed, errors;
-};
-
-static int read_chunk_file(const char *dir, const struct prune_entry *e, struct ca_buf *out)
+static void verify_bad(void *userdata, const uint8_t id[CA_CHUNK_ID_SIZE], int err, bool removed)
 {
-	char rel[CA_STORE_REL_PATH_LEN + 1], path[4096];
-	ca_store_rel_path(e->id, rel);
-	if (e->bare)
-		rel[69] = 0;
-	if (snprintf(path, sizeof(path), "%s/%s", dir, rel) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	int r = 0;
-	out->size = 0;
-	for (;;) {
-		/* a chunk file is at most a max chunk plus compression overhead */
-		r = ca_buf_reserve(out, out->size + 65536, (size_t)CA_CHUNK_SIZE_LIMIT_MAX + CA_CHUNK_SIZE_LIMIT_MAX / 64);
-		if (r < 0) {
-			r = r == -EFBIG ? -EBADMSG : r;
-			break;
-		}
-		ssize_t k = read(fd, out->data + out->size, out->cap - out->size);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			r = -errno;
-			break;
-		}
-		if (k == 0)
-			break;
-		out->size += (size_t)k;
-	}
-	close(fd);
-	return r;
-}
-
-/* 0 if the chunk matches its name under either digest (or the one given), -EBADMSG if not */
-static int check_chunk(struct verify_job *j, struct ca_codec *codec, struct ca_digest *d[2],
-                       const struct prune_entry *e, struct ca_buf *raw, struct ca_buf *data)
-{
-	static const enum ca_digest_type order[2] = { CA_DIGEST_SHA512_256, CA_DIGEST_SHA256 };
-	const struct ca_buf *plain = raw;
-	int r = read_chunk_file(j->dir, e, raw);
-	if (r < 0)
-		return r;
-	if (!e->bare) {
-		r = ca_codec_decompress(codec, raw->data, raw->size, data, CA_CHUNK_SIZE_LIMIT_MAX);
-		if (r < 0)
-			return r;
-		plain = data;
-	}
-	for (int i = 0; i < 2; i++) {
-		uint8_t got[CA_CHUNK_ID_SIZE];
-		if (j->digest_known && order[i] != j->digest)
-			continue;
-		r = ca_digest_once(d[i], plain->data, plain->size, got);
-		if (r < 0)
-			return r;
-		if (!memcmp(got, e->id, CA_CHUNK_ID_SIZE))
-			return 0;
-	}
-	return -EBADMSG;
-}
-
-static void *verify_worker(void *arg)
-{
-	struct verify_job *j = arg;
-	struct ca_codec *codec = NULL;
-	struct ca_digest *d[2] = { NULL, NULL };
-	struct ca_buf raw = CA_BUF_INIT, data = CA_BUF_INIT;
-	int r = ca_codec_new(CA_DIGEST_SHA512_256, &codec);
-	if (r == 0)
-		r = ca_digest_new(CA_DIGEST_SHA512_256, &d[0]);
-	if (r == 0)
-		r = ca_digest_new(CA_DIGEST_SHA256, &d[1]);
-	for (;;) {
-		pthread_mutex_lock(&j->lock);
-		size_t i = j->next++;
-		pthread_mutex_unlock(&j->lock);
-		if (i >= j->n)
-			break;
-		const struct prune_entry *e = &j->v[i];
-		char hex[2 * CA_CHUNK_ID_SIZE + 1];
-		ca_id_to_hex(e->id, hex);
-		int k = r < 0 ? r : check_chunk(j, codec, d, e, &raw, &data);
-		bool removed = false;
-		if (k == -ENOENT) /* removed since the walk (prune, the mount): nothing to check */
-			continue;
-		if (k == -EBADMSG && j->repair)
-			removed = remove_entry(j->dir, e) == 0;
-		if (k == -EBADMSG)
-			ca_log_error("chunk %s: corrupt data%s", hex, removed ? ", removed" : "");
-		else if (k < 0)
-			ca_log_error_errno(k, "chunk %s", hex);
-		pthread_mutex_lock(&j->lock);
-		if (k == 0)
-			j->ok++;
-		else if (k == -EBADMSG)
-			j->corrupt++;
-		else
-			j->errors++;
-		if (removed)
-			j->removed++;
-		pthread_mutex_unlock(&j->lock);
-	}
-	ca_buf_release(&raw);
-	ca_buf_release(&data);
-	ca_digest_free(d[0]);
-	ca_digest_free(d[1]);
-	ca_codec_free(codec);
-	return NULL;
+	char hex[2 * CA_CHUNK_ID_SIZE + 1];
+	(void)userdata;
+	ca_id_to_hex(id, hex);
+	if (err == -EBADMSG)
+		ca_log_error("chunk %s: corrupt data%s", hex, removed ? ", removed" : "");
+	else
+		ca_log_error_errno(err, "chunk %s", hex);
 }
 
 static int cache_verify(int argc, char **argv)
@@ -479,23 +305,23 @@ static int cache_verify(int argc, char **argv)
 		{}
 	};
 	const char *cache_opt = NULL;
-	struct verify_job j = { 0 };
-	struct prune_acc a = { .dry_run = true };
-	unsigned threads = 0;
+	struct ca_store_verify_opts vo = { .any_digest = true, .on_bad = verify_bad };
+	struct ca_store_verify_stats st;
+	struct ca_store *cache = NULL;
 	int c, verbosity = 0, r;
 
 	while ((c = getopt_long(argc, argv, "j:vqh", opts, NULL)) >= 0) {
 		switch (c) {
 		case OPT_REPAIR:
-			j.repair = true;
+			vo.repair = true;
 			break;
 		case OPT_DIGEST:
-			if (ca_digest_type_parse(optarg, &j.digest) < 0)
+			if (ca_digest_type_parse(optarg, &vo.digest) < 0)
 				return cafs_usage_error("cache", "unknown digest '%s'", optarg);
-			j.digest_known = strcmp(optarg, "default") != 0;
+			vo.any_digest = strcmp(optarg, "default") == 0;
 			break;
 		case 'j':
-			if (cafs_parse_threads(optarg, &threads) < 0)
+			if (cafs_parse_threads(optarg, &vo.threads) < 0)
 				return cafs_usage_error("cache", "invalid thread count '%s'", optarg);
 			break;
 		default:
@@ -509,46 +335,24 @@ static int cache_verify(int argc, char **argv)
 	char *dir = cafs_cache_dir(cache_opt);
 	if (!dir)
 		return 1;
-	a.now = time(NULL);
-	struct ca_store *st = NULL;
-	r = ca_store_open(dir, &st);
+	r = ca_store_open(dir, &cache);
 	if (r == 0)
-		r = ca_store_walk(st, prune_collect, &a);
-	ca_store_free(st);
+		r = ca_store_verify(cache, &vo, &st);
 	if (r < 0) {
 		ca_log_error_errno(r, "%s", dir);
-		free(a.v);
-		free(dir);
-		return 1;
+		goto out;
 	}
-	if (threads == 0) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = n < 1 ? 1 : n > 16 ? 16 : (unsigned)n;
-	}
-	j.dir = dir;
-	j.v = a.v;
-	j.n = a.n;
-	pthread_mutex_init(&j.lock, NULL);
-	pthread_t tids[64];
-	unsigned started = 0;
-	for (; started < threads; started++)
-		if (pthread_create(&tids[started], NULL, verify_worker, &j) != 0)
-			break;
-	if (started == 0)
-		verify_worker(&j);
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(tids[i], NULL);
-	pthread_mutex_destroy(&j.lock);
-	printf("%llu chunks verified, %llu corrupt", (unsigned long long)(j.ok + j.corrupt),
-	       (unsigned long long)j.corrupt);
-	if (j.repair)
-		printf(", %llu removed", (unsigned long long)j.removed);
+	printf("%llu chunks verified, %llu corrupt", (unsigned long long)(st.ok + st.corrupt),
+	       (unsigned long long)st.corrupt);
+	if (vo.repair)
+		printf(", %llu removed", (unsigned long long)st.removed);
 	printf("\n");
-	free(a.v);
+	if (st.errors || st.corrupt != st.removed)
+		r = -EIO; /* each bad chunk was logged */
+out:
+	ca_store_free(cache);
 	free(dir);
-	if (j.errors || j.corrupt != j.removed)
-		return 1;
-	return 0;
+	return r < 0 ? 1 : 0;
 }
 
 int cafs_cmd_cache(int argc, char **argv)
