@@ -2,7 +2,8 @@
 /*
  * cmd_cache.c - `cafs cache stat|fill|prune|verify|seed`: the chunk cache
  * (a casync-layout store shared by the mount, extract --cache and fill).
- * fill is in cmd_cache_fill.c, seed in cache_seed.c.
+ * fill is in cmd_cache_fill.c, seed in cache_seed.c. The policies are
+ * core's (cache_prune.h, store_verify.h): here are options and messages.
  */
 #include "config.h"
 
