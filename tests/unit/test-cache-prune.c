@@ -3,7 +3,8 @@
  * test-cache-prune.c - the cache policies of core, called directly: the
  * prune planner (mtime order, --keep pins, min-age, fitting a size, stale
  * temporary files, dry run = plan alone), store verification (corrupt and
- * bare chunks, repair), and cache fill (plan, run, shared chunks, cancel).
+ * bare chunks, repair), gc (keep set, dry run, emptied directories) and
+ * cache fill (plan, run, shared chunks, cancel).
  */
 #include "config.h"
 
@@ -24,6 +25,7 @@
 #include "idset.h"
 #include "index.h"
 #include "store.h"
+#include "store_gc.h"
 #include "store_verify.h"
 #include "tap.h"
 #include "testdata.h"
@@ -322,6 +324,57 @@ static void test_verify(void)
 	ca_store_free(s);
 }
 
+static void on_gc(void *userdata, const char *rel, int err)
+{
+	unsigned *n = userdata;
+	(*n)++;
+	if (err != 0 || strlen(rel) != CA_STORE_REL_PATH_LEN)
+		(*n) += 1000;
+}
+
+static void test_gc(void)
+{
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s/gc", tmpdir);
+	struct ca_store *s = store_make(dir);
+	struct ca_idset *keep = NULL;
+	struct ca_store_gc_stats st;
+	unsigned seen = 0;
+	struct ca_store_gc_opts o = { .dry_run = true, .on_chunk = on_gc, .userdata = &seen };
+	check_int(ca_idset_new(4, &keep), ==, 0);
+	for (unsigned i = 0; i < 3; i++)
+		check_int(ca_idset_add(keep, chunks[i].id, 0), ==, 1);
+	o.keep = keep;
+	/* a bare chunk is not gc's business */
+	FILE *f = fopen(path_of(dir, chunks[0].id, true), "w");
+	check(f != NULL);
+	if (f)
+		fclose(f);
+
+	check_int(ca_store_gc(s, &o, &st), ==, 0);
+	check_u64(st.kept, ==, 3);
+	check_u64(st.removed, ==, N - 3);
+	check_u64(st.removed_bytes, ==, chunks[3].file_size + chunks[4].file_size + chunks[5].file_size);
+	check_u64(st.dirs, ==, 0);
+	check_int(seen, ==, N - 3);
+	check_int(ca_store_has(s, chunks[5].id), ==, 1); /* dry run */
+
+	o.dry_run = false;
+	check_int(ca_store_gc(s, &o, &st), ==, 0);
+	check_u64(st.removed, ==, N - 3);
+	check_u64(st.failed, ==, 0);
+	for (unsigned i = 0; i < N; i++)
+		check_int(ca_store_has(s, chunks[i].id), ==, i < 3);
+	/* each removed chunk had a prefix of its own (random ids): all emptied */
+	char prefix[4096];
+	snprintf(prefix, sizeof(prefix), "%s", path_of(dir, chunks[5].id, true));
+	*strrchr(prefix, '/') = 0;
+	check_int(access(prefix, F_OK), ==, -1);
+	check_int(access(path_of(dir, chunks[0].id, true), F_OK), ==, 0);
+	ca_idset_free(keep);
+	ca_store_free(s);
+}
+
 struct fill_errs {
 	unsigned n, enoent;
 };
@@ -456,6 +509,7 @@ int main(void)
 	chunks_make();
 	test_prune();
 	test_verify();
+	test_gc();
 	test_fill();
 	for (unsigned i = 0; i < N; i++)
 		free(chunks[i].data);
