@@ -28,6 +28,41 @@ struct ca_cache_fill_plan {
 	size_t n;
 };
 
+int ca_cache_fill_presence(struct ca_store *cache, const struct ca_index *idx, uint64_t *ret_chunks,
+                           uint64_t *ret_bytes)
+{
+	size_t n = ca_index_n_chunks(idx);
+	struct ca_idset *seen = NULL;
+	uint64_t have = 0, have_bytes = 0;
+	int r = ca_idset_new(n, &seen);
+	if (r < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t a, b, v;
+		const uint8_t *id;
+		ca_index_chunk(idx, i, &a, &b, &id);
+		if (!ca_idset_get(seen, id, &v)) {
+			r = ca_store_has(cache, id);
+			if (r < 0)
+				goto out;
+			v = (uint64_t)r;
+			r = ca_idset_add(seen, id, v);
+			if (r < 0)
+				goto out;
+		}
+		if (v) {
+			have++;
+			have_bytes += b - a;
+		}
+	}
+	*ret_chunks = have;
+	*ret_bytes = have_bytes;
+	r = 0;
+out:
+	ca_idset_free(seen);
+	return r;
+}
+
 int ca_cache_fill_plan(struct ca_store *cache, const struct ca_index *idx, struct ca_idset *queued,
                        struct ca_cache_fill_plan **ret, struct ca_cache_fill_stats *ret_stats)
 {

@@ -60,6 +60,14 @@ struct ca_cache_fill_stats {
 	uint64_t failed;                 /* run: chunks that could not be filled */
 };
 
+/* How much of idx's image cache holds, as `cache stat SOURCE` shows it:
+ * the index entries whose chunk the cache has and their bytes (counted per
+ * entry, so they add up to the image; each distinct chunk is looked up
+ * once). Touches nothing. Returns 0 or a negative errno (a lookup failed,
+ * -ENOMEM). */
+int ca_cache_fill_presence(struct ca_store *cache, const struct ca_index *idx, uint64_t *ret_chunks,
+                           uint64_t *ret_bytes);
+
 struct ca_cache_fill_plan;
 
 /* The distinct chunks of idx that cache lacks, in index order. Chunks

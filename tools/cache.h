@@ -18,7 +18,6 @@
 
 struct ca_index;
 struct ca_store;
-struct ca_idset;
 
 /* the verbs of `cafs cache` that live outside cmd_cache.c (argv[0] is the verb) */
 int cafs_cache_fill(int argc, char **argv);
@@ -31,9 +30,6 @@ char *cafs_cache_dir(const char *opt);
 int cafs_parse_size(const char *s, uint64_t *ret);
 /* "12.3 MiB" */
 void cafs_format_size(uint64_t v, char *buf, size_t len);
-
-/* Add every chunk of idx to set (value: the chunk's size). */
-int cafs_idset_add_index(struct ca_idset *set, const struct ca_index *idx);
 
 struct cafs_seed_stats {
 	uint64_t seed_bytes;    /* bytes of seed data chunked */

@@ -2,19 +2,13 @@
 /* cache_util.c - sizes and the cache dir: shared by cache and gc. */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cache.h"
 #include "cmd.h"
-#include "digest.h"
-#include "idset.h"
-#include "index.h"
 #include "log.h"
 
 char *cafs_cache_dir(const char *opt)
@@ -62,17 +56,4 @@ void cafs_format_size(uint64_t v, char *buf, size_t len)
 	while (d >= 1024 && i < 4)
 		d /= 1024, i++;
 	snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", d, u[i]);
-}
-
-int cafs_idset_add_index(struct ca_idset *set, const struct ca_index *idx)
-{
-	for (size_t i = 0; i < ca_index_n_chunks(idx); i++) {
-		uint64_t s, e;
-		const uint8_t *id;
-		ca_index_chunk(idx, i, &s, &e, &id);
-		int r = ca_idset_add(set, id, e - s);
-		if (r < 0)
-			return r;
-	}
-	return 0;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "cache_fill.h"
 #include "cache_prune.h"
 #include "cmd.h"
 #include "digest.h"
@@ -47,47 +48,20 @@ static int stat_one(const struct ca_store_entry *e, void *userdata)
 static int source_presence(struct ca_store *cache, const char *source)
 {
 	struct ca_index *idx = NULL;
-	struct ca_idset *seen = NULL;
 	uint64_t have = 0, have_bytes = 0;
-	size_t n;
 	int r = ca_source_open_index(source, NULL, &idx);
 	if (r < 0)
 		return r;
-	n = ca_index_n_chunks(idx);
-	r = ca_idset_new(n, &seen);
-	if (r < 0)
+	r = ca_cache_fill_presence(cache, idx, &have, &have_bytes);
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", source);
 		goto out;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t s, e, v;
-		const uint8_t *id;
-		ca_index_chunk(idx, i, &s, &e, &id);
-		/* one lookup per distinct chunk; the counts are per index entry
-		 * so they add up to the image */
-		if (!ca_idset_get(seen, id, &v)) {
-			r = ca_store_has(cache, id);
-			if (r < 0) {
-				ca_log_error_errno(r, "%s", ca_store_path(cache));
-				goto out;
-			}
-			v = (uint64_t)r;
-			r = ca_idset_add(seen, id, v);
-			if (r < 0)
-				goto out;
-		}
-		if (v) {
-			have++;
-			have_bytes += e - s;
-		}
 	}
 	uint64_t total = ca_index_blob_size(idx);
-	printf("%s: %llu of %zu chunks, %llu of %llu bytes, %.1f%%\n", source, (unsigned long long)have, n,
-	       (unsigned long long)have_bytes, (unsigned long long)total,
+	printf("%s: %llu of %zu chunks, %llu of %llu bytes, %.1f%%\n", source, (unsigned long long)have,
+	       ca_index_n_chunks(idx), (unsigned long long)have_bytes, (unsigned long long)total,
 	       total ? 100.0 * (double)have_bytes / (double)total : 100.0);
-	r = 0;
 out:
-	if (r < 0 && r != -EIO)
-		ca_log_error_errno(r, "%s", source);
-	ca_idset_free(seen);
 	ca_index_free(idx);
 	return r;
 }
@@ -232,7 +206,7 @@ static int cache_prune(int argc, char **argv)
 		struct ca_index *idx;
 		if (ca_source_open_index(keep[i], NULL, &idx) < 0)
 			goto out; /* without its pins we could evict what the user wants kept */
-		int k = cafs_idset_add_index(pinned, idx);
+		int k = ca_idset_add_index(pinned, idx);
 		ca_index_free(idx);
 		if (k < 0) {
 			ca_log_error_errno(k, "%s", keep[i]);

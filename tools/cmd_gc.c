@@ -93,7 +93,7 @@ int cafs_cmd_gc(int argc, char **argv)
 		/* every index must load: a missing one would get its chunks deleted */
 		if (ca_source_open_index(argv[i], NULL, &idx) < 0)
 			goto out;
-		int k = cafs_idset_add_index(keep, idx);
+		int k = ca_idset_add_index(keep, idx);
 		ca_index_free(idx);
 		if (k < 0) {
 			ca_log_error_errno(k, "%s", argv[i]);

@@ -443,6 +443,12 @@ static void test_fill(void)
 	set_mtime(path_of(cdir, chunks[0].id, false), 1000);
 	check_int(ca_store_remove(store, chunks[5].id), ==, 0);
 
+	/* presence counts index entries: a has 5, of which chunk 0 only is cached */
+	uint64_t have = 9, have_bytes = 9;
+	check_int(ca_cache_fill_presence(cache, a, &have, &have_bytes), ==, 0);
+	check_u64(have, ==, 1);
+	check_u64(have_bytes, ==, chunks[0].size);
+
 	/* plans: a needs 1, 2, 3 (1 once); b only 4 and 5, a queued 2 and 3 */
 	check_int(ca_idset_new(16, &queued), ==, 0);
 	check_int(ca_cache_fill_plan(cache, a, queued, &p1, &st), ==, 0);
@@ -480,6 +486,9 @@ static void test_fill(void)
 	check_u64(done, ==, st.fetched_bytes);
 	for (unsigned i = 0; i < 5; i++)
 		check_int(ca_store_has(cache, chunks[i].id), ==, 1);
+	check_int(ca_cache_fill_presence(cache, a, &have, &have_bytes), ==, 0);
+	check_u64(have, ==, 5); /* chunk 1 twice */
+	check_u64(have_bytes, ==, ca_index_blob_size(a));
 
 	/* planned again, only the missing chunk is left */
 	struct ca_cache_fill_stats st2 = { 0 };
