@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "idset.h"
+#include "index.h"
 
 struct slot {
 	uint8_t id[CA_CHUNK_ID_SIZE];
@@ -134,5 +135,18 @@ int ca_idset_next(const struct ca_idset *s, size_t *pos, const uint8_t **ret_id,
 			return 1;
 		}
 	*pos = s->cap;
+	return 0;
+}
+
+int ca_idset_add_index(struct ca_idset *s, const struct ca_index *idx)
+{
+	for (size_t i = 0; i < ca_index_n_chunks(idx); i++) {
+		uint64_t a, b;
+		const uint8_t *id;
+		ca_index_chunk(idx, i, &a, &b, &id);
+		int r = ca_idset_add(s, id, b - a);
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }

@@ -15,6 +15,7 @@
 #include "format.h"
 
 struct ca_idset;
+struct ca_index;
 
 /* hint: expected number of ids (the set grows as needed). */
 int ca_idset_new(size_t hint, struct ca_idset **ret);
@@ -27,6 +28,10 @@ int ca_idset_get(const struct ca_idset *s, const uint8_t id[CA_CHUNK_ID_SIZE], u
 /* Change the value of a present id; -ENOENT if absent. */
 int ca_idset_set(struct ca_idset *s, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t value);
 size_t ca_idset_size(const struct ca_idset *s);
+
+/* Add every chunk of idx (value: the chunk's uncompressed size; a chunk
+ * already there keeps its value). 0 or -ENOMEM. */
+int ca_idset_add_index(struct ca_idset *s, const struct ca_index *idx);
 
 /* Iterate: start with *pos = 0; returns 1 with the next id (pointing into
  * the set, valid until it changes) and value, 0 at the end. */

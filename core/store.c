@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* store.c - local casync chunk store: lookup, atomic write, iteration. */
+/* store.c - local casync chunk store: lookup, atomic write, walking. */
 #include "config.h"
 
 #include <dirent.h>
@@ -297,39 +297,110 @@ static bool is_hex(const char *s, size_t n)
 	return true;
 }
 
-int ca_store_foreach(struct ca_store *s, ca_store_iter_fn fn, void *userdata)
+int ca_store_get_file(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], enum ca_store_kind kind,
+                      struct ca_buf *out)
+{
+	char p[PATH_MAX];
+	if (kind != CA_STORE_CHUNK && kind != CA_STORE_BARE)
+		return -EINVAL;
+	int r = chunk_path(s, id, kind == CA_STORE_BARE, p, sizeof(p));
+	if (r < 0)
+		return r;
+	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (fd < 0)
+		return errno == ENOTDIR || errno == ELOOP ? -ENOENT : -errno;
+	r = read_file(fd, out);
+	close(fd);
+	return r;
+}
+
+int ca_store_remove_file(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], enum ca_store_kind kind)
+{
+	char p[PATH_MAX];
+	if (kind != CA_STORE_CHUNK && kind != CA_STORE_BARE)
+		return -EINVAL;
+	int r = chunk_path(s, id, kind == CA_STORE_BARE, p, sizeof(p));
+	if (r < 0)
+		return r;
+	return unlink(p) < 0 ? -errno : 0;
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && !memcmp(s + n - k, suffix, k);
+}
+
+/* Walk one prefix directory; takes dfd. */
+static int walk_prefix(int dfd, const char *prefix, ca_store_walk_fn fn, void *userdata)
+{
+	DIR *d = fdopendir(dfd);
+	int r = 0;
+	if (!d) {
+		r = -errno;
+		close(dfd);
+		return r;
+	}
+	struct dirent *de;
+	while (r == 0 && (errno = 0, de = readdir(d))) {
+		struct ca_store_entry e = { .dirfd = dirfd(d), .name = de->d_name };
+		size_t len = strlen(de->d_name);
+		char hex[65];
+
+		if (len == 70 && !strcmp(de->d_name + 64, ".cacnk"))
+			e.kind = CA_STORE_CHUNK;
+		else if (len == 64)
+			e.kind = CA_STORE_BARE;
+		else if (len > 64 && has_suffix(de->d_name, ".tmp"))
+			e.kind = CA_STORE_TMP;
+		else
+			continue;
+		if (memcmp(de->d_name, prefix, 4) || !is_hex(de->d_name, 64))
+			continue;
+		memcpy(hex, de->d_name, 64);
+		hex[64] = 0;
+		if (ca_id_from_hex(hex, e.id) < 0)
+			continue;
+		if (fstatat(e.dirfd, e.name, &e.st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno == ENOENT) /* raced with a remover or a rename */
+				continue;
+			r = -errno;
+			break;
+		}
+		/* symlinks are casync's "known missing" markers, not chunks */
+		if (!S_ISREG(e.st.st_mode))
+			continue;
+		r = fn(&e, userdata);
+	}
+	if (r == 0 && errno != 0)
+		r = -errno;
+	closedir(d);
+	return r;
+}
+
+int ca_store_walk(struct ca_store *s, ca_store_walk_fn fn, void *userdata)
 {
 	DIR *top = opendir(s->path);
 	int r = 0;
 	if (!top)
 		return errno == ENOENT ? 0 : -errno;
 	struct dirent *de;
-	while (r == 0 && (de = readdir(top))) {
+	/* callbacks may unlink files in a prefix directory while it is read:
+	 * readdir copes, it may just not report entries added meanwhile */
+	while (r == 0 && (errno = 0, de = readdir(top))) {
 		if (strlen(de->d_name) != 4 || !is_hex(de->d_name, 4))
 			continue;
-		int dfd = openat(dirfd(top), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd < 0)
-			continue;
-		DIR *sub = fdopendir(dfd);
-		if (!sub) {
-			close(dfd);
-			continue;
-		}
-		struct dirent *ce;
-		while (r == 0 && (ce = readdir(sub))) {
-			uint8_t id[CA_CHUNK_ID_SIZE];
-			char hex[65];
-			if (strlen(ce->d_name) != 70 || strcmp(ce->d_name + 64, ".cacnk") ||
-			    memcmp(ce->d_name, de->d_name, 4))
+		int dfd = openat(dirfd(top), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (dfd < 0) {
+			if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
 				continue;
-			memcpy(hex, ce->d_name, 64);
-			hex[64] = 0;
-			if (!is_hex(hex, 64) || ca_id_from_hex(hex, id) < 0)
-				continue;
-			r = fn(id, dirfd(sub), ce->d_name, userdata);
+			r = -errno;
+			break;
 		}
-		closedir(sub);
+		r = walk_prefix(dfd, de->d_name, fn, userdata);
 	}
+	if (r == 0 && errno != 0)
+		r = -errno;
 	closedir(top);
 	return r;
 }

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "buf.h"
 #include "format.h"
@@ -46,11 +47,40 @@ int ca_store_remove(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE]);
 /* Mark a chunk as used now (mtime), for LRU pruning of caches. */
 int ca_store_touch(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE]);
 
-/* Call fn for every *.cacnk in the store. Stops and returns fn's value when it
- * is non-zero. Files whose names are not valid ids are skipped. */
-typedef int (*ca_store_iter_fn)(const uint8_t id[CA_CHUNK_ID_SIZE], int dirfd, const char *name,
-                                void *userdata);
-int ca_store_foreach(struct ca_store *s, ca_store_iter_fn fn, void *userdata);
+/* What the walker finds in a prefix directory. */
+enum ca_store_kind {
+	CA_STORE_CHUNK, /* <prefix>/<id>.cacnk */
+	CA_STORE_BARE,  /* <prefix>/<id>: an uncompressed chunk */
+	CA_STORE_TMP,   /* <prefix>/<id>.<hex>.tmp: a chunk being written (or left by a killed writer) */
+};
+
+/* One regular file of the store, as ca_store_walk reports it. dirfd and
+ * name locate it (for unlinkat), st is its lstat (sizes, LRU times). All
+ * of it is valid only during the callback. */
+struct ca_store_entry {
+	enum ca_store_kind kind;
+	uint8_t id[CA_CHUNK_ID_SIZE];
+	int dirfd;
+	const char *name;
+	struct stat st;
+};
+
+/* Call fn for every chunk, bare chunk and temporary file of the store
+ * (regular files only: symlinks are casync's "known missing" markers, not
+ * chunks; names that are not ids are skipped). A missing store is an empty
+ * one. fn may unlink the entry it is given. Non-zero from fn stops the walk
+ * and is returned; otherwise 0, or a negative errno if a directory could
+ * not be read. Runs in the calling thread. */
+typedef int (*ca_store_walk_fn)(const struct ca_store_entry *e, void *userdata);
+int ca_store_walk(struct ca_store *s, ca_store_walk_fn fn, void *userdata);
+
+/* Read / remove exactly one file of a chunk: kind CA_STORE_CHUNK or
+ * CA_STORE_BARE (as the walker reported it), unlike ca_store_get_raw and
+ * ca_store_remove, which take whichever exists. -ENOENT if it is not there;
+ * -EINVAL for CA_STORE_TMP. */
+int ca_store_get_file(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], enum ca_store_kind kind,
+                      struct ca_buf *out);
+int ca_store_remove_file(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], enum ca_store_kind kind);
 
 /* "<dir>/<prefix>/<id>.cacnk" into out (at least CA_STORE_CHUNK_PATH_MAX bytes past the dir). */
 #define CA_STORE_REL_PATH_LEN (4 + 1 + 64 + 6)

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * cache.h - what the cache and gc commands share: walking a store with each
- * file's stat (for sizes and LRU times), and seeding a cache from local data
- * (also used by `cafs extract --seed`).
+ * cache.h - what the cache and gc commands share: the cache directory, sizes,
+ * and seeding a cache from local data (also used by `cafs extract --seed`).
  *
  * The chunk cache is an ordinary casync-layout store; everything here also
  * works on a store made by casync.
@@ -19,24 +18,10 @@
 
 struct ca_index;
 struct ca_store;
-struct ca_idset;
 
 /* the verbs of `cafs cache` that live outside cmd_cache.c (argv[0] is the verb) */
 int cafs_cache_fill(int argc, char **argv);
 int cafs_cache_seed(int argc, char **argv);
-
-enum cafs_store_file {
-	CAFS_STORE_CHUNK, /* <prefix>/<id>.cacnk */
-	CAFS_STORE_BARE,  /* <prefix>/<id>: an uncompressed chunk */
-	CAFS_STORE_TMP,   /* <prefix>/<id>.<hex>.tmp: a chunk being written (or left by a killed writer) */
-};
-
-/* Called for every regular file of those kinds; dirfd/name locate it (for
- * unlinkat), st is its lstat. Non-zero stops the walk and is returned. A
- * missing store is an empty one. */
-typedef int (*cafs_store_walk_fn)(enum cafs_store_file kind, const uint8_t id[CA_CHUNK_ID_SIZE], int dirfd,
-                                  const char *name, const struct stat *st, void *userdata);
-int cafs_store_walk(const char *dir, cafs_store_walk_fn fn, void *userdata);
 
 /* --cache DIR, or ca_source_default_cache_dir(); malloc'd, NULL on ENOMEM (logged). */
 char *cafs_cache_dir(const char *opt);
@@ -45,9 +30,6 @@ char *cafs_cache_dir(const char *opt);
 int cafs_parse_size(const char *s, uint64_t *ret);
 /* "12.3 MiB" */
 void cafs_format_size(uint64_t v, char *buf, size_t len);
-
-/* Add every chunk of idx to set (value: the chunk's size). */
-int cafs_idset_add_index(struct ca_idset *set, const struct ca_index *idx);
 
 struct cafs_seed_stats {
 	uint64_t seed_bytes;    /* bytes of seed data chunked */

@@ -2,34 +2,27 @@
 /*
  * cmd_cache.c - `cafs cache stat|fill|prune|verify|seed`: the chunk cache
  * (a casync-layout store shared by the mount, extract --cache and fill).
- * fill is in cmd_cache_fill.c, seed in cache_seed.c.
+ * fill is in cmd_cache_fill.c, seed in cache_seed.c. The policies are
+ * core's (cache_prune.h, store_verify.h): here are options and messages.
  */
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "buf.h"
 #include "cache.h"
+#include "cache_fill.h"
+#include "cache_prune.h"
 #include "cmd.h"
-#include "compress.h"
 #include "digest.h"
 #include "idset.h"
 #include "index.h"
 #include "log.h"
 #include "store.h"
-
-/* .tmp files older than this were left by a killed writer: prune removes them */
-#define STALE_TMP_SECONDS 3600
-/* prune leaves alone chunks written or used this recently: they are in use now */
-#define PRUNE_MIN_AGE_DEFAULT 5
+#include "store_verify.h"
 
 enum { OPT_CACHE = 0x100, OPT_MAX_SIZE, OPT_KEEP, OPT_MIN_AGE, OPT_REPAIR, OPT_DIGEST };
 
@@ -39,65 +32,36 @@ struct stat_acc {
 	uint64_t chunks, bytes, disk, tmp;
 };
 
-static int stat_one(enum cafs_store_file kind, const uint8_t id[CA_CHUNK_ID_SIZE], int dirfd, const char *name,
-                    const struct stat *st, void *userdata)
+static int stat_one(const struct ca_store_entry *e, void *userdata)
 {
 	struct stat_acc *a = userdata;
-	(void)id, (void)dirfd, (void)name;
-	if (kind == CAFS_STORE_TMP) {
+	if (e->kind == CA_STORE_TMP) {
 		a->tmp++;
 		return 0;
 	}
 	a->chunks++;
-	a->bytes += (uint64_t)st->st_size;
-	a->disk += (uint64_t)st->st_blocks * 512;
+	a->bytes += (uint64_t)e->st.st_size;
+	a->disk += (uint64_t)e->st.st_blocks * 512;
 	return 0;
 }
 
 static int source_presence(struct ca_store *cache, const char *source)
 {
 	struct ca_index *idx = NULL;
-	struct ca_idset *seen = NULL;
 	uint64_t have = 0, have_bytes = 0;
-	size_t n;
 	int r = ca_source_open_index(source, NULL, &idx);
 	if (r < 0)
 		return r;
-	n = ca_index_n_chunks(idx);
-	r = ca_idset_new(n, &seen);
-	if (r < 0)
+	r = ca_cache_fill_presence(cache, idx, &have, &have_bytes);
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", source);
 		goto out;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t s, e, v;
-		const uint8_t *id;
-		ca_index_chunk(idx, i, &s, &e, &id);
-		/* one lookup per distinct chunk; the counts are per index entry
-		 * so they add up to the image */
-		if (!ca_idset_get(seen, id, &v)) {
-			r = ca_store_has(cache, id);
-			if (r < 0) {
-				ca_log_error_errno(r, "%s", ca_store_path(cache));
-				goto out;
-			}
-			v = (uint64_t)r;
-			r = ca_idset_add(seen, id, v);
-			if (r < 0)
-				goto out;
-		}
-		if (v) {
-			have++;
-			have_bytes += e - s;
-		}
 	}
 	uint64_t total = ca_index_blob_size(idx);
-	printf("%s: %llu of %zu chunks, %llu of %llu bytes, %.1f%%\n", source, (unsigned long long)have, n,
-	       (unsigned long long)have_bytes, (unsigned long long)total,
+	printf("%s: %llu of %zu chunks, %llu of %llu bytes, %.1f%%\n", source, (unsigned long long)have,
+	       ca_index_n_chunks(idx), (unsigned long long)have_bytes, (unsigned long long)total,
 	       total ? 100.0 * (double)have_bytes / (double)total : 100.0);
-	r = 0;
 out:
-	if (r < 0 && r != -EIO)
-		ca_log_error_errno(r, "%s", source);
-	ca_idset_free(seen);
 	ca_index_free(idx);
 	return r;
 }
@@ -135,7 +99,9 @@ static int cache_stat(int argc, char **argv)
 	char h1[32], h2[32];
 	if (!dir)
 		return 1;
-	r = cafs_store_walk(dir, stat_one, &a);
+	r = ca_store_open(dir, &cache);
+	if (r == 0)
+		r = ca_store_walk(cache, stat_one, &a);
 	if (r < 0) {
 		ca_log_error_errno(r, "%s", dir);
 		goto out;
@@ -147,11 +113,6 @@ static int cache_stat(int argc, char **argv)
 	printf("Size: %llu bytes (%s, %s on disk)\n", (unsigned long long)a.bytes, h1, h2);
 	if (a.tmp)
 		printf("Temporary files: %llu\n", (unsigned long long)a.tmp);
-	r = ca_store_open(dir, &cache);
-	if (r < 0) {
-		ca_log_error_errno(r, "%s", dir);
-		goto out;
-	}
 	for (int i = optind; i < argc; i++)
 		if (source_presence(cache, argv[i]) < 0)
 			r = -EIO; /* go on with the others, fail at the end */
@@ -162,71 +123,6 @@ out:
 }
 
 /* ---- prune ---- */
-
-struct prune_entry {
-	uint8_t id[CA_CHUNK_ID_SIZE];
-	uint64_t size;
-	struct timespec mtime;
-	bool bare;
-};
-
-struct prune_acc {
-	struct prune_entry *v;
-	size_t n, cap;
-	uint64_t total, tmp_removed;
-	time_t now;
-	bool dry_run;
-};
-
-static int prune_collect(enum cafs_store_file kind, const uint8_t id[CA_CHUNK_ID_SIZE], int dirfd, const char *name,
-                         const struct stat *st, void *userdata)
-{
-	struct prune_acc *a = userdata;
-	if (kind == CAFS_STORE_TMP) {
-		/* a writer renames its .tmp within moments; one this old lost its writer */
-		if (!a->dry_run && st->st_mtim.tv_sec + STALE_TMP_SECONDS < a->now && unlinkat(dirfd, name, 0) == 0)
-			a->tmp_removed++;
-		return 0;
-	}
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 1024;
-		struct prune_entry *v = realloc(a->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		a->v = v;
-		a->cap = cap;
-	}
-	struct prune_entry *e = &a->v[a->n++];
-	memcpy(e->id, id, CA_CHUNK_ID_SIZE);
-	e->size = (uint64_t)st->st_size;
-	e->mtime = st->st_mtim;
-	e->bare = kind == CAFS_STORE_BARE;
-	a->total += e->size;
-	return 0;
-}
-
-static int cmp_mtime(const void *x, const void *y)
-{
-	const struct prune_entry *a = x, *b = y;
-	if (a->mtime.tv_sec != b->mtime.tv_sec)
-		return a->mtime.tv_sec < b->mtime.tv_sec ? -1 : 1;
-	if (a->mtime.tv_nsec != b->mtime.tv_nsec)
-		return a->mtime.tv_nsec < b->mtime.tv_nsec ? -1 : 1;
-	return memcmp(a->id, b->id, CA_CHUNK_ID_SIZE); /* deterministic order for ties */
-}
-
-static int remove_entry(const char *dir, const struct prune_entry *e)
-{
-	char rel[CA_STORE_REL_PATH_LEN + 1], path[4096];
-	ca_store_rel_path(e->id, rel);
-	if (e->bare)
-		rel[69] = 0;
-	if (snprintf(path, sizeof(path), "%s/%s", dir, rel) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	if (unlink(path) < 0 && errno != ENOENT)
-		return -errno;
-	return 0;
-}
 
 static int cache_prune(int argc, char **argv)
 {
@@ -246,10 +142,11 @@ static int cache_prune(int argc, char **argv)
 	size_t n_keep = 0;
 	uint64_t max_size = 0;
 	bool have_max = false, dry_run = false;
-	long min_age = PRUNE_MIN_AGE_DEFAULT;
+	long min_age = CA_CACHE_PRUNE_MIN_AGE_DEFAULT;
 	int c, verbosity = 0, r = 0;
 	struct ca_idset *pinned = NULL;
-	struct prune_acc a = { 0 };
+	struct ca_store *cache = NULL;
+	struct ca_cache_prune_plan *plan = NULL;
 	char *dir = NULL;
 
 	while ((c = getopt_long(argc, argv, "nvqh", opts, NULL)) >= 0) {
@@ -309,60 +206,49 @@ static int cache_prune(int argc, char **argv)
 		struct ca_index *idx;
 		if (ca_source_open_index(keep[i], NULL, &idx) < 0)
 			goto out; /* without its pins we could evict what the user wants kept */
-		int k = cafs_idset_add_index(pinned, idx);
+		int k = ca_idset_add_index(pinned, idx);
 		ca_index_free(idx);
 		if (k < 0) {
 			ca_log_error_errno(k, "%s", keep[i]);
 			goto out;
 		}
 	}
-	a.now = time(NULL);
-	a.dry_run = dry_run;
-	r = cafs_store_walk(dir, prune_collect, &a);
-	if (r < 0) {
-		ca_log_error_errno(r, "%s", dir);
-		r = 1;
+	struct ca_cache_prune_opts po = { .max_size = max_size, .keep = pinned, .min_age = min_age };
+	struct ca_cache_prune_stats st;
+	int k = ca_store_open(dir, &cache);
+	if (k == 0)
+		k = ca_cache_prune_plan(cache, &po, &plan);
+	if (k < 0) {
+		ca_log_error_errno(k, "%s", dir);
 		goto out;
 	}
-	qsort(a.v, a.n, sizeof(*a.v), cmp_mtime);
-	uint64_t removed = 0, removed_bytes = 0;
 	r = 0;
-	for (size_t i = 0; i < a.n && a.total > max_size; i++) {
-		const struct prune_entry *e = &a.v[i];
-		if (ca_idset_get(pinned, e->id, NULL) || e->mtime.tv_sec + min_age > a.now)
-			continue;
-		if (dry_run) {
+	if (dry_run) {
+		for (size_t i = 0; i < ca_cache_prune_plan_n_victims(plan); i++) {
 			char hex[2 * CA_CHUNK_ID_SIZE + 1];
-			ca_id_to_hex(e->id, hex);
+			ca_id_to_hex(ca_cache_prune_plan_victim(plan, i, NULL), hex);
 			printf("would remove %s\n", hex);
-		} else {
-			int k = remove_entry(dir, e);
-			if (k < 0) {
-				char hex[2 * CA_CHUNK_ID_SIZE + 1];
-				ca_id_to_hex(e->id, hex);
-				ca_log_error_errno(k, "chunk %s", hex);
-				r = 1;
-				continue;
-			}
 		}
-		removed++;
-		removed_bytes += e->size;
-		a.total -= e->size;
+	} else if (ca_cache_prune_apply(plan) < 0) {
+		r = 1; /* each failed chunk was logged; the rest went */
 	}
+	ca_cache_prune_plan_stats(plan, &st);
 	char h1[32], h2[32], h3[32];
-	cafs_format_size(removed_bytes, h1, sizeof(h1));
-	cafs_format_size(a.total, h2, sizeof(h2));
+	cafs_format_size(st.victim_bytes, h1, sizeof(h1));
+	cafs_format_size(st.left_bytes, h2, sizeof(h2));
 	cafs_format_size(max_size, h3, sizeof(h3));
 	printf("%s %llu chunks (%s); cache now %llu chunks, %llu bytes (%s)\n", dry_run ? "would remove" : "removed",
-	       (unsigned long long)removed, h1, (unsigned long long)(a.n - removed), (unsigned long long)a.total, h2);
-	if (a.tmp_removed)
-		printf("removed %llu stale temporary files\n", (unsigned long long)a.tmp_removed);
-	if (a.total > max_size)
+	       (unsigned long long)st.victims, h1, (unsigned long long)st.left_chunks,
+	       (unsigned long long)st.left_bytes, h2);
+	if (!dry_run && st.stale_tmp)
+		printf("removed %llu stale temporary files\n", (unsigned long long)st.stale_tmp);
+	if (st.left_bytes > max_size)
 		ca_log_warning("cache: %s: still above %s: the rest is pinned by --keep or used in the last %ld s",
 		               dir, h3, min_age);
 out:
+	ca_cache_prune_plan_free(plan);
+	ca_store_free(cache);
 	ca_idset_free(pinned);
-	free(a.v);
 	free(dir);
 	free(keep);
 	return r;
@@ -370,128 +256,15 @@ out:
 
 /* ---- verify ---- */
 
-struct verify_job {
-	const char *dir;
-	struct prune_entry *v; /* the same list prune builds */
-	size_t n;
-	bool repair, digest_known;
-	enum ca_digest_type digest;
-
-	pthread_mutex_t lock;
-	size_t next;
-	uint64_t ok, corrupt, removed, errors;
-};
-
-static int read_chunk_file(const char *dir, const struct prune_entry *e, struct ca_buf *out)
+static void verify_bad(void *userdata, const uint8_t id[CA_CHUNK_ID_SIZE], int err, bool removed)
 {
-	char rel[CA_STORE_REL_PATH_LEN + 1], path[4096];
-	ca_store_rel_path(e->id, rel);
-	if (e->bare)
-		rel[69] = 0;
-	if (snprintf(path, sizeof(path), "%s/%s", dir, rel) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	int r = 0;
-	out->size = 0;
-	for (;;) {
-		/* a chunk file is at most a max chunk plus compression overhead */
-		r = ca_buf_reserve(out, out->size + 65536, (size_t)CA_CHUNK_SIZE_LIMIT_MAX + CA_CHUNK_SIZE_LIMIT_MAX / 64);
-		if (r < 0) {
-			r = r == -EFBIG ? -EBADMSG : r;
-			break;
-		}
-		ssize_t k = read(fd, out->data + out->size, out->cap - out->size);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			r = -errno;
-			break;
-		}
-		if (k == 0)
-			break;
-		out->size += (size_t)k;
-	}
-	close(fd);
-	return r;
-}
-
-/* 0 if the chunk matches its name under either digest (or the one given), -EBADMSG if not */
-static int check_chunk(struct verify_job *j, struct ca_codec *codec, struct ca_digest *d[2],
-                       const struct prune_entry *e, struct ca_buf *raw, struct ca_buf *data)
-{
-	static const enum ca_digest_type order[2] = { CA_DIGEST_SHA512_256, CA_DIGEST_SHA256 };
-	const struct ca_buf *plain = raw;
-	int r = read_chunk_file(j->dir, e, raw);
-	if (r < 0)
-		return r;
-	if (!e->bare) {
-		r = ca_codec_decompress(codec, raw->data, raw->size, data, CA_CHUNK_SIZE_LIMIT_MAX);
-		if (r < 0)
-			return r;
-		plain = data;
-	}
-	for (int i = 0; i < 2; i++) {
-		uint8_t got[CA_CHUNK_ID_SIZE];
-		if (j->digest_known && order[i] != j->digest)
-			continue;
-		r = ca_digest_once(d[i], plain->data, plain->size, got);
-		if (r < 0)
-			return r;
-		if (!memcmp(got, e->id, CA_CHUNK_ID_SIZE))
-			return 0;
-	}
-	return -EBADMSG;
-}
-
-static void *verify_worker(void *arg)
-{
-	struct verify_job *j = arg;
-	struct ca_codec *codec = NULL;
-	struct ca_digest *d[2] = { NULL, NULL };
-	struct ca_buf raw = CA_BUF_INIT, data = CA_BUF_INIT;
-	int r = ca_codec_new(CA_DIGEST_SHA512_256, &codec);
-	if (r == 0)
-		r = ca_digest_new(CA_DIGEST_SHA512_256, &d[0]);
-	if (r == 0)
-		r = ca_digest_new(CA_DIGEST_SHA256, &d[1]);
-	for (;;) {
-		pthread_mutex_lock(&j->lock);
-		size_t i = j->next++;
-		pthread_mutex_unlock(&j->lock);
-		if (i >= j->n)
-			break;
-		const struct prune_entry *e = &j->v[i];
-		char hex[2 * CA_CHUNK_ID_SIZE + 1];
-		ca_id_to_hex(e->id, hex);
-		int k = r < 0 ? r : check_chunk(j, codec, d, e, &raw, &data);
-		bool removed = false;
-		if (k == -ENOENT) /* removed since the walk (prune, the mount): nothing to check */
-			continue;
-		if (k == -EBADMSG && j->repair)
-			removed = remove_entry(j->dir, e) == 0;
-		if (k == -EBADMSG)
-			ca_log_error("chunk %s: corrupt data%s", hex, removed ? ", removed" : "");
-		else if (k < 0)
-			ca_log_error_errno(k, "chunk %s", hex);
-		pthread_mutex_lock(&j->lock);
-		if (k == 0)
-			j->ok++;
-		else if (k == -EBADMSG)
-			j->corrupt++;
-		else
-			j->errors++;
-		if (removed)
-			j->removed++;
-		pthread_mutex_unlock(&j->lock);
-	}
-	ca_buf_release(&raw);
-	ca_buf_release(&data);
-	ca_digest_free(d[0]);
-	ca_digest_free(d[1]);
-	ca_codec_free(codec);
-	return NULL;
+	char hex[2 * CA_CHUNK_ID_SIZE + 1];
+	(void)userdata;
+	ca_id_to_hex(id, hex);
+	if (err == -EBADMSG)
+		ca_log_error("chunk %s: corrupt data%s", hex, removed ? ", removed" : "");
+	else
+		ca_log_error_errno(err, "chunk %s", hex);
 }
 
 static int cache_verify(int argc, char **argv)
@@ -507,23 +280,23 @@ static int cache_verify(int argc, char **argv)
 		{}
 	};
 	const char *cache_opt = NULL;
-	struct verify_job j = { 0 };
-	struct prune_acc a = { .dry_run = true };
-	unsigned threads = 0;
+	struct ca_store_verify_opts vo = { .any_digest = true, .on_bad = verify_bad };
+	struct ca_store_verify_stats st;
+	struct ca_store *cache = NULL;
 	int c, verbosity = 0, r;
 
 	while ((c = getopt_long(argc, argv, "j:vqh", opts, NULL)) >= 0) {
 		switch (c) {
 		case OPT_REPAIR:
-			j.repair = true;
+			vo.repair = true;
 			break;
 		case OPT_DIGEST:
-			if (ca_digest_type_parse(optarg, &j.digest) < 0)
+			if (ca_digest_type_parse(optarg, &vo.digest) < 0)
 				return cafs_usage_error("cache", "unknown digest '%s'", optarg);
-			j.digest_known = strcmp(optarg, "default") != 0;
+			vo.any_digest = strcmp(optarg, "default") == 0;
 			break;
 		case 'j':
-			if (cafs_parse_threads(optarg, &threads) < 0)
+			if (cafs_parse_threads(optarg, &vo.threads) < 0)
 				return cafs_usage_error("cache", "invalid thread count '%s'", optarg);
 			break;
 		default:
@@ -537,42 +310,24 @@ static int cache_verify(int argc, char **argv)
 	char *dir = cafs_cache_dir(cache_opt);
 	if (!dir)
 		return 1;
-	a.now = time(NULL);
-	r = cafs_store_walk(dir, prune_collect, &a);
+	r = ca_store_open(dir, &cache);
+	if (r == 0)
+		r = ca_store_verify(cache, &vo, &st);
 	if (r < 0) {
 		ca_log_error_errno(r, "%s", dir);
-		free(a.v);
-		free(dir);
-		return 1;
+		goto out;
 	}
-	if (threads == 0) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = n < 1 ? 1 : n > 16 ? 16 : (unsigned)n;
-	}
-	j.dir = dir;
-	j.v = a.v;
-	j.n = a.n;
-	pthread_mutex_init(&j.lock, NULL);
-	pthread_t tids[64];
-	unsigned started = 0;
-	for (; started < threads; started++)
-		if (pthread_create(&tids[started], NULL, verify_worker, &j) != 0)
-			break;
-	if (started == 0)
-		verify_worker(&j);
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(tids[i], NULL);
-	pthread_mutex_destroy(&j.lock);
-	printf("%llu chunks verified, %llu corrupt", (unsigned long long)(j.ok + j.corrupt),
-	       (unsigned long long)j.corrupt);
-	if (j.repair)
-		printf(", %llu removed", (unsigned long long)j.removed);
+	printf("%llu chunks verified, %llu corrupt", (unsigned long long)(st.ok + st.corrupt),
+	       (unsigned long long)st.corrupt);
+	if (vo.repair)
+		printf(", %llu removed", (unsigned long long)st.removed);
 	printf("\n");
-	free(a.v);
+	if (st.errors || st.corrupt != st.removed)
+		r = -EIO; /* each bad chunk was logged */
+out:
+	ca_store_free(cache);
 	free(dir);
-	if (j.errors || j.corrupt != j.removed)
-		return 1;
-	return 0;
+	return r < 0 ? 1 : 0;
 }
 
 int cafs_cmd_cache(int argc, char **argv)

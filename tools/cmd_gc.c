@@ -3,7 +3,8 @@
  * cmd_gc.c - `cafs gc [--store DIR] [--dry-run] INDEX...`: remove every
  * chunk of the store that none of the indexes references, as casync gc
  * does: only <prefix>/<id>.cacnk files are considered, and emptied prefix
- * directories are removed.
+ * directories are removed. The collection is core's (store_gc.h); here
+ * are the options, the indexes and the messages.
  */
 #include "config.h"
 
@@ -20,51 +21,16 @@
 #include "idset.h"
 #include "index.h"
 #include "log.h"
+#include "store.h"
+#include "store_gc.h"
 
-struct gc_ctx {
-	struct ca_idset *keep;
-	bool dry_run;
-	uint64_t kept, removed, removed_bytes, dirs, failed;
-	uint8_t touched[0x10000 / 8]; /* prefix directories that lost chunks: try rmdir after the walk */
-};
-
-static int gc_one(enum cafs_store_file kind, const uint8_t id[CA_CHUNK_ID_SIZE], int dirfd, const char *name,
-                  const struct stat *st, void *userdata)
+static void gc_report(void *userdata, const char *rel, int err)
 {
-	struct gc_ctx *g = userdata;
-	if (kind != CAFS_STORE_CHUNK)
-		return 0;
-	if (ca_idset_get(g->keep, id, NULL)) {
-		g->kept++;
-		return 0;
-	}
-	if (g->dry_run) {
-		printf("would remove %.4s/%s\n", name, name);
-	} else if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT) {
-		ca_log_error_errno(errno, "%.4s/%s", name, name);
-		g->failed++;
-		return 0;
-	}
-	unsigned p = (unsigned)strtoul((char[5]){ name[0], name[1], name[2], name[3], 0 }, NULL, 16);
-	g->touched[p / 8] |= (uint8_t)(1u << (p % 8));
-	g->removed++;
-	g->removed_bytes += (uint64_t)st->st_size;
-	return 0;
-}
-
-static int gc_rmdir(const char *store, const struct gc_ctx *g)
-{
-	char path[4096];
-	int n = 0;
-	for (unsigned p = 0; p < 0x10000; p++) {
-		if (!(g->touched[p / 8] & (1u << (p % 8))))
-			continue;
-		if (snprintf(path, sizeof(path), "%s/%04x", store, p) >= (int)sizeof(path))
-			return -ENAMETOOLONG;
-		if (rmdir(path) == 0)
-			n++;
-	}
-	return n;
+	bool dry_run = *(const bool *)userdata;
+	if (err < 0)
+		ca_log_error_errno(err, "%s", rel);
+	else if (dry_run)
+		printf("would remove %s\n", rel);
 }
 
 int cafs_cmd_gc(int argc, char **argv)
@@ -79,7 +45,9 @@ int cafs_cmd_gc(int argc, char **argv)
 	};
 	const char *store = NULL;
 	char *def = NULL;
-	struct gc_ctx *g = NULL;
+	struct ca_idset *keep = NULL;
+	struct ca_store *st = NULL;
+	struct ca_store_gc_stats gs;
 	bool dry_run = false;
 	int c, verbosity = 0, r = 1;
 	while ((c = getopt_long(argc, argv, "s:nvqh", opts, NULL)) >= 0) {
@@ -116,45 +84,41 @@ int cafs_cmd_gc(int argc, char **argv)
 		return r;
 	}
 	store = ca_location_path(store);
-	g = calloc(1, sizeof(*g)); /* 8 KiB bitmap: off the stack */
-	if (!g || ca_idset_new(4096, &g->keep) < 0) {
+	if (ca_idset_new(4096, &keep) < 0) {
 		ca_log_error_errno(ENOMEM, "gc");
 		goto out;
 	}
-	g->dry_run = dry_run;
 	for (int i = optind; i < argc; i++) {
 		struct ca_index *idx;
 		/* every index must load: a missing one would get its chunks deleted */
 		if (ca_source_open_index(argv[i], NULL, &idx) < 0)
 			goto out;
-		int k = cafs_idset_add_index(g->keep, idx);
+		int k = ca_idset_add_index(keep, idx);
 		ca_index_free(idx);
 		if (k < 0) {
 			ca_log_error_errno(k, "%s", argv[i]);
 			goto out;
 		}
 	}
-	int k = cafs_store_walk(store, gc_one, g);
+	struct ca_store_gc_opts o = { .keep = keep, .dry_run = dry_run, .on_chunk = gc_report, .userdata = &dry_run };
+	int k = ca_store_open(store, &st);
+	if (k == 0)
+		k = ca_store_gc(st, &o, &gs);
 	if (k < 0) {
 		ca_log_error_errno(k, "%s", store);
 		goto out;
 	}
-	if (!g->dry_run && g->removed > 0) {
-		k = gc_rmdir(store, g);
-		g->dirs = k > 0 ? (uint64_t)k : 0;
-	}
-	if (verbosity > 0 || g->dry_run) {
+	if (verbosity > 0 || dry_run) {
 		char h[32];
-		cafs_format_size(g->removed_bytes, h, sizeof(h));
-		fprintf(g->dry_run ? stdout : stderr, "%s %llu chunks (%s) and %llu directories, kept %llu chunks\n",
-		        g->dry_run ? "would remove" : "removed", (unsigned long long)g->removed, h,
-		        (unsigned long long)g->dirs, (unsigned long long)g->kept);
+		cafs_format_size(gs.removed_bytes, h, sizeof(h));
+		fprintf(dry_run ? stdout : stderr, "%s %llu chunks (%s) and %llu directories, kept %llu chunks\n",
+		        dry_run ? "would remove" : "removed", (unsigned long long)gs.removed, h,
+		        (unsigned long long)gs.dirs, (unsigned long long)gs.kept);
 	}
-	r = g->failed ? 1 : 0;
+	r = gs.failed ? 1 : 0;
 out:
-	if (g)
-		ca_idset_free(g->keep);
-	free(g);
+	ca_store_free(st);
+	ca_idset_free(keep);
 	free(def);
 	return r;
 }
