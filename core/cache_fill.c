@@ -13,6 +13,7 @@
 #include "idset.h"
 #include "index.h"
 #include "store.h"
+#include "thread.h"
 
 /* chunks announced ahead of the workers: enough to keep a remote store's transfers busy */
 #define PREFETCH_AHEAD 64
@@ -232,7 +233,7 @@ int ca_cache_fill_run(const struct ca_cache_fill_plan *p, struct ca_chunksrc *sr
 		threads = (unsigned)p->n;
 	pthread_mutex_init(&j.lock, NULL);
 	for (; started < threads; started++)
-		if (pthread_create(&tids[started], NULL, worker_main, &j) != 0)
+		if (ca_thread_create(&tids[started], worker_main, &j) < 0)
 			break;
 	if (started == 0) /* no thread to be had: do it all here */
 		worker_main(&j);

@@ -12,6 +12,7 @@
 #include "compress.h"
 #include "store.h"
 #include "store_verify.h"
+#include "thread.h"
 
 #define MAX_THREADS 64
 
@@ -148,7 +149,7 @@ int ca_store_verify(struct ca_store *s, const struct ca_store_verify_opts *opts,
 		threads = MAX_THREADS;
 	pthread_mutex_init(&j.lock, NULL);
 	for (; started < threads; started++)
-		if (pthread_create(&tids[started], NULL, worker_main, &j) != 0)
+		if (ca_thread_create(&tids[started], worker_main, &j) < 0)
 			break;
 	if (started == 0) /* no thread to be had: do it all here */
 		worker_main(&j);
