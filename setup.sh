@@ -3,8 +3,8 @@
 #
 #   ./setup.sh demo    install build deps, build cafs, and mount a demo image
 #                      lazily over HTTP on 127.0.0.1 (see docs/demo.md)
-#   ./setup.sh check   install deps, build, run the whole test suite (what CI runs);
-#                      ends with "N passed, N failed"
+#   ./setup.sh check   install deps, build, run the whole test suite, the sanitizer
+#                      build and make distcheck (what CI runs); ends with "N passed, N failed"
 #   ./setup.sh build   install deps and build only
 #   ./setup.sh packages  print the Debian packages the build and tests need
 #
@@ -74,6 +74,15 @@ check() {
 	make -j"$(nproc)" check || { rc=1; cat test-suite.log || true; }
 	make check-sanitizers >sanitizers.log 2>&1 ||
 		{ rc=1; tail -n 50 sanitizers.log; cat sanitizers-build/test-suite.log 2>/dev/null || true; }
+	# the release tarball builds, passes its tests out of a read-only source
+	# tree, installs and uninstalls cleanly: counted as one test
+	if make -j"$(nproc)" distcheck >distcheck.log 2>&1; then
+		echo ":test-result: PASS distcheck" >distcheck.trs
+	else
+		rc=1
+		echo ":test-result: FAIL distcheck" >distcheck.trs
+		tail -n 80 distcheck.log
+	fi
 	cd "$top"
 	summarize || rc=1
 	return $rc
