@@ -35,6 +35,7 @@ struct ca_image {
 	struct ca_blob *blob;
 	struct ca_remote_store **remotes; /* owned by src; for the stats */
 	size_t n_remotes;
+	char *cache_dir; /* the cache the chain writes to, or NULL */
 };
 
 /* ---- settings ---- */
@@ -217,7 +218,8 @@ static bool anything_remote(const char *index_name, const struct ca_image_opts *
 	return remote;
 }
 
-static int add_cache(struct ca_chunksrc *src, const char *index_name, const struct ca_image_opts *o)
+/* *ret_dir (may be NULL) gets the cache directory in use (malloc'd), or NULL. */
+static int add_cache(struct ca_chunksrc *src, const char *index_name, const struct ca_image_opts *o, char **ret_dir)
 {
 	char *dir = NULL;
 	struct ca_store *cs;
@@ -242,6 +244,10 @@ static int add_cache(struct ca_chunksrc *src, const char *index_name, const stru
 	r = ca_chunksrc_set_cache(src, cs, o->cache_touch);
 	if (r < 0)
 		ca_log_error_errno(r, "cache %s", dir);
+	if (r == 0 && ret_dir) {
+		*ret_dir = dir;
+		dir = NULL;
+	}
 out:
 	free(dir);
 	return r;
@@ -276,7 +282,8 @@ static int add_store(struct ca_chunksrc *src, const char *store, const struct ca
 }
 
 static int open_chain(const char *index_name, const struct ca_index *idx, const struct ca_image_opts *o,
-                      struct ca_chunksrc **ret, struct ca_remote_store ***remotes, size_t *n_remotes)
+                      struct ca_chunksrc **ret, struct ca_remote_store ***remotes, size_t *n_remotes,
+                      char **ret_cache_dir)
 {
 	struct ca_chunksrc *src = NULL;
 	struct ca_http_opts http;
@@ -305,7 +312,7 @@ static int open_chain(const char *index_name, const struct ca_index *idx, const 
 		if (r < 0)
 			goto fail;
 	}
-	r = add_cache(src, index_name, o);
+	r = add_cache(src, index_name, o, ret_cache_dir);
 	if (r < 0)
 		goto fail;
 	ca_chunksrc_set_offline(src, o->offline);
@@ -321,7 +328,7 @@ fail:
 int ca_source_open_chunksrc(const char *index_name, const struct ca_index *idx, const struct ca_image_opts *o,
                             struct ca_chunksrc **ret)
 {
-	return open_chain(index_name, idx, o, ret, NULL, NULL);
+	return open_chain(index_name, idx, o, ret, NULL, NULL, NULL);
 }
 
 /* ---- images ---- */
@@ -356,7 +363,7 @@ static int open_indexed(struct ca_image *im, const struct ca_image_opts *o)
 	if (r < 0)
 		return r;
 	im->index_flags = ca_index_feature_flags(im->idx);
-	r = open_chain(im->name, im->idx, o, &im->src, &im->remotes, &im->n_remotes);
+	r = open_chain(im->name, im->idx, o, &im->src, &im->remotes, &im->n_remotes, &im->cache_dir);
 	if (r < 0)
 		return r;
 	r = ca_blob_new(im->idx, im->src, &im->blob);
@@ -418,6 +425,7 @@ void ca_image_free(struct ca_image *im)
 	ca_blob_free(im->blob);
 	ca_chunksrc_free(im->src);
 	free(im->remotes);
+	free(im->cache_dir);
 	ca_index_free(im->idx);
 	if (im->fd >= 0)
 		close(im->fd);
@@ -433,6 +441,7 @@ uint64_t ca_image_index_flags(const struct ca_image *im) { return im->index_flag
 struct ca_index *ca_image_index(const struct ca_image *im) { return im->idx; }
 struct ca_chunksrc *ca_image_chunksrc(const struct ca_image *im) { return im->src; }
 struct ca_blob *ca_image_blob(const struct ca_image *im) { return im->blob; }
+const char *ca_image_cache_dir(const struct ca_image *im) { return im->cache_dir; }
 
 uint64_t ca_image_feature_flags(struct ca_image *im)
 {

@@ -119,6 +119,10 @@ uint64_t ca_image_index_flags(const struct ca_image *im);
  * (unchecked here; SHA-512/256 if it cannot be read). */
 uint64_t ca_image_feature_flags(struct ca_image *im);
 
+/* The cache directory the chunk source writes to (as opened; a cache set
+ * later on the chunk source is not seen here), or NULL. */
+const char *ca_image_cache_dir(const struct ca_image *im);
+
 /* NULL for a .catar. Borrowed: they live as long as the image. */
 struct ca_index *ca_image_index(const struct ca_image *im);
 struct ca_chunksrc *ca_image_chunksrc(const struct ca_image *im);

@@ -14,6 +14,9 @@
 
 #include "cafs/context.h"
 #include "log.h"
+#include "source.h"
+
+struct ca_catar_ra;
 
 struct cafs_ctx {
 	int refs; /* atomic */
@@ -21,6 +24,12 @@ struct cafs_ctx {
 	cafs_log_fn fn;
 	void *fn_userdata;
 	volatile sig_atomic_t cancelled;
+};
+
+struct cafs_image {
+	struct cafs_ctx *ctx; /* a reference */
+	struct ca_image *im;
+	struct ca_catar_ra *ra; /* archives only */
 };
 
 /* Make ctx's logger the thread's; returns the one to restore. */

@@ -17,12 +17,6 @@
 #include "catar_ra.h"
 #include "source.h"
 
-struct cafs_image {
-	struct cafs_ctx *ctx;
-	struct ca_image *im;
-	struct ca_catar_ra *ra; /* archives only */
-};
-
 static struct ca_catar_ra_node *ra_node(const struct cafs_node *n)
 {
 	return (struct ca_catar_ra_node *)n;
