@@ -267,6 +267,12 @@ static int check_input(struct make_ctx *c, bool want_dir)
 	return 0;
 }
 
+static int bad_kind(const char *out)
+{
+	ca_log_error("%s: output must end in .caibx, .caidx or .catar", out);
+	return -EINVAL;
+}
+
 int ca_image_make_fd(const char *out, int in_fd, const char *in_name, const struct ca_image_make_opts *o,
                      uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats)
 {
@@ -276,7 +282,7 @@ int ca_image_make_fd(const char *out, int in_fd, const char *in_name, const stru
 	int r;
 
 	if (kind == CA_IMAGE_UNKNOWN) {
-		r = ca_log_error_errno(EINVAL, "%s: output must end in .caibx, .caidx or .catar", out);
+		r = bad_kind(out);
 		goto out;
 	}
 	/* raised before we began (a signal racing the start): touch nothing */
@@ -336,7 +342,7 @@ int ca_image_make(const char *out, const char *input, const struct ca_image_make
 	enum ca_image_kind kind = ca_location_image_kind(out);
 	bool is_stdin;
 	if (kind == CA_IMAGE_UNKNOWN)
-		return ca_log_error_errno(EINVAL, "%s: output must end in .caibx, .caidx or .catar", out);
+		return bad_kind(out);
 	int fd = open_input(input, kind == CA_IMAGE_BLOB_INDEX, &is_stdin);
 	if (fd < 0)
 		return fd;

@@ -97,8 +97,6 @@ int cafs_extract_cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx
                              char **ret_tmp);
 void cafs_extract_seed_cleanup(char *tmp); /* removes and frees; accepts NULL */
 
-/* cmd_tree_read.c: archives (.catar, .caidx) */
-int cafs_extract_archive(const struct cafs_extract_args *a);
 /* cmd_tree_make.c: print the digest casync digest would for a directory or an
  * archive(-index). */
 int cafs_digest_tree(const char *path, char **stores, size_t n_stores);

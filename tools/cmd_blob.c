@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * cmd_blob.c - make, extract, digest and info: option parsing for all
- * inputs, and the blob (.caibx) paths. Archives go to cmd_tree.c.
+ * inputs. make and extract are one core call each (core/image_make.h,
+ * core/image_extract.h) between parsing and printing; digest and info of
+ * a blob index are here, of archives and directories in cmd_tree_*.c.
  */
 #include "config.h"
 
@@ -10,17 +12,16 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/fs.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "archive_reader.h"
 #include "blob.h"
 #include "chunker.h"
 #include "cmd.h"
-#include "extract.h"
-#include "image_make.h"
 #include "feature.h"
+#include "image_extract.h"
+#include "image_make.h"
 #include "index.h"
 #include "log.h"
 #include "make.h"
@@ -228,36 +229,43 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 	return -1;
 }
 
-static int extract_blob(const struct cafs_extract_args *a)
+/* Open the image, give its chunk source the --cache/--seed chunks, and
+ * let the core extract it. */
+static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind kind)
 {
-	struct ca_image_opts io = { .stores = a->stores, .n_stores = a->n_stores };
+	struct ca_image_opts io = { .stores = a->stores, .n_stores = a->n_stores,
+	                            .lru_bytes = kind == CA_IMAGE_BLOB_INDEX ? 0 : CA_ARCHIVE_READER_LRU };
 	struct ca_image *im = NULL;
-	struct cafs_progress prog;
-	struct stat st;
-	/* a regular file is replaced by rename, which would swap a device node
-	 * or a FIFO for a regular file; block devices are written in place.
-	 * casync refuses the rest too. */
-	if (strcmp(a->out, "-") && stat(a->out, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-		ca_log_error("%s: not a regular file or block device", a->out);
-		return 1;
-	}
-	int r = ca_image_open(a->in, &io, &im);
-	if (r < 0)
-		return 1;
-	struct ca_index *idx = ca_image_index(im);
-	struct ca_chunksrc *src = ca_image_chunksrc(im);
+	struct cafs_progress prog = { .label = "extract" };
 	char *seed_tmp = NULL;
-	r = cafs_extract_cache_seeds(src, idx, a, &seed_tmp);
-	if (r < 0) {
-		ca_image_free(im);
-		return 1;
+	bool busy = false;
+	/* refuse a bad destination before any download or seeding */
+	int r = ca_image_extract_check_dest(kind, a->out);
+	if (r < 0)
+		goto out;
+	r = ca_image_open(a->in, &io, &im);
+	if (r < 0)
+		goto out;
+	if (a->n_seeds > 0 || a->cache) {
+		if (!ca_image_index(im)) {
+			r = ca_log_error_errno(EINVAL, "%s: --seed and --cache need an index (.caidx), not a .catar", a->in);
+			goto out;
+		}
+		r = cafs_extract_cache_seeds(ca_image_chunksrc(im), ca_image_index(im), a, &seed_tmp);
+		if (r < 0)
+			goto out;
 	}
-	cafs_progress_init(&prog, "extract", ca_index_blob_size(idx));
-	struct ca_extract_opts o = { .threads = a->threads, .progress = cafs_progress_update, .progress_userdata = &prog,
-	                             .cancel = cafs_interrupt_flag() };
-	r = ca_extract_blob(idx, src, a->out, &o); /* logs its errors */
-	cafs_progress_done(&prog);
-	ca_image_free(im);
+	struct ca_image_extract_opts o = {
+		.path = a->path, .threads = a->threads, .cancel = cafs_interrupt_flag(),
+		.progress_start = progress_start, .progress = cafs_progress_update, .progress_end = progress_end,
+		.progress_userdata = &prog,
+	};
+	r = ca_image_extract(im, a->out, &o); /* logs its errors */
+	/* a fetch stuck after an interrupt still uses the image: the exit frees it */
+	busy = r == -EBUSY;
+out:
+	if (!busy)
+		ca_image_free(im);
 	cafs_extract_seed_cleanup(seed_tmp);
 	return r < 0 ? 1 : 0;
 }
@@ -284,8 +292,7 @@ int cafs_cmd_extract(int argc, char **argv)
 				ca_log_error_errno(r, "signals");
 				r = 1;
 			} else {
-				r = kind == CA_IMAGE_BLOB_INDEX ? extract_blob(&a) : cafs_extract_archive(&a);
-				r = cafs_interrupt_exit_code(r);
+				r = cafs_interrupt_exit_code(extract_image(&a, kind));
 			}
 		}
 	}

@@ -25,16 +25,13 @@
 
 #include "archive_reader.h"
 #include "catar_dec.h"
-#include "catar_extract.h"
 #include "catar_ra.h"
 #include "chunksrc.h"
 #include "cmd.h"
 #include "digest.h"
 #include "fdio.h"
 #include "index.h"
-#include "interrupt.h"
 #include "log.h"
-#include "progress.h"
 
 /* An opened archive image and its reader (core/archive_reader.h). */
 struct archive {
@@ -46,7 +43,7 @@ struct archive {
 static int archive_open(struct archive *a, const char *path, char **stores, size_t n_stores, bool no_readahead)
 {
 	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores, .lru_bytes = CA_ARCHIVE_READER_LRU };
-	struct ca_archive_reader_opts ro = { .no_readahead = no_readahead, .cancel = cafs_interrupt_flag() };
+	struct ca_archive_reader_opts ro = { .no_readahead = no_readahead };
 	*a = (struct archive){ .path = path };
 	int r = ca_image_open(path, &io, &a->im); /* logs */
 	if (r == 0 && (r = ca_archive_reader_new(a->im, &ro, &a->rd)) < 0)
@@ -64,46 +61,6 @@ static void archive_close(struct archive *a)
 static int report(const struct archive *a, int r, const char *path)
 {
 	return ca_archive_reader_report(a->rd, r, path);
-}
-
-int cafs_extract_archive(const struct cafs_extract_args *args)
-{
-	struct archive a;
-	struct ca_catar_dec *d = NULL;
-	struct cafs_progress prog;
-	struct ca_catar_source s;
-	char *seed_tmp = NULL;
-	int r = archive_open(&a, args->in, args->stores, args->n_stores, false);
-	if (r < 0)
-		goto out;
-	if (args->n_seeds > 0 || args->cache) {
-		if (!ca_image_index(a.im)) {
-			r = ca_log_error_errno(EINVAL, "%s: --seed and --cache need an index (.caidx), not a .catar",
-			                       args->in);
-			goto out;
-		}
-		r = cafs_extract_cache_seeds(ca_image_chunksrc(a.im), ca_image_index(a.im), args, &seed_tmp);
-		if (r < 0)
-			goto out;
-	}
-	ca_archive_reader_stream(a.rd, &s);
-	if (args->path && (r = ca_archive_reader_subtree(a.rd, args->path, &s)) < 0)
-		goto out;
-	r = ca_catar_dec_new(&s, &d);
-	if (r < 0) {
-		report(&a, r, NULL);
-		goto out;
-	}
-	cafs_progress_init(&prog, "extract", 0);
-	struct ca_catar_extract_opts o = { .archive_name = args->in, .cancel = cafs_interrupt_flag(),
-		                           .progress = cafs_progress_update, .progress_userdata = &prog };
-	r = ca_catar_extract(d, args->out, &o);
-	cafs_progress_done(&prog);
-out:
-	ca_catar_dec_free(d);
-	archive_close(&a);
-	cafs_extract_seed_cleanup(seed_tmp);
-	return r < 0 ? 1 : 0;
 }
 
 /* ---- printing: casync's list and mtree formats ---- */
