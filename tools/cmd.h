@@ -72,16 +72,10 @@ int cafs_common_option(const char *cmd, int c, int *verbosity);
 int cafs_parse_threads(const char *s, unsigned *ret);
 
 
-/* Parsed `cafs make` arguments, shared by the blob and archive paths. */
-struct cafs_make_args {
-	const char *out, *input, *store;
-	struct cafs_chunking ch;
-	uint64_t with;       /* OR of --with=; meaningful when with_set */
-	bool with_set;
-	uint64_t without;    /* OR of --without= */
-	bool exclude_nodump, exclude_submounts, exclude_file;
-	unsigned threads;
-};
+/* cmd_tree_make.c: archives are made and digested walking a tree, with one
+ * fd open per directory level: raise the soft RLIMIT_NOFILE to the hard one
+ * (process state, so the command's business and not the library's). */
+void cafs_raise_fd_limit(void);
 
 /* Parsed `cafs extract` arguments. */
 struct cafs_extract_args {
@@ -103,12 +97,8 @@ int cafs_extract_cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx
                              char **ret_tmp);
 void cafs_extract_seed_cleanup(char *tmp); /* removes and frees; accepts NULL */
 
-/* cmd_blob.c */
-int cafs_make_blob(const struct cafs_make_args *a);
-/* cmd_tree.c: archives (.catar, .caidx) and directories */
-int cafs_make_archive(const struct cafs_make_args *a);
-int cafs_extract_archive(const struct cafs_extract_args *a);
-/* Print the digest casync digest would for a directory or an archive(-index). */
+/* cmd_tree_make.c: print the digest casync digest would for a directory or an
+ * archive(-index). */
 int cafs_digest_tree(const char *path, char **stores, size_t n_stores);
 /* cmd_tree_read.c: decode and validate an archive (.catar, .caidx) and print
  * the digest of its stream, as casync digest does; 0 or an exit code. */

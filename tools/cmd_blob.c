@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * cmd_blob.c - make, extract, digest and info: option parsing for all
- * inputs, and the blob (.caibx) paths. Archives go to cmd_tree.c.
+ * inputs. make and extract are one core call each (core/image_make.h,
+ * core/image_extract.h) between parsing and printing; digest and info of
+ * a blob index are here, of archives and directories in cmd_tree_*.c.
  */
 #include "config.h"
 
@@ -10,16 +12,16 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/fs.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "archive_reader.h"
 #include "blob.h"
 #include "chunker.h"
 #include "cmd.h"
-#include "extract.h"
 #include "feature.h"
+#include "image_extract.h"
+#include "image_make.h"
 #include "index.h"
 #include "log.h"
 #include "make.h"
@@ -49,84 +51,17 @@ static int parse_bool(const char *s, bool *ret)
 	return 0;
 }
 
-int cafs_make_blob(const struct cafs_make_args *a)
+/* The progress bar's life follows the core's calls: begun with the total
+ * (known only once the input is open), erased before an error is logged. */
+static void progress_start(void *userdata, uint64_t total)
 {
-	struct ca_make_opts o = {
-		.chunk_min = a->ch.min, .chunk_avg = a->ch.avg, .chunk_max = a->ch.max,
-		.feature_flags = (a->ch.digest == CA_DIGEST_SHA512_256 ? CA_FORMAT_SHA512_256 : 0) |
-		                 CA_FORMAT_EXCLUDE_NODUMP | CA_FORMAT_EXCLUDE_FILE,
-		.index_path = a->out,
-		.threads = a->threads,
-		.cancel = cafs_interrupt_flag(),
-	};
-	struct ca_maker *m = NULL;
-	struct cafs_progress prog;
-	struct ca_make_stats stats;
-	uint8_t digest[CA_CHUNK_ID_SIZE];
-	char *def = NULL;
-	struct stat st;
-	int fd, r;
+	struct cafs_progress *p = userdata;
+	cafs_progress_init(p, p->label, total);
+}
 
-	fd = strcmp(a->input, "-") ? open(a->input, O_RDONLY | O_CLOEXEC | O_NOCTTY) : STDIN_FILENO;
-	if (fd < 0)
-		return ca_log_error_errno(errno, "%s", a->input), 1;
-	if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode)) {
-		ca_log_error_errno(S_ISDIR(st.st_mode) ? EISDIR : errno, "%s", a->input);
-		goto fail;
-	}
-	if (S_ISBLK(st.st_mode)) {
-		uint64_t size;
-		if (ioctl(fd, BLKGETSIZE64, &size) == 0)
-			st.st_size = (off_t)size;
-	}
-	o.index_mode = S_ISREG(st.st_mode) ? st.st_mode & 0666 : 0644;
-	if (a->store) {
-		o.store_path = a->store;
-	} else {
-		def = ca_location_default_store(a->out);
-		if (!def) {
-			ca_log_error_errno(ENOMEM, "store");
-			goto fail;
-		}
-		o.store_path = def;
-	}
-	cafs_progress_init(&prog, "make", S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) ? (uint64_t)st.st_size : 0);
-	o.progress = cafs_progress_update;
-	o.progress_userdata = &prog;
-	r = ca_maker_new(&o, &m);
-	if (r < 0) {
-		cafs_progress_done(&prog);
-		ca_log_error_errno(r, "%s", a->out);
-		goto fail;
-	}
-	r = ca_maker_feed_fd(m, fd);
-	if (r < 0) {
-		cafs_progress_done(&prog);
-		/* the pipeline's own errors (store, index) surface here too */
-		const char *p = ca_maker_error_path(m);
-		ca_log_error_errno(r, "%s", p ? p : a->input);
-		goto fail;
-	}
-	r = ca_maker_finish(m, digest, &stats);
-	cafs_progress_done(&prog);
-	if (r < 0) {
-		const char *p = ca_maker_error_path(m);
-		ca_log_error_errno(r, "%s", p ? p : a->out);
-		goto fail;
-	}
-	ca_maker_free(m);
-	free(def);
-	if (fd != STDIN_FILENO)
-		close(fd);
-	cafs_print_digest(digest);
-	cafs_log_make_stats(&stats);
-	return 0;
-fail:
-	ca_maker_free(m);
-	free(def);
-	if (fd != STDIN_FILENO)
-		close(fd);
-	return 1;
+static void progress_end(void *userdata)
+{
+	cafs_progress_done(userdata);
 }
 
 int cafs_cmd_make(int argc, char **argv)
@@ -146,23 +81,27 @@ int cafs_cmd_make(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	struct cafs_make_args a = { .exclude_nodump = true, .exclude_file = true };
+	struct ca_image_make_opts o;
+	struct cafs_progress prog = { .label = "make" };
+	struct ca_make_stats stats;
+	uint8_t digest[CA_CHUNK_ID_SIZE];
+	const char *out, *input;
 	int c, verbosity = 0;
 	uint64_t f;
 	bool *bp;
 
-	cafs_chunking_init(&a.ch);
+	ca_image_make_opts_init(&o);
 	while ((c = getopt_long(argc, argv, "s:j:vqh", opts, NULL)) >= 0) {
 		switch (c) {
 		case 's':
-			a.store = optarg;
+			o.store = optarg;
 			break;
 		case OPT_CHUNK_SIZE:
-			if (ca_chunk_size_parse(optarg, &a.ch.min, &a.ch.avg, &a.ch.max) < 0)
+			if (ca_chunk_size_parse(optarg, &o.chunk_min, &o.chunk_avg, &o.chunk_max) < 0)
 				return cafs_usage_error("make", "invalid chunk size '%s'", optarg);
 			break;
 		case OPT_DIGEST:
-			if (ca_digest_type_parse(optarg, &a.ch.digest) < 0)
+			if (ca_digest_type_parse(optarg, &o.digest) < 0)
 				return cafs_usage_error("make", "unknown digest '%s'", optarg);
 			break;
 		case OPT_WITH:
@@ -170,22 +109,22 @@ int cafs_cmd_make(int argc, char **argv)
 			if (ca_feature_parse_name(optarg, &f) < 0)
 				return cafs_usage_error("make", "unknown feature '%s'", optarg);
 			if (c == OPT_WITH) {
-				a.with |= f;
-				a.with_set = true;
+				o.with |= f;
+				o.with_set = true;
 			} else {
-				a.without |= f;
+				o.without |= f;
 			}
 			break;
 		case OPT_EXCLUDE_NODUMP:
 		case OPT_EXCLUDE_SUBMOUNTS:
 		case OPT_EXCLUDE_FILE:
-			bp = c == OPT_EXCLUDE_NODUMP ? &a.exclude_nodump :
-			     c == OPT_EXCLUDE_SUBMOUNTS ? &a.exclude_submounts : &a.exclude_file;
+			bp = c == OPT_EXCLUDE_NODUMP ? &o.exclude_nodump :
+			     c == OPT_EXCLUDE_SUBMOUNTS ? &o.exclude_submounts : &o.exclude_file;
 			if (parse_bool(optarg, bp) < 0)
 				return cafs_usage_error("make", "expected yes or no, got '%s'", optarg);
 			break;
 		case 'j':
-			if (cafs_parse_threads(optarg, &a.threads) < 0)
+			if (cafs_parse_threads(optarg, &o.threads) < 0)
 				return cafs_usage_error("make", "invalid thread count '%s'", optarg);
 			break;
 		default: {
@@ -199,10 +138,10 @@ int cafs_cmd_make(int argc, char **argv)
 	cafs_set_verbosity(verbosity);
 	if (argc - optind != 2)
 		return cafs_usage_error("make", "expected OUT and INPUT");
-	a.out = argv[optind];
-	a.input = argv[optind + 1];
+	out = argv[optind];
+	input = argv[optind + 1];
 	/* as casync: file:// is a path; other URLs cannot be written (casync pushes only over ssh) */
-	const char **w[] = { &a.out, &a.store };
+	const char **w[] = { &out, &o.store };
 	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
 		if (!*w[i])
 			continue;
@@ -211,14 +150,26 @@ int cafs_cmd_make(int argc, char **argv)
 			return cafs_usage_error("make", "%s: cannot write to a URL", *w[i]);
 		*w[i] = p;
 	}
-	enum ca_image_kind kind = ca_location_image_kind(a.out);
+	enum ca_image_kind kind = ca_location_image_kind(out);
 	if (kind == CA_IMAGE_UNKNOWN)
-		return cafs_usage_error("make", "%s: output must end in .caibx, .caidx or .catar", a.out);
+		return cafs_usage_error("make", "%s: output must end in .caibx, .caidx or .catar", out);
 	int r = cafs_interrupt_start();
 	if (r < 0)
 		return ca_log_error_errno(r, "signals"), 1;
-	r = kind == CA_IMAGE_BLOB_INDEX ? cafs_make_blob(&a) : cafs_make_archive(&a);
-	return cafs_interrupt_exit_code(r);
+	if (kind != CA_IMAGE_BLOB_INDEX)
+		cafs_raise_fd_limit();
+	o.progress_start = progress_start;
+	o.progress = cafs_progress_update;
+	o.progress_end = progress_end;
+	o.progress_userdata = &prog;
+	o.cancel = cafs_interrupt_flag();
+	r = ca_image_make(out, input, &o, digest, &stats); /* logs its errors */
+	if (r == 0) {
+		cafs_print_digest(digest);
+		if (kind != CA_IMAGE_ARCHIVE) /* a .catar has no chunks to count */
+			cafs_log_make_stats(&stats);
+	}
+	return cafs_interrupt_exit_code(r < 0 ? 1 : 0);
 }
 
 /* Parses -s/-j/-v/-q/-h shared by extract, digest and info; collects
@@ -278,36 +229,43 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 	return -1;
 }
 
-static int extract_blob(const struct cafs_extract_args *a)
+/* Open the image, give its chunk source the --cache/--seed chunks, and
+ * let the core extract it. */
+static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind kind)
 {
-	struct ca_image_opts io = { .stores = a->stores, .n_stores = a->n_stores };
+	struct ca_image_opts io = { .stores = a->stores, .n_stores = a->n_stores,
+	                            .lru_bytes = kind == CA_IMAGE_BLOB_INDEX ? 0 : CA_ARCHIVE_READER_LRU };
 	struct ca_image *im = NULL;
-	struct cafs_progress prog;
-	struct stat st;
-	/* a regular file is replaced by rename, which would swap a device node
-	 * or a FIFO for a regular file; block devices are written in place.
-	 * casync refuses the rest too. */
-	if (strcmp(a->out, "-") && stat(a->out, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-		ca_log_error("%s: not a regular file or block device", a->out);
-		return 1;
-	}
-	int r = ca_image_open(a->in, &io, &im);
-	if (r < 0)
-		return 1;
-	struct ca_index *idx = ca_image_index(im);
-	struct ca_chunksrc *src = ca_image_chunksrc(im);
+	struct cafs_progress prog = { .label = "extract" };
 	char *seed_tmp = NULL;
-	r = cafs_extract_cache_seeds(src, idx, a, &seed_tmp);
-	if (r < 0) {
-		ca_image_free(im);
-		return 1;
+	bool busy = false;
+	/* refuse a bad destination before any download or seeding */
+	int r = ca_image_extract_check_dest(kind, a->out);
+	if (r < 0)
+		goto out;
+	r = ca_image_open(a->in, &io, &im);
+	if (r < 0)
+		goto out;
+	if (a->n_seeds > 0 || a->cache) {
+		if (!ca_image_index(im)) {
+			r = ca_log_error_errno(EINVAL, "%s: --seed and --cache need an index (.caidx), not a .catar", a->in);
+			goto out;
+		}
+		r = cafs_extract_cache_seeds(ca_image_chunksrc(im), ca_image_index(im), a, &seed_tmp);
+		if (r < 0)
+			goto out;
 	}
-	cafs_progress_init(&prog, "extract", ca_index_blob_size(idx));
-	struct ca_extract_opts o = { .threads = a->threads, .progress = cafs_progress_update, .progress_userdata = &prog,
-	                             .cancel = cafs_interrupt_flag() };
-	r = ca_extract_blob(idx, src, a->out, &o); /* logs its errors */
-	cafs_progress_done(&prog);
-	ca_image_free(im);
+	struct ca_image_extract_opts o = {
+		.path = a->path, .threads = a->threads, .cancel = cafs_interrupt_flag(),
+		.progress_start = progress_start, .progress = cafs_progress_update, .progress_end = progress_end,
+		.progress_userdata = &prog,
+	};
+	r = ca_image_extract(im, a->out, &o); /* logs its errors */
+	/* a fetch stuck after an interrupt still uses the image: the exit frees it */
+	busy = r == -EBUSY;
+out:
+	if (!busy)
+		ca_image_free(im);
 	cafs_extract_seed_cleanup(seed_tmp);
 	return r < 0 ? 1 : 0;
 }
@@ -334,8 +292,7 @@ int cafs_cmd_extract(int argc, char **argv)
 				ca_log_error_errno(r, "signals");
 				r = 1;
 			} else {
-				r = kind == CA_IMAGE_BLOB_INDEX ? extract_blob(&a) : cafs_extract_archive(&a);
-				r = cafs_interrupt_exit_code(r);
+				r = cafs_interrupt_exit_code(extract_image(&a, kind));
 			}
 		}
 	}

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * cmd_tree_read.c - extracting, listing and describing archives
- * (.catar/.caidx): cafs extract, cafs list, cafs mtree, and the archive
- * half of cafs digest.
+ * cmd_tree_read.c - listing and describing archives (.catar/.caidx): cafs
+ * list, cafs mtree, and the archive half of cafs digest (extract is
+ * core/image_extract.c, called by cmd_blob.c). All read through the core's
+ * archive reader.
  *
  * Whole-archive walks go through the streaming decoder (which validates
  * everything); `list`/`mtree` with a PATH use random access, so only the
@@ -22,238 +23,44 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "blob.h"
-#include "blob_stream.h"
+#include "archive_reader.h"
 #include "catar_dec.h"
-#include "catar_extract.h"
 #include "catar_ra.h"
 #include "chunksrc.h"
 #include "cmd.h"
 #include "digest.h"
-#include "digest_pipe.h"
 #include "fdio.h"
 #include "index.h"
-#include "interrupt.h"
 #include "log.h"
-#include "progress.h"
 
-/* sequential reads of a .caidx ask the chunk source this far ahead */
-#define STREAM_READAHEAD (16u << 20)
-#define STREAM_AHEAD_CHUNKS 16 /* decompressed ahead of a sequential reader */
-#define ARCHIVE_LRU (64u << 20)
-
-/* An archive's byte stream (a .catar file or a .caidx blob), with what
- * the sequential readers add: readahead, decoding ahead, a digest. */
+/* An opened archive image and its reader (core/archive_reader.h). */
 struct archive {
-	const char *path;
 	struct ca_image *im;
-	struct ca_blob *blob;          /* the image's, NULL for a .catar */
-	struct ca_blob_stream *stream; /* sequential readers of a .caidx, once started */
-	uint64_t size, index_flags;
-	uint64_t end; /* a sequential reader stops here (extract of a subtree): nothing is fetched past it */
-	/* sequential use: readahead mark, and an optional digest of every byte read */
-	uint64_t ra_mark, next_off;
-	struct ca_digest_pipe *digest; /* hashed on its own thread while the decoder goes on */
-	int digest_error;
-	bool no_readahead; /* list: payloads are skipped, fetching them ahead would be waste */
-	bool io_logged; /* a read error was reported (single-threaded users only) */
+	struct ca_archive_reader *rd;
+	const char *path; /* as given, for messages */
 };
+
+static int archive_open(struct archive *a, const char *path, char **stores, size_t n_stores, bool no_readahead)
+{
+	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores, .lru_bytes = CA_ARCHIVE_READER_LRU };
+	struct ca_archive_reader_opts ro = { .no_readahead = no_readahead };
+	*a = (struct archive){ .path = path };
+	int r = ca_image_open(path, &io, &a->im); /* logs */
+	if (r == 0 && (r = ca_archive_reader_new(a->im, &ro, &a->rd)) < 0)
+		ca_log_error_errno(r, "%s", path);
+	return r;
+}
 
 static void archive_close(struct archive *a)
 {
 	/* a fetch stuck after an interrupt still uses the image: the exit frees it */
-	if (ca_blob_stream_free(a->stream) == 0)
+	if (ca_archive_reader_free(a->rd) == 0)
 		ca_image_free(a->im);
-	ca_digest_pipe_finish(a->digest, NULL);
-}
-
-static int archive_open(struct archive *a, const char *path, char **stores, size_t n_stores)
-{
-	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores, .lru_bytes = ARCHIVE_LRU };
-	*a = (struct archive){ .path = path, .end = UINT64_MAX };
-	int r = ca_image_open(path, &io, &a->im);
-	if (r < 0)
-		return r;
-	a->blob = ca_image_blob(a->im);
-	a->size = ca_image_size(a->im);
-	a->index_flags = ca_image_index_flags(a->im);
-	return 0;
-}
-
-static ssize_t read_done(struct archive *a, ssize_t k, size_t len, uint64_t off)
-{
-	/* interrupted: nothing to explain, and looking for the culprit chunk
-	 * could hang on what the read was stuck in */
-	if (k < 0 && k != -ECANCELED && !a->io_logged) {
-		a->io_logged = true;
-		ca_image_log_read_error(a->im, (int)k, off, len);
-	}
-	return k;
-}
-
-static ssize_t archive_pread(void *userdata, void *buf, size_t len, uint64_t off)
-{
-	struct archive *a = userdata;
-	return read_done(a, ca_image_pread(a->im, buf, len, off), len, off);
-}
-
-static void archive_readahead(void *userdata, uint64_t off, uint64_t len)
-{
-	struct archive *a = userdata;
-	ca_image_readahead(a->im, off, len);
-}
-
-/* For the streaming decoder: reads arrive in order; keep the chunk source
- * busy ahead of them, and feed the digest if one is wanted. */
-static ssize_t archive_stream_read(void *userdata, void *buf, size_t len, uint64_t off)
-{
-	struct archive *a = userdata;
-	ssize_t k;
-	if (a->blob && !a->no_readahead) {
-		if (off + len > a->ra_mark && off < a->end) {
-			ca_blob_readahead(a->blob, off, a->end - off < STREAM_READAHEAD ? a->end - off : STREAM_READAHEAD);
-			a->ra_mark = off + STREAM_READAHEAD / 2;
-		}
-		/* without a thread (it could not start), read in this one */
-		if (!a->stream && ca_blob_stream_new(a->blob, STREAM_AHEAD_CHUNKS, 0, cafs_interrupt_flag(), &a->stream) == 0)
-			ca_blob_stream_set_end(a->stream, a->end);
-	}
-	if (a->stream)
-		k = read_done(a, ca_blob_stream_read(a->stream, buf, len, off), len, off);
-	else
-		k = archive_pread(a, buf, len, off);
-	if (k > 0 && a->digest) {
-		if (off != a->next_off) /* the decoder skipped bytes: the digest would be wrong */
-			a->digest_error = -EIO;
-		else if (ca_digest_pipe_push(a->digest, buf, (size_t)k) < 0)
-			a->digest_error = -EIO;
-		a->next_off = off + (uint64_t)k;
-	}
-	return k;
-}
-
-static struct ca_catar_source archive_source(struct archive *a, bool stream)
-{
-	return (struct ca_catar_source){
-		.read = stream ? archive_stream_read : archive_pread,
-		.readahead = archive_readahead,
-		.userdata = a,
-		.size = a->size,
-		.index_flags = a->index_flags,
-	};
 }
 
 static int report(const struct archive *a, int r, const char *path)
 {
-	if (a->io_logged && r != -EBADMSG)
-		return r; /* log_read_error said it */
-	if (r == -EBADMSG)
-		return ca_log_error_errno(r, "%s%s%s: not a valid archive", a->path, path && *path ? ": " : "",
-		                          path ? path : "");
-	return ca_log_error_errno(r, "%s%s%s", a->path, path && *path ? ": " : "", path ? path : "");
-}
-
-/* One directory of an archive, as an archive of its own: its ENTRY to
- * its GOODBYE (whose offsets are all relative) is the serialization of
- * that directory alone. */
-struct window {
-	struct archive *a;
-	uint64_t base;
-};
-
-static ssize_t window_read(void *userdata, void *buf, size_t len, uint64_t off)
-{
-	struct window *w = userdata;
-	return archive_stream_read(w->a, buf, len, w->base + off);
-}
-
-static void window_readahead(void *userdata, uint64_t off, uint64_t len)
-{
-	struct window *w = userdata;
-	archive_readahead(w->a, w->base + off, len);
-}
-
-/* Find the directory sub by random access (a few reads per component):
- * its byte range becomes the window and *s reads through it. */
-static int open_subtree(struct archive *a, const char *sub, struct window *w, struct ca_catar_source *s)
-{
-	struct ca_catar_ra *ra = NULL;
-	struct ca_catar_ra_node *node = NULL;
-	struct ca_catar_source rs = archive_source(a, false);
-	int r = ca_catar_ra_open(&rs, &ra);
-	if (r < 0) {
-		report(a, r, NULL);
-		goto out;
-	}
-	r = ca_catar_ra_lookup_path(ra, sub, &node);
-	if (r == -ENOENT || r == -ENOTDIR || r == -EINVAL) {
-		ca_log_error("%s: %s: not in the archive", a->path, sub);
-		r = -ENOENT;
-		goto out;
-	}
-	if (r < 0) {
-		report(a, r, sub);
-		goto out;
-	}
-	const struct ca_catar_node *n = ca_catar_ra_node_get(node);
-	if (!S_ISDIR(n->mode)) {
-		ca_log_error("%s: %s: not a directory (extract takes one)", a->path, sub);
-		r = -ENOTDIR;
-		goto out;
-	}
-	*w = (struct window){ .a = a, .base = n->entry_offset };
-	a->end = n->end_offset;
-	*s = (struct ca_catar_source){
-		.read = window_read,
-		.readahead = window_readahead,
-		.userdata = w,
-		.size = n->end_offset - n->entry_offset,
-		.index_flags = a->index_flags,
-	};
-out:
-	ca_catar_ra_node_unref(node);
-	ca_catar_ra_free(ra);
-	return r;
-}
-
-int cafs_extract_archive(const struct cafs_extract_args *args)
-{
-	struct archive a;
-	struct window w;
-	struct ca_catar_dec *d = NULL;
-	struct cafs_progress prog;
-	char *seed_tmp = NULL;
-	int r = archive_open(&a, args->in, args->stores, args->n_stores);
-	if (r < 0)
-		goto out;
-	if (args->n_seeds > 0 || args->cache) {
-		if (!a.blob) {
-			r = ca_log_error_errno(EINVAL, "%s: --seed and --cache need an index (.caidx), not a .catar",
-			                       args->in);
-			goto out;
-		}
-		r = cafs_extract_cache_seeds(ca_image_chunksrc(a.im), ca_image_index(a.im), args, &seed_tmp);
-		if (r < 0)
-			goto out;
-	}
-	struct ca_catar_source s = archive_source(&a, true);
-	if (args->path && (r = open_subtree(&a, args->path, &w, &s)) < 0)
-		goto out;
-	r = ca_catar_dec_new(&s, &d);
-	if (r < 0) {
-		report(&a, r, NULL);
-		goto out;
-	}
-	cafs_progress_init(&prog, "extract", 0);
-	struct ca_catar_extract_opts o = { .archive_name = args->in, .cancel = cafs_interrupt_flag(),
-		                           .progress = cafs_progress_update, .progress_userdata = &prog };
-	r = ca_catar_extract(d, args->out, &o);
-	cafs_progress_done(&prog);
-out:
-	ca_catar_dec_free(d);
-	archive_close(&a);
-	cafs_extract_seed_cleanup(seed_tmp);
-	return r < 0 ? 1 : 0;
+	return ca_archive_reader_report(a->rd, r, path);
 }
 
 /* ---- printing: casync's list and mtree formats ---- */
@@ -421,8 +228,9 @@ static void print_digest_end(const uint8_t d[CA_CHUNK_ID_SIZE])
 static int walk_stream(struct archive *a, const struct printer *p)
 {
 	struct ca_catar_dec *d = NULL;
-	struct ca_catar_source s = archive_source(a, true);
+	struct ca_catar_source s;
 	uint8_t *buf = NULL;
+	ca_archive_reader_stream(a->rd, &s);
 	int r = ca_catar_dec_new(&s, &d);
 	if (r < 0)
 		return report(a, r, NULL);
@@ -557,7 +365,8 @@ static int walk_subtree(struct archive *a, const struct printer *p, const char *
 {
 	struct ra_walk w = { .a = a, .p = p };
 	struct ca_catar_ra_node *node = NULL;
-	struct ca_catar_source s = archive_source(a, false);
+	struct ca_catar_source s;
+	ca_archive_reader_random(a->rd, &s);
 	int r = ca_catar_ra_open(&s, &w.ra);
 	if (r < 0)
 		return report(a, r, NULL);
@@ -658,8 +467,8 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 		free(stores);
 		return cafs_usage_error(cmd, "%s: input must end in .catar or .caidx", in);
 	}
-	r = archive_open(&a, in, stores, n_stores);
-	a.no_readahead = !mtree;
+	/* list skips payloads: fetching them ahead would be waste */
+	r = archive_open(&a, in, stores, n_stores, !mtree);
 	if (r == 0 && mtree)
 		/* casync hashes contents with the archive's digest, and labels
 		 * the field with its own default (sha512256digest) regardless */
@@ -689,16 +498,17 @@ int cafs_digest_archive(const char *path, char **stores, size_t n_stores)
 	struct archive a;
 	struct ca_catar_dec *d = NULL;
 	uint8_t out[CA_CHUNK_ID_SIZE], *buf = NULL;
-	int r = archive_open(&a, path, stores, n_stores);
+	struct ca_catar_source s;
+	int r = archive_open(&a, path, stores, n_stores, false);
 	if (r < 0)
 		goto out;
-	r = ca_digest_pipe_new(ca_digest_type_from_flags(ca_image_feature_flags(a.im)), &a.digest);
+	r = ca_archive_reader_digest_start(a.rd, ca_digest_type_from_flags(ca_image_feature_flags(a.im)));
 	if (r < 0) {
 		report(&a, r, NULL);
 		goto out;
 	}
 	buf = malloc(1 << 20);
-	struct ca_catar_source s = archive_source(&a, true);
+	ca_archive_reader_stream(a.rd, &s);
 	if (!buf || (r = ca_catar_dec_new(&s, &d)) < 0) {
 		r = report(&a, buf ? r : -ENOMEM, NULL);
 		goto out;
@@ -715,16 +525,14 @@ int cafs_digest_archive(const char *path, char **stores, size_t n_stores)
 			break;
 		}
 	}
+	/* the stream skipped no byte (-EIO if it did) */
 	if (r == 0)
-		r = a.digest_error;
+		r = ca_archive_reader_digest_finish(a.rd, out);
 	if (r < 0) {
 		report(&a, r, ca_catar_dec_path(d));
 		goto out;
 	}
-	r = ca_digest_pipe_finish(a.digest, out);
-	a.digest = NULL;
-	if (r == 0)
-		cafs_print_digest(out);
+	cafs_print_digest(out);
 out:
 	free(buf);
 	ca_catar_dec_free(d);

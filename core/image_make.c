@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * image_make.c - make an image (.caibx, .caidx, .catar) from a file or a
+ * directory: input checks, feature flags, the default store, and the
+ * wiring of input -> (catar encoder) -> make pipeline or file.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atomic_file.h"
+#include "catar_enc.h"
+#include "digest_pipe.h"
+#include "fdio.h"
+#include "feature.h"
+#include "image_make.h"
+#include "log.h"
+
+void ca_image_make_opts_init(struct ca_image_make_opts *o)
+{
+	*o = (struct ca_image_make_opts){
+		.chunk_min = CA_CHUNK_SIZE_AVG_DEFAULT / 4,
+		.chunk_avg = CA_CHUNK_SIZE_AVG_DEFAULT,
+		.chunk_max = CA_CHUNK_SIZE_AVG_DEFAULT * 4,
+		.digest = CA_DIGEST_SHA512_256,
+		.exclude_nodump = true,
+		.exclude_file = true,
+	};
+}
+
+uint64_t ca_image_make_flags(enum ca_image_kind kind, const struct ca_image_make_opts *o)
+{
+	uint64_t sha = o->digest == CA_DIGEST_SHA512_256 ? CA_FORMAT_SHA512_256 : 0;
+	/* casync writes these two into every blob index, whatever was asked */
+	if (kind == CA_IMAGE_BLOB_INDEX)
+		return sha | CA_FORMAT_EXCLUDE_NODUMP | CA_FORMAT_EXCLUDE_FILE;
+	uint64_t f = (o->with_set ? o->with : CA_FORMAT_WITH_MASK) & ~o->without & CA_FORMAT_WITH_MASK;
+	if (o->exclude_nodump)
+		f |= CA_FORMAT_EXCLUDE_NODUMP;
+	if (o->exclude_submounts)
+		f |= CA_FORMAT_EXCLUDE_SUBMOUNTS;
+	if (o->exclude_file)
+		f |= CA_FORMAT_EXCLUDE_FILE;
+	return ca_feature_normalize(f | sha);
+}
+
+/* One make: what every path needs to report and clean up. */
+struct make_ctx {
+	const char *out, *in_name;
+	const struct ca_image_make_opts *o;
+	int in_fd;
+	struct stat st;
+	uint64_t flags;
+	bool started, ended;
+};
+
+static void progress_end(struct make_ctx *c)
+{
+	if (c->started && !c->ended && c->o->progress_end)
+		c->o->progress_end(c->o->progress_userdata);
+	c->ended = true;
+}
+
+/* The one way a make fails: erase the progress first, then one line
+ * (none for a cancel: the canceller knows). Returns r. */
+static int make_fail(struct make_ctx *c, int r, const char *what)
+{
+	progress_end(c);
+	if (r == -ECANCELED)
+		return r;
+	return ca_log_error_errno(r, "%s", what);
+}
+
+/* Sink for a .catar and for digests: optional fd, running digest. */
+struct file_sink {
+	int fd;
+	struct ca_digest_pipe *dp; /* hashing overlaps reading the tree and writing the archive */
+	const struct ca_image_make_opts *o; /* progress and cancel; NULL for none */
+	uint64_t written;
+	int err; /* first failure, to tell the sink's errors from the walk's */
+	bool digest_failed;
+};
+
+static int file_sink_write(void *userdata, const void *p, size_t n)
+{
+	struct file_sink *s = userdata;
+	/* the encoder has no cancel flag of its own: every block passes here */
+	if (s->o && s->o->cancel && *s->o->cancel) {
+		s->err = -ECANCELED;
+		return -ECANCELED;
+	}
+	int r = ca_digest_pipe_push(s->dp, p, n);
+	s->digest_failed = r < 0;
+	if (r == 0 && s->fd >= 0)
+		r = ca_write_all(s->fd, p, n);
+	if (r < 0 && !s->err)
+		s->err = r;
+	s->written += n;
+	if (r == 0 && s->o && s->o->progress)
+		s->o->progress(s->o->progress_userdata, s->written);
+	return r;
+}
+
+struct maker_sink {
+	struct ca_maker *m;
+	int err;
+};
+
+static int maker_sink_write(void *userdata, const void *p, size_t n)
+{
+	struct maker_sink *s = userdata;
+	int r = ca_maker_feed(s->m, p, n);
+	if (r < 0 && !s->err)
+		s->err = r;
+	return r;
+}
+
+static void maker_opts(const struct make_ctx *c, const char *store, struct ca_make_opts *ret)
+{
+	*ret = (struct ca_make_opts){
+		.chunk_min = c->o->chunk_min, .chunk_avg = c->o->chunk_avg, .chunk_max = c->o->chunk_max,
+		.feature_flags = c->flags,
+		.store_path = store,
+		.index_path = c->out,
+		.threads = c->o->threads,
+		.progress = c->o->progress,
+		.progress_userdata = c->o->progress_userdata,
+		.cancel = c->o->cancel,
+	};
+}
+
+static int make_blob(struct make_ctx *c, const char *store, uint8_t ret_digest[CA_CHUNK_ID_SIZE],
+                     struct ca_make_stats *ret_stats)
+{
+	struct ca_make_opts mo;
+	struct ca_maker *m = NULL;
+	int r;
+
+	maker_opts(c, store, &mo);
+	mo.index_mode = S_ISREG(c->st.st_mode) ? c->st.st_mode & 0666 : 0644;
+	r = ca_maker_new(&mo, &m);
+	if (r < 0) {
+		make_fail(c, r, c->out);
+		goto out;
+	}
+	r = ca_maker_feed_fd(m, c->in_fd);
+	if (r < 0) {
+		/* the pipeline's own errors (store, index) surface here too */
+		const char *p = ca_maker_error_path(m);
+		make_fail(c, r, p ? p : c->in_name);
+		goto out;
+	}
+	r = ca_maker_finish(m, ret_digest, ret_stats);
+	if (r < 0) {
+		const char *p = ca_maker_error_path(m);
+		make_fail(c, r, p ? p : c->out);
+	}
+out:
+	ca_maker_free(m);
+	return r;
+}
+
+static int make_caidx(struct make_ctx *c, const char *store, uint8_t ret_digest[CA_CHUNK_ID_SIZE],
+                      struct ca_make_stats *ret_stats)
+{
+	struct ca_make_opts mo;
+	struct maker_sink s = { 0 };
+	int r;
+
+	maker_opts(c, store, &mo);
+	mo.index_mode = c->st.st_mode & 0666;
+	r = ca_maker_new(&mo, &s.m);
+	if (r < 0) {
+		make_fail(c, r, c->out);
+		goto out;
+	}
+	struct ca_catar_enc_opts eo = {
+		.feature_flags = c->flags, .write = maker_sink_write, .userdata = &s, .root_name = c->in_name,
+	};
+	r = ca_catar_encode(c->in_fd, &eo, NULL);
+	if (r < 0) {
+		/* the walk's own errors are logged by the encoder */
+		if (s.err)
+			make_fail(c, s.err, c->out);
+		progress_end(c);
+		goto out;
+	}
+	r = ca_maker_finish(s.m, ret_digest, ret_stats);
+	if (r < 0)
+		make_fail(c, r, c->out);
+out:
+	ca_maker_free(s.m);
+	return r;
+}
+
+/* Encode the directory at c->in_fd into fd (-1: nowhere), returning the
+ * stream's digest. */
+static int encode_to(struct make_ctx *c, int fd, uint8_t ret_digest[CA_CHUNK_ID_SIZE], uint64_t *ret_size)
+{
+	struct file_sink s = { .fd = fd, .o = c->o };
+	int r = ca_digest_pipe_new(ca_digest_type_from_flags(c->flags), &s.dp);
+	if (r < 0)
+		return make_fail(c, r, "digest");
+	struct ca_catar_enc_opts eo = {
+		.feature_flags = c->flags, .write = file_sink_write, .userdata = &s, .root_name = c->in_name,
+	};
+	r = ca_catar_encode(c->in_fd, &eo, ret_size);
+	if (r < 0) {
+		if (s.err)
+			make_fail(c, s.err, s.digest_failed ? "digest" : c->out ? c->out : "digest");
+		progress_end(c);
+	}
+	int k = ca_digest_pipe_finish(s.dp, r == 0 ? ret_digest : NULL);
+	if (r == 0 && k < 0)
+		r = make_fail(c, k, "digest");
+	return r;
+}
+
+static int make_catar(struct make_ctx *c, uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats)
+{
+	struct ca_atomic_file af = { .fd = -1 };
+	uint64_t size = 0;
+	/* casync gives the archive the input's read/write bits */
+	int r = ca_atomic_file_open(&af, c->out, c->st.st_mode & 0666);
+	if (r < 0) {
+		make_fail(c, r, c->out);
+		goto out;
+	}
+	r = encode_to(c, af.fd, ret_digest, &size);
+	if (r < 0)
+		goto out;
+	r = ca_atomic_file_commit(&af);
+	if (r < 0) {
+		make_fail(c, r, c->out);
+		goto out;
+	}
+	if (ret_stats)
+		*ret_stats = (struct ca_make_stats){ .bytes = size };
+out:
+	ca_atomic_file_abort(&af); /* nothing left to undo once committed */
+	return r;
+}
+
+/* fstat the input and check it suits the kind: a directory for an
+ * archive, anything else for a blob. Sets c->st. */
+static int check_input(struct make_ctx *c, bool want_dir)
+{
+	if (fstat(c->in_fd, &c->st) < 0)
+		return make_fail(c, -errno, c->in_name);
+	if (want_dir && !S_ISDIR(c->st.st_mode))
+		return make_fail(c, -ENOTDIR, c->in_name);
+	if (!want_dir && S_ISDIR(c->st.st_mode))
+		return make_fail(c, -EISDIR, c->in_name);
+	if (S_ISBLK(c->st.st_mode)) {
+		/* a block device's size is not in st_size: for the progress total */
+		uint64_t size;
+		if (ioctl(c->in_fd, BLKGETSIZE64, &size) == 0)
+			c->st.st_size = (off_t)size;
+	}
+	return 0;
+}
+
+static int bad_kind(const char *out)
+{
+	ca_log_error("%s: output must end in .caibx, .caidx or .catar", out);
+	return -EINVAL;
+}
+
+int ca_image_make_fd(const char *out, int in_fd, const char *in_name, const struct ca_image_make_opts *o,
+                     uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats)
+{
+	struct make_ctx c = { .out = out, .in_name = in_name, .o = o, .in_fd = in_fd };
+	enum ca_image_kind kind = ca_location_image_kind(out);
+	char *def = NULL;
+	int r;
+
+	if (kind == CA_IMAGE_UNKNOWN) {
+		r = bad_kind(out);
+		goto out;
+	}
+	/* raised before we began (a signal racing the start): touch nothing */
+	if (o->cancel && *o->cancel) {
+		r = -ECANCELED;
+		goto out;
+	}
+	r = check_input(&c, kind != CA_IMAGE_BLOB_INDEX);
+	if (r < 0)
+		goto out;
+	c.flags = ca_image_make_flags(kind, o);
+	const char *store = o->store;
+	if (!store && kind != CA_IMAGE_ARCHIVE) {
+		def = ca_location_default_store(out);
+		if (!def) {
+			r = make_fail(&c, -ENOMEM, "store");
+			goto out;
+		}
+		store = def;
+	}
+	c.started = true;
+	if (o->progress_start) {
+		bool sized = kind == CA_IMAGE_BLOB_INDEX && (S_ISREG(c.st.st_mode) || S_ISBLK(c.st.st_mode));
+		o->progress_start(o->progress_userdata, sized ? (uint64_t)c.st.st_size : 0);
+	}
+	switch (kind) {
+	case CA_IMAGE_BLOB_INDEX:
+		r = make_blob(&c, store, ret_digest, ret_stats);
+		break;
+	case CA_IMAGE_ARCHIVE_INDEX:
+		r = make_caidx(&c, store, ret_digest, ret_stats);
+		break;
+	default:
+		r = make_catar(&c, ret_digest, ret_stats);
+		break;
+	}
+	progress_end(&c);
+out:
+	free(def);
+	return r;
+}
+
+/* The input as ca_image_make_fd wants it: "-" is stdin for a blob only
+ * (an archive is made of a directory, which cannot come down a pipe). */
+static int open_input(const char *input, bool blob, bool *ret_stdin)
+{
+	*ret_stdin = blob && !strcmp(input, "-");
+	if (*ret_stdin)
+		return STDIN_FILENO;
+	int fd = open(input, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	return fd < 0 ? ca_log_error_errno(errno, "%s", input) : fd;
+}
+
+int ca_image_make(const char *out, const char *input, const struct ca_image_make_opts *o,
+                  uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats)
+{
+	enum ca_image_kind kind = ca_location_image_kind(out);
+	bool is_stdin;
+	if (kind == CA_IMAGE_UNKNOWN)
+		return bad_kind(out);
+	int fd = open_input(input, kind == CA_IMAGE_BLOB_INDEX, &is_stdin);
+	if (fd < 0)
+		return fd;
+	int r = ca_image_make_fd(out, fd, input, o, ret_digest, ret_stats);
+	if (!is_stdin)
+		close(fd);
+	return r;
+}
+
+int ca_image_digest_dir(const char *dir, const volatile sig_atomic_t *cancel, uint8_t ret_digest[CA_CHUNK_ID_SIZE])
+{
+	struct ca_image_make_opts o;
+	ca_image_make_opts_init(&o);
+	o.cancel = cancel;
+	struct make_ctx c = { .in_name = dir, .o = &o, .flags = CA_FORMAT_DEFAULT };
+	bool is_stdin;
+	c.in_fd = open_input(dir, false, &is_stdin);
+	if (c.in_fd < 0)
+		return c.in_fd;
+	int r = check_input(&c, true);
+	if (r == 0)
+		r = encode_to(&c, -1, ret_digest, NULL);
+	close(c.in_fd);
+	return r;
+}
