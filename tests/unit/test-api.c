@@ -117,6 +117,57 @@ int main(void)
 	check_int(cafs_image_lookup(img, "d/nope", &n), ==, -ENOENT);
 	check_int(cafs_image_lookup(img, "d/f/x", &n), ==, -ENOTDIR);
 
+	/* whole images: make one, extract it, fill a cache and read offline */
+	{
+		char out[256], in[256], dest[256], cache[256], store[256];
+		uint8_t d1[CAFS_DIGEST_SIZE], d2[CAFS_DIGEST_SIZE];
+		struct cafs_make_options mo = { .chunk_size_avg = 4096 };
+		struct cafs_image *im2 = NULL;
+		struct cafs_node *f = NULL;
+		char buf[16] = { 0 };
+		snprintf(in, sizeof(in), "%s/t", dir);
+		snprintf(out, sizeof(out), "%s/y.caidx", dir);
+		snprintf(store, sizeof(store), "%s/default.castr", dir);
+		cafs_ctx_cancel(ctx);
+		check_int(cafs_make(ctx, out, in, &mo, d1), ==, -ECANCELED);
+		check(access(out, F_OK) != 0);
+		cafs_ctx_uncancel(ctx);
+		check_int(cafs_make(ctx, out, in, &mo, d1), ==, 0);
+		check_int(sh("%s make -q --chunk-size 4096 %s/z.caidx %s >%s/z.digest", cafs, dir, in, dir), ==, 0);
+		check_int(sh("cmp -s %s %s/z.caidx", out, dir), ==, 0); /* the same index as the command's */
+		check_int(cafs_make(ctx, out, in, NULL, d2), ==, 0);
+		check(memcmp(d1, d2, sizeof(d1)) == 0); /* the stream digest does not depend on chunking */
+
+		const char *stores[] = { store };
+		struct cafs_image_options io = { .stores = stores, .n_stores = 1, .cache_mode = CAFS_CACHE_DIR,
+			                         .cache_dir = cache };
+		snprintf(cache, sizeof(cache), "%s/cache", dir);
+		check_int(cafs_image_open(ctx, out, &io, &im2), ==, 0);
+		snprintf(dest, sizeof(dest), "%s/x", dir);
+		check_int(im2 ? cafs_image_extract(im2, dest, NULL) : -1, ==, 0);
+		check_int(sh("diff -r %s %s", in, dest), ==, 0);
+		check_int(im2 ? cafs_image_fill_cache(im2, NULL) : -1, ==, 0);
+		cafs_image_free(im2);
+		im2 = NULL;
+		/* the store gone, offline: everything comes from the cache */
+		check_int(sh("mv %s %s.away", store, store), ==, 0);
+		io.n_stores = 0;
+		io.offline = true;
+		check_int(cafs_image_open(ctx, out, &io, &im2), ==, 0);
+		check_int(im2 ? cafs_image_lookup(im2, "d/f", &f) : -1, ==, 0);
+		check_int(f ? cafs_image_read(im2, f, buf, sizeof(buf), 0) : -1, ==, 5);
+		cafs_node_unref(f);
+		cafs_image_free(im2);
+		im2 = NULL;
+		/* and without the cache either: a chunk error, not a missing name */
+		io.cache_mode = CAFS_CACHE_NONE;
+		io.offline = false;
+		io.stores = stores;
+		io.n_stores = 1;
+		check_int(cafs_image_open(ctx, out, &io, &im2), ==, CAFS_ECHUNKMISSING);
+		cafs_image_free(im2);
+	}
+
 	/* the image holds its own reference: the caller's may go first */
 	ctx = cafs_ctx_unref(ctx);
 	check(ctx == NULL);

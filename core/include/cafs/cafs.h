@@ -7,7 +7,7 @@
  *   cafs_ctx_new(&ctx);                              the errnos that matter
  *   struct cafs_image *img;          cafs/image.h:   open, read a blob, walk
  *   cafs_image_open(ctx, "https://host/x.caidx", NULL, &img);   an archive
- *   ...
+ *   ...                              cafs/ops.h:     make, extract, fill a cache
  *   cafs_image_free(img);
  *   cafs_ctx_unref(ctx);
  *
@@ -19,5 +19,6 @@
 
 #include <cafs/context.h>
 #include <cafs/image.h>
+#include <cafs/ops.h>
 
 #endif

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * ops.c - cafs_make, cafs_image_extract, cafs_image_fill_cache (see
+ * cafs/ops.h): the public face of core/image_make, core/image_extract and
+ * core/cache_fill, the same calls the cafs command makes.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "api.h"
+#include "cache_fill.h"
+#include "cafs/ops.h"
+#include "image_extract.h"
+#include "image_make.h"
+#include "store.h"
+
+/* core reports done bytes (and the total once); the caller gets both */
+struct progress {
+	cafs_progress_fn fn;
+	void *userdata;
+	uint64_t total;
+};
+
+static void progress_start(void *userdata, uint64_t total)
+{
+	struct progress *p = userdata;
+	p->total = total;
+	p->fn(p->userdata, 0, total);
+}
+
+static void progress_step(void *userdata, uint64_t done)
+{
+	struct progress *p = userdata;
+	p->fn(p->userdata, done, p->total);
+}
+
+int cafs_make(struct cafs_ctx *ctx, const char *out, const char *input, const struct cafs_make_options *o,
+              uint8_t digest[CAFS_DIGEST_SIZE])
+{
+	static const struct cafs_make_options none = { 0 };
+	struct ca_logger *old = api_enter(ctx);
+	struct ca_image_make_opts mo;
+	struct progress p = { 0 };
+	uint8_t d[CA_CHUNK_ID_SIZE];
+	int r;
+	if (!o)
+		o = &none;
+	ca_image_make_opts_init(&mo);
+	mo.store = o->store;
+	if (o->chunk_size_avg) {
+		mo.chunk_avg = o->chunk_size_avg;
+		mo.chunk_min = o->chunk_size_avg / 4;
+		mo.chunk_max = o->chunk_size_avg * 4;
+	}
+	if (o->chunk_size_min)
+		mo.chunk_min = o->chunk_size_min;
+	if (o->chunk_size_max)
+		mo.chunk_max = o->chunk_size_max;
+	mo.threads = o->threads;
+	mo.cancel = &ctx->cancelled;
+	if (o->progress) {
+		p = (struct progress){ o->progress, o->progress_userdata, 0 };
+		mo.progress_start = progress_start;
+		mo.progress = progress_step;
+		mo.progress_userdata = &p;
+	}
+	r = ctx->cancelled ? -ECANCELED : ca_image_make(out, input, &mo, d, NULL);
+	if (r == 0 && digest)
+		memcpy(digest, d, CAFS_DIGEST_SIZE);
+	api_leave(old);
+	return r;
+}
+
+int cafs_image_extract(struct cafs_image *img, const char *dest, const struct cafs_extract_options *o)
+{
+	struct ca_logger *old = api_enter(img->ctx);
+	struct ca_image_extract_opts eo = { .cancel = &img->ctx->cancelled };
+	struct progress p = { 0 };
+	int r;
+	if (o) {
+		eo.path = o->path;
+		eo.threads = o->threads;
+		if (o->progress) {
+			p = (struct progress){ o->progress, o->progress_userdata, 0 };
+			eo.progress_start = progress_start;
+			eo.progress = progress_step;
+			eo.progress_userdata = &p;
+		}
+	}
+	r = img->ctx->cancelled ? -ECANCELED : ca_image_extract(img->im, dest, &eo);
+	api_leave(old);
+	return r;
+}
+
+struct fill {
+	struct progress p;
+	const char *name;
+	int first_err; /* atomic: the first chunk's error, what the call returns */
+};
+
+static void fill_progress(void *userdata, uint64_t done)
+{
+	struct fill *f = userdata;
+	if (f->p.fn)
+		f->p.fn(f->p.userdata, done, f->p.total);
+}
+
+static void fill_error(void *userdata, const uint8_t id[CA_CHUNK_ID_SIZE], int err, bool not_stored)
+{
+	struct fill *f = userdata;
+	char hex[2 * CA_CHUNK_ID_SIZE + 1];
+	int none = 0;
+	ca_id_to_hex(id, hex);
+	err = not_stored ? err : ca_blob_chunk_errno(err);
+	ca_log_error_errno(err, "%s: chunk %s%s", f->name, hex, not_stored ? ": cannot keep it in the cache" : "");
+	__atomic_compare_exchange_n(&f->first_err, &none, err, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+int cafs_image_fill_cache(struct cafs_image *img, const struct cafs_fill_options *o)
+{
+	struct ca_logger *old = api_enter(img->ctx);
+	const char *dir = ca_image_cache_dir(img->im);
+	struct ca_cache_fill_plan *plan = NULL;
+	struct ca_cache_fill_stats st = { 0 };
+	struct ca_store *cache = NULL;
+	struct fill f = { .name = ca_image_name(img->im) };
+	struct ca_cache_fill_opts fo = {
+		.cancel = &img->ctx->cancelled,
+		.progress = fill_progress,
+		.progress_userdata = &f,
+		.on_error = fill_error,
+		.error_userdata = &f,
+	};
+	int r;
+	if (!ca_image_index(img->im) || !dir) {
+		r = ca_log_error_errno(EINVAL, "%s: %s", f.name,
+		                       dir ? "a .catar has no chunks" : "opened without a cache: nothing to fill");
+		goto out;
+	}
+	if (o) {
+		fo.threads = o->threads;
+		fo.rate_limit_bps = o->rate_limit_bps;
+		f.p = (struct progress){ o->progress, o->progress_userdata, 0 };
+	}
+	r = img->ctx->cancelled ? -ECANCELED : ca_store_open(dir, &cache);
+	if (r == -ECANCELED)
+		goto out;
+	if (r < 0) {
+		ca_log_error_errno(r, "cache %s", dir);
+		goto out;
+	}
+	r = ca_cache_fill_plan(cache, ca_image_index(img->im), NULL, &plan, &st);
+	if (r < 0) {
+		ca_log_error_errno(r, "cache %s", dir);
+		goto out;
+	}
+	f.p.total = st.todo_bytes;
+	if (f.p.fn)
+		f.p.fn(f.p.userdata, 0, f.p.total);
+	r = ca_cache_fill_run(plan, ca_image_chunksrc(img->im), &fo, &st);
+	if (r == 0 && st.failed)
+		r = f.first_err ? f.first_err : -EIO;
+out:
+	ca_cache_fill_plan_free(plan);
+	ca_store_free(cache);
+	api_leave(old);
+	return r;
+}
