@@ -55,13 +55,7 @@ struct ca_make_stats;
 void cafs_log_make_stats(const struct ca_make_stats *stats);
 
 /* Options several commands share. */
-struct cafs_chunking {
-	uint64_t min, avg, max;
-	enum ca_digest_type digest;
-};
-void cafs_chunking_init(struct cafs_chunking *c);
-
-/* One line for the shared verbosity options. */
+/* -v/-q: the level of the command's logger (main's). */
 void cafs_set_verbosity(int level);
 
 /* The options every command takes and the answer to an unknown one: -1

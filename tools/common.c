@@ -10,14 +10,6 @@
 #include "log.h"
 #include "make.h"
 
-void cafs_chunking_init(struct cafs_chunking *c)
-{
-	c->avg = CA_CHUNK_SIZE_AVG_DEFAULT;
-	c->min = c->avg / 4;
-	c->max = c->avg * 4;
-	c->digest = CA_DIGEST_SHA512_256;
-}
-
 void cafs_set_verbosity(int level)
 {
 	if (level < 0)
