@@ -17,7 +17,7 @@ build=${CAFS_BUILD_DIR:-$top/build}
 packages=(
 	build-essential autoconf automake libtool pkg-config
 	libfuse3-dev fuse3 libcurl4-openssl-dev libssl-dev libzstd-dev zstd
-	liblzma-dev zlib1g-dev libattr1-dev libacl1-dev
+	liblzma-dev zlib1g-dev libattr1-dev
 	attr acl libcap2-bin xz-utils python3 e2fsprogs xfsprogs
 	casync nginx-light curl rsync valgrind strace
 )
