@@ -218,8 +218,7 @@ int ca_cache_fill_run(const struct ca_cache_fill_plan *p, struct ca_chunksrc *sr
                       const struct ca_cache_fill_opts *opts, struct ca_cache_fill_stats *ret_stats)
 {
 	struct ca_chunksrc_stats before, after;
-	pthread_t tids[CA_CACHE_FILL_THREADS_MAX];
-	unsigned threads = opts->threads ? opts->threads : CA_CACHE_FILL_THREADS_DEFAULT, started = 0;
+	unsigned threads = opts->threads ? opts->threads : CA_CACHE_FILL_THREADS_DEFAULT;
 	if (p->n == 0)
 		return 0;
 	ca_chunksrc_get_stats(src, &before);
@@ -232,13 +231,7 @@ int ca_cache_fill_run(const struct ca_cache_fill_plan *p, struct ca_chunksrc *sr
 	if (threads > p->n)
 		threads = (unsigned)p->n;
 	pthread_mutex_init(&j.lock, NULL);
-	for (; started < threads; started++)
-		if (ca_thread_create(&tids[started], worker_main, &j) < 0)
-			break;
-	if (started == 0) /* no thread to be had: do it all here */
-		worker_main(&j);
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(tids[i], NULL);
+	ca_thread_pool_run(threads, worker_main, &j);
 	pthread_mutex_destroy(&j.lock);
 	ca_chunksrc_get_stats(src, &after);
 	ret_stats->fetched += j.fetched;

@@ -297,13 +297,20 @@ static bool is_hex(const char *s, size_t n)
 	return true;
 }
 
+/* The path of one exact file of a chunk: its .cacnk or its bare form. */
+static int file_path(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], enum ca_store_kind kind, char *p,
+                     size_t len)
+{
+	if (kind != CA_STORE_CHUNK && kind != CA_STORE_BARE)
+		return -EINVAL;
+	return chunk_path(s, id, kind == CA_STORE_BARE, p, len);
+}
+
 int ca_store_get_file(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], enum ca_store_kind kind,
                       struct ca_buf *out)
 {
 	char p[PATH_MAX];
-	if (kind != CA_STORE_CHUNK && kind != CA_STORE_BARE)
-		return -EINVAL;
-	int r = chunk_path(s, id, kind == CA_STORE_BARE, p, sizeof(p));
+	int r = file_path(s, id, kind, p, sizeof(p));
 	if (r < 0)
 		return r;
 	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
@@ -317,9 +324,7 @@ int ca_store_get_file(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], en
 int ca_store_remove_file(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], enum ca_store_kind kind)
 {
 	char p[PATH_MAX];
-	if (kind != CA_STORE_CHUNK && kind != CA_STORE_BARE)
-		return -EINVAL;
-	int r = chunk_path(s, id, kind == CA_STORE_BARE, p, sizeof(p));
+	int r = file_path(s, id, kind, p, sizeof(p));
 	if (r < 0)
 		return r;
 	return unlink(p) < 0 ? -errno : 0;

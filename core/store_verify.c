@@ -136,8 +136,7 @@ int ca_store_verify(struct ca_store *s, const struct ca_store_verify_opts *opts,
                     struct ca_store_verify_stats *ret_stats)
 {
 	struct job j = { .store = s, .opts = opts };
-	pthread_t tids[MAX_THREADS];
-	unsigned threads = opts->threads, started = 0;
+	unsigned threads = opts->threads;
 	int r = ca_store_walk(s, collect, &j);
 	if (r < 0)
 		goto out;
@@ -148,13 +147,7 @@ int ca_store_verify(struct ca_store *s, const struct ca_store_verify_opts *opts,
 	if (threads > MAX_THREADS)
 		threads = MAX_THREADS;
 	pthread_mutex_init(&j.lock, NULL);
-	for (; started < threads; started++)
-		if (ca_thread_create(&tids[started], worker_main, &j) < 0)
-			break;
-	if (started == 0) /* no thread to be had: do it all here */
-		worker_main(&j);
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(tids[i], NULL);
+	ca_thread_pool_run(threads, worker_main, &j);
 	pthread_mutex_destroy(&j.lock);
 	*ret_stats = j.stats;
 out:

@@ -35,3 +35,17 @@ int ca_thread_create(pthread_t *ret, void *(*fn)(void *), void *arg)
 	}
 	return 0;
 }
+
+unsigned ca_thread_pool_run(unsigned n, void *(*fn)(void *), void *arg)
+{
+	pthread_t *tids = calloc(n ? n : 1, sizeof(*tids));
+	unsigned started = 0;
+	while (tids && started < n && ca_thread_create(&tids[started], fn, arg) == 0)
+		started++;
+	if (started == 0)
+		fn(arg);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(tids[i], NULL);
+	free(tids);
+	return started;
+}

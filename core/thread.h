@@ -15,4 +15,10 @@
  * a negative errno. */
 int ca_thread_create(pthread_t *ret, void *(*fn)(void *), void *arg);
 
+/* Run fn(arg) on up to n threads of ca_thread_create (n >= 1) and wait
+ * for all of them; when not even one can be started, run it on the
+ * calling thread, so the work is done either way. Returns the number of
+ * threads that ran it (0: the caller's). */
+unsigned ca_thread_pool_run(unsigned n, void *(*fn)(void *), void *arg);
+
 #endif

@@ -8,17 +8,16 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
 
 #include <cafs/cafs.h>
 
 #include "tap.h"
+#include "testsh.h"
 
 struct seen {
 	pthread_mutex_t lock;
@@ -40,17 +39,6 @@ static void on_log(void *userdata, int priority, const char *message)
 	pthread_mutex_unlock(&s->lock);
 }
 
-static int sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	int r = system(cmd);
-	return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
-}
-
 int main(void)
 {
 	struct seen s = { .lock = PTHREAD_MUTEX_INITIALIZER, .main_thread = pthread_self() };
@@ -61,7 +49,7 @@ int main(void)
 	char dir[] = "/tmp/cafs-test-api.XXXXXX", path[256];
 
 	check(cafs && mkdtemp(dir));
-	check_int(sh("mkdir -p %s/t/d && printf hello >%s/t/d/f && %s make -q %s/x.caidx %s/t >/dev/null", dir, dir,
+	check_int(testdata_sh("mkdir -p %s/t/d && printf hello >%s/t/d/f && %s make -q %s/x.caidx %s/t >/dev/null", dir, dir,
 	             cafs, dir, dir),
 	          ==, 0);
 
@@ -133,8 +121,8 @@ int main(void)
 		check(access(out, F_OK) != 0);
 		cafs_ctx_uncancel(ctx);
 		check_int(cafs_make(ctx, out, in, &mo, d1), ==, 0);
-		check_int(sh("%s make -q --chunk-size 4096 %s/z.caidx %s >%s/z.digest", cafs, dir, in, dir), ==, 0);
-		check_int(sh("cmp -s %s %s/z.caidx", out, dir), ==, 0); /* the same index as the command's */
+		check_int(testdata_sh("%s make -q --chunk-size 4096 %s/z.caidx %s >%s/z.digest", cafs, dir, in, dir), ==, 0);
+		check_int(testdata_sh("cmp -s %s %s/z.caidx", out, dir), ==, 0); /* the same index as the command's */
 		check_int(cafs_make(ctx, out, in, NULL, d2), ==, 0);
 		check(memcmp(d1, d2, sizeof(d1)) == 0); /* the stream digest does not depend on chunking */
 
@@ -145,12 +133,12 @@ int main(void)
 		check_int(cafs_image_open(ctx, out, &io, &im2), ==, 0);
 		snprintf(dest, sizeof(dest), "%s/x", dir);
 		check_int(im2 ? cafs_image_extract(im2, dest, NULL) : -1, ==, 0);
-		check_int(sh("diff -r %s %s", in, dest), ==, 0);
+		check_int(testdata_sh("diff -r %s %s", in, dest), ==, 0);
 		check_int(im2 ? cafs_image_fill_cache(im2, NULL) : -1, ==, 0);
 		cafs_image_free(im2);
 		im2 = NULL;
 		/* the store gone, offline: everything comes from the cache */
-		check_int(sh("mv %s %s.away", store, store), ==, 0);
+		check_int(testdata_sh("mv %s %s.away", store, store), ==, 0);
 		io.n_stores = 0;
 		io.offline = true;
 		check_int(cafs_image_open(ctx, out, &io, &im2), ==, 0);
@@ -172,6 +160,6 @@ int main(void)
 	ctx = cafs_ctx_unref(ctx);
 	check(ctx == NULL);
 	cafs_image_free(img);
-	sh("rm -rf %s", dir);
+	testdata_sh("rm -rf %s", dir);
 	return tap_done();
 }

@@ -32,11 +32,7 @@ static char tmpdir[] = "/tmp/cafs-test-blob.XXXXXX";
 
 static char *path(const char *name)
 {
-	static char p[8][4096];
-	static unsigned k;
-	char *s = p[k++ % 8];
-	snprintf(s, sizeof(p[0]), "%s/%s", tmpdir, name);
-	return s;
+	return testdata_path(tmpdir, name);
 }
 
 static bool same_file(const char *a, const char *b)

@@ -29,11 +29,7 @@ static char tmpdir[] = "/tmp/cafs-test-image.XXXXXX";
 
 static char *path(const char *name)
 {
-	static char p[8][4096];
-	static unsigned k;
-	char *s = p[k++ % 8];
-	snprintf(s, sizeof(p[0]), "%s/%s", tmpdir, name);
-	return s;
+	return testdata_path(tmpdir, name);
 }
 
 #define BIG_SIZE (700u * 1024u + 123u) /* several chunks at the default sizes */

@@ -20,24 +20,7 @@
 #include <unistd.h>
 
 #include "buf.h"
-
-/* Run a shell command line; its exit status (0: success), -1 if it did not exit. */
-static inline int testdata_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static inline int testdata_sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	int r = system(cmd);
-	return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
-}
-
-static inline int testdata_have(const char *prog)
-{
-	return testdata_sh("command -v %s >/dev/null 2>&1", prog) == 0;
-}
+#include "testsh.h"
 
 /* The one pseudo-random generator of the tests (C and, through
  * tests/gen-data, shell): xorshift32, x ^= x<<13; x ^= x>>17; x ^= x<<5.
