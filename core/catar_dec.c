@@ -13,7 +13,10 @@
 
 #define BLOCK (256u * 1024u)
 #define WINDOW_MAX (CA_CATAR_META_MAX + 2u * BLOCK)
+#define HDR sizeof(struct ca_format_header)
 #define GB_ITEM sizeof(struct ca_format_goodbye_item)
+#define GB_TAIL sizeof(struct ca_format_goodbye_tail)
+#define FILENAME_MAX_SIZE (HDR + CA_FORMAT_NAME_MAX + 1)
 
 struct child {
 	uint64_t f, size, hash;
@@ -116,9 +119,9 @@ static int ensure(struct ca_catar_dec *d, size_t n)
 	if (d->len - d->at >= n)
 		return 0;
 	if (n > WINDOW_MAX)
-		return -EBADMSG;
+		return ca_catar_corrupt("record", pos(d), "larger than the decoder's window");
 	if (n > d->src.size - pos(d))
-		return -EBADMSG; /* the stream ends inside a record */
+		return ca_catar_corrupt("record", pos(d), "the archive ends inside it");
 	if (d->at > 0) {
 		memmove(d->buf, d->buf + d->at, d->len - d->at);
 		d->base += d->at;
@@ -146,7 +149,7 @@ static int ensure(struct ca_catar_dec *d, size_t n)
 		if (k < 0)
 			return (int)k;
 		if (k == 0)
-			return -EBADMSG;
+			return ca_catar_corrupt("record", d->base + d->len, "the archive is shorter than its size");
 		d->len += (size_t)k;
 	}
 	return 0;
@@ -179,7 +182,7 @@ static int path_set(struct ca_catar_dec *d, size_t parent_len, const char *name,
 static int parse_node(struct ca_catar_dec *d, uint64_t f, const uint8_t *fname_rec, size_t fsize,
                       struct ca_buf *out, struct ca_catar_node *node)
 {
-	size_t need = 64;
+	size_t need = sizeof(struct ca_format_entry);
 	int r;
 	for (;;) {
 		r = ensure(d, need);
@@ -189,12 +192,12 @@ static int parse_node(struct ca_catar_dec *d, uint64_t f, const uint8_t *fname_r
 		if (r != -EAGAIN)
 			break;
 		if (need > CA_CATAR_META_MAX)
-			return -EBADMSG;
+			return ca_catar_corrupt("ENTRY", pos(d), "metadata records too large in total");
 	}
 	if (r < 0)
 		return r;
 	if (S_ISREG(node->mode) && node->payload_size > d->src.size - node->payload_offset)
-		return -EBADMSG;
+		return ca_catar_corrupt("PAYLOAD", node->payload_offset - HDR, "goes past the end of the archive");
 	out->size = 0;
 	r = ca_buf_reserve(out, fsize + node->meta_size, CA_CATAR_META_MAX + 512);
 	if (r < 0)
@@ -205,7 +208,7 @@ static int parse_node(struct ca_catar_dec *d, uint64_t f, const uint8_t *fname_r
 	out->size = fsize + node->meta_size;
 	ca_catar_node_rebase(node, out->data + fsize);
 	if (fsize) {
-		node->name = (const char *)out->data + 16;
+		node->name = (const char *)out->data + HDR;
 		node->filename_offset = f;
 	}
 	d->at += node->meta_size;
@@ -215,7 +218,7 @@ static int parse_node(struct ca_catar_dec *d, uint64_t f, const uint8_t *fname_r
 static int push_dir(struct ca_catar_dec *d, struct level **ret)
 {
 	if (d->depth >= CA_CATAR_DEPTH_MAX)
-		return -EBADMSG;
+		return ca_catar_corrupt("ENTRY", pos(d), "directories nested too deep");
 	if (d->depth == d->cap_levels) {
 		size_t c = d->cap_levels ? d->cap_levels * 2 : 16;
 		struct level *nl = realloc(d->levels, c * sizeof(*nl));
@@ -276,16 +279,18 @@ static void eytzinger(const struct child *sorted, size_t n, struct child *out)
 static int check_goodbye(struct ca_catar_dec *d, struct level *l)
 {
 	uint64_t g = pos(d);
-	uint64_t size = 16 + (uint64_t)l->n_items * GB_ITEM + 24;
+	uint64_t size = HDR + (uint64_t)l->n_items * GB_ITEM + GB_TAIL;
 	struct child *sorted = NULL, *tree = NULL;
-	int r = ensure(d, 16);
+	int r = ensure(d, HDR);
 	if (r < 0)
 		return r;
-	if (ca_le64_read(d->buf + d->at) != size || ca_le64_read(d->buf + d->at + 8) != CA_FORMAT_GOODBYE)
-		return -EBADMSG;
+	if (ca_le64_read(d->buf + d->at + 8) != CA_FORMAT_GOODBYE)
+		return ca_catar_corrupt("GOODBYE", g, "not a GOODBYE record");
+	if (ca_le64_read(d->buf + d->at) != size)
+		return ca_catar_corrupt("GOODBYE", g, "size does not match the directory's children");
 	if (size > d->src.size - g)
-		return -EBADMSG;
-	d->at += 16;
+		return ca_catar_corrupt("GOODBYE", g, "goes past the end of the archive");
+	d->at += HDR;
 	if (l->n_items) {
 		sorted = malloc(l->n_items * sizeof(*sorted));
 		tree = malloc(l->n_items * sizeof(*tree));
@@ -301,24 +306,24 @@ static int check_goodbye(struct ca_catar_dec *d, struct level *l)
 		r = ensure(d, GB_ITEM);
 		if (r < 0)
 			goto out;
-		const uint8_t *p = d->buf + d->at;
-		if (ca_le64_read(p) != g - tree[i].f || ca_le64_read(p + 8) != tree[i].size ||
-		    ca_le64_read(p + 16) != tree[i].hash) {
-			r = -EBADMSG;
+		const struct ca_format_goodbye_item *it = (const void *)(d->buf + d->at);
+		if (ca_le64_read(&it->offset) != g - tree[i].f || ca_le64_read(&it->size) != tree[i].size ||
+		    ca_le64_read(&it->hash) != tree[i].hash) {
+			r = ca_catar_corrupt("GOODBYE", g, "an item does not match the children or their order");
 			goto out;
 		}
 		d->at += GB_ITEM;
 	}
-	r = ensure(d, 24);
+	r = ensure(d, GB_TAIL);
 	if (r < 0)
 		goto out;
-	const uint8_t *t = d->buf + d->at;
-	if (ca_le64_read(t) != g - l->node.entry_offset || ca_le64_read(t + 8) != size ||
-	    ca_le64_read(t + 16) != CA_FORMAT_GOODBYE_TAIL_MARKER) {
-		r = -EBADMSG;
+	const struct ca_format_goodbye_tail *t = (const void *)(d->buf + d->at);
+	if (ca_le64_read(&t->entry_offset) != g - l->node.entry_offset || ca_le64_read(&t->size) != size ||
+	    ca_le64_read(&t->marker) != CA_FORMAT_GOODBYE_TAIL_MARKER) {
+		r = ca_catar_corrupt("GOODBYE", g, "tail does not match the directory");
 		goto out;
 	}
-	d->at += 24;
+	d->at += GB_TAIL;
 	l->node.goodbye_offset = g;
 	l->node.n_children = l->n_items;
 	l->node.end_offset = g + size;
@@ -352,7 +357,7 @@ static int step(struct ca_catar_dec *d, const struct ca_catar_node **ret_node)
 		if (r < 0)
 			return r;
 		if (!S_ISDIR(l->node.mode))
-			return -EBADMSG;
+			return ca_catar_corrupt("ENTRY", 0, "the root is not a directory");
 		d->flags = l->node.feature_flags;
 		l->path_len = 0;
 		d->path_len = 0;
@@ -383,7 +388,7 @@ static int step(struct ca_catar_dec *d, const struct ca_catar_node **ret_node)
 	d->path_len = l->path_len;
 	d->path[d->path_len] = 0;
 
-	r = ensure(d, 16);
+	r = ensure(d, HDR);
 	if (r < 0)
 		return r;
 	uint64_t type = ca_le64_read(d->buf + d->at + 8);
@@ -396,7 +401,7 @@ static int step(struct ca_catar_dec *d, const struct ca_catar_node **ret_node)
 		*ret_node = &l->node;
 		if (d->depth == 0) {
 			if (pos(d) != d->src.size)
-				return -EBADMSG; /* bytes after the root's GOODBYE */
+				return ca_catar_corrupt("GOODBYE", pos(d), "bytes after the root's GOODBYE");
 			d->state = ST_DONE;
 		} else {
 			r = child_done(d, l->node.filename_offset, l->node.name);
@@ -406,31 +411,30 @@ static int step(struct ca_catar_dec *d, const struct ca_catar_node **ret_node)
 		return CA_CATAR_DEC_DIR_END;
 	}
 	if (type != CA_FORMAT_FILENAME)
-		return -EBADMSG;
+		return ca_catar_corrupt("record", pos(d), "neither FILENAME nor GOODBYE in a directory");
 
 	uint64_t f = pos(d);
 	const char *name;
 	d->cur_depth = (unsigned)d->depth;
 	size_t need;
-	r = ensure(d, 16 + CA_FORMAT_NAME_MAX + 1 < d->src.size - f ? 16 + CA_FORMAT_NAME_MAX + 1
-	                                                               : (size_t)(d->src.size - f));
+	r = ensure(d, FILENAME_MAX_SIZE < d->src.size - f ? FILENAME_MAX_SIZE : (size_t)(d->src.size - f));
 	if (r < 0)
 		return r;
-	r = ca_catar_filename_parse(d->buf + d->at, d->len - d->at, &name, &need);
+	r = ca_catar_filename_parse(d->buf + d->at, d->len - d->at, f, &name, &need);
 	if (r == -EAGAIN)
-		r = -EBADMSG;
+		r = ca_catar_corrupt("FILENAME", f, "the archive ends inside it");
 	if (r < 0)
 		return r;
-	size_t fsize = (size_t)r, nlen = fsize - 17;
+	size_t fsize = (size_t)r, nlen = fsize - HDR - 1;
 	if (l->has_prev && strcmp(name, l->prev) <= 0)
-		return -EBADMSG; /* children come in strictly increasing strcmp order */
+		return ca_catar_corrupt("FILENAME", f, "names not in strictly increasing order");
 	memcpy(l->prev, name, nlen + 1);
 	l->has_prev = true;
 	r = path_set(d, l->path_len, name, nlen);
 	if (r < 0)
 		return r;
 	/* keep the FILENAME bytes: parse_node may move the window */
-	uint8_t frec[16 + CA_FORMAT_NAME_MAX + 1];
+	uint8_t frec[FILENAME_MAX_SIZE];
 	memcpy(frec, d->buf + d->at, fsize);
 	d->at += fsize;
 
@@ -496,7 +500,7 @@ ssize_t ca_catar_dec_read_payload(struct ca_catar_dec *d, void *buf, size_t len)
 		/* past the window: read straight into the caller's buffer */
 		ssize_t k = d->src.read(d->src.userdata, buf, len, pos(d));
 		if (k <= 0) {
-			d->error = k < 0 ? (int)k : -EBADMSG;
+			d->error = k < 0 ? (int)k : ca_catar_corrupt("PAYLOAD", pos(d), "the archive ends inside it");
 			return d->error;
 		}
 		len = (size_t)k;

@@ -97,7 +97,9 @@ struct ca_catar_node {
  *
  * Returns 0 with *node filled (pointers into buf), -EAGAIN with *ret_need
  * set to the buffer length needed to get further (call again with more
- * bytes), or -EBADMSG. Never reads beyond len. */
+ * bytes), or -EBADMSG (the failed check logged at debug level). Never
+ * reads beyond len. Which records may come where, their sizes and their
+ * checks are one table in catar_node.c. */
 int ca_catar_node_parse(const uint8_t *buf, size_t len, uint64_t entry_offset, uint64_t limit,
                         uint64_t archive_flags, struct ca_catar_node *node, size_t *ret_need);
 
@@ -129,9 +131,15 @@ void ca_catar_node_rebase(struct ca_catar_node *n, const uint8_t *copy);
 /* FILENAME rules: non-empty, <= 255, no '/', no NUL, not "." or "..". */
 bool ca_catar_filename_is_valid(const char *name, size_t len);
 
-/* Parse a FILENAME record at buf (len bytes available). Returns the record
- * size (>= 18) with the name in *ret_name (points into buf), -EAGAIN with
- * *ret_need, or -EBADMSG. */
-int ca_catar_filename_parse(const uint8_t *buf, size_t len, const char **ret_name, size_t *ret_need);
+/* Parse a FILENAME record at buf (len bytes available; archive offset
+ * offset, for messages). Returns the record size (>= 18) with the name in
+ * *ret_name (points into buf), -EAGAIN with *ret_need, or -EBADMSG. */
+int ca_catar_filename_parse(const uint8_t *buf, size_t len, uint64_t offset, const char **ret_name,
+                            size_t *ret_need);
+
+/* Every -EBADMSG of the archive parsers goes through here: logs at debug
+ * level which check failed ("catar: FILENAME at 1234: name contains '/'")
+ * and returns -EBADMSG, so a parser can say why in the return statement. */
+int ca_catar_corrupt(const char *record, uint64_t offset, const char *why);
 
 #endif

@@ -20,9 +20,11 @@
 /* a listing holds the whole table: cap what a (corrupt) tail can make us allocate */
 #define TABLE_MAX (256u * 1024u * 1024u)
 /* the smallest child: a FILENAME with a 1-byte name and an ENTRY */
-#define CHILD_MIN (16u + 2u + 64u)
+#define HDR sizeof(struct ca_format_header)
+#define CHILD_MIN (HDR + 2u + sizeof(struct ca_format_entry))
 #define GB_ITEM sizeof(struct ca_format_goodbye_item)
-#define GB_MIN (16u + sizeof(struct ca_format_goodbye_tail))
+#define GB_TAIL sizeof(struct ca_format_goodbye_tail)
+#define GB_MIN (HDR + GB_TAIL)
 
 struct ca_catar_ra {
 	struct ca_catar_source src;
@@ -46,7 +48,7 @@ static int read_exact(struct ca_catar_ra *ra, void *buf, size_t len, uint64_t of
 		if (k < 0)
 			return (int)k;
 		if (k == 0)
-			return -EBADMSG;
+			return ca_catar_corrupt("record", off + done, "the archive is shorter than its size");
 		done += (size_t)k;
 	}
 	return 0;
@@ -83,22 +85,24 @@ void ca_catar_ra_node_unref(struct ca_catar_ra_node *n)
 }
 
 /* The GOODBYE tail of the directory node n (range known): fills
- * goodbye_offset and n_children. tail24 holds the 24 bytes at end - 24. */
-static int check_tail(struct ca_catar_node *n, const uint8_t *tail24)
+ * goodbye_offset and n_children. t holds the tail's bytes at the end. */
+static int check_tail(struct ca_catar_node *n, const struct ca_format_goodbye_tail *t)
 {
-	uint64_t eo = ca_le64_read(tail24), size = ca_le64_read(tail24 + 8), marker = ca_le64_read(tail24 + 16);
-	uint64_t end = n->end_offset;
-	if (marker != CA_FORMAT_GOODBYE_TAIL_MARKER || size < GB_MIN || (size - GB_MIN) % GB_ITEM != 0)
-		return -EBADMSG;
+	uint64_t eo = ca_le64_read(&t->entry_offset), size = ca_le64_read(&t->size);
+	uint64_t end = n->end_offset, at = end - GB_TAIL;
+	if (ca_le64_read(&t->marker) != CA_FORMAT_GOODBYE_TAIL_MARKER)
+		return ca_catar_corrupt("GOODBYE tail", at, "wrong marker");
+	if (size < GB_MIN || (size - GB_MIN) % GB_ITEM != 0)
+		return ca_catar_corrupt("GOODBYE tail", at, "size not a header, whole items and a tail");
 	if (size > end - n->children_offset)
-		return -EBADMSG;
+		return ca_catar_corrupt("GOODBYE tail", at, "size larger than the directory's children area");
 	uint64_t g = end - size;
 	if (eo != g - n->entry_offset)
-		return -EBADMSG;
+		return ca_catar_corrupt("GOODBYE tail", at, "does not point back at the directory's ENTRY");
 	uint64_t items = (size - GB_MIN) / GB_ITEM;
 	/* each child needs at least CHILD_MIN bytes before the GOODBYE */
 	if (items > (g - n->children_offset) / CHILD_MIN || (items == 0) != (g == n->children_offset))
-		return -EBADMSG;
+		return ca_catar_corrupt("GOODBYE tail", at, "item count does not fit the children area");
 	n->goodbye_offset = g;
 	n->n_children = items;
 	return 0;
@@ -116,7 +120,7 @@ static int load_at(struct ca_catar_ra *ra, uint64_t start, uint64_t end, bool fi
 	int r;
 
 	if (start >= end || end > ra->src.size)
-		return -EBADMSG;
+		return ca_catar_corrupt("node", start, "empty, or goes past the end of the archive");
 	span = end - start;
 	have = span <= 2 * WINDOW ? (size_t)span : WINDOW;
 	buf = malloc(have);
@@ -128,24 +132,24 @@ static int load_at(struct ca_catar_ra *ra, uint64_t start, uint64_t end, bool fi
 
 	const char *name = "";
 	if (filename) {
-		r = ca_catar_filename_parse(buf, have, &name, &need);
+		r = ca_catar_filename_parse(buf, have, start, &name, &need);
 		if (r == -EAGAIN) /* a FILENAME is at most 272 bytes, the window holds it unless the span does not */
-			r = -EBADMSG;
+			r = ca_catar_corrupt("FILENAME", start, "larger than its child's range");
 		if (r < 0)
 			goto fail;
 		hdr = (size_t)r;
-		size_t nlen = (size_t)r - 17;
+		size_t nlen = (size_t)r - HDR - 1;
 		if (want_name && (nlen != want_len || memcmp(name, want_name, nlen) != 0)) {
 			r = 1;
 			goto fail;
 		}
 		if (want_hash && ca_goodbye_hash(name, nlen) != *want_hash) {
-			r = -EBADMSG;
+			r = ca_catar_corrupt("FILENAME", start, "name does not match the GOODBYE item's hash");
 			goto fail;
 		}
 		entry = start + hdr;
 		if (entry >= end) {
-			r = -EBADMSG;
+			r = ca_catar_corrupt("FILENAME", start, "no ENTRY after it in its child's range");
 			goto fail;
 		}
 	}
@@ -160,7 +164,7 @@ static int load_at(struct ca_catar_ra *ra, uint64_t start, uint64_t end, bool fi
 		if (r != -EAGAIN)
 			break;
 		if (need > CA_CATAR_META_MAX || need <= have - hdr || hdr + need > span) {
-			r = -EBADMSG;
+			r = ca_catar_corrupt("ENTRY", entry, "metadata records larger than the node or the cap");
 			goto fail;
 		}
 		/* grow geometrically, so many small records cost few reads */
@@ -185,17 +189,17 @@ static int load_at(struct ca_catar_ra *ra, uint64_t start, uint64_t end, bool fi
 	if (r < 0)
 		goto fail;
 	struct ca_catar_node *n = &rn->node;
-	uint8_t tail[24];
+	struct ca_format_goodbye_tail tail;
 	if (S_ISDIR(n->mode)) {
 		if (end <= start + have)
-			memcpy(tail, buf + (end - 24 - start), 24);
-		else if ((r = read_exact(ra, tail, 24, end - 24)) < 0)
+			memcpy(&tail, buf + (end - GB_TAIL - start), GB_TAIL);
+		else if ((r = read_exact(ra, &tail, GB_TAIL, end - GB_TAIL)) < 0)
 			goto fail;
 	}
 	/* Nodes live as long as their users (a mount's inode table): keep only
 	 * the FILENAME, the metadata (and a directory's next header, which its
 	 * parse needs), plus a small file's content, not the whole window. */
-	size_t keep = hdr + n->meta_size + (S_ISDIR(n->mode) ? 16 : 0);
+	size_t keep = hdr + n->meta_size + (S_ISDIR(n->mode) ? HDR : 0);
 	bool cached = S_ISREG(n->mode) && n->payload_size <= SMALL_FILE &&
 	              n->payload_offset + n->payload_size - start <= have;
 	if (cached)
@@ -212,16 +216,16 @@ static int load_at(struct ca_catar_ra *ra, uint64_t start, uint64_t end, bool fi
 		have = keep;
 		r = ca_catar_node_parse(buf + hdr, have - hdr, entry, end - entry, ra->flags, n, &need);
 		if (r < 0) { /* cannot happen: the same bytes parsed a moment ago */
-			r = -EBADMSG;
+			r = ca_catar_corrupt("ENTRY", entry, "parses differently from a moment ago");
 			goto fail;
 		}
 	}
 	if (filename) {
 		n->filename_offset = start;
-		n->name = (const char *)buf + 16;
+		n->name = (const char *)buf + HDR;
 	}
 	if (S_ISDIR(n->mode)) {
-		r = check_tail(n, tail);
+		r = check_tail(n, &tail);
 		if (r < 0)
 			goto fail;
 	}
@@ -258,15 +262,15 @@ int ca_catar_ra_open(const struct ca_catar_source *src, struct ca_catar_ra **ret
 		return -ENOMEM;
 	ra->src = *src;
 	ra->flags = src->index_flags;
-	if (src->size < 64 + GB_MIN) {
-		r = -EBADMSG;
+	if (src->size < sizeof(struct ca_format_entry) + GB_MIN) {
+		r = ca_catar_corrupt("archive", 0, "smaller than an empty directory");
 		goto fail;
 	}
 	r = load_at(ra, 0, src->size, false, NULL, 0, NULL, &ra->root);
 	if (r < 0)
 		goto fail;
 	if (!S_ISDIR(ra->root->node.mode)) {
-		r = -EBADMSG;
+		r = ca_catar_corrupt("ENTRY", 0, "the root is not a directory");
 		goto fail;
 	}
 	ra->flags = ra->root->node.feature_flags;
@@ -298,7 +302,7 @@ static int check_dir(struct ca_catar_ra *ra, const struct ca_catar_node *dir)
 		return -ENOTDIR;
 	if (dir->goodbye_offset == UINT64_MAX || dir->end_offset > ra->src.size ||
 	    dir->goodbye_offset < dir->children_offset || dir->goodbye_offset >= dir->end_offset)
-		return -EBADMSG;
+		return ca_catar_corrupt("ENTRY", dir->entry_offset, "directory node without a valid GOODBYE position");
 	return 0;
 }
 
@@ -321,7 +325,7 @@ static int table_read(struct ca_catar_ra *ra, const struct ca_catar_node *dir, b
 		want = (size_t)size - sizeof(struct ca_format_goodbye_tail);
 		t->n_have = t->n;
 	} else {
-		want = 16 + TABLE_TOP_ITEMS * GB_ITEM;
+		want = HDR + TABLE_TOP_ITEMS * GB_ITEM;
 		t->n_have = TABLE_TOP_ITEMS;
 	}
 	t->buf = malloc(want);
@@ -329,7 +333,7 @@ static int table_read(struct ca_catar_ra *ra, const struct ca_catar_node *dir, b
 		return -ENOMEM;
 	r = read_exact(ra, t->buf, want, dir->goodbye_offset);
 	if (r == 0 && (ca_le64_read(t->buf) != size || ca_le64_read(t->buf + 8) != CA_FORMAT_GOODBYE))
-		r = -EBADMSG;
+		r = ca_catar_corrupt("GOODBYE", dir->goodbye_offset, "header does not match its tail");
 	if (r < 0) {
 		free(t->buf);
 		t->buf = NULL;
@@ -340,19 +344,19 @@ static int table_read(struct ca_catar_ra *ra, const struct ca_catar_node *dir, b
 static int table_item(struct ca_catar_ra *ra, const struct ca_catar_node *dir, const struct table *t, uint64_t i,
                       uint64_t *ret_off, uint64_t *ret_size, uint64_t *ret_hash)
 {
-	uint8_t one[GB_ITEM];
-	const uint8_t *p;
+	struct ca_format_goodbye_item one;
+	const struct ca_format_goodbye_item *p;
 	if (i < t->n_have) {
-		p = t->buf + 16 + i * GB_ITEM;
+		p = (const void *)(t->buf + HDR + i * GB_ITEM);
 	} else {
-		int r = read_exact(ra, one, GB_ITEM, dir->goodbye_offset + 16 + i * GB_ITEM);
+		int r = read_exact(ra, &one, GB_ITEM, dir->goodbye_offset + HDR + i * GB_ITEM);
 		if (r < 0)
 			return r;
-		p = one;
+		p = &one;
 	}
-	*ret_off = ca_le64_read(p);
-	*ret_size = ca_le64_read(p + 8);
-	*ret_hash = ca_le64_read(p + 16);
+	*ret_off = ca_le64_read(&p->offset);
+	*ret_size = ca_le64_read(&p->size);
+	*ret_hash = ca_le64_read(&p->hash);
 	return 0;
 }
 
@@ -360,8 +364,9 @@ static int table_item(struct ca_catar_ra *ra, const struct ca_catar_node *dir, c
 static int child_range(const struct ca_catar_node *dir, uint64_t off, uint64_t size, uint64_t *ret_f)
 {
 	uint64_t g = dir->goodbye_offset;
+	*ret_f = 0;
 	if (off == 0 || off > g - dir->children_offset || size < CHILD_MIN || size > off)
-		return -EBADMSG;
+		return ca_catar_corrupt("GOODBYE", g, "an item's child range lies outside the children area");
 	*ret_f = g - off;
 	return 0;
 }
@@ -487,13 +492,13 @@ int ca_catar_ra_list(struct ca_catar_ra *ra, const struct ca_catar_node *dir, st
 	uint64_t at = dir->children_offset;
 	for (uint64_t i = 0; i < t.n; i++) {
 		if (c[i].filename_offset != at) {
-			r = -EBADMSG;
+			r = ca_catar_corrupt("GOODBYE", dir->goodbye_offset, "items overlap or leave a gap between children");
 			goto out;
 		}
 		at = c[i].end_offset;
 	}
 	if (at != dir->goodbye_offset) {
-		r = -EBADMSG;
+		r = ca_catar_corrupt("GOODBYE", dir->goodbye_offset, "items do not reach the GOODBYE");
 		goto out;
 	}
 	*ret = c;
@@ -551,7 +556,7 @@ ssize_t ca_catar_ra_read(struct ca_catar_ra *ra, const struct ca_catar_node *fil
 		return -EINVAL;
 	if (file->payload_offset + file->payload_size > ra->src.size ||
 	    file->payload_offset + file->payload_size < file->payload_offset)
-		return -EBADMSG;
+		return ca_catar_corrupt("PAYLOAD", file->payload_offset - HDR, "goes past the end of the archive");
 	if (off >= file->payload_size)
 		return 0;
 	if (len > file->payload_size - off)
