@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * catar_meta.c - one node's metadata, read the way casync reads it, and
- * its ENTRY + metadata records.
+ * catar_meta.c - one node's metadata, read the way casync reads it, into
+ * struct ca_meta_info (catar_meta_put.c writes its records).
  *
  * Where casync goes through a library (libacl, libselinux) we read the same
  * xattr the library reads and decode it ourselves; the result is the same
@@ -282,52 +282,45 @@ static int list_xattrs(struct ca_meta_ctx *c, int fd)
 	}
 }
 
+/* ---- gathering: everything one node's records say, read once ---- */
+
 struct xattr_ref {
 	size_t name_off, val_off, val_len; /* into the scratch buffer */
 };
 
-static int cmp_xattr(const void *a, const void *b, void *base)
-{
-	const struct xattr_ref *x = a, *y = b;
-	return strcmp((const char *)base + x->name_off, (const char *)base + y->name_off);
-}
-
-/* ---- gathering: everything one node's records say, read once ---- */
-
-struct meta_info {
-	uint64_t mode, eflags, uid, gid, mtime;
-	uint32_t fat, projid;
+/* What a gather needs besides the info it fills. */
+struct gather {
+	struct ca_meta_ctx *c;
+	struct ca_meta_node *n;
+	struct ca_meta_info *info;
+	uint32_t fat;
 	bool subvol, subvol_ro;
-	struct xattr_ref *xr; /* user./trusted. xattrs, sorted by name */
-	size_t n_xr;
-	bool have_fcaps;
-	size_t fcaps_off, fcaps_len; /* into the scratch buffer */
-	bool listed;                 /* c->xlist holds the node's xattr names */
-	struct ca_acl acc, def;
-	char *label, *target; /* NULL when none */
+	bool listed; /* c->xlist holds the node's xattr names */
 	/* how nodes without an fd are reached: an O_PATH fd and its /proc path */
 	int path_fd;
-	char proc_path[64];
+	char proc_path[sizeof("/proc/self/fd/") + 3 * sizeof(int)];
+	/* xattrs in the scratch buffer, which may move while it grows */
+	struct xattr_ref *xr;
+	size_t n_xr;
+	bool have_fcaps;
+	struct xattr_ref fcaps;
 };
 
-static void info_init(struct meta_info *i)
+void ca_meta_info_init(struct ca_meta_info *i)
 {
 	memset(i, 0, sizeof(*i));
-	ca_acl_init(&i->acc);
-	ca_acl_init(&i->def);
-	i->path_fd = -1;
+	ca_acl_init(&i->acl_access);
+	ca_acl_init(&i->acl_default);
 }
 
-static void info_release(struct meta_info *i)
+void ca_meta_info_release(struct ca_meta_info *i)
 {
-	if (i->path_fd >= 0)
-		close(i->path_fd);
-	ca_acl_release(&i->acc);
-	ca_acl_release(&i->def);
-	free(i->xr);
-	free(i->label);
-	free(i->target);
-	info_init(i);
+	ca_acl_release(&i->acl_access);
+	ca_acl_release(&i->acl_default);
+	free(i->xattrs);
+	free(i->selinux);
+	free(i->symlink_target);
+	ca_meta_info_init(i);
 }
 
 static uint64_t fixup_mode(uint64_t flags, mode_t m)
@@ -342,99 +335,131 @@ static uint64_t fixup_mode(uint64_t flags, mode_t m)
 	return (m & S_IFMT) | (dir ? 0777 : 0666);
 }
 
-static int gather_fat(struct ca_meta_ctx *c, const struct ca_meta_node *n, struct meta_info *i)
+static int gather_fat(struct gather *g)
 {
-	if ((!S_ISREG(n->st.st_mode) && !S_ISDIR(n->st.st_mode)) || !(c->flags & FAT_MASK) || n->fd < 0 ||
+	const struct ca_meta_node *n = g->n;
+	if ((!S_ISREG(n->st.st_mode) && !S_ISDIR(n->st.st_mode)) || !(g->c->flags & FAT_MASK) || n->fd < 0 ||
 	    ((uint32_t)n->magic != M_MSDOS && (uint32_t)n->magic != M_FUSE))
 		return 0;
-	if (ioctl(n->fd, FAT_IOCTL_GET_ATTRIBUTES, &i->fat) < 0) {
-		i->fat = 0;
+	if (ioctl(n->fd, FAT_IOCTL_GET_ATTRIBUTES, &g->fat) < 0) {
+		g->fat = 0;
 		if (!errno_unsupported(errno))
 			return -errno;
 	}
 	return 0;
 }
 
-static int gather_subvol(struct ca_meta_ctx *c, const struct ca_meta_node *n, struct meta_info *i)
+static int gather_subvol(struct gather *g)
 {
+	const struct ca_meta_node *n = g->n;
 	uint64_t bf = 0;
-	if (!S_ISDIR(n->st.st_mode) || !(c->flags & CA_FORMAT_WITH_SUBVOLUME) || (uint32_t)n->magic != M_BTRFS ||
+	if (!S_ISDIR(n->st.st_mode) || !(g->c->flags & CA_FORMAT_WITH_SUBVOLUME) || (uint32_t)n->magic != M_BTRFS ||
 	    n->st.st_ino != 256)
 		return 0;
 	if (ioctl(n->fd, BTRFS_IOC_SUBVOL_GETFLAGS, &bf) < 0)
 		return -errno;
-	i->subvol = true;
-	i->subvol_ro = !!(bf & BTRFS_SUBVOL_RDONLY);
+	g->subvol = true;
+	g->subvol_ro = !!(bf & BTRFS_SUBVOL_RDONLY);
 	return 0;
 }
 
 /* Nodes without an fd are reached the way casync reaches them: an O_PATH
  * fd (on which the kernel may refuse flistxattr: then they have no
  * xattrs) and its /proc path for ACLs. */
-static int open_path(struct ca_meta_ctx *c, const struct ca_meta_node *n, struct meta_info *i)
+static int open_path(struct gather *g)
 {
+	const struct ca_meta_node *n = g->n;
 	if (n->fd < 0 && !S_ISLNK(n->st.st_mode) &&
-	    (c->flags & (CA_FORMAT_WITH_XATTRS | CA_FORMAT_WITH_FCAPS | CA_FORMAT_WITH_ACL))) {
-		i->path_fd = openat(n->parent_fd, n->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_PATH);
-		if (i->path_fd < 0)
+	    (g->c->flags & (CA_FORMAT_WITH_XATTRS | CA_FORMAT_WITH_FCAPS | CA_FORMAT_WITH_ACL))) {
+		g->path_fd = openat(n->parent_fd, n->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_PATH);
+		if (g->path_fd < 0)
 			return -errno;
 	}
-	snprintf(i->proc_path, sizeof(i->proc_path), "/proc/self/fd/%d", n->fd >= 0 ? n->fd : i->path_fd);
+	snprintf(g->proc_path, sizeof(g->proc_path), "/proc/self/fd/%d", n->fd >= 0 ? n->fd : g->path_fd);
 	return 0;
 }
 
-/* One listed xattr into the scratch buffer (name, NUL, value) and, unless
- * it is the file capability, into i->xr. */
-static int keep_xattr(struct ca_meta_ctx *c, struct meta_info *i, const char *name, size_t k, bool is_caps)
+/* One listed xattr (its value in c->xval) into the scratch buffer: name,
+ * NUL, value. */
+static int keep_xattr(struct gather *g, const char *name, size_t k, bool is_caps)
 {
-	size_t noff = c->scratch.size;
+	struct ca_meta_ctx *c = g->c;
+	struct xattr_ref ref = { c->scratch.size, c->scratch.size + k + 1, c->xval.size };
 	int r = ca_buf_append(&c->scratch, name, k + 1, SIZE_MAX);
 	if (r == 0)
 		r = ca_buf_append(&c->scratch, c->xval.data, c->xval.size, SIZE_MAX);
 	if (r < 0)
 		return r;
 	if (is_caps) {
-		i->have_fcaps = true;
-		i->fcaps_off = noff + k + 1;
-		i->fcaps_len = c->xval.size;
+		g->have_fcaps = true;
+		g->fcaps = ref;
 		return 0;
 	}
-	struct xattr_ref *v = realloc(i->xr, (i->n_xr + 1) * sizeof(*i->xr));
+	struct xattr_ref *v = realloc(g->xr, (g->n_xr + 1) * sizeof(*g->xr));
 	if (!v)
 		return -ENOMEM;
-	i->xr = v;
-	i->xr[i->n_xr++] = (struct xattr_ref){ noff, noff + k + 1, c->xval.size };
+	g->xr = v;
+	g->xr[g->n_xr++] = ref;
 	return 0;
 }
 
-static int gather_xattrs(struct ca_meta_ctx *c, const struct ca_meta_node *n, struct meta_info *i)
+static int cmp_xattr(const void *a, const void *b)
 {
+	const struct ca_meta_xattr *x = a, *y = b;
+	return strcmp(x->name, y->name);
+}
+
+/* The kept xattrs as the info's records, now that the scratch buffer
+ * stopped moving; sorted by name as casync stores them. */
+static int xattrs_to_info(struct gather *g)
+{
+	const uint8_t *base = g->c->scratch.data;
+	struct ca_meta_info *i = g->info;
+	if (g->have_fcaps && (g->c->flags & CA_FORMAT_WITH_FCAPS)) {
+		i->fcaps = base + g->fcaps.val_off;
+		i->fcaps_size = g->fcaps.val_len;
+	}
+	if (!g->n_xr || !(g->c->flags & CA_FORMAT_WITH_XATTRS))
+		return 0;
+	i->xattrs = calloc(g->n_xr, sizeof(*i->xattrs));
+	if (!i->xattrs)
+		return -ENOMEM;
+	for (size_t k = 0; k < g->n_xr; k++)
+		i->xattrs[k] = (struct ca_meta_xattr){ (const char *)base + g->xr[k].name_off, base + g->xr[k].val_off,
+			                               g->xr[k].val_len };
+	i->n_xattrs = g->n_xr;
+	qsort(i->xattrs, i->n_xattrs, sizeof(*i->xattrs), cmp_xattr);
+	return 0;
+}
+
+static int gather_xattrs(struct gather *g)
+{
+	struct ca_meta_ctx *c = g->c;
+	const struct ca_meta_node *n = g->n;
 	bool isreg = S_ISREG(n->st.st_mode);
 	if (!(c->flags & (CA_FORMAT_WITH_XATTRS | CA_FORMAT_WITH_FCAPS)) || S_ISLNK(n->st.st_mode))
 		return 0;
-	int r = list_xattrs(c, n->fd >= 0 ? n->fd : i->path_fd);
+	int r = list_xattrs(c, n->fd >= 0 ? n->fd : g->path_fd);
 	if (r < 0)
 		return r;
-	i->listed = r > 0;
-	for (size_t off = 0; i->listed && off < c->xlist.size;) {
+	g->listed = r > 0;
+	for (size_t off = 0; g->listed && off < c->xlist.size;) {
 		const char *q = (const char *)c->xlist.data + off;
 		size_t k = strnlen(q, c->xlist.size - off);
 		off += k + 1;
 		bool is_caps = isreg && !strcmp(q, "security.capability");
 		if (!xattr_name_stored(q) && !is_caps)
 			continue;
-		r = n->fd >= 0 ? get_xattr(c, n->fd, NULL, true, q) : get_xattr(c, -1, i->proc_path, true, q);
+		r = n->fd >= 0 ? get_xattr(c, n->fd, NULL, true, q) : get_xattr(c, -1, g->proc_path, true, q);
 		if (r == -ENODATA)
 			continue; /* went away meanwhile */
 		if (r < 0)
 			return r;
-		r = keep_xattr(c, i, q, k, is_caps);
+		r = keep_xattr(g, q, k, is_caps);
 		if (r < 0)
 			return r;
 	}
-	if (i->n_xr > 1)
-		qsort_r(i->xr, i->n_xr, sizeof(*i->xr), cmp_xattr, c->scratch.data);
-	return 0;
+	return xattrs_to_info(g);
 }
 
 /* Named ACL entries as casync stores them: ids only with uid flags, names
@@ -459,9 +484,10 @@ static int acl_ids(struct ca_meta_ctx *c, struct ca_acl_entry *v, size_t n, bool
 }
 
 /* One ACL, read through the fd when open, else the /proc path. */
-static int read_acl(struct ca_meta_ctx *c, int fd, const char *proc_path, const char *xname, struct ca_acl *a)
+static int read_acl(struct gather *g, const char *xname, struct ca_acl *a)
 {
-	int r = get_xattr(c, fd, proc_path, true, xname);
+	struct ca_meta_ctx *c = g->c;
+	int r = get_xattr(c, g->n->fd, g->proc_path, true, xname);
 	if (r == -ENODATA || r == -EOPNOTSUPP || r == -EBADF)
 		return 0;
 	if (r < 0)
@@ -476,23 +502,27 @@ static int read_acl(struct ca_meta_ctx *c, int fd, const char *proc_path, const 
 	return r;
 }
 
-static int gather_acls(struct ca_meta_ctx *c, const struct ca_meta_node *n, struct meta_info *i)
+static int gather_acls(struct gather *g)
 {
+	const struct ca_buf *list = &g->c->xlist;
+	mode_t m = g->n->st.st_mode;
 	int r = 0;
-	if (!(c->flags & CA_FORMAT_WITH_ACL) || S_ISLNK(n->st.st_mode))
+	if (!(g->c->flags & CA_FORMAT_WITH_ACL) || S_ISLNK(m))
 		return 0;
-	if (!i->listed || list_has(&c->xlist, CA_ACL_XATTR_ACCESS))
-		r = read_acl(c, n->fd, i->proc_path, CA_ACL_XATTR_ACCESS, &i->acc);
-	if (r == 0 && S_ISDIR(n->st.st_mode) && (!i->listed || list_has(&c->xlist, CA_ACL_XATTR_DEFAULT)))
-		r = read_acl(c, n->fd, i->proc_path, CA_ACL_XATTR_DEFAULT, &i->def);
+	if (!g->listed || list_has(list, CA_ACL_XATTR_ACCESS))
+		r = read_acl(g, CA_ACL_XATTR_ACCESS, &g->info->acl_access);
+	if (r == 0 && S_ISDIR(m) && (!g->listed || list_has(list, CA_ACL_XATTR_DEFAULT)))
+		r = read_acl(g, CA_ACL_XATTR_DEFAULT, &g->info->acl_default);
 	return r;
 }
 
-static int gather_selinux(struct ca_meta_ctx *c, const struct ca_meta_node *n, struct meta_info *i)
+static int gather_selinux(struct gather *g)
 {
+	struct ca_meta_ctx *c = g->c;
+	const struct ca_meta_node *n = g->n;
 	char lpath[PATH_MAX];
 	int r;
-	if (!(c->flags & CA_FORMAT_WITH_SELINUX) || (i->listed && !list_has(&c->xlist, "security.selinux")))
+	if (!(c->flags & CA_FORMAT_WITH_SELINUX) || (g->listed && !list_has(&c->xlist, "security.selinux")))
 		return 0;
 	if (n->fd >= 0) {
 		r = get_xattr(c, n->fd, NULL, true, "security.selinux");
@@ -504,37 +534,43 @@ static int gather_selinux(struct ca_meta_ctx *c, const struct ca_meta_node *n, s
 	if (r < 0)
 		return r == -ENODATA || r == -EOPNOTSUPP ? 0 : r;
 	if (r > 0 && c->xval.size > 0) {
-		i->label = strndup((const char *)c->xval.data, c->xval.size);
-		if (!i->label)
+		g->info->selinux = strndup((const char *)c->xval.data, c->xval.size);
+		if (!g->info->selinux)
 			return -ENOMEM;
 	}
 	return 0;
 }
 
-static int gather_projid(struct ca_meta_ctx *c, const struct ca_meta_node *n, struct meta_info *i)
+static int gather_projid(struct gather *g)
 {
-	struct fsxattr fa;
+	const struct ca_meta_node *n = g->n;
 	uint32_t magic = (uint32_t)n->magic;
-	if ((!S_ISREG(n->st.st_mode) && !S_ISDIR(n->st.st_mode)) || !(c->flags & CA_FORMAT_WITH_QUOTA_PROJID) ||
+	struct fsxattr fa;
+	if ((!S_ISREG(n->st.st_mode) && !S_ISDIR(n->st.st_mode)) || !(g->c->flags & CA_FORMAT_WITH_QUOTA_PROJID) ||
 	    n->fd < 0 || (magic != M_EXT4 && magic != M_XFS && magic != M_FUSE))
 		return 0;
 	if (ioctl(n->fd, FS_IOC_FSGETXATTR, &fa) < 0)
 		return errno_unsupported(errno) ? 0 : -errno;
-	i->projid = fa.fsx_projid;
+	g->info->quota_projid = fa.fsx_projid;
 	return 0;
 }
 
-/* The ENTRY fields: owner ids (and names), flags, mode, mtime. */
-static int gather_entry(struct ca_meta_ctx *c, const struct ca_meta_node *n, struct meta_info *i)
+/* The ENTRY fields (owner ids, flags, mode, mtime) and the owner names. */
+static int gather_entry(struct gather *g)
 {
+	struct ca_meta_ctx *c = g->c;
+	struct ca_meta_info *i = g->info;
 	const uint64_t f = c->flags;
-	const struct stat *st = &n->st;
+	const struct stat *st = &g->n->st;
 	bool isreg = S_ISREG(st->st_mode), isdir = S_ISDIR(st->st_mode);
 
+	i->feature_flags = f;
 	if (f & CA_FORMAT_WITH_USER_NAMES) {
 		int r = owner_names(c, st);
 		if (r < 0)
 			return r;
+		i->user_name = c->cached_user;
+		i->group_name = c->cached_group;
 	}
 	if (f & UID_FLAGS) {
 		if (st->st_uid == UINT16_MAX || st->st_uid == UINT32_MAX || st->st_gid == UINT16_MAX ||
@@ -547,15 +583,15 @@ static int gather_entry(struct ca_meta_ctx *c, const struct ca_meta_node *n, str
 	}
 	if (isreg || isdir) {
 		if (f & CHATTR_MASK)
-			i->eflags |= ca_feature_from_chattr(n->chattr) & f;
+			i->flags |= ca_feature_from_chattr(g->n->chattr) & f;
 		if (f & FAT_MASK)
-			i->eflags |= ((i->fat & ATTR_HIDDEN ? CA_FORMAT_WITH_FLAG_HIDDEN : 0) |
-			              (i->fat & ATTR_SYS ? CA_FORMAT_WITH_FLAG_SYSTEM : 0) |
-			              (i->fat & ATTR_ARCH ? CA_FORMAT_WITH_FLAG_ARCHIVE : 0)) & f;
+			i->flags |= ((g->fat & ATTR_HIDDEN ? CA_FORMAT_WITH_FLAG_HIDDEN : 0) |
+			             (g->fat & ATTR_SYS ? CA_FORMAT_WITH_FLAG_SYSTEM : 0) |
+			             (g->fat & ATTR_ARCH ? CA_FORMAT_WITH_FLAG_ARCHIVE : 0)) & f;
 	}
 	if (isdir && (f & CA_FORMAT_WITH_SUBVOLUME))
-		i->eflags |= ((i->subvol ? CA_FORMAT_WITH_SUBVOLUME : 0) |
-		              (i->subvol_ro ? CA_FORMAT_WITH_SUBVOLUME_RO : 0)) & f;
+		i->flags |= ((g->subvol ? CA_FORMAT_WITH_SUBVOLUME : 0) |
+		             (g->subvol_ro ? CA_FORMAT_WITH_SUBVOLUME_RO : 0)) & f;
 	i->mode = fixup_mode(f, st->st_mode);
 	if (c->time_granularity != UINT64_MAX) {
 		i->mtime = (uint64_t)st->st_mtim.tv_sec * UINT64_C(1000000000) + (uint64_t)st->st_mtim.tv_nsec;
@@ -564,21 +600,19 @@ static int gather_entry(struct ca_meta_ctx *c, const struct ca_meta_node *n, str
 	return 0;
 }
 
-static int gather_target(const struct ca_meta_node *n, struct meta_info *i)
+static int read_target(const struct ca_meta_node *n, char **ret)
 {
 	size_t cap = 256;
-	if (!S_ISLNK(n->st.st_mode))
-		return 0;
 	for (;;) {
-		char *t = realloc(i->target, cap);
+		char *t = realloc(*ret, cap);
 		if (!t)
 			return -ENOMEM;
-		i->target = t;
-		ssize_t l = readlinkat(n->parent_fd, n->name, i->target, cap);
+		*ret = t;
+		ssize_t l = readlinkat(n->parent_fd, n->name, t, cap);
 		if (l < 0)
 			return -errno;
 		if ((size_t)l < cap) {
-			i->target[l] = 0;
+			t[l] = 0;
 			return 0;
 		}
 		if (cap >= 65536)
@@ -587,164 +621,58 @@ static int gather_target(const struct ca_meta_node *n, struct meta_info *i)
 	}
 }
 
-static int gather(struct ca_meta_ctx *c, struct ca_meta_node *n, struct meta_info *i)
+/* What the node's last record needs: file size, link target, device. */
+static int gather_tail(struct gather *g)
 {
-	int r = ca_meta_read_chattr(c, n);
-	if (r == 0)
-		r = gather_fat(c, n, i);
-	if (r == 0)
-		r = gather_subvol(c, n, i);
-	if (r == 0)
-		r = open_path(c, n, i);
-	if (r == 0)
-		r = gather_xattrs(c, n, i);
-	if (r == 0)
-		r = gather_acls(c, n, i);
-	if (r == 0)
-		r = gather_selinux(c, n, i);
-	if (r == 0)
-		r = gather_projid(c, n, i);
-	if (r == 0)
-		r = gather_entry(c, n, i);
-	if (r == 0)
-		r = gather_target(n, i);
-	return r;
-}
-
-/* ---- emitting: one function per record type ---- */
-
-static int put_header(struct ca_buf *out, uint64_t size, uint64_t type)
-{
-	struct ca_format_header h;
-	ca_le64_write(&h.size, size);
-	ca_le64_write(&h.type, type);
-	return ca_buf_append(out, &h, sizeof(h), SIZE_MAX);
-}
-
-/* A record of a header and len bytes of data. */
-static int put_blob(struct ca_buf *out, uint64_t type, const void *data, size_t len)
-{
-	int r = put_header(out, sizeof(struct ca_format_header) + len, type);
-	return r < 0 ? r : ca_buf_append(out, data, len, SIZE_MAX);
-}
-
-/* A record holding a NUL-terminated string; none when s is NULL. */
-static int put_string(struct ca_buf *out, uint64_t type, const char *s)
-{
-	return s ? put_blob(out, type, s, strlen(s) + 1) : 0;
-}
-
-static int put_entry(struct ca_meta_ctx *c, const struct meta_info *i, struct ca_buf *out)
-{
-	struct ca_format_entry e;
-	ca_le64_write(&e.header.size, sizeof(e));
-	ca_le64_write(&e.header.type, CA_FORMAT_ENTRY);
-	ca_le64_write(&e.feature_flags, c->flags);
-	ca_le64_write(&e.mode, i->mode);
-	ca_le64_write(&e.flags, i->eflags);
-	ca_le64_write(&e.uid, i->uid);
-	ca_le64_write(&e.gid, i->gid);
-	ca_le64_write(&e.mtime, i->mtime);
-	return ca_buf_append(out, &e, sizeof(e), SIZE_MAX);
-}
-
-static int put_owner_names(struct ca_meta_ctx *c, struct ca_buf *out)
-{
-	if (!(c->flags & CA_FORMAT_WITH_USER_NAMES))
-		return 0;
-	int r = put_string(out, CA_FORMAT_USER, c->cached_user);
-	return r < 0 ? r : put_string(out, CA_FORMAT_GROUP, c->cached_group);
-}
-
-static int put_xattrs(struct ca_meta_ctx *c, const struct meta_info *i, struct ca_buf *out)
-{
-	if (!(c->flags & CA_FORMAT_WITH_XATTRS))
-		return 0;
-	for (size_t k = 0; k < i->n_xr; k++) {
-		/* name, NUL and value lie together in the scratch buffer */
-		const struct xattr_ref *x = &i->xr[k];
-		int r = put_blob(out, CA_FORMAT_XATTR, c->scratch.data + x->name_off, x->val_off + x->val_len - x->name_off);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-static int put_fcaps(struct ca_meta_ctx *c, const struct meta_info *i, struct ca_buf *out)
-{
-	if (!i->have_fcaps || !(c->flags & CA_FORMAT_WITH_FCAPS))
-		return 0;
-	return put_blob(out, CA_FORMAT_FCAPS, c->scratch.data + i->fcaps_off, i->fcaps_len);
-}
-
-static int put_projid(const struct meta_info *i, struct ca_buf *out)
-{
-	struct ca_format_quota_projid q;
-	if (i->projid == 0)
-		return 0;
-	ca_le64_write(&q.header.size, sizeof(q));
-	ca_le64_write(&q.header.type, CA_FORMAT_QUOTA_PROJID);
-	ca_le64_write(&q.projid, i->projid);
-	return ca_buf_append(out, &q, sizeof(q), SIZE_MAX);
-}
-
-static int put_device(const struct ca_meta_node *n, struct ca_buf *out)
-{
-	struct ca_format_device d;
-	ca_le64_write(&d.header.size, sizeof(d));
-	ca_le64_write(&d.header.type, CA_FORMAT_DEVICE);
-	ca_le64_write(&d.major, major(n->st.st_rdev));
-	ca_le64_write(&d.minor, minor(n->st.st_rdev));
-	return ca_buf_append(out, &d, sizeof(d), SIZE_MAX);
-}
-
-/* The node's last record: the PAYLOAD header (its content follows from
- * the caller), SYMLINK, DEVICE, or nothing (directories, fifos, sockets). */
-static int put_tail(const struct ca_meta_node *n, const struct meta_info *i, struct ca_buf *out)
-{
+	const struct ca_meta_node *n = g->n;
 	mode_t m = n->st.st_mode;
-	if (S_ISREG(m)) {
-		uint64_t size = ca_meta_shall_enumerate(n) ? (uint64_t)n->st.st_size : 0;
-		return put_header(out, sizeof(struct ca_format_header) + size, CA_FORMAT_PAYLOAD);
+	if (S_ISREG(m))
+		g->info->payload_size = ca_meta_shall_enumerate(n) ? (uint64_t)n->st.st_size : 0;
+	if (S_ISBLK(m) || S_ISCHR(m)) {
+		g->info->device_major = major(n->st.st_rdev);
+		g->info->device_minor = minor(n->st.st_rdev);
 	}
-	if (S_ISLNK(m))
-		return put_string(out, CA_FORMAT_SYMLINK, i->target);
-	if (S_ISBLK(m) || S_ISCHR(m))
-		return put_device(n, out);
-	return 0;
+	return S_ISLNK(m) ? read_target(n, &g->info->symlink_target) : 0;
 }
 
-/* The records in the order format.h lays them out. */
-static int emit(struct ca_meta_ctx *c, const struct ca_meta_node *n, const struct meta_info *i, struct ca_buf *out)
+static int gather(struct gather *g)
 {
-	int r = put_entry(c, i, out);
+	int r = ca_meta_read_chattr(g->c, g->n);
 	if (r == 0)
-		r = put_owner_names(c, out);
+		r = gather_fat(g);
 	if (r == 0)
-		r = put_xattrs(c, i, out);
+		r = gather_subvol(g);
 	if (r == 0)
-		r = ca_acl_put_records(&i->acc, &i->def, out);
+		r = open_path(g);
 	if (r == 0)
-		r = put_string(out, CA_FORMAT_SELINUX, i->label);
+		r = gather_xattrs(g);
 	if (r == 0)
-		r = put_fcaps(c, i, out);
+		r = gather_acls(g);
 	if (r == 0)
-		r = put_projid(i, out);
+		r = gather_selinux(g);
 	if (r == 0)
-		r = put_tail(n, i, out);
+		r = gather_projid(g);
+	if (r == 0)
+		r = gather_entry(g);
+	if (r == 0)
+		r = gather_tail(g);
 	return r;
 }
 
 int ca_meta_serialize(struct ca_meta_ctx *c, struct ca_meta_node *n, struct ca_buf *out)
 {
-	struct meta_info info;
+	struct ca_meta_info info;
+	struct gather g = { .c = c, .n = n, .info = &info, .path_fd = -1 };
 	int r;
 
-	info_init(&info);
+	ca_meta_info_init(&info);
 	c->scratch.size = 0;
-	r = gather(c, n, &info);
+	r = gather(&g);
 	if (r == 0)
-		r = emit(c, n, &info, out);
-	info_release(&info);
+		r = ca_meta_put(&info, out);
+	if (g.path_fd >= 0)
+		close(g.path_fd);
+	free(g.xr);
+	ca_meta_info_release(&info);
 	return r;
 }

@@ -5,6 +5,10 @@
  * casync does: which syscalls, which errors count as "none", which
  * records each feature flag produces.
  *
+ * Two halves meet at struct ca_meta_info: catar_meta.c gathers what the
+ * feature flags ask for into it (all filesystem access is there), and
+ * catar_meta_put.c writes exactly the records it holds.
+ *
  * A node is either open (regular files and directories: fd >= 0) or
  * reached by name from its parent directory (symlinks, devices, fifos,
  * sockets: fd == -1). Not thread-safe: the context holds caches and
@@ -18,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "acl.h"
 #include "buf.h"
 
 struct ca_meta_ctx {
@@ -42,6 +47,41 @@ struct ca_meta_node {
 	unsigned chattr;     /* FS_IOC_GETFLAGS value, valid when chattr_read */
 	bool chattr_read;
 };
+
+struct ca_meta_xattr {
+	const char *name;
+	const uint8_t *value;
+	size_t size;
+};
+
+/* One node's records as data. Each field is a record, or NULL/0/empty for
+ * none; the feature flags were applied when it was gathered. Borrowed
+ * pointers (names, xattr names and values, fcaps) point into the context
+ * and stay valid until its next ca_meta_serialize. */
+struct ca_meta_info {
+	/* ENTRY */
+	uint64_t feature_flags, mode, flags, uid, gid, mtime;
+	const char *user_name, *group_name;  /* borrowed */
+	struct ca_meta_xattr *xattrs;        /* owned array, sorted by name */
+	size_t n_xattrs;
+	struct ca_acl acl_access, acl_default; /* owned; named entries in record order */
+	char *selinux;                       /* owned */
+	const uint8_t *fcaps;                /* borrowed */
+	size_t fcaps_size;
+	uint64_t quota_projid;
+	/* the last record, by the type in mode: PAYLOAD header, SYMLINK,
+	 * DEVICE, or none (directories, fifos, sockets) */
+	uint64_t payload_size;
+	char *symlink_target; /* owned */
+	uint64_t device_major, device_minor;
+};
+
+void ca_meta_info_init(struct ca_meta_info *i);
+/* Free what i owns, then init it again. */
+void ca_meta_info_release(struct ca_meta_info *i);
+
+/* Append i's records to out, in archive order (format.h). */
+int ca_meta_put(const struct ca_meta_info *i, struct ca_buf *out);
 
 int ca_meta_ctx_init(struct ca_meta_ctx *c, uint64_t flags);
 void ca_meta_ctx_done(struct ca_meta_ctx *c);
