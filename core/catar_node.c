@@ -575,7 +575,7 @@ static int check_node(const struct parse *p)
 		return ca_catar_corrupt("ENTRY", at, "named default ACL entries without ACL_DEFAULT or its mask");
 	/* with a known range, leaf nodes must fill it exactly */
 	if (p->limit != UINT64_MAX && S_ISREG(m) && n->payload_size != p->limit - p->pos)
-		return ca_catar_corrupt("PAYLOAD", at + p->pos, "size does not fill the node");
+		return ca_catar_corrupt("PAYLOAD", n->payload_offset - HDR, "size does not fill the node");
 	if (p->limit != UINT64_MAX && !S_ISREG(m) && !S_ISDIR(m) && p->pos != p->limit)
 		return ca_catar_corrupt("ENTRY", at, "bytes after the node's last record");
 	return 0;
