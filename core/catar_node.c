@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* catar_node.c - parse and validate one node's ENTRY and metadata records. */
+/*
+ * catar_node.c - parse and validate one node's ENTRY and metadata records.
+ *
+ * One table, record_kinds, holds what casync's decoder enforces per record
+ * type: its place in the order, its size bounds, the feature flag and node
+ * types it needs, and the handler that checks its content; the parse loop
+ * only applies it. Every rejection names its check (ca_catar_corrupt).
+ */
 #include "config.h"
 
 #include <errno.h>
