@@ -93,7 +93,8 @@ static int cmp_mtime(const void *x, const void *y)
 static int choose(struct ca_cache_prune_plan *p, const struct ca_cache_prune_opts *opts)
 {
 	uint64_t left = p->stats.bytes;
-	qsort(p->v, p->n, sizeof(*p->v), cmp_mtime);
+	if (p->n > 1) /* qsort wants a non-NULL base even for 0 elements */
+		qsort(p->v, p->n, sizeof(*p->v), cmp_mtime);
 	p->victims = malloc((p->n ? p->n : 1) * sizeof(*p->victims));
 	if (!p->victims)
 		return -ENOMEM;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "acl.h"
 #include "catar_extract_int.h"
 #include "fdio.h"
 #include "log.h"
@@ -325,7 +326,7 @@ static int push_dir(struct ex *x, int fd, bool fresh, const struct dir *parent)
 		/* made by us in a directory without a default ACL: it has none either */
 		if (fresh && parent)
 			d.plain = parent->plain;
-		else if (fgetxattr(fd, "system.posix_acl_default", NULL, 0) < 0)
+		else if (fgetxattr(fd, CA_ACL_XATTR_DEFAULT, NULL, 0) < 0)
 			d.plain = errno == ENODATA || errno == ENOTSUP || errno == EOPNOTSUPP;
 	}
 	/* the same for project id inheritance (our directories get their flags at their end) */

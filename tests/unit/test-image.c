@@ -39,7 +39,7 @@ static int write_file(const char *p, const uint8_t *data, size_t n)
 	FILE *f = fopen(p, "wb");
 	if (!f)
 		return -errno;
-	int r = fwrite(data, 1, n, f) == n ? 0 : -EIO;
+	int r = n == 0 || fwrite(data, 1, n, f) == n ? 0 : -EIO;
 	if (fclose(f) != 0 && r == 0)
 		r = -errno;
 	return r;
