@@ -460,6 +460,9 @@ static void *loop(void *arg)
 	return NULL;
 }
 
+/* libcurl's own process-wide state: curl_global_init must run once per
+ * process before any handle exists, and a library cannot know whether its
+ * caller did it, so the first engine does it (the only global in core). */
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static CURLcode global_result;
 
