@@ -451,7 +451,7 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 {
 	struct req *q = NULL;
 	long status = 0;
-	bool retry = false;
+	bool retry = false, checked = false;
 	int r;
 
 	curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&q);
@@ -470,6 +470,7 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 	if (code == CURLE_OK) {
 		if (q->range_fn && (status == 200 || status == 206 || status == 416)) {
 			r = range_check(q, status);
+			checked = true; /* a status we wanted: range_check said what was wrong (debug) */
 		} else if (status == 200) {
 			r = 0;
 		} else if (status == 404 || status == 410) {
@@ -502,7 +503,7 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 		pthread_mutex_unlock(&h->lock);
 		return;
 	}
-	if (r == -EIO && code == CURLE_OK)
+	if (r == -EIO && code == CURLE_OK && !checked)
 		ca_log_warning("GET %s: HTTP status %ld", q->url, status);
 	else if (r == -EPROTO) /* TLS: "Protocol error" alone would not tell the user what to fix */
 		ca_log_warning("GET %s: %s", q->url, q->errbuf[0] ? q->errbuf : curl_easy_strerror(code));

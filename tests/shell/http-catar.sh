@@ -117,4 +117,49 @@ ok "... still mounted" is_mounted "$mnt"
 ok "... and the daemon said why" grep -q "changed on the server" "$T/log2"
 mount_stop "unmount" "$mnt"
 
+# A server whose 206s lie: every lie is caught, one line, no hang.
+cat >"$T/liar.py" <<'PY'
+import http.server, os, re, sys
+root, port_file = sys.argv[1], sys.argv[2]
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a):
+        pass
+    def do_GET(self):
+        mode, name = self.path.strip("/").split("/", 1)
+        data = open(os.path.join(root, name), "rb").read()
+        m = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
+        first, last = int(m.group(1)), min(int(m.group(2)), len(data) - 1)
+        body, cr = data[first:last + 1], "bytes %d-%d/%d" % (first, last, len(data))
+        lie = mode == "later" and first > 0 or mode not in ("later", "honest")
+        if lie and mode in ("offset", "later"):
+            cr = "bytes %d-%d/%d" % (first + 1, last + 1, len(data))
+        elif lie and mode == "short":
+            body = body[:len(body) // 2]
+            cr = "bytes %d-%d/%d" % (first, first + len(body) - 1, len(data))
+        elif lie and mode == "long":
+            body = data[first:last + 1 + 100]
+        elif lie and mode == "nototal":
+            cr = "bytes %d-%d/*" % (first, last)
+        self.send_response(206)
+        self.send_header("Content-Range", cr)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+open(port_file + ".tmp", "w").write(str(s.server_address[1]))
+os.rename(port_file + ".tmp", port_file)
+s.serve_forever()
+PY
+python3 "$T/liar.py" "$W" "$T/liar.port" &
+liar=$!
+at_cleanup "kill $liar; wait $liar"
+wait_until 10 "$liar" test -s "$T/liar.port"
+L=http://127.0.0.1:$(cat "$T/liar.port")
+ok "a range server in Python: honest, list works" diff <("$CAFS" list "$W/x.catar") <("$CAFS" list "$L/honest/x.catar")
+for m in offset short long nototal later; do
+	ok "a 206 that lies ($m): one line" fails_cleanly "$CAFS" list "$L/$m/x.catar"
+done
+ok "... the last one names the bytes" mentions "bytes "
+
 done_testing
