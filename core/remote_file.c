@@ -17,8 +17,6 @@
 #include "remote_file.h"
 
 #define BLOCK CA_REMOTE_FILE_BLOCK
-/* a reader moving on block by block gets this many blocks started ahead */
-#define SEQ_AHEAD 8
 /* downloads running at once for readahead (a reader's own never waits) */
 #define MAX_LOADING 32
 
@@ -51,7 +49,6 @@ struct ca_remote_file {
 	struct block lru;     /* sentinel */
 	size_t used;          /* len of every block in the table */
 	unsigned n_loading;
-	uint64_t last_block;  /* the block the last read ended in */
 	bool changed;         /* the server gave another size: every read fails */
 };
 
@@ -238,7 +235,6 @@ int ca_remote_file_open(const char *url, const struct ca_http_opts *o, size_t ca
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->done, NULL);
 	f->lru.next = f->lru.prev = &f->lru;
-	f->last_block = UINT64_MAX - 1;
 	f->budget = cache_bytes ? cache_bytes : CA_REMOTE_FILE_CACHE_DEFAULT;
 	if (f->budget < CA_REMOTE_FILE_CACHE_MIN)
 		f->budget = CA_REMOTE_FILE_CACHE_MIN;
@@ -331,6 +327,11 @@ ssize_t ca_remote_file_pread(struct ca_remote_file *f, void *buf, size_t len, ui
 	if (len > SSIZE_MAX)
 		len = SSIZE_MAX;
 	pthread_mutex_lock(&f->lock);
+	/* the read's blocks download at once, not one after another (what
+	 * comes after is the caller's to hint: only it knows where a
+	 * subtree ends or which payloads a listing skips) */
+	if (!f->changed)
+		readahead_locked(f, off / BLOCK, (off + len - 1) / BLOCK);
 	while (done < len) {
 		uint64_t pos = off + done, no = pos / BLOCK;
 		size_t in = (size_t)(pos - no * BLOCK), n;
@@ -348,10 +349,6 @@ ssize_t ca_remote_file_pread(struct ca_remote_file *f, void *buf, size_t len, ui
 			lru_push(f, b);
 		}
 		b->refs++;
-		/* block by block forward: keep the next ones coming */
-		if (no == f->last_block + 1)
-			readahead_locked(f, no + 1, no + SEQ_AHEAD);
-		f->last_block = no;
 		while (b->loading)
 			pthread_cond_wait(&f->done, &f->lock);
 		if (b->err) {

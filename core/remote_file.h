@@ -7,9 +7,9 @@
  * each fetched with one range GET (http.h checks the answer) and kept in a
  * memory cache bounded in bytes (least recently used blocks go first;
  * blocks being downloaded count too). Concurrent readers of one block
- * share its one download. readahead() starts downloads and returns at
- * once; a reader that moves on block by block gets the next blocks
- * started for it.
+ * share its one download, and the blocks of one read download at once.
+ * readahead() starts downloads and returns at once; nothing is read ahead
+ * unasked (a caller streaming the file hints its way forward).
  *
  * The file's size is learned at open from the first block's answer, and
  * every later answer must agree with it (and with the block's length): a
