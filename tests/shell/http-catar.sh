@@ -33,6 +33,7 @@ printf 'tiny\n' >"$T/tiny/t"
 cp "$W/x.catar" "$W/norange/big.catar"
 head -c $((size / 2)) "$W/x.catar" >"$W/trunc.catar"
 cp "$W/x.catar" "$W/shrinks.catar"
+: >"$W/empty.catar"
 
 NGINX_EXTRA='location /norange/ { max_ranges 0; }'
 nginx_start "$W" || exit 1
@@ -105,6 +106,8 @@ ok "... that says why" mentions "range requests"
 ok "... and the body was not downloaded" test "$(bytes_sent)" -lt "$size"
 
 ok "a truncated archive: one line" fails_cleanly "$CAFS" list "$U/trunc.catar"
+ok "... that says it is not an archive" mentions "not a valid archive"
+ok "an empty file: one line" fails_cleanly "$CAFS" list "$U/empty.catar"
 ok "a truncated archive: extract fails cleanly" fails_cleanly "$CAFS" extract "$U/trunc.catar" "$T/tr"
 
 # Truncated on the server under a running mount: reads are EIO, not short
