@@ -111,6 +111,10 @@ static ssize_t stream_read(void *userdata, void *buf, size_t len, uint64_t off)
 		/* without a thread (it could not start), read in this one */
 		if (!a->stream && ca_blob_stream_new(a->blob, STREAM_AHEAD_CHUNKS, 0, a->cancel, &a->stream) == 0)
 			ca_blob_stream_set_end(a->stream, a->end);
+	} else if (!a->no_readahead && !ca_image_local_path(a->im) && off + len > a->ra_mark && off < a->end) {
+		/* a remote .catar: its block cache downloads ahead (never blocks) */
+		ca_image_readahead(a->im, off, a->end - off < STREAM_READAHEAD ? a->end - off : STREAM_READAHEAD);
+		a->ra_mark = off + STREAM_READAHEAD / 2;
 	}
 	if (a->stream)
 		k = read_done(a, ca_blob_stream_read(a->stream, buf, len, off), len, off);

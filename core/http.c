@@ -5,10 +5,13 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "http.h"
@@ -27,7 +30,13 @@ struct req {
 	size_t cap;
 	unsigned flags;
 	ca_http_done_fn fn;
+	ca_http_range_fn range_fn; /* a range GET: [start, start + cap) */
 	void *userdata;
+	uint64_t start;
+	/* the last response's Content-Range: "bytes cr_first-cr_last/cr_total"
+	 * (UINT64_MAX for a '*'); cr_seen when there was one we could parse */
+	bool cr_seen;
+	uint64_t cr_first, cr_last, cr_total;
 	struct ca_buf body;
 	unsigned attempts;
 	uint64_t due_ms; /* when a retry may start */
@@ -166,21 +175,101 @@ static size_t on_data(char *p, size_t size, size_t n, void *userdata)
 	long status = 0;
 	int r;
 
-	/* only a 200's body is wanted; error pages are read and dropped */
+	/* only a 200's body is wanted (or a range's 206); error pages are
+	 * read and dropped */
 	curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &status);
-	if (status != 200)
+	if (status != 200 && !(status == 206 && q->range_fn))
 		return len;
+	/* a 200 to a range GET is the whole file: acceptable only when the
+	 * range starts at 0 and the file fits in it; anything else means the
+	 * server ignores Range, and reading on would download the whole file */
+	if (status == 200 && q->range_fn && q->start != 0) {
+		q->body_err = -EOPNOTSUPP;
+		return 0;
+	}
 	if (q->body.size == 0 && q->body.cap == 0) {
 		curl_off_t cl = -1;
 		if (curl_easy_getinfo(q->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) == CURLE_OK && cl > 0 &&
 		    (uint64_t)cl <= q->cap)
 			(void)ca_buf_reserve(&q->body, (size_t)cl, q->cap);
+		else if (cl > 0 && q->range_fn) {
+			q->body_err = status == 200 ? -EOPNOTSUPP : -EIO;
+			return 0;
+		}
 	}
 	r = ca_buf_append(&q->body, p, len, q->cap);
 	if (r < 0) {
-		q->body_err = r;
+		/* a range answer longer than asked: the server is broken, or it
+		 * sends the whole file */
+		q->body_err = r == -EFBIG && q->range_fn ? (status == 200 ? -EOPNOTSUPP : -EIO) : r;
 		return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
 	}
+	return len;
+}
+
+/* "bytes FIRST-LAST/TOTAL" or "bytes * /TOTAL" (no space), TOTAL may be
+ * '*'. Strict: digits only, no sign, no overflow. */
+static bool parse_u64(const char **p, uint64_t *ret)
+{
+	uint64_t v = 0;
+	const char *s = *p;
+	if (*s < '0' || *s > '9')
+		return false;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*p = s;
+	*ret = v;
+	return true;
+}
+
+static void parse_content_range(struct req *q, const char *v, size_t n)
+{
+	char tmp[128];
+	const char *p = tmp;
+	if (n >= sizeof(tmp))
+		return;
+	memcpy(tmp, v, n);
+	tmp[n] = 0;
+	q->cr_seen = false;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (strncasecmp(p, "bytes ", 6))
+		return;
+	p += 6;
+	if (*p == '*') {
+		p++;
+		q->cr_first = q->cr_last = UINT64_MAX;
+	} else if (!parse_u64(&p, &q->cr_first) || *p++ != '-' || !parse_u64(&p, &q->cr_last) ||
+	           q->cr_last < q->cr_first) {
+		return;
+	}
+	if (*p++ != '/')
+		return;
+	if (*p == '*') {
+		p++;
+		q->cr_total = UINT64_MAX;
+	} else if (!parse_u64(&p, &q->cr_total)) {
+		return;
+	}
+	while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+		p++;
+	q->cr_seen = *p == 0;
+}
+
+/* Headers of a range GET: only Content-Range matters, and only the last
+ * response's (a redirect's headers come first). */
+static size_t on_header(char *p, size_t size, size_t n, void *userdata)
+{
+	struct req *q = userdata;
+	size_t len = size * n;
+	static const char name[] = "content-range:";
+	if (len >= 5 && !memcmp(p, "HTTP/", 5))
+		q->cr_seen = false;
+	else if (len > sizeof(name) - 1 && !strncasecmp(p, name, sizeof(name) - 1))
+		parse_content_range(q, p + sizeof(name) - 1, len - (sizeof(name) - 1));
 	return len;
 }
 
@@ -195,6 +284,7 @@ static int easy_setup(struct ca_http *h, struct req *q)
 	q->errbuf[0] = 0;
 	q->body_err = 0;
 	q->body.size = 0;
+	q->cr_seen = false;
 #define SET(opt, val)                                \
 	do {                                         \
 		if (c == CURLE_OK)                   \
@@ -222,10 +312,19 @@ static int easy_setup(struct ca_http *h, struct req *q)
 		SET(CURLOPT_TIMEOUT, (long)h->o.total_timeout_s);
 	if (h->o.max_recv_speed)
 		SET(CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)h->o.max_recv_speed);
-	if (q->flags & CA_HTTP_HEAD)
+	if (q->flags & CA_HTTP_HEAD) {
 		SET(CURLOPT_NOBODY, 1L);
-	else
+	} else if (q->range_fn) {
+		/* no MAXFILESIZE: a 200's Content-Length is the whole file's, and
+		 * on_data tells "ignores Range" from "too big" itself */
+		char range[64];
+		snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, q->start, q->start + q->cap - 1);
+		SET(CURLOPT_RANGE, range); /* copied by curl */
+		SET(CURLOPT_HEADERFUNCTION, on_header);
+		SET(CURLOPT_HEADERDATA, q);
+	} else {
 		SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)q->cap);
+	}
 	/* HTTP/2 where TLS negotiates it, HTTP/1.1 otherwise: never forced */
 	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	if (ca_location_is_https(q->url))
@@ -268,7 +367,10 @@ static void complete(struct ca_http *h, struct req *q, int r)
 	pthread_mutex_unlock(&h->lock);
 	if (r < 0)
 		ca_buf_release(&q->body);
-	q->fn(q->userdata, r, &q->body);
+	if (q->range_fn)
+		q->range_fn(q->userdata, r, &q->body, r < 0 ? 0 : q->cr_total);
+	else
+		q->fn(q->userdata, r, &q->body);
 	ca_buf_release(&q->body);
 	free(q->url);
 	free(q);
@@ -307,11 +409,49 @@ static void unlink_active(struct ca_http *h, struct req *q)
 	h->n_active--;
 }
 
+/* Is the answer to a range GET exactly what was asked? On success
+ * q->cr_total is the file's size (UINT64_MAX: the server did not say). */
+static int range_check(struct req *q, long status)
+{
+	uint64_t n = q->body.size;
+	if (status == 200) {
+		/* on_data refused a 200 unless start is 0 and the file fit */
+		if (q->start != 0 || n > q->cap)
+			return -EOPNOTSUPP;
+		q->cr_total = n;
+		return 0;
+	}
+	if (status == 416) {
+		/* nothing at start: fine if the server says the file ends before it */
+		if (!q->cr_seen || q->cr_total == UINT64_MAX || q->start < q->cr_total)
+			goto bad;
+		ca_buf_release(&q->body);
+		return 0;
+	}
+	if (!q->cr_seen || q->cr_first != q->start || n == 0 || q->cr_last - q->cr_first + 1 != n || n > q->cap)
+		goto bad;
+	if (q->cr_total != UINT64_MAX && q->cr_last >= q->cr_total)
+		goto bad;
+	/* short only where the file ends */
+	if (n < q->cap && (q->cr_total == UINT64_MAX || q->cr_last + 1 != q->cr_total))
+		goto bad;
+	return 0;
+bad:
+	if (q->cr_seen)
+		ca_log_debug("GET %s bytes %" PRIu64 "+%zu: HTTP %ld with %zu bytes, Content-Range %" PRIu64 "-%" PRIu64
+		             "/%" PRIu64 " does not match", q->url, q->start, q->cap, status, q->body.size, q->cr_first,
+		             q->cr_last, q->cr_total);
+	else
+		ca_log_debug("GET %s bytes %" PRIu64 "+%zu: HTTP %ld with %zu bytes and no valid Content-Range", q->url,
+		             q->start, q->cap, status, q->body.size);
+	return -EIO;
+}
+
 static void finished(struct ca_http *h, CURL *e, CURLcode code)
 {
 	struct req *q = NULL;
 	long status = 0;
-	bool retry = false;
+	bool retry = false, checked = false;
 	int r;
 
 	curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&q);
@@ -328,7 +468,10 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 	easy_release(h, q);
 
 	if (code == CURLE_OK) {
-		if (status == 200) {
+		if (q->range_fn && (status == 200 || status == 206 || status == 416)) {
+			r = range_check(q, status);
+			checked = true; /* a status we wanted: range_check said what was wrong (debug) */
+		} else if (status == 200) {
 			r = 0;
 		} else if (status == 404 || status == 410) {
 			r = -ENOENT;
@@ -360,7 +503,7 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 		pthread_mutex_unlock(&h->lock);
 		return;
 	}
-	if (r == -EIO && code == CURLE_OK)
+	if (r == -EIO && code == CURLE_OK && !checked)
 		ca_log_warning("GET %s: HTTP status %ld", q->url, status);
 	else if (r == -EPROTO) /* TLS: "Protocol error" alone would not tell the user what to fix */
 		ca_log_warning("GET %s: %s", q->url, q->errbuf[0] ? q->errbuf : curl_easy_strerror(code));
@@ -544,21 +687,13 @@ int ca_http_submit(struct ca_http *h, const char *url, size_t cap, ca_http_done_
 	return ca_http_submit_flags(h, url, cap, 0, fn, userdata);
 }
 
-int ca_http_submit_flags(struct ca_http *h, const char *url, size_t cap, unsigned flags, ca_http_done_fn fn,
-                         void *userdata)
+static int submit(struct ca_http *h, struct req *q, const char *url)
 {
-	struct req *q = calloc(1, sizeof(*q));
-	if (!q)
-		return -ENOMEM;
 	q->url = strdup(url);
 	if (!q->url) {
 		free(q);
 		return -ENOMEM;
 	}
-	q->cap = cap;
-	q->flags = flags;
-	q->fn = fn;
-	q->userdata = userdata;
 	pthread_mutex_lock(&h->lock);
 	if (h->stop) {
 		pthread_mutex_unlock(&h->lock);
@@ -577,12 +712,42 @@ int ca_http_submit_flags(struct ca_http *h, const char *url, size_t cap, unsigne
 	return 0;
 }
 
+int ca_http_submit_flags(struct ca_http *h, const char *url, size_t cap, unsigned flags, ca_http_done_fn fn,
+                         void *userdata)
+{
+	struct req *q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->cap = cap;
+	q->flags = flags;
+	q->fn = fn;
+	q->userdata = userdata;
+	return submit(h, q, url);
+}
+
+int ca_http_submit_range(struct ca_http *h, const char *url, uint64_t start, size_t len, ca_http_range_fn fn,
+                         void *userdata)
+{
+	struct req *q;
+	if (len == 0 || start > UINT64_MAX - len)
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->cap = len;
+	q->start = start;
+	q->range_fn = fn;
+	q->userdata = userdata;
+	return submit(h, q, url);
+}
+
 struct sync_wait {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool done;
 	int r;
 	struct ca_buf *out;
+	uint64_t total;
 };
 
 static void sync_done(void *userdata, int r, struct ca_buf *body)
@@ -600,23 +765,48 @@ static void sync_done(void *userdata, int r, struct ca_buf *body)
 	pthread_mutex_unlock(&w->lock);
 }
 
-int ca_http_get(struct ca_http *h, const char *url, size_t cap, struct ca_buf *out)
+static void sync_range_done(void *userdata, int r, struct ca_buf *body, uint64_t total)
+{
+	struct sync_wait *w = userdata;
+	w->total = total; /* before done: sync_done publishes it under the lock */
+	sync_done(userdata, r, body);
+}
+
+/* Submit with sync_done or sync_range_done and wait. */
+static int sync_run(struct ca_http *h, const char *url, size_t cap, uint64_t start, bool range, struct ca_buf *out,
+                    uint64_t *ret_total)
 {
 	struct sync_wait w = { .out = out };
 	int r;
 	pthread_mutex_init(&w.lock, NULL);
 	pthread_cond_init(&w.cond, NULL);
-	r = ca_http_submit(h, url, cap, sync_done, &w);
+	if (range)
+		r = ca_http_submit_range(h, url, start, cap, sync_range_done, &w);
+	else
+		r = ca_http_submit(h, url, cap, sync_done, &w);
 	if (r == 0) {
 		pthread_mutex_lock(&w.lock);
 		while (!w.done)
 			pthread_cond_wait(&w.cond, &w.lock);
 		r = w.r;
+		if (ret_total)
+			*ret_total = w.total;
 		pthread_mutex_unlock(&w.lock);
 	}
 	pthread_cond_destroy(&w.cond);
 	pthread_mutex_destroy(&w.lock);
 	return r;
+}
+
+int ca_http_get(struct ca_http *h, const char *url, size_t cap, struct ca_buf *out)
+{
+	return sync_run(h, url, cap, 0, false, out, NULL);
+}
+
+int ca_http_get_range(struct ca_http *h, const char *url, uint64_t start, size_t len, struct ca_buf *out,
+                      uint64_t *ret_total)
+{
+	return sync_run(h, url, len, start, true, out, ret_total);
 }
 
 void ca_http_get_stats(struct ca_http *h, struct ca_http_stats *ret)

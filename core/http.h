@@ -15,6 +15,7 @@
  *   -ECONNREFUSED could not connect   -EHOSTUNREACH could not resolve the host
  *   -EFBIG        body over the cap   -ECONNRESET   connection dropped mid-way
  *   -EIO          other status/error  -ECANCELED    engine freed before the end
+ *   -EOPNOTSUPP   a range GET answered with the whole file (see below)
  * curl's own message is logged at debug level.
  *
  * Threads: every function may be called from any thread, except that
@@ -81,6 +82,28 @@ int ca_http_submit_flags(struct ca_http *h, const char *url, size_t cap, unsigne
 
 /* Submit and wait: the body goes into out (which must be empty). */
 int ca_http_get(struct ca_http *h, const char *url, size_t cap, struct ca_buf *out);
+
+/* Range GETs: bytes [start, start + len) of url (len > 0), by a Range
+ * header. Retries, timeouts and redirects as for any GET. The answer is
+ * checked, never trusted:
+ *   206  Content-Range must name exactly start..start+n-1 and the body be
+ *        those n bytes; n == len, or less only when the range reaches the
+ *        end of the file (Content-Range's total says so);
+ *   200  the whole file: accepted only when start is 0 and the file is at
+ *        most len bytes; otherwise the server ignores Range (-EOPNOTSUPP,
+ *        detected from Content-Length before the body is read);
+ *   416  with "bytes * /TOTAL" and start >= TOTAL: 0 with an empty body
+ *        (the file ends before start, e.g. it is empty);
+ * any other mismatch is -EIO (details at debug level); statuses and
+ * transport errors as for ca_http_submit. The callback gets the file's
+ * size in total (from Content-Range, or the 200's body; UINT64_MAX when
+ * the server gave '*'); total is 0 on error. */
+typedef void (*ca_http_range_fn)(void *userdata, int r, struct ca_buf *body, uint64_t total);
+int ca_http_submit_range(struct ca_http *h, const char *url, uint64_t start, size_t len, ca_http_range_fn fn,
+                         void *userdata);
+/* Submit a range GET and wait; out must be empty; ret_total may be NULL. */
+int ca_http_get_range(struct ca_http *h, const char *url, uint64_t start, size_t len, struct ca_buf *out,
+                      uint64_t *ret_total);
 
 void ca_http_get_stats(struct ca_http *h, struct ca_http_stats *ret);
 

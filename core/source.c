@@ -18,6 +18,7 @@
 #include "fdio.h"
 #include "format.h"
 #include "log.h"
+#include "remote_file.h"
 #include "source.h"
 
 /* An index downloaded whole; indexes list 40 bytes per chunk, so this is a
@@ -28,7 +29,8 @@ struct ca_image {
 	char *name;
 	enum ca_image_kind kind;
 	const char *local; /* points into name, or NULL */
-	int fd;            /* a .catar */
+	int fd;            /* a local .catar */
+	struct ca_remote_file *rf; /* a remote .catar */
 	uint64_t size, index_flags;
 	struct ca_index *idx;
 	struct ca_chunksrc *src;
@@ -333,12 +335,31 @@ int ca_source_open_chunksrc(const char *index_name, const struct ca_index *idx, 
 
 /* ---- images ---- */
 
+/* A remote .catar: read by range requests through a block cache, which
+ * takes the memory the chunk LRU would have. */
+static int open_archive_url(struct ca_image *im, const struct ca_image_opts *o)
+{
+	struct ca_http_opts http;
+	int r;
+	if (o->offline)
+		return ca_log_error_errno(ENOMEDIUM, "%s: a remote .catar cannot be read offline", im->name);
+	if (o->http)
+		http = *o->http;
+	else
+		ca_source_http_opts(&http);
+	r = ca_remote_file_open(im->name, &http, o->lru_bytes, &im->rf); /* logs */
+	if (r < 0)
+		return r;
+	im->size = ca_remote_file_size(im->rf);
+	return 0;
+}
+
 /* A local .catar: no index, no chunks, just the file (or block device). */
-static int open_archive_file(struct ca_image *im)
+static int open_archive_file(struct ca_image *im, const struct ca_image_opts *o)
 {
 	struct stat st;
 	if (!im->local)
-		return ca_log_error_errno(EPROTONOSUPPORT, "%s: a .catar must be a local file (use a .caidx)", im->name);
+		return open_archive_url(im, o);
 	im->fd = open(im->local, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (im->fd < 0)
 		return ca_log_error_errno(errno, "%s", im->local);
@@ -399,7 +420,7 @@ int ca_image_open(const char *source, const struct ca_image_opts *o, struct ca_i
 	}
 	switch (im->kind) {
 	case CA_IMAGE_ARCHIVE:
-		r = open_archive_file(im);
+		r = open_archive_file(im, o);
 		break;
 	case CA_IMAGE_BLOB_INDEX:
 	case CA_IMAGE_ARCHIVE_INDEX:
@@ -427,6 +448,7 @@ void ca_image_free(struct ca_image *im)
 	free(im->remotes);
 	free(im->cache_dir);
 	ca_index_free(im->idx);
+	ca_remote_file_free(im->rf);
 	if (im->fd >= 0)
 		close(im->fd);
 	free(im->name);
@@ -448,7 +470,7 @@ uint64_t ca_image_feature_flags(struct ca_image *im)
 	uint8_t e[sizeof(struct ca_format_entry)];
 	if (im->index_flags != UINT64_MAX)
 		return im->index_flags;
-	if (ca_pread_full(im->fd, e, sizeof(e), 0) != (ssize_t)sizeof(e))
+	if (ca_image_pread(im, e, sizeof(e), 0) != (ssize_t)sizeof(e))
 		return CA_FORMAT_SHA512_256;
 	return ca_le64_read(e + offsetof(struct ca_format_entry, feature_flags));
 }
@@ -461,6 +483,8 @@ ssize_t ca_image_pread(struct ca_image *im, void *buf, size_t len, uint64_t off)
 		return 0;
 	if (len > im->size - off)
 		len = (size_t)(im->size - off);
+	if (im->rf)
+		return ca_remote_file_pread(im->rf, buf, len, off);
 	return ca_pread_full(im->fd, buf, len, off);
 }
 
@@ -468,6 +492,8 @@ void ca_image_readahead(struct ca_image *im, uint64_t off, uint64_t len)
 {
 	if (im->blob)
 		ca_blob_readahead(im->blob, off, len);
+	else if (im->rf)
+		ca_remote_file_readahead(im->rf, off, len);
 	else if (off <= INT64_MAX && len <= INT64_MAX)
 		(void)posix_fadvise(im->fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
 }
@@ -496,6 +522,8 @@ void ca_image_archive_source(struct ca_image *im, struct ca_catar_source *ret)
 bool ca_image_remote_stats(const struct ca_image *im, struct ca_remote_store_stats *ret)
 {
 	*ret = (struct ca_remote_store_stats){ 0 };
+	if (im->rf)
+		ca_remote_file_get_stats(im->rf, &ret->http);
 	for (size_t i = 0; i < im->n_remotes; i++) {
 		struct ca_remote_store_stats s;
 		ca_remote_store_get_stats(im->remotes[i], &s);
@@ -511,11 +539,13 @@ bool ca_image_remote_stats(const struct ca_image *im, struct ca_remote_store_sta
 		ret->prefetch_drops += s.prefetch_drops;
 		ret->prefetch_skips += s.prefetch_skips;
 	}
-	return im->n_remotes > 0;
+	return im->n_remotes > 0 || im->rf;
 }
 
 int ca_image_log_read_error(struct ca_image *im, int err, uint64_t off, size_t len)
 {
+	if (im->rf)
+		return ca_remote_file_log_read_error(im->rf, err, off, len);
 	if (!im->blob || off >= im->size)
 		return ca_log_error_errno(err, "%s", im->name);
 	for (size_t i = (size_t)ca_index_find(im->idx, off); i < ca_index_n_chunks(im->idx); i++) {

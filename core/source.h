@@ -8,7 +8,9 @@
  *
  *   "path | file://path | http(s)://..."  + stores, cache, offline
  *     -> classify once (location.h)
- *     -> .catar: the local file or block device, read with pread
+ *     -> .catar: the local file or block device, read with pread; or
+ *        an http(s) URL read by range requests through a block cache
+ *        (remote_file.h)
  *        .caibx/.caidx: the index (mapped, or downloaded whole and
  *        validated), then the chunk source chain
  *            memory LRU -> cache store -> stores in the order given
@@ -24,7 +26,9 @@
  *   -EUCLEAN    a chunk is corrupt in every store that has it
  *   -ENOMEDIUM  offline, and the chunk is not in the cache
  *   -ECANCELED  the read was cancelled
- *   -EIO ...    the store or the server failed to answer
+ *   -EIO ...    the store or the server failed to answer (a remote
+ *               .catar: also a byte range missing, malformed, or from a
+ *               file whose size changed since the open)
  * The archive readers add -EBADMSG (a malformed archive) and -ENOENT (no
  * such name); neither is ever used for a chunk.
  *
@@ -97,8 +101,10 @@ struct ca_image_opts {
 
 struct ca_image;
 
-/* Open source (its kind from its suffix). A .catar must be local (a
- * regular file or a block device). Logs its errors. */
+/* Open source (its kind from its suffix). A .catar is a regular file, a
+ * block device, or an http(s) URL whose server honours Range (unless the
+ * archive fits in one block); its block cache takes o->lru_bytes (0: 64
+ * MiB), and offline it is -ENOMEDIUM. Logs its errors. */
 int ca_image_open(const char *source, const struct ca_image_opts *o, struct ca_image **ret);
 void ca_image_free(struct ca_image *im); /* accepts NULL */
 

@@ -1,0 +1,168 @@
+#!/bin/bash
+# http-catar.sh - a .catar behind http:// read by range requests: list,
+# mtree, digest equal the local file's (and casync's); extract whole and of
+# one directory equal the tree; list of a small directory fetches a small
+# part of the archive; a mount reads files; a 404 URL, a server that ignores
+# Range, a file truncated on the server and one truncated under a mount
+# fail cleanly, with one line.
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/lib-mount.sh"
+. "$top_srcdir/tests/lib-http.sh"
+need python3 timeout
+
+# The tree: 24 x 512 KiB of noise (12 MiB) and a small corner.
+W=$T/www
+src=$T/src
+mkdir -p "$W/norange" "$src/big" "$src/small/deep/er" "$src/other"
+for i in $(seq -w 0 23); do "$GEN" 512K $((10#$i + 100)) >"$src/big/f$i"; done
+printf 'a small file\n' >"$src/small/a.txt"
+printf 'another\n' >"$src/small/deep/b.txt"
+"$GEN" 70K 7 >"$src/small/deep/er/c.bin"
+ln -s ../other/x "$src/small/link"
+printf 'x\n' >"$src/other/x"
+"$CAFS" make "$W/x.catar" "$src" >/dev/null || exit 1
+size=$(stat -c %s "$W/x.catar")
+have_casync=
+if command -v casync >/dev/null; then
+	casync make "$W/c.catar" "$src" >/dev/null && have_casync=1
+fi
+# small: fits in one 256 KiB block; big: does not
+mkdir -p "$T/tiny"
+printf 'tiny\n' >"$T/tiny/t"
+"$CAFS" make "$W/norange/small.catar" "$T/tiny" >/dev/null || exit 1
+cp "$W/x.catar" "$W/norange/big.catar"
+head -c $((size / 2)) "$W/x.catar" >"$W/trunc.catar"
+cp "$W/x.catar" "$W/shrinks.catar"
+: >"$W/empty.catar"
+
+NGINX_EXTRA='location /norange/ { max_ranges 0; }'
+nginx_start "$W" || exit 1
+U=$NGINX_URL
+export CAFS_HTTP_TIMEOUT=3 CAFS_HTTP_RETRIES=1
+bytes_sent() { nginx_log | awk '{ n += $4 } END { print n + 0 }'; }
+
+# fails_cleanly CMD...: exit 1, one "cafs: what: why" line, within 20 s
+fails_cleanly() {
+	local rc=0
+	timeout 20 "$@" >"$T/stdout" 2>"$T/stderr" || rc=$?
+	[ "$rc" -eq 1 ] || { echo "exit $rc, expected 1"; cat "$T/stderr"; return 1; }
+	[ "$(wc -l <"$T/stderr")" -eq 1 ] || { echo "expected one line:"; cat "$T/stderr"; return 1; }
+	grep -q '^cafs: ..*: ' "$T/stderr" || { echo "not 'cafs: what: why':"; cat "$T/stderr"; return 1; }
+}
+mentions() { grep -qF -- "$1" "$T/stderr" || { echo "message does not name $1:"; cat "$T/stderr"; return 1; }; }
+
+for c in list mtree digest; do
+	ok "$c URL = $c of the local file" diff <("$CAFS" $c "$W/x.catar") <("$CAFS" $c "$U/x.catar")
+done
+ok "list URL PATH = local" diff <("$CAFS" list "$W/x.catar" small/deep) <("$CAFS" list "$U/x.catar" small/deep)
+ok "mtree URL PATH = local" diff <("$CAFS" mtree "$W/x.catar" small) <("$CAFS" mtree "$U/x.catar" small)
+only_206() { nginx_log | grep -q ' 206 ' && ! nginx_log | grep -v ' 206 '; }
+ok "only range requests were made (206)" only_206
+if [ -n "$have_casync" ]; then
+	ok "casync's archive: list URL = casync list" diff <(casync list "$W/c.catar") <("$CAFS" list "$U/c.catar")
+	ok "casync's archive: mtree URL = casync mtree" diff <(casync mtree "$W/c.catar") <("$CAFS" mtree "$U/c.catar")
+	ok "casync's archive: digest URL = casync digest" test "$(casync digest "$W/c.catar")" = "$("$CAFS" digest "$U/c.catar")"
+	ok "casync's archive: list URL PATH = casync" diff <(casync list "$W/c.catar" small) <("$CAFS" list "$U/c.catar" small)
+else
+	for i in 1 2 3 4; do _tap_n=$((_tap_n + 1)); echo "ok $_tap_n # SKIP casync not installed"; done
+fi
+
+nginx_log_reset
+ok "extract URL" "$CAFS" extract "$U/x.catar" "$T/all"
+ok "... equals the tree" diff -r --no-dereference "$src" "$T/all"
+ok "extract URL PATH" "$CAFS" extract "$U/x.catar" "$T/part" small
+ok "... equals the directory" diff -r --no-dereference "$src/small" "$T/part"
+
+nginx_log_reset
+ok "list URL of a small directory" "$CAFS" list "$U/x.catar" small/deep
+got=$(bytes_sent)
+reqs=$(nginx_log | wc -l)
+echo "# list small/deep: $reqs requests, $got bytes of a $size-byte archive"
+ok "... fetched a small part of the archive ($got of $size bytes, $reqs requests)" \
+	test "$got" -gt 0 -a "$got" -le $((size / 8)) -a "$reqs" -le 8
+
+mnt=$T/mnt
+nginx_log_reset
+mount_start "mount URL" "$mnt" "$T/log1" "$U/x.catar"
+ok "a small file reads right" cmp "$mnt/small/a.txt" "$src/small/a.txt"
+ok "a deep file reads right" cmp "$mnt/small/deep/er/c.bin" "$src/small/deep/er/c.bin"
+ok "a 512 KiB file reads right" cmp "$mnt/big/f13" "$src/big/f13"
+ok "parallel readers read right" bash -c "for i in 01 05 09 17 21; do cmp '$mnt/big/f'\$i '$src/big/f'\$i & done; wait; for j in 1 2 3 4 5; do wait -n 2>/dev/null; done; diff -r '$src' '$mnt'"
+ok "the whole tree equals the source" diff -r "$src" "$mnt"
+mount_stop "unmount" "$mnt"
+
+ok "a 404 URL fails with one line" fails_cleanly "$CAFS" list "$U/nonexistent.catar"
+ok "... that says so" mentions "not found"
+ok "a 404 URL: extract too" fails_cleanly "$CAFS" extract "$U/nonexistent.catar" "$T/none"
+ok "a 404 URL: mount fails, exit 1" fails_cleanly "$CAFS" mount -f "$U/nonexistent.catar" "$mnt"
+
+# A server that ignores Range answers with the whole file: fine when the
+# whole archive fits in the first block, refused (not downloaded) otherwise.
+ok "no Range support, archive of one block: list works" \
+	diff <("$CAFS" list "$W/norange/small.catar") <("$CAFS" list "$U/norange/small.catar")
+nginx_log_reset
+ok "no Range support, larger archive: one line" fails_cleanly "$CAFS" list "$U/norange/big.catar"
+ok "... that says why" mentions "range requests"
+ok "... and the body was not downloaded" test "$(bytes_sent)" -lt "$size"
+
+ok "a truncated archive: one line" fails_cleanly "$CAFS" list "$U/trunc.catar"
+ok "... that says it is not an archive" mentions "not a valid archive"
+ok "an empty file: one line" fails_cleanly "$CAFS" list "$U/empty.catar"
+ok "a truncated archive: extract fails cleanly" fails_cleanly "$CAFS" extract "$U/trunc.catar" "$T/tr"
+
+# Truncated on the server under a running mount: reads are EIO, not short
+# or hung, and the mount stays.
+mount_start "mount of an archive about to shrink" "$mnt" "$T/log2" --lru-size=4M "$U/shrinks.catar"
+ok "it reads before" cmp "$mnt/big/f00" "$src/big/f00"
+truncate -s $((size / 3)) "$W/shrinks.catar"
+ok "after truncation, a file past the new end is EIO" timeout 20 python3 -c "$EXPECT_ERRNO_PY" EIO cat "$mnt/big/f22"
+ok "... still mounted" is_mounted "$mnt"
+ok "... and the daemon said why" grep -q "changed on the server" "$T/log2"
+mount_stop "unmount" "$mnt"
+
+# A server whose 206s lie: every lie is caught, one line, no hang.
+cat >"$T/liar.py" <<'PY'
+import http.server, os, re, sys
+root, port_file = sys.argv[1], sys.argv[2]
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a):
+        pass
+    def do_GET(self):
+        mode, name = self.path.strip("/").split("/", 1)
+        data = open(os.path.join(root, name), "rb").read()
+        m = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
+        first, last = int(m.group(1)), min(int(m.group(2)), len(data) - 1)
+        body, cr = data[first:last + 1], "bytes %d-%d/%d" % (first, last, len(data))
+        lie = mode == "later" and first > 0 or mode not in ("later", "honest")
+        if lie and mode in ("offset", "later"):
+            cr = "bytes %d-%d/%d" % (first + 1, last + 1, len(data))
+        elif lie and mode == "short":
+            body = body[:len(body) // 2]
+            cr = "bytes %d-%d/%d" % (first, first + len(body) - 1, len(data))
+        elif lie and mode == "long":
+            body = data[first:last + 1 + 100]
+        elif lie and mode == "nototal":
+            cr = "bytes %d-%d/*" % (first, last)
+        self.send_response(206)
+        self.send_header("Content-Range", cr)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+open(port_file + ".tmp", "w").write(str(s.server_address[1]))
+os.rename(port_file + ".tmp", port_file)
+s.serve_forever()
+PY
+python3 "$T/liar.py" "$W" "$T/liar.port" &
+liar=$!
+at_cleanup "kill $liar; wait $liar"
+wait_until 10 "$liar" test -s "$T/liar.port"
+L=http://127.0.0.1:$(cat "$T/liar.port")
+ok "a range server in Python: honest, list works" diff <("$CAFS" list "$W/x.catar") <("$CAFS" list "$L/honest/x.catar")
+for m in offset short long nototal later; do
+	ok "a 206 that lies ($m): one line" fails_cleanly "$CAFS" list "$L/$m/x.catar"
+done
+ok "... the last one names the bytes" mentions "bytes "
+
+done_testing
