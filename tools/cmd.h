@@ -41,6 +41,8 @@ int cafs_cmd_gc(int argc, char **argv);
 
 
 const struct cafs_command *cafs_command_find(const char *name);
+/* Run c with argv (argv[0] its name; the array may be permuted): its exit code. */
+int cafs_command_run(const struct cafs_command *c, int argc, char **argv);
 
 /* Print "cafs: usage: ..." hint to stderr and return EXIT_USAGE. */
 int cafs_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
