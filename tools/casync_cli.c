@@ -319,7 +319,8 @@ static int parse_args(int argc, char **argv, struct casync_args *a, int *ret_ver
 			break;
 		case OPT_WHAT:
 			if (!strcmp(optarg, "help")) {
-				puts("archive\narchive-index\nblob\nblob-index\ndirectory");
+				/* casync's list leaves out "archive" (an off-by-one) */
+				puts("Allowed --what= selectors:\narchive\narchive-index\nblob\nblob-index\ndirectory");
 				return 0;
 			}
 			if (parse_what(optarg, &a->what) < 0)
@@ -539,6 +540,25 @@ static void tree_archive_remove(char *dir, char *catar)
 	free(dir);
 }
 
+/* stat has no cafs command of its own: the function behind it, with the
+ * stores the other verbs get as -s */
+static int verb_stat(const struct casync_args *a, const char *in, const char *sub)
+{
+	size_t n = 0;
+	char **stores = calloc(a->extra_stores.n + 1, sizeof(char *));
+	int r;
+	if (!stores)
+		return ca_log_error_errno(ENOMEM, "stat"), 1;
+	if (a->store)
+		stores[n++] = (char *)a->store;
+	for (size_t i = 0; i < a->extra_stores.n; i++)
+		stores[n++] = a->extra_stores.v[i];
+	cafs_set_verbosity(a->verbosity);
+	r = cafs_stat_archive(in, stores, n, sub);
+	free(stores);
+	return r;
+}
+
 /* list, mtree, stat: INPUT defaults to "."; a directory is archived first */
 static int verb_read(const struct casync_args *a, const char *verb, char **pos, int npos)
 {
@@ -564,6 +584,10 @@ static int verb_read(const struct casync_args *a, const char *verb, char **pos, 
 	} else if (a->what == WHAT_BLOB || a->what == WHAT_BLOB_INDEX) {
 		return usage(a, "\"%s\" operation may only be combined with --what=archive, archive-index, or directory.",
 		             verb);
+	}
+	if (!strcmp(verb, "stat")) {
+		r = verb_stat(a, in, npos > 1 ? pos[1] : NULL);
+		goto out;
 	}
 	(void)command_takes(verb, &takes);
 	r = strv_add(&out, "%s", verb);
@@ -631,10 +655,28 @@ static int verb_extract(const struct casync_args *a, char **pos, int npos)
 	if (r == 0 && blob && a->seed_output && strcmp(dest, "-") && stat(dest, &st) == 0 &&
 	    (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) && st.st_size > 0)
 		r = strv_add(&out, "--seed=%s", dest);
-	for (int i = 0; r == 0 && i < npos; i++)
-		r = strv_add(&out, "%s", i == 1 ? dest : pos[i]);
-	if (r == 0 && npos < 2)
+	if (r == 0)
+		r = strv_add(&out, "%s", pos[0]);
+	if (r == 0 && npos < 3) {
 		r = strv_add(&out, "%s", dest);
+	} else if (r == 0) {
+		/* casync extracts SUBTREE as OUT/<its last component>, making
+		 * OUT if need be; cafs extract puts SUBTREE's contents in OUT */
+		const char *sub = pos[2], *e = sub + strlen(sub);
+		while (e > sub && e[-1] == '/')
+			e--;
+		const char *b = e;
+		while (b > sub && b[-1] != '/')
+			b--;
+		if (mkdir(dest, 0777) < 0 && errno != EEXIST)
+			r = -errno;
+		else if (b == e || (e - b == 1 && *b == '.'))
+			r = strv_add(&out, "%s", dest);
+		else
+			r = strv_add(&out, "%s/%.*s", dest, (int)(e - b), b);
+		if (r == 0)
+			r = strv_add(&out, "%s", sub);
+	}
 	r = r < 0 ? (ca_log_error_errno(r, "extract"), 1) : run(&out);
 	strv_release(&out);
 	return r;

@@ -99,5 +99,8 @@ int cafs_digest_tree(const char *path, char **stores, size_t n_stores);
 /* cmd_tree_read.c: decode and validate an archive (.catar, .caidx) and print
  * the digest of its stream, as casync digest does; 0 or an exit code. */
 int cafs_digest_archive(const char *path, char **stores, size_t n_stores);
+/* cmd_tree_read.c: print one entry of an archive (sub, or the root when
+ * NULL) as casync stat does; 0 or an exit code. */
+int cafs_stat_archive(const char *in, char **stores, size_t n_stores, const char *sub);
 
 #endif
