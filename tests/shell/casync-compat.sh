@@ -15,6 +15,8 @@
 #  - extract into an existing blob without --seed-output=no: casync 2
 #    fails there ("Stale file handle"), cafs uses it as a seed and succeeds;
 #  - stat of a directory: casync's encoder adds the project id;
+#  - extract to stdout: casync 2 refuses a pipe and leaves a file opened
+#    with >> untouched; cafs writes to both (checked on their own);
 #  - --version: "casync 2 (cafs VERSION)".
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 need casync
@@ -38,7 +40,10 @@ gen_data "$FX/blob.img" 1500000 4 mixed
 # an older version of the blob: the seed RAUC would pass
 cp "$FX/blob.img" "$FX/seed.img"
 printf 'changed' | dd of="$FX/seed.img" bs=1 seek=700000 conv=notrunc status=none
-(cd "$FX" && "$REAL" make img.caidx tree && "$REAL" make blob.caibx blob.img && "$REAL" make tree.catar tree &&
+# a blob that ends in zeros: a skipped zero chunk at the end of a file on
+# stdout must still be written (or the file sized)
+gen_data "$T/z1" 300000 5 mixed && gen_data "$T/z2" 700000 6 zeros && cat "$T/z1" "$T/z2" >"$FX/zeros.img"
+(cd "$FX" && "$REAL" make zeros.caibx zeros.img && "$REAL" make img.caidx tree && "$REAL" make blob.caibx blob.img && "$REAL" make tree.catar tree &&
 	"$REAL" make --store=other.castr old.caibx seed.img) >/dev/null ||
 	{ echo "Bail out! casync could not make the fixture"; exit 1; }
 # blob.caibx's chunks only, in a store of its own (for --extra-store)
@@ -144,6 +149,12 @@ compat '$C extract --seed seed.img --store default.castr --seed-output=no blob.c
 compat '$C extract --seed seed.img --store default.castr --seed-output=no blob.caibx - >dest.img'
 compat '$C extract --store default.castr --seed-output=no blob.caibx - >dest.img'
 compat '$C extract blob.caibx >dest.img'               # OUT defaults to stdout for a blob
+# stdout a regular file: wherever a sequential writer would put the blob
+compat '$C extract zeros.caibx - >dest.img'
+compat '{ echo header; $C extract zeros.caibx -; echo trailer; } >dest.img'
+compat 'cp seed.img dest.img && $C extract --seed-output=no zeros.caibx - 1<>dest.img'
+# casync 2 leaves a file opened with >> as it was, and refuses a pipe:
+# cafs appends, and writes to the pipe (cafs-only checks at the end)
 # a missing input: casync has made OUT before it fails, cafs makes nothing
 compat '$C extract no-such.caidx out; r=$?; rmdir out; exit $r'
 compat '$C extract img.txt out'
@@ -203,6 +214,8 @@ compat '$C --mkdir=no --recursive=yes list img.caidx'
 
 # cafs-only: what has no casync counterpart to compare with
 ok "extract into an existing blob, itself a seed" bash -c 'cd "$1" && cp seed.img d.img && "$2" extract blob.caibx d.img && cmp d.img blob.img' _ "$FX" "$FAKE"
+ok "extract - >>FILE appends" bash -c 'cd "$1" && cp seed.img d.img && "$2" extract zeros.caibx - >>d.img && cat seed.img zeros.img | cmp - d.img' _ "$FX" "$FAKE"
+ok "extract - | a pipe" bash -c 'cd "$1" && "$2" extract zeros.caibx - | cmp - zeros.img' _ "$FX" "$FAKE"
 ok "mkdev: one line, exit 1" bash -c '! "$1" mkdev blob.caibx 2>"$2/err" && [ "$(wc -l <"$2/err")" = 1 ]' _ "$FAKE" "$T"
 ok "--help on stdout, exit 0" bash -c '"$1" --help | grep -q "casync \[OPTIONS...\] extract"' _ "$FAKE"
 ok "cafs: casync's options before the command" bash -c 'cd "$1" && "$2" -v --store=default.castr --digest=sha512-256 list img.caidx | cmp - <(casync list img.caidx)' _ "$FX" "$CAFS"
