@@ -148,7 +148,9 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %s\n", commands[i].synopsis);
 	fprintf(f, "  help COMMAND\n\n"
-	           "Options: -h, --help; --version. 'cafs help COMMAND' shows a command's options.\n");
+	           "Options: -h, --help; --version. 'cafs help COMMAND' shows a command's options.\n"
+	           "casync's options may come before a command; invoked as casync, cafs takes\n"
+	           "casync's command line (man cafs: CASYNC COMPATIBILITY).\n");
 }
 
 /* fds 0-2 must be open before we open anything, or a chunk could land on stdout */
