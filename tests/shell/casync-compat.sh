@@ -221,4 +221,27 @@ ok "--help on stdout, exit 0" bash -c '"$1" --help | grep -q "casync \[OPTIONS..
 ok "cafs: casync's options before the command" bash -c 'cd "$1" && "$2" -v --store=default.castr --digest=sha512-256 list img.caidx | cmp - <(casync list img.caidx)' _ "$FX" "$CAFS"
 ok "cafs: -l after list is still --long" bash -c 'cd "$1" && "$2" -v list img.caidx -l | grep -q "^-rw"' _ "$FX" "$CAFS"
 
+# mount: casync's stays in the foreground until unmounted; the tree it
+# shows is the one made (casync 2's own mount is not run: FUSE 2)
+mount_check() {
+	local mnt=$T/mnt pid rc=0 i
+	mkdir -p "$mnt"
+	(cd "$FX" && exec "$FAKE" mount img.caidx "$mnt") 2>"$T/mount.err" &
+	pid=$!
+	at_cleanup "fusermount3 -u -z '$mnt'; kill $pid"
+	for ((i = 0; i < 200; i++)); do
+		awk -v d="$mnt" '$5 == d { f = 1 } END { exit !f }' /proc/self/mountinfo && break
+		kill -0 "$pid" 2>/dev/null || { echo "mount exited:"; cat "$T/mount.err"; return 1; }
+		sleep 0.05
+	done
+	diff -r --no-dereference "$FX/tree" "$mnt" || rc=1
+	kill -0 "$pid" 2>/dev/null || { echo "not in the foreground"; rc=1; }
+	fusermount3 -u "$mnt" || rc=1
+	wait "$pid" || { echo "mount exited $?"; cat "$T/mount.err"; rc=1; }
+	return $rc
+}
+if [ -c /dev/fuse ] && [ -w /dev/fuse ] && command -v fusermount3 >/dev/null && grep -qw fuse /proc/filesystems; then
+	ok "mount img.caidx MNT: in the foreground, the tree" mount_check
+fi
+
 done_testing
