@@ -149,8 +149,9 @@ static const char casync_help[] =
 	"     --rate-limit-bps=LIMIT  Accepted, not used\n"
 	"     --exclude-nodump=no, --exclude-submounts=yes, --exclude-file=no\n"
 	"     --seed-output=no        Don't add the existing output (a blob) as seed\n"
+	"     --recursive=no          List non-recursively\n"
 	"     --reflink=, --hardlink=, --punch-holes=, --delete=, --undo-immutable=,\n"
-	"     --mkdir=, --recursive=, --uid-shift=, --uid-range=  Accepted, not used\n"
+	"     --mkdir=, --uid-shift=, --uid-range=  Accepted, not used\n"
 	"     --what=archive|archive-index|blob|blob-index|directory|help\n"
 	"     --with=FEATURE, --without=FEATURE  casync's feature and group names\n"
 	"                             (best, unix, fat, chattr, fat-attrs, privileged,\n"
@@ -595,6 +596,8 @@ static int verb_read(const struct casync_args *a, const char *verb, char **pos, 
 		r = add_options(a, takes, &out);
 	if (r == 0)
 		r = strv_add(&out, "%s", in);
+	if (r == 0 && !a->recursive && !strcmp(verb, "list"))
+		r = strv_add(&out, "--recursive=no");
 	if (r == 0 && npos > 1)
 		r = strv_add(&out, "%s", pos[1]);
 	if (r < 0) {

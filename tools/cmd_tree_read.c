@@ -112,6 +112,7 @@ static void put_path(const char *path)
 
 struct printer {
 	bool mtree, long_format;
+	bool flat; /* list --recursive=no: the top and its entries, as casync */
 	struct ca_digest *digest; /* mtree: file content digests */
 };
 
@@ -251,6 +252,9 @@ static int walk_stream(struct archive *a, const struct printer *p)
 			break;
 		if (r != CA_CATAR_DEC_NODE)
 			continue;
+		/* list skips payloads anyway: below the top level, just go on */
+		if (p->flat && strchr(ca_catar_dec_path(d), '/'))
+			continue;
 		print_node(p, n, ca_catar_dec_path(d));
 		if (!p->mtree || !S_ISREG(n->mode)) {
 			putchar('\n');
@@ -372,7 +376,7 @@ static int ra_walk_dir(struct ra_walk *w, const struct ca_catar_node *dir, unsig
 		r = path_push(w, cn->name);
 		if (r == 0)
 			r = ra_print(w, cn);
-		if (r == 0 && S_ISDIR(cn->mode))
+		if (r == 0 && S_ISDIR(cn->mode) && !w->p->flat)
 			r = ra_walk_dir(w, cn, depth + 1);
 		ca_catar_ra_node_unref(child);
 		w->len = saved;
@@ -429,6 +433,7 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "long", no_argument, NULL, 'l' },
+		{ "recursive", required_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -454,6 +459,15 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 		}
 		case 'l':
 			p.long_format = true;
+			break;
+		case 'R':
+			/* list only: mtree has no such option (casync ignores it there) */
+			if (mtree || (strcmp(optarg, "yes") && strcmp(optarg, "no"))) {
+				free(stores);
+				return cafs_usage_error(cmd, mtree ? "--recursive is for list" : "expected yes or no, got '%s'",
+				                        optarg);
+			}
+			p.flat = !strcmp(optarg, "no");
 			break;
 		default: {
 			int e = cafs_common_option(cmd, c, &verbosity);

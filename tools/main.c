@@ -100,6 +100,7 @@ static const struct cafs_command commands[] = {
 	{ "list", cafs_cmd_list, "list [OPTIONS] IN.catar|IN.caidx [PATH]",
 	  "  -s, --store=DIR|URL     chunk store (repeatable; default: default.castr beside IN)\n"
 	  "  -l, --long              owner, size and time too\n"
+	  "      --recursive=no      only the top (IN's root or PATH) and its entries\n"
 	  "Prints 'MODE PATH' per entry, as casync list does. With PATH only that\n"
 	  "subtree, found by random access (only the chunks on the way are read).\n" },
 	{ "mtree", cafs_cmd_mtree, "mtree [OPTIONS] IN.catar|IN.caidx [PATH]",

@@ -15,6 +15,7 @@
 #  - extract into an existing blob without --seed-output=no: casync 2
 #    fails there ("Stale file handle"), cafs uses it as a seed and succeeds;
 #  - stat of a directory: casync's encoder adds the project id;
+#  - list --recursive=no of a directory: casync 2 fails half-way, cafs lists;
 #  - extract to stdout: casync 2 refuses a pipe and leaves a file opened
 #    with >> untouched; cafs writes to both (checked on their own);
 #  - --version: "casync 2 (cafs VERSION)".
@@ -170,6 +171,11 @@ compat '$C -v list img.caidx'
 compat '$C list --what=directory tree'
 compat '$C list --what=archive-index img.caidx'
 compat '$C list --with=unix tree'
+compat '$C list --recursive=no img.caidx'
+compat '$C list --recursive=no tree.catar sub'
+# (of a directory, casync 2 fails: "Failed to seek to next sibling")
+compat '$C --recursive=no list tree; exit 0' files
+compat '$C mtree --recursive=no img.caidx'
 compat '$C mtree img.caidx'
 compat '$C mtree tree.catar'
 compat '$C mtree tree'
