@@ -656,7 +656,7 @@ static int verb_extract(const struct casync_args *a, char **pos, int npos)
 	/* casync seeds from what the output already holds (--seed-output=yes):
 	 * for a blob, that file or device is one more seed */
 	if (r == 0 && blob && a->seed_output && strcmp(dest, "-") && stat(dest, &st) == 0 &&
-	    (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) && st.st_size > 0)
+	    ((S_ISREG(st.st_mode) && st.st_size > 0) || S_ISBLK(st.st_mode)))
 		r = strv_add(&out, "--seed=%s", dest);
 	if (r == 0)
 		r = strv_add(&out, "%s", pos[0]);

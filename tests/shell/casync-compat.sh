@@ -227,6 +227,33 @@ ok "--help on stdout, exit 0" bash -c '"$1" --help | grep -q "casync \[OPTIONS..
 ok "cafs: casync's options before the command" bash -c 'cd "$1" && "$2" -v --store=default.castr --digest=sha512-256 list img.caidx | cmp - <(casync list img.caidx)' _ "$FX" "$CAFS"
 ok "cafs: -l after list is still --long" bash -c 'cd "$1" && "$2" -v list img.caidx -l | grep -q "^-rw"' _ "$FX" "$CAFS"
 
+# a block device as DEST, and as stdout (RAUC writes a slot either way):
+# the device's bytes after casync and after cafs-as-casync; stale 0xff
+# where the blob has zeros shows that zeros are written
+dev_case() {
+	local which=$1 snippet=$2 bin
+	[ "$which" = real ] && bin=$REAL || bin=$FAKE
+	head -c 2097152 /dev/zero | tr '\0' '\377' | dd of="$LOOP" bs=1M conv=fsync status=none
+	(cd "$FX" && C=$bin && BLK=$T/blk && eval "$snippet") >/dev/null 2>"$T/err.$which" || return 1
+	head -c "$(stat -c %s "$FX/zeros.img")" "$LOOP" >"$T/dev.$which"
+}
+dev_same() {
+	dev_case real "$1" || { echo "casync failed:"; cat "$T/err.real"; return 1; }
+	dev_case fake "$1" || { echo "cafs failed:"; cat "$T/err.fake"; return 1; }
+	cmp "$T/dev.real" "$T/dev.fake" && cmp "$T/dev.fake" "$FX/zeros.img"
+}
+if [ "$(id -u)" -eq 0 ] && command -v losetup >/dev/null && head -c 2097152 /dev/zero >"$T/disk" &&
+	LOOP=$(losetup -f --show "$T/disk" 2>/dev/null); then
+	at_cleanup "losetup -d $LOOP"
+	mm=$(stat -c '%t %T' "$LOOP")
+	mknod "$T/blk" b $((0x${mm% *})) $((0x${mm#* }))
+	ok "casync extract --seed seed.img --store default.castr --seed-output=no zeros.caibx BLOCKDEV" \
+		dev_same '$C extract --seed seed.img --store default.castr --seed-output=no zeros.caibx "$BLK"'
+	ok "casync extract --seed seed.img --store default.castr --seed-output=no zeros.caibx - >BLOCKDEV" \
+		dev_same '$C extract --seed seed.img --store default.castr --seed-output=no zeros.caibx - >"$BLK"'
+	ok "casync extract zeros.caibx BLOCKDEV (the device is a seed too)" dev_same '$C extract zeros.caibx "$BLK"'
+fi
+
 # mount: casync's stays in the foreground until unmounted; the tree it
 # shows is the one made (casync 2's own mount is not run: FUSE 2)
 mount_check() {
