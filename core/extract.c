@@ -265,7 +265,7 @@ static int wait_workers(struct extract_job *x, unsigned started)
 	return r;
 }
 
-static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, const struct ca_extract_opts *o,
+static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, bool seq, const struct ca_extract_opts *o,
                       bool *ret_logged)
 {
 	struct extract_job *x = calloc(1, sizeof(*x));
@@ -285,7 +285,7 @@ static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, con
 		free(x);
 		return r;
 	}
-	x->seq_out = !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode);
+	x->seq_out = seq || (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode));
 	x->holes = S_ISREG(st.st_mode);
 	if (n == 0) {
 		long c = sysconf(_SC_NPROCESSORS_ONLN);
@@ -356,7 +356,7 @@ static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, con
 int ca_extract_blob_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, const struct ca_extract_opts *o)
 {
 	bool logged;
-	return extract_fd(idx, src, fd, o, &logged);
+	return extract_fd(idx, src, fd, false, o, &logged);
 }
 
 /* A block device is written in place, as casync does, zeros included; it
@@ -379,12 +379,38 @@ static int extract_device(struct ca_index *idx, struct ca_chunksrc *src, const c
 		r = -ENOSPC;
 	}
 	if (r == 0)
-		r = extract_fd(idx, src, fd, o, &logged);
+		r = extract_fd(idx, src, fd, false, o, &logged);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	close(fd);
 	if (r < 0 && !logged)
 		ca_log_error_errno(r, "%s", path);
+	return r;
+}
+
+/* Standard output gets the blob where a sequential write would put it (as
+ * casync's writes do): after what the shell or an earlier writer left,
+ * appended under O_APPEND. Random-access writes, with holes for zeros, only
+ * where they land at the same place: a block device or an empty regular file
+ * at offset 0 (sized first, so skipped zeros read back as zeros); then the
+ * offset is moved past the blob, for whoever writes next. */
+static int extract_stdout(struct ca_index *idx, struct ca_chunksrc *src, const struct ca_extract_opts *o,
+                          bool *ret_logged)
+{
+	uint64_t size = ca_index_blob_size(idx);
+	int fd = STDOUT_FILENO, fl = fcntl(fd, F_GETFL);
+	off_t pos = lseek(fd, 0, SEEK_CUR);
+	struct stat st;
+	bool in_place = fstat(fd, &st) == 0 && fl >= 0 && !(fl & O_APPEND) && pos == 0 &&
+	                ((S_ISREG(st.st_mode) && st.st_size == 0) || S_ISBLK(st.st_mode));
+	int r = 0;
+	*ret_logged = false;
+	if (in_place && S_ISREG(st.st_mode) && ftruncate(fd, (off_t)size) < 0)
+		r = -errno;
+	if (r == 0)
+		r = extract_fd(idx, src, fd, !in_place, o, ret_logged);
+	if (r == 0 && in_place && lseek(fd, (off_t)size, SEEK_SET) < 0)
+		r = -errno;
 	return r;
 }
 
@@ -397,7 +423,7 @@ int ca_extract_blob(struct ca_index *idx, struct ca_chunksrc *src, const char *p
 	if (strcmp(path, "-") && stat(path, &st) == 0 && S_ISBLK(st.st_mode))
 		return extract_device(idx, src, path, o);
 	if (!strcmp(path, "-")) {
-		r = extract_fd(idx, src, STDOUT_FILENO, o, &logged);
+		r = extract_stdout(idx, src, o, &logged);
 		if (r < 0 && !logged)
 			ca_log_error_errno(r, "stdout");
 		return r;
@@ -408,7 +434,7 @@ int ca_extract_blob(struct ca_index *idx, struct ca_chunksrc *src, const char *p
 	if (ftruncate(f.fd, (off_t)ca_index_blob_size(idx)) < 0)
 		r = -errno;
 	if (r == 0)
-		r = extract_fd(idx, src, f.fd, o, &logged);
+		r = extract_fd(idx, src, f.fd, false, o, &logged);
 	if (r < 0) {
 		ca_atomic_file_abort(&f);
 		return logged ? r : ca_log_error_errno(r, "%s", path);

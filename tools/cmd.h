@@ -41,6 +41,8 @@ int cafs_cmd_gc(int argc, char **argv);
 
 
 const struct cafs_command *cafs_command_find(const char *name);
+/* Run c with argv (argv[0] its name; the array may be permuted): its exit code. */
+int cafs_command_run(const struct cafs_command *c, int argc, char **argv);
 
 /* Print "cafs: usage: ..." hint to stderr and return EXIT_USAGE. */
 int cafs_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -97,5 +99,8 @@ int cafs_digest_tree(const char *path, char **stores, size_t n_stores);
 /* cmd_tree_read.c: decode and validate an archive (.catar, .caidx) and print
  * the digest of its stream, as casync digest does; 0 or an exit code. */
 int cafs_digest_archive(const char *path, char **stores, size_t n_stores);
+/* cmd_tree_read.c: print one entry of an archive (sub, or the root when
+ * NULL) as casync stat does; 0 or an exit code. */
+int cafs_stat_archive(const char *in, char **stores, size_t n_stores, const char *sub);
 
 #endif

@@ -22,6 +22,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/fs.h>
 
 #include "archive_reader.h"
 #include "catar_dec.h"
@@ -29,6 +30,7 @@
 #include "chunksrc.h"
 #include "cmd.h"
 #include "digest.h"
+#include "feature.h"
 #include "fdio.h"
 #include "index.h"
 #include "log.h"
@@ -110,6 +112,7 @@ static void put_path(const char *path)
 
 struct printer {
 	bool mtree, long_format;
+	bool flat; /* list --recursive=no: the top and its entries, as casync */
 	struct ca_digest *digest; /* mtree: file content digests */
 };
 
@@ -249,6 +252,9 @@ static int walk_stream(struct archive *a, const struct printer *p)
 			break;
 		if (r != CA_CATAR_DEC_NODE)
 			continue;
+		/* list skips payloads anyway: below the top level, just go on */
+		if (p->flat && strchr(ca_catar_dec_path(d), '/'))
+			continue;
 		print_node(p, n, ca_catar_dec_path(d));
 		if (!p->mtree || !S_ISREG(n->mode)) {
 			putchar('\n');
@@ -328,6 +334,27 @@ static int path_push(struct ra_walk *w, const char *name)
 	return 0;
 }
 
+/* w->path = sub as casync prints it: components joined by single slashes */
+static int path_set(struct ra_walk *w, const char *sub)
+{
+	int r;
+	for (const char *q = sub; *q;) {
+		q += strspn(q, "/");
+		size_t l = strcspn(q, "/");
+		if (l == 0)
+			break;
+		if (!(l == 1 && q[0] == '.')) {
+			char comp[CA_FORMAT_NAME_MAX + 1];
+			snprintf(comp, sizeof(comp), "%.*s", (int)l, q);
+			r = path_push(w, comp);
+			if (r < 0)
+				return r;
+		}
+		q += l;
+	}
+	return w->path ? 0 : path_push(w, "");
+}
+
 static int ra_walk_dir(struct ra_walk *w, const struct ca_catar_node *dir, unsigned depth)
 {
 	struct ca_catar_child *c = NULL;
@@ -349,7 +376,7 @@ static int ra_walk_dir(struct ra_walk *w, const struct ca_catar_node *dir, unsig
 		r = path_push(w, cn->name);
 		if (r == 0)
 			r = ra_print(w, cn);
-		if (r == 0 && S_ISDIR(cn->mode))
+		if (r == 0 && S_ISDIR(cn->mode) && !w->p->flat)
 			r = ra_walk_dir(w, cn, depth + 1);
 		ca_catar_ra_node_unref(child);
 		w->len = saved;
@@ -384,22 +411,8 @@ static int walk_subtree(struct archive *a, const struct printer *p, const char *
 		report(a, r, sub);
 		goto out;
 	}
-	/* the path as casync prints it: components joined by single slashes */
-	for (const char *q = sub; *q;) {
-		q += strspn(q, "/");
-		size_t l = strcspn(q, "/");
-		if (l == 0)
-			break;
-		if (!(l == 1 && q[0] == '.')) {
-			char comp[CA_FORMAT_NAME_MAX + 1];
-			snprintf(comp, sizeof(comp), "%.*s", (int)l, q);
-			r = path_push(&w, comp);
-			if (r < 0)
-				goto out;
-		}
-		q += l;
-	}
-	if (!w.path && (r = path_push(&w, "")) < 0)
+	r = path_set(&w, sub);
+	if (r < 0)
 		goto out;
 	const struct ca_catar_node *n = ca_catar_ra_node_get(node);
 	r = ra_print(&w, n);
@@ -420,6 +433,7 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "long", no_argument, NULL, 'l' },
+		{ "recursive", required_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -445,6 +459,15 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 		}
 		case 'l':
 			p.long_format = true;
+			break;
+		case 'R':
+			/* list only: mtree has no such option (casync ignores it there) */
+			if (mtree || (strcmp(optarg, "yes") && strcmp(optarg, "no"))) {
+				free(stores);
+				return cafs_usage_error(cmd, mtree ? "--recursive is for list" : "expected yes or no, got '%s'",
+				                        optarg);
+			}
+			p.flat = !strcmp(optarg, "no");
 			break;
 		default: {
 			int e = cafs_common_option(cmd, c, &verbosity);
@@ -491,6 +514,191 @@ int cafs_cmd_list(int argc, char **argv)
 int cafs_cmd_mtree(int argc, char **argv)
 {
 	return list_or_mtree("mtree", true, argc, argv);
+}
+
+/* ---- stat: one entry, in casync stat's format ---- */
+
+static void print_stat(const struct ca_catar_node *n, const char *path, const uint8_t *digest, const uint8_t *hl)
+{
+	static const struct {
+		unsigned flag;
+		char code;
+	} chattr[] = {
+		{ FS_SYNC_FL, 'S' },  { FS_DIRSYNC_FL, 'D' }, { FS_IMMUTABLE_FL, 'i' }, { FS_APPEND_FL, 'a' },
+		{ FS_NODUMP_FL, 'd' }, { FS_NOATIME_FL, 'A' }, { FS_COMPR_FL, 'c' },     { FS_NOCOMP_FL, 'N' },
+		{ FS_NOCOW_FL, 'C' },  { FS_PROJINHERIT_FL, 'P' },
+	};
+	static const struct {
+		uint64_t flag;
+		char code;
+	} fat[] = {
+		{ CA_FORMAT_WITH_FLAG_HIDDEN, 'h' }, { CA_FORMAT_WITH_FLAG_SYSTEM, 's' }, { CA_FORMAT_WITH_FLAG_ARCHIVE, 'a' },
+	};
+	uint64_t f = n->feature_flags, m = n->mode;
+	const char *user = user_of(n, false), *group = user_of(n, true);
+	bool ids = f & (CA_FORMAT_WITH_16BIT_UIDS | CA_FORMAT_WITH_32BIT_UIDS);
+	char mode[11];
+
+	format_mode(m, mode);
+	fputs("    File: ", stdout);
+	put_path(path);
+	printf("\n    Mode: %s\n", mode);
+	/* casync shows the attributes of files and directories, all bits
+	 * clear for features the archive does not carry */
+	if (S_ISREG(m) || S_ISDIR(m)) {
+		unsigned k = ca_feature_to_chattr(n->flags & f);
+		fputs("FileAttr: ", stdout);
+		for (size_t i = 0; i < sizeof(chattr) / sizeof(chattr[0]); i++)
+			putchar(k & chattr[i].flag ? chattr[i].code : '-');
+		fputs("\n FATAttr: ", stdout);
+		for (size_t i = 0; i < sizeof(fat) / sizeof(fat[0]); i++)
+			putchar(n->flags & f & fat[i].flag ? fat[i].code : '-');
+		putchar('\n');
+	}
+	printf("  Offset: %" PRIu64 "\n", n->entry_offset);
+	if (f & (CA_FORMAT_WITH_NSEC_TIME | CA_FORMAT_WITH_USEC_TIME | CA_FORMAT_WITH_SEC_TIME | CA_FORMAT_WITH_2SEC_TIME)) {
+		time_t t = (time_t)(n->mtime / UINT64_C(1000000000));
+		struct tm tm;
+		char d[128];
+		/* local time, as casync */
+		if (localtime_r(&t, &tm) && strftime(d, sizeof(d), "%Y-%m-%d %H:%M:%S", &tm) > 0)
+			printf("    Time: %s.%09" PRIu64 "\n", d, n->mtime % UINT64_C(1000000000));
+	}
+	if (S_ISREG(m))
+		printf("    Size: %" PRIu64 "\n", n->payload_size);
+	for (int g = 0; g < 2; g++) {
+		const char *name = g ? group : user;
+		if (!ids && !name)
+			continue;
+		fputs(g ? "   Group: " : "    User: ", stdout);
+		if (name)
+			put_escaped(name, strlen(name), stdout);
+		if (ids && name)
+			printf(" (%" PRIu64 ")\n", g ? n->gid : n->uid);
+		else if (ids)
+			printf("%" PRIu64 "\n", g ? n->gid : n->uid);
+		else
+			putchar('\n');
+	}
+	/* the record is there only for a non-zero id */
+	if ((f & CA_FORMAT_WITH_QUOTA_PROJID) && n->quota_projid)
+		printf("  ProjID: %" PRIu64 "\n", n->quota_projid);
+	if (S_ISLNK(m)) {
+		fputs("  Target: ", stdout);
+		put_escaped(n->symlink_target, strlen(n->symlink_target), stdout);
+		putchar('\n');
+	}
+	if (S_ISBLK(m) || S_ISCHR(m))
+		printf("  Device: %" PRIu64 ":%" PRIu64 "\n", n->device_major, n->device_minor);
+	size_t cursor = 0;
+	struct ca_catar_xattr x;
+	while (ca_catar_node_next_xattr(n, &cursor, &x)) {
+		fputs("   XAttr: ", stdout);
+		put_escaped(x.name, strlen(x.name), stdout);
+		fputs(" \u2192 ", stdout);
+		put_escaped((const char *)x.value, x.size, stdout);
+		putchar('\n');
+	}
+	char hex[2 * CA_CHUNK_ID_SIZE + 1];
+	if (digest) {
+		ca_id_to_hex(digest, hex);
+		printf("  Digest: %s\n", hex);
+	}
+	if (hl) {
+		ca_id_to_hex(hl, hex);
+		printf("HLDigest: %s\n", hex);
+	}
+}
+
+/* casync's "hardlink digest" of a non-directory: its serialization from
+ * ENTRY through the PAYLOAD/SYMLINK/DEVICE header, then its contents (what
+ * two hardlinked copies share); the content alone is the payload digest. */
+static int stat_digests(struct ra_walk *w, const struct ca_catar_source *s, const struct ca_catar_node *n,
+                        uint8_t payload[CA_CHUNK_ID_SIZE], uint8_t hl[CA_CHUNK_ID_SIZE])
+{
+	enum ca_digest_type t = ca_digest_type_from_flags(n->feature_flags);
+	struct ca_digest *dp = NULL, *dh = NULL;
+	uint64_t off = 0;
+	int r;
+	w->buf = malloc(1 << 20);
+	r = w->buf ? 0 : -ENOMEM;
+	if (r == 0)
+		r = ca_digest_new(t, &dp);
+	if (r == 0)
+		r = ca_digest_new(t, &dh);
+	while (r == 0 && off < n->meta_size) {
+		size_t want = n->meta_size - off < (1 << 20) ? (size_t)(n->meta_size - off) : (size_t)1 << 20;
+		ssize_t k = s->read(s->userdata, w->buf, want, n->entry_offset + off);
+		if (k <= 0)
+			r = k < 0 ? (int)k : -EBADMSG;
+		else if ((r = ca_digest_update(dh, w->buf, (size_t)k)) == 0)
+			off += (uint64_t)k;
+	}
+	for (off = 0; r == 0 && S_ISREG(n->mode) && off < n->payload_size;) {
+		ssize_t k = ca_catar_ra_read(w->ra, n, w->buf, 1 << 20, off);
+		if (k <= 0)
+			r = k < 0 ? (int)k : -EBADMSG;
+		else if ((r = ca_digest_update(dp, w->buf, (size_t)k)) == 0 &&
+		         (r = ca_digest_update(dh, w->buf, (size_t)k)) == 0)
+			off += (uint64_t)k;
+	}
+	if (r == 0)
+		r = ca_digest_final(dp, payload);
+	if (r == 0)
+		r = ca_digest_final(dh, hl);
+	ca_digest_free(dp);
+	ca_digest_free(dh);
+	return r;
+}
+
+int cafs_stat_archive(const char *in, char **stores, size_t n_stores, const char *sub)
+{
+	struct archive a;
+	struct ra_walk w = { 0 };
+	struct ca_catar_ra_node *node = NULL;
+	struct ca_catar_source s;
+	uint8_t digest[CA_CHUNK_ID_SIZE], hl[CA_CHUNK_ID_SIZE];
+	int r = archive_open(&a, in, stores, n_stores, true);
+	if (r < 0)
+		goto out;
+	w.a = &a;
+	ca_archive_reader_random(a.rd, &s);
+	r = ca_catar_ra_open(&s, &w.ra);
+	if (r < 0) {
+		report(&a, r, NULL);
+		goto out;
+	}
+	r = path_set(&w, sub ? sub : "");
+	if (r == 0)
+		r = ca_catar_ra_lookup_path(w.ra, w.path, &node);
+	if (r == -ENOENT || r == -ENOTDIR || r == -EINVAL) {
+		ca_log_error("%s: %s: not in the archive", in, w.path);
+		goto out;
+	}
+	if (r < 0) {
+		report(&a, r, w.path);
+		goto out;
+	}
+	const struct ca_catar_node *n = ca_catar_ra_node_get(node);
+	if (!S_ISDIR(n->mode)) {
+		r = stat_digests(&w, &s, n, digest, hl);
+		if (r < 0) {
+			report(&a, r, w.path);
+			goto out;
+		}
+	}
+	/* casync has a payload digest for regular files only */
+	print_stat(n, w.path, S_ISREG(n->mode) ? digest : NULL, S_ISDIR(n->mode) ? NULL : hl);
+	if (fflush(stdout) != 0)
+		r = ca_log_error_errno(EIO, "stdout");
+out:
+	ca_catar_ra_node_unref(node);
+	ca_catar_ra_free(w.ra);
+	free(w.buf);
+	free(w.path);
+	if (a.im)
+		archive_close(&a);
+	return r < 0 ? 1 : 0;
 }
 
 int cafs_digest_archive(const char *path, char **stores, size_t n_stores)

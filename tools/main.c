@@ -3,18 +3,22 @@
  * main.c - the cafs command: dispatch to subcommands.
  *
  * `cafs SOURCE MOUNTPOINT` (no subcommand) means `cafs mount SOURCE
- * MOUNTPOINT`; invoked as mount.cafs it takes mount(8)'s argument order.
+ * MOUNTPOINT`; invoked as mount.cafs it takes mount(8)'s argument order;
+ * invoked as casync, or with options before the command, casync's command
+ * line (casync_cli.c).
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "casync_cli.h"
 #include "cmd.h"
 #include "log.h"
 
@@ -96,6 +100,7 @@ static const struct cafs_command commands[] = {
 	{ "list", cafs_cmd_list, "list [OPTIONS] IN.catar|IN.caidx [PATH]",
 	  "  -s, --store=DIR|URL     chunk store (repeatable; default: default.castr beside IN)\n"
 	  "  -l, --long              owner, size and time too\n"
+	  "      --recursive=no      only the top (IN's root or PATH) and its entries\n"
 	  "Prints 'MODE PATH' per entry, as casync list does. With PATH only that\n"
 	  "subtree, found by random access (only the chunks on the way are read).\n" },
 	{ "mtree", cafs_cmd_mtree, "mtree [OPTIONS] IN.catar|IN.caidx [PATH]",
@@ -144,7 +149,9 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %s\n", commands[i].synopsis);
 	fprintf(f, "  help COMMAND\n\n"
-	           "Options: -h, --help; --version. 'cafs help COMMAND' shows a command's options.\n");
+	           "Options: -h, --help; --version. 'cafs help COMMAND' shows a command's options.\n"
+	           "casync's options may come before a command; invoked as casync, cafs takes\n"
+	           "casync's command line (man cafs: CASYNC COMPATIBILITY).\n");
 }
 
 /* fds 0-2 must be open before we open anything, or a chunk could land on stdout */
@@ -159,12 +166,15 @@ static void ensure_std_fds(void)
 }
 
 /* getopt reports bad options itself, prefixed with argv[0]: make that
- * "cafs: CMD" so that every message on stderr starts with "cafs: ". */
-static int run_command(const struct cafs_command *c, int argc, char **argv)
+ * "cafs: CMD" so that every message on stderr starts with "cafs: ".
+ * optind = 0: a full restart of getopt, which the casync front end has
+ * already used on its own argv. */
+int cafs_command_run(const struct cafs_command *c, int argc, char **argv)
 {
 	char name[64];
 	snprintf(name, sizeof(name), "cafs: %s", c->name);
 	argv[0] = name;
+	optind = 0;
 	return c->run(argc, argv);
 }
 
@@ -184,8 +194,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, "cafs: mount: not built into this cafs\n");
 			return 1;
 		}
-		return run_command(m, argc, argv);
+		return cafs_command_run(m, argc, argv);
 	}
+	/* casync's command line, for scripts and updaters written for it */
+	if (!strcmp(base, "casync"))
+		return cafs_casync_main(argc, argv, CAFS_CASYNC_NAMED);
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;
@@ -209,13 +222,16 @@ int main(int argc, char **argv)
 		cafs_command_help(c, stdout);
 		return 0;
 	}
+	/* casync's global options before the command: `cafs -v --store=S list X` */
+	if (argv[1][0] == '-' && argv[1][1])
+		return cafs_casync_main(argc, argv, CAFS_CASYNC_PREFIX);
 	const struct cafs_command *c = cafs_command_find(argv[1]);
 	if (c)
-		return run_command(c, argc - 1, argv + 1);
+		return cafs_command_run(c, argc - 1, argv + 1);
 	/* `cafs SOURCE MOUNTPOINT [OPTIONS]`: the mount is the default command */
 	const struct cafs_command *m = cafs_command_find("mount");
 	if (m && argv[1][0] != '-' && argc >= 3)
-		return run_command(m, argc, argv);
+		return cafs_command_run(m, argc, argv);
 	if (argv[1][0] == '-')
 		return cafs_usage_error(NULL, "unknown option '%s'", argv[1]);
 	return cafs_usage_error(NULL, "unknown command '%s'", argv[1]);

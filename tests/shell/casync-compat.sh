@@ -1,0 +1,280 @@
+#!/bin/bash
+# casync-compat.sh - cafs invoked as `casync` (a symlink named casync to
+# $CAFS) is a drop-in for casync's command line: a table of casync command
+# lines runs once with the real casync and once with cafs-as-casync, each
+# in its own copy of one fixture directory, and must give the same exit
+# code, the same stdout and the same files (diff -r of the two directories,
+# and their file types, modes and sizes: indexes, stores, extracted trees).
+#
+# Where outputs legitimately differ, the case compares less and says why
+# (see also docs/cafs.1, CASYNC COMPATIBILITY):
+#  - stderr: never compared (cafs's messages are "cafs: <what>: <why>");
+#  - gc: cafs prints its own summary line, so only the store is compared;
+#  - make -c: casync's encoder cache (and no digest printed with it);
+#  - extract of a missing input: casync makes OUT before failing;
+#  - extract into an existing blob without --seed-output=no: casync 2
+#    fails there ("Stale file handle"), cafs uses it as a seed and succeeds;
+#  - stat of a directory: casync's encoder adds the project id;
+#  - list --recursive=no of a directory: casync 2 fails half-way, cafs lists;
+#  - extract to stdout: casync 2 refuses a pipe and leaves a file opened
+#    with >> untouched; cafs writes to both (checked on their own);
+#  - --version: "casync 2 (cafs VERSION)".
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
+need casync
+export TZ=UTC
+
+mkdir -p "$T/bin" && ln -s "$CAFS" "$T/bin/casync"
+REAL=$(command -v casync)
+FAKE=$T/bin/casync
+[ "$("$FAKE" --version | cut -d' ' -f1-2)" = "casync 2" ] || { echo "Bail out! $FAKE does not answer as casync"; exit 1; }
+
+# ---- the fixture: a tree, a blob, and what real casync made of them ----
+FX=$T/fx
+mkdir -p "$FX/tree/sub/deep" "$FX/empty.castr"
+gen_data "$FX/tree/a" 300000 1
+gen_data "$FX/tree/sub/b" 50000 2 text
+gen_data "$FX/tree/sub/deep/z" 200000 3 zeros
+: >"$FX/tree/empty"
+ln -s ../a "$FX/tree/sub/link"
+chmod 0750 "$FX/tree/sub/deep"
+gen_data "$FX/blob.img" 1500000 4 mixed
+# an older version of the blob: the seed RAUC would pass
+cp "$FX/blob.img" "$FX/seed.img"
+printf 'changed' | dd of="$FX/seed.img" bs=1 seek=700000 conv=notrunc status=none
+# a blob that ends in zeros: a skipped zero chunk at the end of a file on
+# stdout must still be written (or the file sized)
+gen_data "$T/z1" 300000 5 mixed && gen_data "$T/z2" 700000 6 zeros && cat "$T/z1" "$T/z2" >"$FX/zeros.img"
+(cd "$FX" && "$REAL" make zeros.caibx zeros.img && "$REAL" make img.caidx tree && "$REAL" make blob.caibx blob.img && "$REAL" make tree.catar tree &&
+	"$REAL" make --store=other.castr old.caibx seed.img) >/dev/null ||
+	{ echo "Bail out! casync could not make the fixture"; exit 1; }
+# blob.caibx's chunks only, in a store of its own (for --extra-store)
+mkdir -p "$FX/blobonly" && cp "$FX/blob.caibx" "$FX/blobonly/" &&
+	(cd "$FX/blobonly" && "$REAL" extract blob.caibx /dev/null --store=../default.castr >/dev/null 2>&1 || true)
+
+# run WHICH SNIPPET: in a fresh copy of the fixture ($T/w.WHICH), run
+# SNIPPET with $C the casync under test; its stdout in $T/out.WHICH, exit
+# code in $T/rc.WHICH.
+run() {
+	local which=$1 snippet=$2 bin
+	[ "$which" = real ] && bin=$REAL || bin=$FAKE
+	rm -rf "$T/w.$which"
+	cp -a "$FX" "$T/w.$which"
+	local rc=0
+	(cd "$T/w.$which" && C=$bin && eval "$snippet") >"$T/out.$which" 2>"$T/err.$which" </dev/null || rc=$?
+	echo "$rc" >"$T/rc.$which"
+}
+
+# what files a work dir holds: type, mode, size per path (the work dirs'
+# own mtimes change as they are written to: not listed)
+tree_of() { (cd "$1" && find . -mindepth 1 -printf '%p %y %m %s %l\n' | sort); }
+
+# same WHAT SNIPPET: WHAT is "all" (exit code, stdout, files) or "files"
+# (exit code and files)
+same() {
+	local what=$1 snippet=$2 bad=0
+	run real "$snippet"
+	run fake "$snippet"
+	if ! cmp -s "$T/rc.real" "$T/rc.fake"; then
+		echo "exit: casync $(cat "$T/rc.real"), cafs $(cat "$T/rc.fake")"
+		bad=1
+	fi
+	if [ "$what" = all ] && ! cmp -s "$T/out.real" "$T/out.fake"; then
+		echo "stdout differs:"
+		diff -u "$T/out.real" "$T/out.fake" | head -n 20
+		bad=1
+	fi
+	if ! diff -r --no-dereference "$T/w.real" "$T/w.fake" >"$T/diff" 2>&1; then
+		echo "files differ:"
+		head -n 20 "$T/diff"
+		bad=1
+	fi
+	if ! diff -u <(tree_of "$T/w.real") <(tree_of "$T/w.fake") >"$T/diff"; then
+		echo "types, modes or sizes differ:"
+		head -n 20 "$T/diff"
+		bad=1
+	fi
+	if [ "$bad" = 1 ]; then
+		echo "casync stderr:"; head -n 5 "$T/err.real"
+		echo "cafs stderr:"; head -n 5 "$T/err.fake"
+	fi
+	return $bad
+}
+
+# compat SNIPPET [all|files]: one line of the table
+compat() { ok "casync ${1//\$C /}" same "${2:-all}" "$1"; }
+
+# ---- make ----
+compat '$C make x.caidx tree'
+compat '$C make --store=s.castr x.caidx tree'
+compat '$C make x.catar tree'
+compat '$C make b.caibx blob.img'
+compat '$C --chunk-size=32K make y.caibx blob.img'
+compat '$C make y.caidx tree --digest=sha256'
+compat '$C make --chunk-size=16K:64K:256K --digest=sha512-256 y.caidx tree'
+compat '$C make --with=unix u.caidx tree'
+compat '$C --without=user-names make u.caidx tree'
+compat '$C make --with=best --without=fat-attrs --without=privileged u.caidx tree'
+compat '$C make --without=all u.catar tree'
+compat '$C make --with=fuse u.caidx tree'
+compat '$C make --with=2sec-time --with=permissions --with=symlinks u.catar tree'
+compat '$C make --exclude-nodump=no --exclude-submounts=yes --exclude-file=no u.caidx tree'
+compat '$C make --compression=zstd --rate-limit-bps=1000 u.caidx tree'
+# -c: casync writes its encoder cache (tree/.cacac) there, and prints no
+# digest when it uses it; cafs has no encoder cache and prints it
+compat '$C make -c u.caidx tree && rm -rf tree/.cacac' files
+compat '$C make --what=archive-index u.caidx tree'
+compat 'cd tree && $C make ../d.caidx'                # INPUT defaults to .
+compat 'cd tree && $C make ../d.catar'
+compat '$C make x.txt tree'                           # bad suffix: exit 1
+compat '$C make x.caidx no-such-dir'
+
+# ---- extract ----
+compat '$C extract img.caidx out'
+compat '$C extract tree.catar out'
+compat '$C extract blob.caibx out.img'
+compat '$C extract img.caidx out sub'
+compat '$C extract img.caidx out sub/deep/'
+compat '$C extract tree.catar out/x/ ./sub'
+compat 'mkdir o && cd o && $C extract ../img.caidx'    # OUT defaults to .
+compat '$C extract --store=default.castr img.caidx out'
+compat '$C extract img.caidx out --store=default.castr'
+compat '$C extract --store=empty.castr --extra-store=default.castr blob.caibx e.img'
+compat '$C extract --punch-holes=no --reflink=no --delete=no --undo-immutable=no img.caidx out'
+compat '$C extract --hardlink=yes --seed=seed.img blob.caibx h.img'
+compat '$C extract --seed=old.caibx --store=default.castr --extra-store=other.castr blob.caibx h.img'
+# the output as a seed (--seed-output=yes, the default): casync 2 fails
+# ("Stale file handle") where cafs extracts; cafs-only check at the end
+compat 'cp seed.img d.img && $C extract --seed-output=no blob.caibx d.img'
+# RAUC: casync extract [--seed SEED] [--store STORE] --seed-output=no IMAGE DEST|-
+compat '$C extract --seed seed.img --store default.castr --seed-output=no blob.caibx dest.img'
+compat '$C extract --seed seed.img --store default.castr --seed-output=no blob.caibx - >dest.img'
+compat '$C extract --store default.castr --seed-output=no blob.caibx - >dest.img'
+compat '$C extract blob.caibx >dest.img'               # OUT defaults to stdout for a blob
+# stdout a regular file: wherever a sequential writer would put the blob
+compat '$C extract zeros.caibx - >dest.img'
+compat '{ echo header; $C extract zeros.caibx -; echo trailer; } >dest.img'
+compat 'cp seed.img dest.img && $C extract --seed-output=no zeros.caibx - 1<>dest.img'
+# casync 2 leaves a file opened with >> as it was, and refuses a pipe:
+# cafs appends, and writes to the pipe (cafs-only checks at the end)
+# a missing input: casync has made OUT before it fails, cafs makes nothing
+compat '$C extract no-such.caidx out; r=$?; rmdir out; exit $r'
+compat '$C extract img.txt out'
+
+# ---- list, mtree, stat, digest ----
+compat '$C list img.caidx'
+compat '$C list tree.catar'
+compat '$C list tree'
+compat 'cd tree && $C list'
+compat '$C list img.caidx sub'
+compat '$C list --store=default.castr img.caidx'
+compat '$C -v list img.caidx'
+compat '$C list --what=directory tree'
+compat '$C list --what=archive-index img.caidx'
+compat '$C list --with=unix tree'
+compat '$C list --recursive=no img.caidx'
+compat '$C list --recursive=no tree.catar sub'
+# (of a directory, casync 2 fails: "Failed to seek to next sibling")
+compat '$C --recursive=no list tree; exit 0' files
+compat '$C mtree --recursive=no img.caidx'
+compat '$C mtree img.caidx'
+compat '$C mtree tree.catar'
+compat '$C mtree tree'
+compat 'cd tree && $C mtree'
+compat '$C mtree img.caidx sub'
+compat '$C mtree --without=user-names tree'
+compat '$C digest img.caidx'
+compat '$C digest blob.caibx'
+compat '$C digest blob.img'
+compat '$C digest tree.catar'
+compat '$C digest tree'
+compat 'cd tree && $C digest'
+compat '$C digest --digest=sha256 blob.img'
+compat '$C stat tree.catar'
+compat '$C stat img.caidx'
+# of a directory, casync's encoder adds the filesystem's project id; cafs
+# stats the archive it makes of the tree, where a zero id has no record
+compat 'set -o pipefail; $C stat tree | grep -v "^  ProjID: 0$"'
+compat '$C stat tree.catar a'
+compat '$C stat img.caidx sub/link'
+compat '$C stat img.caidx sub/deep/z'
+compat '$C stat tree.catar no-such'
+compat '$C stat tree.catar sub'
+
+# ---- gc: the store is compared; the summary line is cafs's own ----
+compat '$C gc -n img.caidx' files
+compat '$C -n gc img.caidx blob.caibx' files
+compat '$C gc img.caidx' files
+compat '$C gc --store=default.castr blob.caibx' files
+compat '$C gc' files
+
+# ---- the command line itself ----
+compat '$C frobnicate'
+compat '$C --frobnicate list img.caidx'
+compat '$C'
+compat '$C --what=blob list img.caidx'
+compat '$C --exclude-nodump=maybe make x.caidx tree'
+compat '$C -l debug digest tree'
+compat '$C --log-level=err digest tree'
+compat '$C --uid-shift=0 list img.caidx'
+compat '$C --mkdir=no --recursive=yes list img.caidx'
+
+# cafs-only: what has no casync counterpart to compare with
+ok "extract into an existing blob, itself a seed" bash -c 'cd "$1" && cp seed.img d.img && "$2" extract blob.caibx d.img && cmp d.img blob.img' _ "$FX" "$FAKE"
+ok "extract - >>FILE appends" bash -c 'cd "$1" && cp seed.img d.img && "$2" extract zeros.caibx - >>d.img && cat seed.img zeros.img | cmp - d.img' _ "$FX" "$FAKE"
+ok "extract - | a pipe" bash -c 'cd "$1" && "$2" extract zeros.caibx - | cmp - zeros.img' _ "$FX" "$FAKE"
+ok "mkdev: one line, exit 1" bash -c '! "$1" mkdev blob.caibx 2>"$2/err" && [ "$(wc -l <"$2/err")" = 1 ]' _ "$FAKE" "$T"
+ok "--help on stdout, exit 0" bash -c '"$1" --help | grep -q "casync \[OPTIONS...\] extract"' _ "$FAKE"
+ok "cafs: casync's options before the command" bash -c 'cd "$1" && "$2" -v --store=default.castr --digest=sha512-256 list img.caidx | cmp - <(casync list img.caidx)' _ "$FX" "$CAFS"
+ok "cafs: -l after list is still --long" bash -c 'cd "$1" && "$2" -v list img.caidx -l | grep -q "^-rw"' _ "$FX" "$CAFS"
+
+# a block device as DEST, and as stdout (RAUC writes a slot either way):
+# the device's bytes after casync and after cafs-as-casync; stale 0xff
+# where the blob has zeros shows that zeros are written
+dev_case() {
+	local which=$1 snippet=$2 bin
+	[ "$which" = real ] && bin=$REAL || bin=$FAKE
+	head -c 2097152 /dev/zero | tr '\0' '\377' | dd of="$LOOP" bs=1M conv=fsync status=none
+	(cd "$FX" && C=$bin && BLK=$T/blk && eval "$snippet") >/dev/null 2>"$T/err.$which" || return 1
+	head -c "$(stat -c %s "$FX/zeros.img")" "$LOOP" >"$T/dev.$which"
+}
+dev_same() {
+	dev_case real "$1" || { echo "casync failed:"; cat "$T/err.real"; return 1; }
+	dev_case fake "$1" || { echo "cafs failed:"; cat "$T/err.fake"; return 1; }
+	cmp "$T/dev.real" "$T/dev.fake" && cmp "$T/dev.fake" "$FX/zeros.img"
+}
+if [ "$(id -u)" -eq 0 ] && command -v losetup >/dev/null && head -c 2097152 /dev/zero >"$T/disk" &&
+	LOOP=$(losetup -f --show "$T/disk" 2>/dev/null); then
+	at_cleanup "losetup -d $LOOP"
+	mm=$(stat -c '%t %T' "$LOOP")
+	mknod "$T/blk" b $((0x${mm% *})) $((0x${mm#* }))
+	ok "casync extract --seed seed.img --store default.castr --seed-output=no zeros.caibx BLOCKDEV" \
+		dev_same '$C extract --seed seed.img --store default.castr --seed-output=no zeros.caibx "$BLK"'
+	ok "casync extract --seed seed.img --store default.castr --seed-output=no zeros.caibx - >BLOCKDEV" \
+		dev_same '$C extract --seed seed.img --store default.castr --seed-output=no zeros.caibx - >"$BLK"'
+	ok "casync extract zeros.caibx BLOCKDEV (the device is a seed too)" dev_same '$C extract zeros.caibx "$BLK"'
+fi
+
+# mount: casync's stays in the foreground until unmounted; the tree it
+# shows is the one made (casync 2's own mount is not run: FUSE 2)
+mount_check() {
+	local mnt=$T/mnt pid rc=0 i
+	mkdir -p "$mnt"
+	(cd "$FX" && exec "$FAKE" mount img.caidx "$mnt") 2>"$T/mount.err" &
+	pid=$!
+	at_cleanup "fusermount3 -u -z '$mnt'; kill $pid"
+	for ((i = 0; i < 200; i++)); do
+		awk -v d="$mnt" '$5 == d { f = 1 } END { exit !f }' /proc/self/mountinfo && break
+		kill -0 "$pid" 2>/dev/null || { echo "mount exited:"; cat "$T/mount.err"; return 1; }
+		sleep 0.05
+	done
+	diff -r --no-dereference "$FX/tree" "$mnt" || rc=1
+	kill -0 "$pid" 2>/dev/null || { echo "not in the foreground"; rc=1; }
+	fusermount3 -u "$mnt" || rc=1
+	wait "$pid" || { echo "mount exited $?"; cat "$T/mount.err"; rc=1; }
+	return $rc
+}
+if [ -c /dev/fuse ] && [ -w /dev/fuse ] && command -v fusermount3 >/dev/null && grep -qw fuse /proc/filesystems; then
+	ok "mount img.caidx MNT: in the foreground, the tree" mount_check
+fi
+
+done_testing

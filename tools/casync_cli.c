@@ -1,0 +1,790 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * casync_cli.c - casync's command line (`casync [OPTIONS...] VERB [ARGS]`)
+ * for cafs invoked as `casync`, and casync's global options before a cafs
+ * command.
+ *
+ * Nothing is done here but translation: the options are parsed once into
+ * struct casync_args, and each verb builds the argv of the cafs command
+ * that does the work (cafs make, extract, list, mtree, digest, gc, mount),
+ * which then runs in-process with its own parser. So a behaviour lives in
+ * one place, whichever name the user typed. What casync has and cafs does
+ * not (NBD devices, hardlinks/reflinks from seeds, the encoder cache, uid
+ * shifting) is accepted and ignored, as casync ignores options that do not
+ * apply to a verb; docs/cafs.1 ("CASYNC COMPATIBILITY") lists them.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "casync_cli.h"
+#include "cmd.h"
+#include "log.h"
+
+/* casync's --what= */
+enum what {
+	WHAT_ANY,
+	WHAT_ARCHIVE,
+	WHAT_ARCHIVE_INDEX,
+	WHAT_BLOB,
+	WHAT_BLOB_INDEX,
+	WHAT_DIRECTORY,
+};
+
+/* A growing list of strings this file owns. */
+struct strv {
+	char **v;
+	size_t n;
+};
+
+/* Every casync option; pointers are into argv. */
+struct casync_args {
+	enum cafs_casync_mode mode;
+	int verbosity; /* cafs's scale: -1 errors only .. 2 debug */
+	bool dry_run;
+	const char *store, *chunk_size, *digest, *compression, *cache;
+	const char *exclude_nodump, *exclude_submounts, *exclude_file;
+	enum what what;
+	struct strv extra_stores, seeds, with, without;
+	bool seed_output, recursive;
+};
+
+enum {
+	OPT_VERSION = 0x100,
+	OPT_STORE,
+	OPT_EXTRA_STORE,
+	OPT_CHUNK_SIZE,
+	OPT_SEED,
+	OPT_CACHE,
+	OPT_RATE_LIMIT_BPS,
+	OPT_WITH,
+	OPT_WITHOUT,
+	OPT_WHAT,
+	OPT_EXCLUDE_NODUMP,
+	OPT_EXCLUDE_SUBMOUNTS,
+	OPT_EXCLUDE_FILE,
+	OPT_UNDO_IMMUTABLE,
+	OPT_DELETE,
+	OPT_PUNCH_HOLES,
+	OPT_REFLINK,
+	OPT_HARDLINK,
+	OPT_SEED_OUTPUT,
+	OPT_UID_SHIFT,
+	OPT_UID_RANGE,
+	OPT_RECURSIVE,
+	OPT_MKDIR,
+	OPT_DIGEST,
+	OPT_COMPRESSION,
+};
+
+/* casync 2's table (src/casync-tool.c parse_argv), option for option */
+static const struct option casync_opts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "log-level", required_argument, NULL, 'l' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "dry-run", no_argument, NULL, 'n' },
+	{ "store", required_argument, NULL, OPT_STORE },
+	{ "extra-store", required_argument, NULL, OPT_EXTRA_STORE },
+	{ "chunk-size", required_argument, NULL, OPT_CHUNK_SIZE },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "cache", required_argument, NULL, OPT_CACHE },
+	{ "cache-auto", no_argument, NULL, 'c' },
+	{ "rate-limit-bps", required_argument, NULL, OPT_RATE_LIMIT_BPS },
+	{ "with", required_argument, NULL, OPT_WITH },
+	{ "without", required_argument, NULL, OPT_WITHOUT },
+	{ "what", required_argument, NULL, OPT_WHAT },
+	{ "exclude-nodump", required_argument, NULL, OPT_EXCLUDE_NODUMP },
+	{ "exclude-submounts", required_argument, NULL, OPT_EXCLUDE_SUBMOUNTS },
+	{ "exclude-file", required_argument, NULL, OPT_EXCLUDE_FILE },
+	{ "undo-immutable", required_argument, NULL, OPT_UNDO_IMMUTABLE },
+	{ "delete", required_argument, NULL, OPT_DELETE },
+	{ "punch-holes", required_argument, NULL, OPT_PUNCH_HOLES },
+	{ "reflink", required_argument, NULL, OPT_REFLINK },
+	{ "hardlink", required_argument, NULL, OPT_HARDLINK },
+	{ "seed-output", required_argument, NULL, OPT_SEED_OUTPUT },
+	{ "uid-shift", required_argument, NULL, OPT_UID_SHIFT },
+	{ "uid-range", required_argument, NULL, OPT_UID_RANGE },
+	{ "recursive", required_argument, NULL, OPT_RECURSIVE },
+	{ "mkdir", required_argument, NULL, OPT_MKDIR },
+	{ "digest", required_argument, NULL, OPT_DIGEST },
+	{ "compression", required_argument, NULL, OPT_COMPRESSION },
+	{}
+};
+
+static const char casync_help[] =
+	"casync [OPTIONS...] make [ARCHIVE|ARCHIVE_INDEX|BLOB_INDEX] [PATH]\n"
+	"casync [OPTIONS...] extract [ARCHIVE|ARCHIVE_INDEX|BLOB_INDEX] [PATH] [SUBTREE]\n"
+	"casync [OPTIONS...] list [ARCHIVE|ARCHIVE_INDEX|DIRECTORY] [SUBTREE]\n"
+	"casync [OPTIONS...] mtree [ARCHIVE|ARCHIVE_INDEX|DIRECTORY] [SUBTREE]\n"
+	"casync [OPTIONS...] stat [ARCHIVE|ARCHIVE_INDEX|DIRECTORY] [PATH]\n"
+	"casync [OPTIONS...] digest [ARCHIVE|BLOB|ARCHIVE_INDEX|BLOB_INDEX|DIRECTORY]\n"
+	"casync [OPTIONS...] mount [ARCHIVE|ARCHIVE_INDEX] PATH\n"
+	"casync [OPTIONS...] mkdev [BLOB|BLOB_INDEX] [NODE]\n"
+	"casync [OPTIONS...] gc BLOB_INDEX|ARCHIVE_INDEX...\n"
+	"\n"
+	"cafs, speaking casync's command line (see cafs(1), CASYNC COMPATIBILITY).\n"
+	"\n"
+	"  -h --help                  Show this help\n"
+	"     --version               Show brief version information\n"
+	"  -l --log-level=LEVEL       Set log level (debug, info, err)\n"
+	"  -v --verbose               Show more messages\n"
+	"  -n --dry-run               When garbage collecting, only print what would be done\n"
+	"     --store=PATH            The primary chunk store to use\n"
+	"     --extra-store=PATH      Additional chunk store to look for chunks in\n"
+	"     --chunk-size=[MIN:]AVG[:MAX]  Chunk sizes\n"
+	"     --digest=DIGEST         sha512-256 or sha256\n"
+	"     --compression=COMPRESSION  zstd (cafs writes zstd only)\n"
+	"     --seed=PATH             Additional file, device or index to take chunks from\n"
+	"     --cache=PATH            casync's encoder cache: accepted, not used\n"
+	"  -c --cache-auto            Accepted, not used\n"
+	"     --rate-limit-bps=LIMIT  Accepted, not used\n"
+	"     --exclude-nodump=no, --exclude-submounts=yes, --exclude-file=no\n"
+	"     --seed-output=no        Don't add the existing output (a blob) as seed\n"
+	"     --recursive=no          List non-recursively\n"
+	"     --reflink=, --hardlink=, --punch-holes=, --delete=, --undo-immutable=,\n"
+	"     --mkdir=, --uid-shift=, --uid-range=  Accepted, not used\n"
+	"     --what=archive|archive-index|blob|blob-index|directory|help\n"
+	"     --with=FEATURE, --without=FEATURE  casync's feature and group names\n"
+	"                             (best, unix, fat, chattr, fat-attrs, privileged,\n"
+	"                             fuse, all, and each flag: see casync --help)\n";
+
+static int strv_add(struct strv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int strv_add(struct strv *s, const char *fmt, ...)
+{
+	char **n = realloc(s->v, (s->n + 2) * sizeof(char *));
+	va_list ap;
+	int k;
+	if (!n)
+		return -ENOMEM;
+	s->v = n;
+	va_start(ap, fmt);
+	k = vasprintf(&s->v[s->n], fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		return -ENOMEM;
+	s->v[++s->n] = NULL;
+	return 0;
+}
+
+static void strv_release(struct strv *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	*s = (struct strv){ 0 };
+}
+
+/* A usage error: casync's exit code (1) under its name, cafs's (2) else. */
+static int usage(const struct casync_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int usage(const struct casync_args *a, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (a->mode == CAFS_CASYNC_PREFIX)
+		return cafs_usage_error(NULL, "%s", msg);
+	fprintf(stderr, "cafs: %s\n", msg);
+	return 1;
+}
+
+/* casync's parse_boolean */
+static int parse_bool(const char *s, bool *ret)
+{
+	static const char *const yes[] = { "1", "yes", "y", "true", "t", "on" };
+	static const char *const no[] = { "0", "no", "n", "false", "f", "off" };
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcasecmp(s, yes[i]))
+			return *ret = true, 0;
+		if (!strcasecmp(s, no[i]))
+			return *ret = false, 0;
+	}
+	return -EINVAL;
+}
+
+/* -l: syslog's level names and numbers, onto cafs's -q/-v scale */
+static int parse_log_level(const char *s, int *ret)
+{
+	static const char *const names[] = { "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug" };
+	char *end;
+	long v = -1;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(s, names[i]))
+			v = (long)i;
+	if (v < 0) {
+		errno = 0;
+		v = strtol(s, &end, 10);
+		if (errno || *end || end == s || v < 0 || v > 7)
+			return -EINVAL;
+	}
+	*ret = v <= 3 ? -1 : v <= 5 ? 0 : v == 6 ? 1 : 2;
+	return 0;
+}
+
+static int parse_what(const char *s, enum what *ret)
+{
+	static const struct {
+		const char *name;
+		enum what what;
+	} table[] = {
+		{ "archive", WHAT_ARCHIVE }, { "archive-index", WHAT_ARCHIVE_INDEX }, { "blob", WHAT_BLOB },
+		{ "blob-index", WHAT_BLOB_INDEX }, { "directory", WHAT_DIRECTORY },
+	};
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (!strcmp(s, table[i].name))
+			return *ret = table[i].what, 0;
+	return -EINVAL;
+}
+
+/* Parses the options into a; *ret_verb_index is argv's index of the verb
+ * (argc when none). Returns -1 to go on, or the exit code. */
+static int parse_args(int argc, char **argv, struct casync_args *a, int *ret_verb_index)
+{
+	/* as casync: options anywhere (getopt's permutation); before a cafs
+	 * command only ("+": stop at it), the rest is that command's */
+	const char *shortopts = a->mode == CAFS_CASYNC_PREFIX ? "+hl:vnc" : "hl:vnc";
+	bool b;
+	int c, r;
+
+	a->seed_output = a->recursive = true;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, shortopts, casync_opts, NULL)) >= 0) {
+		struct strv *list = NULL;
+		bool *bp = NULL;
+		switch (c) {
+		case 'h':
+			fputs(casync_help, stdout);
+			return 0;
+		case OPT_VERSION:
+			/* scripts that parse casync's "casync 2" read the
+			 * version of casync whose command line this is */
+			printf("casync 2 (cafs %s)\n", PACKAGE_VERSION);
+			return 0;
+		case 'l':
+			if (parse_log_level(optarg, &a->verbosity) < 0)
+				return usage(a, "unknown log level '%s'", optarg);
+			break;
+		case 'v':
+			if (a->verbosity < 1)
+				a->verbosity = 1;
+			break;
+		case 'n':
+			a->dry_run = true;
+			break;
+		case 'c':
+		case OPT_RATE_LIMIT_BPS:
+		case OPT_UID_SHIFT:
+		case OPT_UID_RANGE:
+			/* no encoder cache, no remote transfer by casync's
+			 * protocols, no uid shifting: nothing to change */
+			break;
+		case OPT_STORE:
+			a->store = optarg;
+			break;
+		case OPT_EXTRA_STORE:
+			list = &a->extra_stores;
+			break;
+		case OPT_SEED:
+			list = &a->seeds;
+			break;
+		case OPT_WITH:
+			list = &a->with;
+			break;
+		case OPT_WITHOUT:
+			list = &a->without;
+			break;
+		case OPT_CHUNK_SIZE:
+			a->chunk_size = optarg;
+			break;
+		case OPT_DIGEST:
+			a->digest = optarg;
+			break;
+		case OPT_COMPRESSION:
+			if (strcmp(optarg, "zstd") && strcmp(optarg, "xz") && strcmp(optarg, "gzip") &&
+			    strcmp(optarg, "default"))
+				return usage(a, "unknown compression '%s'", optarg);
+			a->compression = optarg;
+			break;
+		case OPT_CACHE:
+			a->cache = optarg;
+			break;
+		case OPT_WHAT:
+			if (!strcmp(optarg, "help")) {
+				/* casync's list leaves out "archive" (an off-by-one) */
+				puts("Allowed --what= selectors:\narchive\narchive-index\nblob\nblob-index\ndirectory");
+				return 0;
+			}
+			if (parse_what(optarg, &a->what) < 0)
+				return usage(a, "unknown --what '%s'", optarg);
+			break;
+		case OPT_EXCLUDE_NODUMP:
+			a->exclude_nodump = optarg;
+			bp = &b;
+			break;
+		case OPT_EXCLUDE_SUBMOUNTS:
+			a->exclude_submounts = optarg;
+			bp = &b;
+			break;
+		case OPT_EXCLUDE_FILE:
+			a->exclude_file = optarg;
+			bp = &b;
+			break;
+		case OPT_SEED_OUTPUT:
+			bp = &a->seed_output;
+			break;
+		case OPT_RECURSIVE:
+			bp = &a->recursive;
+			break;
+		case OPT_UNDO_IMMUTABLE:
+		case OPT_DELETE:
+		case OPT_PUNCH_HOLES:
+		case OPT_REFLINK:
+		case OPT_HARDLINK:
+		case OPT_MKDIR:
+			/* cafs extracts into place without these choices (see
+			 * the man page); the value is still checked */
+			bp = &b;
+			break;
+		default:
+			/* getopt said which option */
+			return a->mode == CAFS_CASYNC_PREFIX ? cafs_usage_error(NULL, "bad option") : 1;
+		}
+		if (bp && parse_bool(optarg, bp) < 0)
+			return usage(a, "expected a boolean, got '%s'", optarg);
+		if (list && (r = strv_add(list, "%s", optarg)) < 0)
+			return ca_log_error_errno(r, "arguments"), 1;
+	}
+	*ret_verb_index = optind;
+	return -1;
+}
+
+/* ---- what each cafs command accepts of the options ---- */
+
+enum {
+	T_STORE = 1 << 0,  /* --store as -s */
+	T_STORES = 1 << 1, /* --store and each --extra-store as -s, in order */
+	T_SEED = 1 << 2,
+	T_MAKE = 1 << 3,   /* chunk size, digest, with/without, exclusions */
+	T_DIGEST = 1 << 4,
+	T_DRY_RUN = 1 << 5,
+	T_CACHE = 1 << 6,  /* cafs's chunk cache: only when not named casync */
+};
+
+static const struct {
+	const char *name;
+	unsigned takes;
+} commands[] = {
+	{ "make", T_STORE | T_MAKE },
+	{ "extract", T_STORES | T_SEED | T_CACHE },
+	{ "list", T_STORES },
+	{ "mtree", T_STORES },
+	{ "stat", T_STORES },
+	{ "digest", T_STORES | T_DIGEST },
+	{ "gc", T_STORE | T_DRY_RUN },
+	{ "mount", T_STORES | T_CACHE },
+	{ "mkdev", 0 },
+	{ "info", T_STORE },
+};
+
+static int command_takes(const char *name, unsigned *ret)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(commands[i].name, name))
+			return *ret = commands[i].takes, 0;
+	return -ENOENT;
+}
+
+/* Appends the cafs options for a command that takes `takes`. */
+static int add_options(const struct casync_args *a, unsigned takes, struct strv *out)
+{
+	int r = 0;
+	for (int i = 0; r == 0 && i < a->verbosity; i++)
+		r = strv_add(out, "-v");
+	if (r == 0 && a->verbosity < 0)
+		r = strv_add(out, "-q");
+	if (r == 0 && a->store && (takes & (T_STORE | T_STORES)))
+		r = strv_add(out, "--store=%s", a->store);
+	for (size_t i = 0; r == 0 && (takes & T_STORES) && i < a->extra_stores.n; i++)
+		r = strv_add(out, "--store=%s", a->extra_stores.v[i]);
+	for (size_t i = 0; r == 0 && (takes & T_SEED) && i < a->seeds.n; i++)
+		r = strv_add(out, "--seed=%s", a->seeds.v[i]);
+	if (r == 0 && (takes & T_CACHE) && a->cache && a->mode == CAFS_CASYNC_PREFIX)
+		r = strv_add(out, "--cache=%s", a->cache);
+	if (r == 0 && (takes & T_DRY_RUN) && a->dry_run)
+		r = strv_add(out, "--dry-run");
+	if (r == 0 && (takes & (T_DIGEST | T_MAKE)) && a->digest)
+		r = strv_add(out, "--digest=%s", a->digest);
+	if (!(takes & T_MAKE))
+		return r;
+	if (r == 0 && a->chunk_size)
+		r = strv_add(out, "--chunk-size=%s", a->chunk_size);
+	for (size_t i = 0; r == 0 && i < a->with.n; i++)
+		r = strv_add(out, "--with=%s", a->with.v[i]);
+	for (size_t i = 0; r == 0 && i < a->without.n; i++)
+		r = strv_add(out, "--without=%s", a->without.v[i]);
+	if (r == 0 && a->exclude_nodump)
+		r = strv_add(out, "--exclude-nodump=%s", a->exclude_nodump);
+	if (r == 0 && a->exclude_submounts)
+		r = strv_add(out, "--exclude-submounts=%s", a->exclude_submounts);
+	if (r == 0 && a->exclude_file)
+		r = strv_add(out, "--exclude-file=%s", a->exclude_file);
+	return r;
+}
+
+/* Runs the cafs command out->v[0] with out's arguments. The command may
+ * permute its argv (getopt does): it gets a copy of the pointers. */
+static int run(const struct strv *out)
+{
+	const struct cafs_command *c = cafs_command_find(out->v[0]);
+	char **copy = malloc((out->n + 1) * sizeof(char *));
+	int r;
+	if (!c || !copy) {
+		free(copy);
+		ca_log_error("%s: not built into this cafs", out->v[0]);
+		return 1;
+	}
+	memcpy(copy, out->v, (out->n + 1) * sizeof(char *));
+	r = cafs_command_run(c, (int)out->n, copy);
+	free(copy);
+	return r;
+}
+
+/* ---- casync's verbs: its defaults, then the cafs command ---- */
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* list/mtree/stat of a directory are of the archive casync would make of
+ * it: make that .catar (cafs make, its digest line silenced) in a private
+ * temporary directory. *ret_dir is that directory, for tree_archive_remove. */
+static int tree_archive_make(const struct casync_args *a, const char *dir, char **ret_dir, char **ret_catar)
+{
+	const char *tmp = getenv("TMPDIR");
+	struct strv mk = { 0 };
+	char *d = NULL, *catar = NULL;
+	int saved = -1, null = -1, r;
+
+	if (asprintf(&d, "%s/cafs-casync.XXXXXX", tmp && *tmp ? tmp : "/var/tmp") < 0) {
+		d = NULL;
+		r = ca_log_error_errno(ENOMEM, "%s", dir);
+		goto out;
+	}
+	if (!mkdtemp(d)) {
+		r = ca_log_error_errno(errno, "%s", d);
+		goto out;
+	}
+	if (asprintf(&catar, "%s/tree.catar", d) < 0) {
+		catar = NULL;
+		r = ca_log_error_errno(ENOMEM, "%s", dir);
+		goto out;
+	}
+	r = strv_add(&mk, "make");
+	if (r == 0)
+		r = add_options(a, T_MAKE, &mk);
+	if (r == 0)
+		r = strv_add(&mk, "%s", catar);
+	if (r == 0)
+		r = strv_add(&mk, "%s", dir);
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", dir);
+		goto out;
+	}
+	/* make prints the archive's digest: not part of list's output */
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (saved < 0 || null < 0 || dup2(null, STDOUT_FILENO) < 0) {
+		r = ca_log_error_errno(errno, "stdout");
+		goto out;
+	}
+	r = run(&mk) == 0 ? 0 : -EIO; /* make logged why */
+	fflush(stdout);
+	if (dup2(saved, STDOUT_FILENO) < 0 && r == 0)
+		r = ca_log_error_errno(errno, "stdout");
+out:
+	if (saved >= 0)
+		close(saved);
+	if (null >= 0)
+		close(null);
+	strv_release(&mk);
+	*ret_dir = d;
+	*ret_catar = catar;
+	return r;
+}
+
+static void tree_archive_remove(char *dir, char *catar)
+{
+	if (catar)
+		unlink(catar);
+	if (dir)
+		rmdir(dir);
+	free(catar);
+	free(dir);
+}
+
+/* stat has no cafs command of its own: the function behind it, with the
+ * stores the other verbs get as -s */
+static int verb_stat(const struct casync_args *a, const char *in, const char *sub)
+{
+	size_t n = 0;
+	char **stores = calloc(a->extra_stores.n + 1, sizeof(char *));
+	int r;
+	if (!stores)
+		return ca_log_error_errno(ENOMEM, "stat"), 1;
+	if (a->store)
+		stores[n++] = (char *)a->store;
+	for (size_t i = 0; i < a->extra_stores.n; i++)
+		stores[n++] = a->extra_stores.v[i];
+	cafs_set_verbosity(a->verbosity);
+	r = cafs_stat_archive(in, stores, n, sub);
+	free(stores);
+	return r;
+}
+
+/* list, mtree, stat: INPUT defaults to "."; a directory is archived first */
+static int verb_read(const struct casync_args *a, const char *verb, char **pos, int npos)
+{
+	struct strv out = { 0 };
+	char *tmpdir = NULL, *catar = NULL;
+	const char *in = npos > 0 ? pos[0] : ".";
+	unsigned takes = 0;
+	int r;
+
+	if (npos > 2)
+		return usage(a, "%s: input path/URL and subtree path expected", verb);
+	if (!strcmp(in, "-"))
+		return usage(a, "%s: reading an archive from standard input is not supported", verb);
+	if (a->what == WHAT_DIRECTORY || (a->what == WHAT_ANY && !has_suffix(in, ".catar") && !has_suffix(in, ".caidx") &&
+	                                  is_dir(in))) {
+		if (npos > 1)
+			return usage(a, "%s: subtree path only supported when listing archive or archive index", verb);
+		if (tree_archive_make(a, in, &tmpdir, &catar) < 0) {
+			r = 1;
+			goto out;
+		}
+		in = catar;
+	} else if (a->what == WHAT_BLOB || a->what == WHAT_BLOB_INDEX) {
+		return usage(a, "\"%s\" operation may only be combined with --what=archive, archive-index, or directory.",
+		             verb);
+	}
+	if (!strcmp(verb, "stat")) {
+		r = verb_stat(a, in, npos > 1 ? pos[1] : NULL);
+		goto out;
+	}
+	(void)command_takes(verb, &takes);
+	r = strv_add(&out, "%s", verb);
+	if (r == 0)
+		r = add_options(a, takes, &out);
+	if (r == 0)
+		r = strv_add(&out, "%s", in);
+	if (r == 0 && !a->recursive && !strcmp(verb, "list"))
+		r = strv_add(&out, "--recursive=no");
+	if (r == 0 && npos > 1)
+		r = strv_add(&out, "%s", pos[1]);
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", verb);
+		r = 1;
+		goto out;
+	}
+	r = run(&out);
+out:
+	strv_release(&out);
+	tree_archive_remove(tmpdir, catar);
+	return r;
+}
+
+static int verb_make(const struct casync_args *a, char **pos, int npos)
+{
+	struct strv out = { 0 };
+	int r;
+	if (npos > 2)
+		return usage(a, "make: a pair of output and input path/URL expected");
+	if (npos < 1)
+		return usage(a, "make: writing to standard output is not supported: name the output");
+	if (a->compression && strcmp(a->compression, "zstd") && strcmp(a->compression, "default"))
+		return usage(a, "make: --compression=%s: cafs writes zstd chunks only", a->compression);
+	r = strv_add(&out, "make");
+	if (r == 0)
+		r = add_options(a, T_STORE | T_MAKE, &out);
+	if (r == 0)
+		r = strv_add(&out, "%s", pos[0]);
+	/* as casync: archives default to the current directory, a blob to
+	 * standard input */
+	if (r == 0)
+		r = strv_add(&out, "%s", npos > 1 ? pos[1] : has_suffix(pos[0], ".caibx") ? "-" : ".");
+	r = r < 0 ? (ca_log_error_errno(r, "make"), 1) : run(&out);
+	strv_release(&out);
+	return r;
+}
+
+static int verb_extract(const struct casync_args *a, char **pos, int npos)
+{
+	struct strv out = { 0 };
+	struct stat st;
+	const char *dest;
+	bool blob;
+	int r;
+	if (npos > 3)
+		return usage(a, "extract: input path/URL, output path, and subtree path expected");
+	if (npos < 1)
+		return usage(a, "extract: reading from standard input is not supported: name the input");
+	blob = a->what == WHAT_BLOB_INDEX || (a->what == WHAT_ANY && has_suffix(pos[0], ".caibx"));
+	/* as casync: an archive into the current directory, a blob to stdout */
+	dest = npos > 1 ? pos[1] : blob ? "-" : ".";
+	r = strv_add(&out, "extract");
+	if (r == 0)
+		r = add_options(a, T_STORES | T_SEED | T_CACHE, &out);
+	/* casync seeds from what the output already holds (--seed-output=yes):
+	 * for a blob, that file or device is one more seed */
+	if (r == 0 && blob && a->seed_output && strcmp(dest, "-") && stat(dest, &st) == 0 &&
+	    ((S_ISREG(st.st_mode) && st.st_size > 0) || S_ISBLK(st.st_mode)))
+		r = strv_add(&out, "--seed=%s", dest);
+	if (r == 0)
+		r = strv_add(&out, "%s", pos[0]);
+	if (r == 0 && npos < 3) {
+		r = strv_add(&out, "%s", dest);
+	} else if (r == 0) {
+		/* casync extracts SUBTREE as OUT/<its last component>, making
+		 * OUT if need be; cafs extract puts SUBTREE's contents in OUT */
+		const char *sub = pos[2], *e = sub + strlen(sub);
+		while (e > sub && e[-1] == '/')
+			e--;
+		const char *b = e;
+		while (b > sub && b[-1] != '/')
+			b--;
+		if (mkdir(dest, 0777) < 0 && errno != EEXIST)
+			r = -errno;
+		else if (b == e || (e - b == 1 && *b == '.'))
+			r = strv_add(&out, "%s", dest);
+		else
+			r = strv_add(&out, "%s/%.*s", dest, (int)(e - b), b);
+		if (r == 0)
+			r = strv_add(&out, "%s", sub);
+	}
+	r = r < 0 ? (ca_log_error_errno(r, "extract"), 1) : run(&out);
+	strv_release(&out);
+	return r;
+}
+
+static int verb_simple(const struct casync_args *a, const char *verb, char **pos, int npos, int min, int max,
+                       const char *dflt)
+{
+	struct strv out = { 0 };
+	unsigned takes = 0;
+	int r;
+	if (npos < min || (max >= 0 && npos > max))
+		return usage(a, "%s: wrong number of arguments (see 'casync --help')", verb);
+	(void)command_takes(verb, &takes);
+	r = strv_add(&out, "%s", verb);
+	if (r == 0)
+		r = add_options(a, takes, &out);
+	if (r == 0 && !strcmp(verb, "mount"))
+		r = strv_add(&out, "--foreground"); /* casync mount stays until unmounted */
+	for (int i = 0; r == 0 && i < npos; i++)
+		r = strv_add(&out, "%s", pos[i]);
+	if (r == 0 && npos == 0 && dflt)
+		r = strv_add(&out, "%s", dflt);
+	r = r < 0 ? (ca_log_error_errno(r, "%s", verb), 1) : run(&out);
+	strv_release(&out);
+	return r;
+}
+
+static int casync_verb(const struct casync_args *a, char **pos, int npos)
+{
+	const char *verb = pos[0];
+	pos++;
+	npos--;
+	if (!strcmp(verb, "help")) {
+		fputs(casync_help, stdout);
+		return 0;
+	}
+	if (!strcmp(verb, "make"))
+		return verb_make(a, pos, npos);
+	if (!strcmp(verb, "extract"))
+		return verb_extract(a, pos, npos);
+	if (!strcmp(verb, "list") || !strcmp(verb, "mtree") || !strcmp(verb, "stat"))
+		return verb_read(a, verb, pos, npos);
+	if (!strcmp(verb, "digest"))
+		return verb_simple(a, "digest", pos, npos, 0, 1, ".");
+	if (!strcmp(verb, "gc"))
+		return verb_simple(a, "gc", pos, npos, 1, -1, NULL);
+	if (!strcmp(verb, "mount"))
+		return verb_simple(a, "mount", pos, npos, 2, 2, NULL);
+	if (!strcmp(verb, "mkdev")) {
+		if (npos > 2)
+			return usage(a, "mkdev: input path/URL and node expected");
+		ca_log_error("mkdev: NBD block devices are not supported by cafs (use 'casync mount' of a .caibx)");
+		return 1;
+	}
+	return usage(a, "unknown verb '%s' (invoke 'casync --help' for a list of available verbs)", verb);
+}
+
+/* `cafs [CASYNC-OPTIONS] COMMAND ARGS`: the translated options, then ARGS
+ * as the command's own */
+static int prefixed_command(const struct casync_args *a, char **rest, int nrest)
+{
+	struct strv out = { 0 };
+	unsigned takes;
+	int r;
+	if (command_takes(rest[0], &takes) < 0 || !cafs_command_find(rest[0]))
+		return cafs_usage_error(NULL, "%s: global options before this command are not supported", rest[0]);
+	r = strv_add(&out, "%s", rest[0]);
+	if (r == 0)
+		r = add_options(a, takes, &out);
+	for (int i = 1; r == 0 && i < nrest; i++)
+		r = strv_add(&out, "%s", rest[i]);
+	r = r < 0 ? (ca_log_error_errno(r, "%s", rest[0]), 1) : run(&out);
+	strv_release(&out);
+	return r;
+}
+
+int cafs_casync_main(int argc, char **argv, enum cafs_casync_mode mode)
+{
+	struct casync_args a = { .mode = mode };
+	int verb = 0, r;
+	/* getopt's own messages start with argv[0]: "cafs" */
+	char *arg0 = argv[0];
+	argv[0] = "cafs";
+	r = parse_args(argc, argv, &a, &verb);
+	argv[0] = arg0;
+	if (r >= 0)
+		goto out;
+	if (verb >= argc) {
+		r = usage(&a, "missing verb (invoke '%s --help' for a list of available verbs)",
+		          mode == CAFS_CASYNC_PREFIX ? "cafs" : "casync");
+		goto out;
+	}
+	if (mode == CAFS_CASYNC_PREFIX) {
+		r = prefixed_command(&a, argv + verb, argc - verb);
+	} else {
+		r = casync_verb(&a, argv + verb, argc - verb);
+		/* casync exits 1 on every failure, usage errors included */
+		if (r == EXIT_USAGE)
+			r = 1;
+	}
+out:
+	strv_release(&a.extra_stores);
+	strv_release(&a.seeds);
+	strv_release(&a.with);
+	strv_release(&a.without);
+	return r;
+}
