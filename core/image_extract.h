@@ -31,6 +31,7 @@
 #define CA_IMAGE_EXTRACT_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "location.h"
@@ -41,6 +42,7 @@ struct ca_image_extract_opts {
 	 * of the whole tree; NULL: all. -EINVAL (logged) for a blob. */
 	const char *path;
 	unsigned threads; /* a blob's workers (0: one per CPU); archives size their threads by CPU */
+	bool no_delete;   /* archives: keep entries of an existing dest the archive does not have */
 	/* progress_start (may be NULL) is called once before anything is
 	 * written, with the bytes to write (0 if unknown: an archive); then
 	 * progress (may be NULL) now and then, from any thread, with the bytes

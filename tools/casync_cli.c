@@ -10,7 +10,7 @@
  * which then runs in-process with its own parser. So a behaviour lives in
  * one place, whichever name the user typed. What casync has and cafs does
  * not (NBD devices, hardlinks/reflinks from seeds, the encoder cache, uid
- * shifting) is accepted and ignored, as casync ignores options that do not
+ * shifting, hole punching choices) is accepted and ignored, as casync ignores options that do not
  * apply to a verb; docs/cafs.1 ("CASYNC COMPATIBILITY") lists them.
  */
 #include "config.h"
@@ -54,7 +54,7 @@ struct casync_args {
 	const char *exclude_nodump, *exclude_submounts, *exclude_file;
 	enum what what;
 	struct strv extra_stores, seeds, with, without;
-	bool seed_output, recursive;
+	bool seed_output, recursive, delete_extra;
 };
 
 enum {
@@ -198,20 +198,6 @@ static int usage(const struct casync_args *a, const char *fmt, ...)
 	return 1;
 }
 
-/* casync's parse_boolean */
-static int parse_bool(const char *s, bool *ret)
-{
-	static const char *const yes[] = { "1", "yes", "y", "true", "t", "on" };
-	static const char *const no[] = { "0", "no", "n", "false", "f", "off" };
-	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-		if (!strcasecmp(s, yes[i]))
-			return *ret = true, 0;
-		if (!strcasecmp(s, no[i]))
-			return *ret = false, 0;
-	}
-	return -EINVAL;
-}
-
 /* -l: syslog's level names and numbers, onto cafs's -q/-v scale */
 static int parse_log_level(const char *s, int *ret)
 {
@@ -256,7 +242,7 @@ static int parse_args(int argc, char **argv, struct casync_args *a, int *ret_ver
 	bool b;
 	int c, r;
 
-	a->seed_output = a->recursive = true;
+	a->seed_output = a->recursive = a->delete_extra = true;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, shortopts, casync_opts, NULL)) >= 0) {
 		struct strv *list = NULL;
@@ -345,8 +331,10 @@ static int parse_args(int argc, char **argv, struct casync_args *a, int *ret_ver
 		case OPT_RECURSIVE:
 			bp = &a->recursive;
 			break;
-		case OPT_UNDO_IMMUTABLE:
 		case OPT_DELETE:
+			bp = &a->delete_extra;
+			break;
+		case OPT_UNDO_IMMUTABLE:
 		case OPT_PUNCH_HOLES:
 		case OPT_REFLINK:
 		case OPT_HARDLINK:
@@ -359,7 +347,7 @@ static int parse_args(int argc, char **argv, struct casync_args *a, int *ret_ver
 			/* getopt said which option */
 			return a->mode == CAFS_CASYNC_PREFIX ? cafs_usage_error(NULL, "bad option") : 1;
 		}
-		if (bp && parse_bool(optarg, bp) < 0)
+		if (bp && cafs_parse_bool(optarg, bp) < 0)
 			return usage(a, "expected a boolean, got '%s'", optarg);
 		if (list && (r = strv_add(list, "%s", optarg)) < 0)
 			return ca_log_error_errno(r, "arguments"), 1;
@@ -378,6 +366,7 @@ enum {
 	T_DIGEST = 1 << 4,
 	T_DRY_RUN = 1 << 5,
 	T_CACHE = 1 << 6,  /* cafs's chunk cache: only when not named casync */
+	T_DELETE = 1 << 7, /* --delete=no */
 };
 
 static const struct {
@@ -385,7 +374,7 @@ static const struct {
 	unsigned takes;
 } commands[] = {
 	{ "make", T_STORE | T_MAKE },
-	{ "extract", T_STORES | T_SEED | T_CACHE },
+	{ "extract", T_STORES | T_SEED | T_CACHE | T_DELETE },
 	{ "list", T_STORES },
 	{ "mtree", T_STORES },
 	{ "stat", T_STORES },
@@ -420,6 +409,8 @@ static int add_options(const struct casync_args *a, unsigned takes, struct strv 
 		r = strv_add(out, "--seed=%s", a->seeds.v[i]);
 	if (r == 0 && (takes & T_CACHE) && a->cache && a->mode == CAFS_CASYNC_PREFIX)
 		r = strv_add(out, "--cache=%s", a->cache);
+	if (r == 0 && (takes & T_DELETE) && !a->delete_extra)
+		r = strv_add(out, "--delete=no");
 	if (r == 0 && (takes & T_DRY_RUN) && a->dry_run)
 		r = strv_add(out, "--dry-run");
 	if (r == 0 && (takes & (T_DIGEST | T_MAKE)) && a->digest)
@@ -641,10 +632,12 @@ static int verb_extract(const struct casync_args *a, char **pos, int npos)
 	struct strv out = { 0 };
 	struct stat st;
 	const char *dest;
+	unsigned takes = 0;
 	bool blob;
 	int r;
 	if (npos > 3)
 		return usage(a, "extract: input path/URL, output path, and subtree path expected");
+	(void)command_takes("extract", &takes);
 	if (npos < 1)
 		return usage(a, "extract: reading from standard input is not supported: name the input");
 	blob = a->what == WHAT_BLOB_INDEX || (a->what == WHAT_ANY && has_suffix(pos[0], ".caibx"));
@@ -652,7 +645,7 @@ static int verb_extract(const struct casync_args *a, char **pos, int npos)
 	dest = npos > 1 ? pos[1] : blob ? "-" : ".";
 	r = strv_add(&out, "extract");
 	if (r == 0)
-		r = add_options(a, T_STORES | T_SEED | T_CACHE, &out);
+		r = add_options(a, takes, &out);
 	/* casync seeds from what the output already holds (--seed-output=yes):
 	 * for a blob, that file or device is one more seed */
 	if (r == 0 && blob && a->seed_output && strcmp(dest, "-") && stat(dest, &st) == 0 &&

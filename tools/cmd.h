@@ -64,6 +64,9 @@ void cafs_set_verbosity(int level);
  * when c was -v or -q (parsing goes on), else the exit code the command
  * returns at once: 0 after -h printed its help, 2 for an unknown option. */
 int cafs_common_option(const char *cmd, int c, int *verbosity);
+/* yes/no as casync's parse_boolean reads it (1/0, y/n, true/false, t/f,
+ * on/off, any case): 0, or -EINVAL. */
+int cafs_parse_bool(const char *s, bool *ret);
 /* -j/--threads: 0..64 */
 int cafs_parse_threads(const char *s, unsigned *ret);
 
@@ -83,6 +86,7 @@ struct cafs_extract_args {
 	char **seeds;      /* --seed (repeatable): local data to take chunks from */
 	size_t n_seeds;
 	const char *cache; /* --cache: keep fetched chunks in this store */
+	bool no_delete;    /* --delete=no: keep entries of OUT the archive does not have */
 };
 
 /* cache_seed.c: extract --cache and --seed. Makes a->cache (or, for seeds

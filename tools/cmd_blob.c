@@ -38,18 +38,8 @@ enum {
 	OPT_EXCLUDE_FILE,
 	OPT_SEED,
 	OPT_CACHE,
+	OPT_DELETE,
 };
-
-static int parse_bool(const char *s, bool *ret)
-{
-	if (!strcmp(s, "yes") || !strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "on"))
-		*ret = true;
-	else if (!strcmp(s, "no") || !strcmp(s, "false") || !strcmp(s, "0") || !strcmp(s, "off"))
-		*ret = false;
-	else
-		return -EINVAL;
-	return 0;
-}
 
 /* The progress bar's life follows the core's calls: begun with the total
  * (known only once the input is open), erased before an error is logged. */
@@ -120,7 +110,7 @@ int cafs_cmd_make(int argc, char **argv)
 		case OPT_EXCLUDE_FILE:
 			bp = c == OPT_EXCLUDE_NODUMP ? &o.exclude_nodump :
 			     c == OPT_EXCLUDE_SUBMOUNTS ? &o.exclude_submounts : &o.exclude_file;
-			if (parse_bool(optarg, bp) < 0)
+			if (cafs_parse_bool(optarg, bp) < 0)
 				return cafs_usage_error("make", "expected yes or no, got '%s'", optarg);
 			break;
 		case 'j':
@@ -182,6 +172,7 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		{ "threads", required_argument, NULL, 'j' },
 		{ "seed", required_argument, NULL, OPT_SEED },
 		{ "cache", required_argument, NULL, OPT_CACHE },
+		{ "delete", required_argument, NULL, OPT_DELETE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -189,8 +180,8 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 	};
 	int c, verbosity = 0;
 	while ((c = getopt_long(argc, argv, "s:j:vqh", opts, NULL)) >= 0) {
-		if ((c == OPT_SEED || c == OPT_CACHE) && strcmp(cmd, "extract"))
-			return cafs_usage_error(cmd, "--seed and --cache are for extract");
+		if ((c == OPT_SEED || c == OPT_CACHE || c == OPT_DELETE) && strcmp(cmd, "extract"))
+			return cafs_usage_error(cmd, "--seed, --cache and --delete are for extract");
 		switch (c) {
 		case OPT_SEED: {
 			char **n = realloc(a->seeds, (a->n_seeds + 1) * sizeof(char *));
@@ -203,6 +194,13 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		case OPT_CACHE:
 			a->cache = optarg;
 			break;
+		case OPT_DELETE: {
+			bool del;
+			if (cafs_parse_bool(optarg, &del) < 0)
+				return cafs_usage_error(cmd, "expected yes or no, got '%s'", optarg);
+			a->no_delete = !del;
+			break;
+		}
 		case 's': {
 			char **n = realloc(a->stores, (a->n_stores + 1) * sizeof(char *));
 			if (!n)
@@ -256,7 +254,7 @@ static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind k
 			goto out;
 	}
 	struct ca_image_extract_opts o = {
-		.path = a->path, .threads = a->threads, .cancel = cafs_interrupt_flag(),
+		.path = a->path, .threads = a->threads, .no_delete = a->no_delete, .cancel = cafs_interrupt_flag(),
 		.progress_start = progress_start, .progress = cafs_progress_update, .progress_end = progress_end,
 		.progress_userdata = &prog,
 	};

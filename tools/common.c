@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 
 #include "cmd.h"
 #include "log.h"
@@ -66,4 +67,17 @@ void cafs_log_make_stats(const struct ca_make_stats *stats)
 	ca_log_info("%llu bytes, %llu chunks, %llu new (%llu bytes stored)", (unsigned long long)stats->bytes,
 	            (unsigned long long)stats->chunks, (unsigned long long)stats->chunks_new,
 	            (unsigned long long)stats->bytes_stored);
+}
+
+int cafs_parse_bool(const char *s, bool *ret)
+{
+	static const char *const yes[] = { "1", "yes", "y", "true", "t", "on" };
+	static const char *const no[] = { "0", "no", "n", "false", "f", "off" };
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcasecmp(s, yes[i]))
+			return *ret = true, 0;
+		if (!strcasecmp(s, no[i]))
+			return *ret = false, 0;
+	}
+	return -EINVAL;
 }

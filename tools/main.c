@@ -41,7 +41,8 @@ static const struct cafs_command commands[] = {
 	  "                          for archives\n"
 	  "      --seed=PATH         take chunks from this local file, device, .catar or index\n"
 	  "                          first (repeatable)\n"
-	  "      --cache=DIR         keep the chunks fetched in this chunk cache, and use it\n" },
+	  "      --cache=DIR         keep the chunks fetched in this chunk cache, and use it\n"
+	  "      --delete=no         archives: keep what OUT has that the archive does not\n" },
 	{ "digest", cafs_cmd_digest, "digest [OPTIONS] FILE|DIR|INDEX|ARCHIVE",
 	  "  -s, --store=DIR|URL     chunk store for an index (repeatable; default: default.castr\n"
 	  "                          beside it)\n"

@@ -140,6 +140,10 @@ compat '$C extract --store=default.castr img.caidx out'
 compat '$C extract img.caidx out --store=default.castr'
 compat '$C extract --store=empty.castr --extra-store=default.castr blob.caibx e.img'
 compat '$C extract --punch-holes=no --reflink=no --delete=no --undo-immutable=no img.caidx out'
+# into a directory that has more than the archive: removed by default, kept with --delete=no
+compat 'mkdir -p out/more && echo x >out/extra && $C extract img.caidx out'
+compat 'mkdir -p out/more && echo x >out/extra && $C extract --delete=no img.caidx out'
+compat 'mkdir -p out/more && echo x >out/extra && $C extract tree.catar out --delete=no'
 compat '$C extract --hardlink=yes --seed=seed.img blob.caibx h.img'
 compat '$C extract --seed=old.caibx --store=default.castr --extra-store=other.castr blob.caibx h.img'
 # the output as a seed (--seed-output=yes, the default): casync 2 fails
