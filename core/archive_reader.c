@@ -69,11 +69,6 @@ int ca_archive_reader_free(struct ca_archive_reader *a)
 	return 0;
 }
 
-struct ca_image *ca_archive_reader_image(const struct ca_archive_reader *a)
-{
-	return a->im;
-}
-
 static ssize_t read_done(struct ca_archive_reader *a, ssize_t k, size_t len, uint64_t off)
 {
 	/* cancelled: nothing to explain, and looking for the culprit chunk

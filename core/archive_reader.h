@@ -64,8 +64,6 @@ int ca_archive_reader_new(struct ca_image *im, const struct ca_archive_reader_op
  * image must not be freed either (the process is about to exit). */
 int ca_archive_reader_free(struct ca_archive_reader *a);
 
-struct ca_image *ca_archive_reader_image(const struct ca_archive_reader *a);
-
 /* Random access reads (catar_ra): ca_image_pread, with the first error
  * explained once. Valid while the reader lives. */
 void ca_archive_reader_random(struct ca_archive_reader *a, struct ca_catar_source *ret);

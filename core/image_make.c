@@ -35,7 +35,11 @@ void ca_image_make_opts_init(struct ca_image_make_opts *o)
 	};
 }
 
-uint64_t ca_image_make_flags(enum ca_image_kind kind, const struct ca_image_make_opts *o)
+/* The feature flags make writes for an image of this kind (normalized):
+ * for a blob only the digest and the exclusion bits casync always sets;
+ * for an archive casync's rule: (--with, or every WITH bit) minus
+ * --without, plus the exclusion and digest bits. */
+static uint64_t image_flags(enum ca_image_kind kind, const struct ca_image_make_opts *o)
 {
 	uint64_t sha = o->digest == CA_DIGEST_SHA512_256 ? CA_FORMAT_SHA512_256 : 0;
 	/* casync writes these two into every blob index, whatever was asked */
@@ -273,8 +277,11 @@ static int bad_kind(const char *out)
 	return -EINVAL;
 }
 
-int ca_image_make_fd(const char *out, int in_fd, const char *in_name, const struct ca_image_make_opts *o,
-                     uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats)
+/* ca_image_make from an open fd (not closed; read from its current position for a
+ * blob). in_name names the input in messages and is the archive root's
+ * name in them. */
+static int make_fd(const char *out, int in_fd, const char *in_name, const struct ca_image_make_opts *o,
+                   uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats)
 {
 	struct make_ctx c = { .out = out, .in_name = in_name, .o = o, .in_fd = in_fd };
 	enum ca_image_kind kind = ca_location_image_kind(out);
@@ -293,7 +300,7 @@ int ca_image_make_fd(const char *out, int in_fd, const char *in_name, const stru
 	r = check_input(&c, kind != CA_IMAGE_BLOB_INDEX);
 	if (r < 0)
 		goto out;
-	c.flags = ca_image_make_flags(kind, o);
+	c.flags = image_flags(kind, o);
 	const char *store = o->store;
 	if (!store && kind != CA_IMAGE_ARCHIVE) {
 		def = ca_location_default_store(out);
@@ -325,7 +332,7 @@ out:
 	return r;
 }
 
-/* The input as ca_image_make_fd wants it: "-" is stdin for a blob only
+/* The input as make_fd wants it: "-" is stdin for a blob only
  * (an archive is made of a directory, which cannot come down a pipe). */
 static int open_input(const char *input, bool blob, bool *ret_stdin)
 {
@@ -346,7 +353,7 @@ int ca_image_make(const char *out, const char *input, const struct ca_image_make
 	int fd = open_input(input, kind == CA_IMAGE_BLOB_INDEX, &is_stdin);
 	if (fd < 0)
 		return fd;
-	int r = ca_image_make_fd(out, fd, input, o, ret_digest, ret_stats);
+	int r = make_fd(out, fd, input, o, ret_digest, ret_stats);
 	if (!is_stdin)
 		close(fd);
 	return r;

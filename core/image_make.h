@@ -42,7 +42,7 @@ struct ca_image_make_opts {
 	const char *store; /* a local path; NULL: default.castr beside OUT (unused for .catar) */
 	uint64_t chunk_min, chunk_avg, chunk_max;
 	enum ca_digest_type digest;
-	/* feature flags of an archive, by casync's rules (ca_image_make_flags):
+	/* feature flags of an archive, by casync's rules:
 	 * --with replaces the default set, --without removes bits */
 	uint64_t with;      /* meaningful when with_set */
 	bool with_set;
@@ -67,12 +67,6 @@ struct ca_image_make_opts {
  * feature set, .caexclude files and nodump flags honoured. */
 void ca_image_make_opts_init(struct ca_image_make_opts *o);
 
-/* The feature flags make writes for an image of this kind (normalized):
- * for a blob only the digest and the exclusion bits casync always sets;
- * for an archive casync's rule: (--with, or every WITH bit) minus
- * --without, plus the exclusion and digest bits. */
-uint64_t ca_image_make_flags(enum ca_image_kind kind, const struct ca_image_make_opts *o);
-
 /* Make out (kind by suffix) from input: a path, or "-" for standard input
  * (a blob only). ret_digest gets the stream digest; ret_stats (may be
  * NULL) the pipeline's counters (for a .catar only bytes is set). The
@@ -80,12 +74,6 @@ uint64_t ca_image_make_flags(enum ca_image_kind kind, const struct ca_image_make
  * device), as with casync. -EINVAL (logged) for an out of unknown kind. */
 int ca_image_make(const char *out, const char *input, const struct ca_image_make_opts *o,
                   uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats);
-
-/* Same from an open fd (not closed; read from its current position for a
- * blob). in_name names the input in messages and is the archive root's
- * name in them. */
-int ca_image_make_fd(const char *out, int in_fd, const char *in_name, const struct ca_image_make_opts *o,
-                     uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats);
 
 /* The digest `casync digest DIR` prints: that of the .catar stream of dir
  * with the default feature set, made without writing it anywhere. Logs

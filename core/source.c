@@ -121,6 +121,15 @@ int ca_source_mkdir_p(const char *path)
 	return r;
 }
 
+/* The caller's HTTP settings, or the environment's (filled into *buf). */
+static const struct ca_http_opts *http_opts_or_env(const struct ca_http_opts *given, struct ca_http_opts *buf)
+{
+	if (given)
+		return given;
+	ca_source_http_opts(buf);
+	return buf;
+}
+
 /* ---- indexes and stores ---- */
 
 static int open_remote_index(const char *url, const struct ca_http_opts *http, struct ca_index **ret)
@@ -146,11 +155,7 @@ int ca_source_open_index(const char *source, const struct ca_http_opts *http, st
 	int r;
 	switch (ca_location_kind(source)) {
 	case CA_LOCATION_HTTP:
-		if (!http) {
-			ca_source_http_opts(&o);
-			http = &o;
-		}
-		return open_remote_index(source, http, ret);
+		return open_remote_index(source, http_opts_or_env(http, &o), ret);
 	case CA_LOCATION_OTHER:
 		return ca_log_error_errno(-EPROTONOSUPPORT, "%s", source);
 	case CA_LOCATION_PATH:
@@ -288,7 +293,8 @@ static int open_chain(const char *index_name, const struct ca_index *idx, const 
                       char **ret_cache_dir)
 {
 	struct ca_chunksrc *src = NULL;
-	struct ca_http_opts http;
+	struct ca_http_opts buf;
+	const struct ca_http_opts *http = http_opts_or_env(o->http, &buf);
 	char *def = NULL;
 	char *const *stores = o->stores;
 	size_t n_stores = o->n_stores;
@@ -296,10 +302,6 @@ static int open_chain(const char *index_name, const struct ca_index *idx, const 
 	int r = ca_chunksrc_new(digest, o->lru_bytes, &src);
 	if (r < 0)
 		return ca_log_error_errno(r, "chunk source");
-	if (o->http)
-		http = *o->http;
-	else
-		ca_source_http_opts(&http);
 	if (n_stores == 0) {
 		def = ca_location_default_store(index_name);
 		if (!def) {
@@ -310,7 +312,7 @@ static int open_chain(const char *index_name, const struct ca_index *idx, const 
 		n_stores = 1;
 	}
 	for (size_t i = 0; i < n_stores; i++) {
-		r = add_store(src, stores[i], &http, remotes, n_remotes);
+		r = add_store(src, stores[i], http, remotes, n_remotes);
 		if (r < 0)
 			goto fail;
 	}
@@ -339,15 +341,11 @@ int ca_source_open_chunksrc(const char *index_name, const struct ca_index *idx, 
  * takes the memory the chunk LRU would have. */
 static int open_archive_url(struct ca_image *im, const struct ca_image_opts *o)
 {
-	struct ca_http_opts http;
+	struct ca_http_opts buf;
 	int r;
 	if (o->offline)
 		return ca_log_error_errno(ENOMEDIUM, "%s: a remote .catar cannot be read offline", im->name);
-	if (o->http)
-		http = *o->http;
-	else
-		ca_source_http_opts(&http);
-	r = ca_remote_file_open(im->name, &http, o->lru_bytes, &im->rf); /* logs */
+	r = ca_remote_file_open(im->name, http_opts_or_env(o->http, &buf), o->lru_bytes, &im->rf); /* logs */
 	if (r < 0)
 		return r;
 	im->size = ca_remote_file_size(im->rf);
