@@ -17,6 +17,10 @@
 #define GB_ITEM sizeof(struct ca_format_goodbye_item)
 #define GB_TAIL sizeof(struct ca_format_goodbye_tail)
 #define FILENAME_MAX_SIZE (HDR + CA_FORMAT_NAME_MAX + 1)
+/* a closed level keeps a buffer this small for the next directory there;
+ * bigger ones go back, so depth times this bounds what closed levels hold */
+#define LEVEL_KEEP 1024u
+#define ITEMS_KEEP 64u
 
 struct child {
 	uint64_t f, size, hash;
@@ -47,6 +51,9 @@ struct ca_catar_dec {
 
 	struct level *levels;
 	size_t depth, cap_levels; /* depth = levels in use */
+	/* the budget (catar_dec.h): capacities of every level's and the leaf's
+	 * metadata buffer, and of every level's child list, in items */
+	size_t meta_held, items_held;
 
 	struct ca_buf leaf_meta;
 	struct ca_catar_node leaf;
@@ -199,9 +206,16 @@ static int parse_node(struct ca_catar_dec *d, uint64_t f, const uint8_t *fname_r
 	if (S_ISREG(node->mode) && node->payload_size > d->src.size - node->payload_offset)
 		return ca_catar_corrupt("PAYLOAD", node->payload_offset - HDR, "goes past the end of the archive");
 	out->size = 0;
-	r = ca_buf_reserve(out, fsize + node->meta_size, CA_CATAR_META_MAX + 512);
-	if (r < 0)
-		return r;
+	size_t want = fsize + node->meta_size;
+	if (want > out->cap) {
+		if (d->meta_held - out->cap + want > CA_CATAR_DEC_META_TOTAL)
+			return ca_catar_corrupt("ENTRY", pos(d), "metadata of the open directories over the memory budget");
+		size_t old = out->cap;
+		r = ca_buf_reserve(out, want, want); /* exactly: the budget counts capacity */
+		if (r < 0)
+			return r;
+		d->meta_held += out->cap - old;
+	}
 	if (fsize)
 		memcpy(out->data, fname_rec, fsize);
 	memcpy(out->data + fsize, d->buf + d->at, node->meta_size);
@@ -235,13 +249,34 @@ static int push_dir(struct ca_catar_dec *d, struct level **ret)
 	return 0;
 }
 
-static int add_item(struct level *l, uint64_t f, uint64_t end, uint64_t hash)
+/* A level closed: give back what is bigger than the next one there needs. */
+static void level_trim(struct ca_catar_dec *d, struct level *l)
+{
+	if (l->meta.cap > LEVEL_KEEP) {
+		d->meta_held -= l->meta.cap;
+		ca_buf_release(&l->meta);
+	}
+	if (l->cap_items > ITEMS_KEEP) {
+		d->items_held -= l->cap_items;
+		free(l->items);
+		l->items = NULL;
+		l->cap_items = 0;
+	}
+}
+
+static int add_item(struct ca_catar_dec *d, struct level *l, uint64_t f, uint64_t end, uint64_t hash)
 {
 	if (l->n_items == l->cap_items) {
-		size_t c = l->cap_items ? l->cap_items * 2 : 64;
+		size_t c = l->cap_items ? l->cap_items * 2 : ITEMS_KEEP;
+		if (d->items_held - l->cap_items + c > CA_CATAR_DEC_CHILDREN_MAX) {
+			c = CA_CATAR_DEC_CHILDREN_MAX - (d->items_held - l->cap_items);
+			if (c <= l->cap_items)
+				return ca_catar_corrupt("FILENAME", f, "children of the open directories over the memory budget");
+		}
 		struct child *ni = realloc(l->items, c * sizeof(*ni));
 		if (!ni)
 			return -ENOMEM;
+		d->items_held += c - l->cap_items;
 		l->items = ni;
 		l->cap_items = c;
 	}
@@ -280,7 +315,7 @@ static int check_goodbye(struct ca_catar_dec *d, struct level *l)
 {
 	uint64_t g = pos(d);
 	uint64_t size = HDR + (uint64_t)l->n_items * GB_ITEM + GB_TAIL;
-	struct child *sorted = NULL, *tree = NULL;
+	struct child *tree = NULL;
 	int r = ensure(d, HDR);
 	if (r < 0)
 		return r;
@@ -292,15 +327,15 @@ static int check_goodbye(struct ca_catar_dec *d, struct level *l)
 		return ca_catar_corrupt("GOODBYE", g, "goes past the end of the archive");
 	d->at += HDR;
 	if (l->n_items) {
-		sorted = malloc(l->n_items * sizeof(*sorted));
+		/* the children are not needed in stream order any more: sort them
+		 * in place, so the check costs one copy (the tree), not two */
 		tree = malloc(l->n_items * sizeof(*tree));
-		if (!sorted || !tree) {
+		if (!tree) {
 			r = -ENOMEM;
 			goto out;
 		}
-		memcpy(sorted, l->items, l->n_items * sizeof(*sorted));
-		qsort(sorted, l->n_items, sizeof(*sorted), cmp_hash);
-		eytzinger(sorted, l->n_items, tree);
+		qsort(l->items, l->n_items, sizeof(*l->items), cmp_hash);
+		eytzinger(l->items, l->n_items, tree);
 	}
 	for (size_t i = 0; i < l->n_items; i++) {
 		r = ensure(d, GB_ITEM);
@@ -329,7 +364,6 @@ static int check_goodbye(struct ca_catar_dec *d, struct level *l)
 	l->node.end_offset = g + size;
 	r = 0;
 out:
-	free(sorted);
 	free(tree);
 	return r;
 }
@@ -338,13 +372,17 @@ out:
 static int child_done(struct ca_catar_dec *d, uint64_t f, const char *name)
 {
 	struct level *l = &d->levels[d->depth - 1];
-	return add_item(l, f, pos(d), ca_goodbye_hash(name, strlen(name)));
+	return add_item(d, l, f, pos(d), ca_goodbye_hash(name, strlen(name)));
 }
 
 static int step(struct ca_catar_dec *d, const struct ca_catar_node **ret_node)
 {
 	struct level *l;
 	int r;
+
+	/* the level the last DIR_END closed, if any, no longer needs its bytes */
+	if (d->depth < d->cap_levels)
+		level_trim(d, &d->levels[d->depth]);
 
 	switch (d->state) {
 	case ST_DONE:
@@ -397,6 +435,8 @@ static int step(struct ca_catar_dec *d, const struct ca_catar_node **ret_node)
 		if (r < 0)
 			return r;
 		d->depth--;
+		/* l->node (and its name, in l->meta) is this event's: the level
+		 * is trimmed at the next step */
 		d->cur_depth = (unsigned)d->depth;
 		*ret_node = &l->node;
 		if (d->depth == 0) {

@@ -36,6 +36,21 @@
 /* Deeper trees are refused (-EBADMSG): bounds memory and the fds extract holds. */
 #define CA_CATAR_DEPTH_MAX 4096u
 
+/* The memory budget. The decoder holds the metadata of every open
+ * directory (each up to CA_CATAR_META_MAX) until its GOODBYE, and 24 bytes
+ * per child of each open directory for the GOODBYE check (plus as much
+ * again while checking one). Whatever the archive, it holds at most:
+ *   window      CA_CATAR_META_MAX + 512 KiB
+ *   metadata    CA_CATAR_DEC_META_TOTAL over all open directories and the
+ *               current node together
+ *   children    CA_CATAR_DEC_CHILDREN_MAX of them over all open
+ *               directories (48 MiB), twice that during a check
+ * about 130 MiB in all. An archive that needs more is -EBADMSG: casync
+ * itself caps no sum, so a 120-deep chain of 8 MiB-metadata directories
+ * (a few KB of index and chunks) would otherwise cost a GiB. */
+#define CA_CATAR_DEC_META_TOTAL (16u * 1024u * 1024u)
+#define CA_CATAR_DEC_CHILDREN_MAX (2u * 1024u * 1024u)
+
 enum ca_catar_dec_event {
 	CA_CATAR_DEC_DONE = 0,
 	CA_CATAR_DEC_NODE = 1,

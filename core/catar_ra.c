@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,8 +18,8 @@
 #define TABLE_WHOLE_MAX (256u * 1024u)
 /* the top of a big table: the first levels of the tree, contiguous */
 #define TABLE_TOP_ITEMS 2047u
-/* a listing holds the whole table: cap what a (corrupt) tail can make us allocate */
-#define TABLE_MAX (256u * 1024u * 1024u)
+/* a listing reads the table in parts of this many items */
+#define LIST_PART 2730u
 /* the smallest child: a FILENAME with a 1-byte name and an ENTRY */
 #define HDR sizeof(struct ca_format_header)
 #define CHILD_MIN (HDR + 2u + sizeof(struct ca_format_entry))
@@ -30,13 +31,40 @@ struct ca_catar_ra {
 	struct ca_catar_source src;
 	uint64_t flags;
 	struct ca_catar_ra_node *root;
+	/* bytes of live node buffers over 2 * WINDOW, loads included */
+	pthread_mutex_t lock;
+	pthread_cond_t room;
+	size_t big;
 };
 
 struct ca_catar_ra_node {
 	unsigned refs;
 	struct ca_catar_node node;
 	uint8_t *buf;
+	struct ca_catar_ra *ra; /* when big: counted in ra->big */
+	size_t big;
 };
+
+/* Take n more bytes of big buffers; waits while others hold the budget
+ * (one holder alone always gets it, so a lone caller never waits). */
+static void big_take(struct ca_catar_ra *ra, size_t n)
+{
+	pthread_mutex_lock(&ra->lock);
+	while (ra->big > 0 && ra->big + n > CA_CATAR_RA_BIG_MAX)
+		pthread_cond_wait(&ra->room, &ra->lock);
+	ra->big += n;
+	pthread_mutex_unlock(&ra->lock);
+}
+
+static void big_give(struct ca_catar_ra *ra, size_t n)
+{
+	if (!n)
+		return;
+	pthread_mutex_lock(&ra->lock);
+	ra->big -= n;
+	pthread_cond_broadcast(&ra->room);
+	pthread_mutex_unlock(&ra->lock);
+}
 
 /* Exactly len bytes at off, which the caller has checked to lie inside
  * the archive: a short read means the source is shorter than it claims. */
@@ -81,6 +109,8 @@ void ca_catar_ra_node_unref(struct ca_catar_ra_node *n)
 	if (!n || __atomic_sub_fetch(&n->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
 	free(n->buf);
+	if (n->big)
+		big_give(n->ra, n->big);
 	free(n);
 }
 
@@ -115,7 +145,7 @@ static int load_at(struct ca_catar_ra *ra, uint64_t start, uint64_t end, bool fi
 {
 	struct ca_catar_ra_node *rn = NULL;
 	uint64_t span, entry = start;
-	size_t have, hdr = 0, need;
+	size_t have, hdr = 0, need, big = 0;
 	uint8_t *buf = NULL;
 	int r;
 
@@ -175,6 +205,8 @@ static int load_at(struct ca_catar_ra *ra, uint64_t start, uint64_t end, bool fi
 			want = (size_t)span;
 		if (want > hdr + CA_CATAR_META_MAX)
 			want = hdr + CA_CATAR_META_MAX;
+		big_take(ra, want - big);
+		big = want;
 		uint8_t *nb = realloc(buf, want);
 		if (!nb) {
 			r = -ENOMEM;
@@ -214,6 +246,10 @@ static int load_at(struct ca_catar_ra *ra, uint64_t start, uint64_t end, bool fi
 		free(buf);
 		buf = nb;
 		have = keep;
+		if (big) {
+			big_give(ra, big - (keep > 2 * WINDOW ? keep : 0));
+			big = keep > 2 * WINDOW ? keep : 0;
+		}
 		r = ca_catar_node_parse(buf + hdr, have - hdr, entry, end - entry, ra->flags, n, &need);
 		if (r < 0) { /* cannot happen: the same bytes parsed a moment ago */
 			r = ca_catar_corrupt("ENTRY", entry, "parses differently from a moment ago");
@@ -236,11 +272,14 @@ static int load_at(struct ca_catar_ra *ra, uint64_t start, uint64_t end, bool fi
 	}
 	rn->buf = buf;
 	rn->refs = 1;
+	rn->ra = ra;
+	rn->big = big;
 	*ret = rn;
 	return 0;
 fail:
 	free(rn);
 	free(buf);
+	big_give(ra, big);
 	return r;
 }
 
@@ -262,6 +301,8 @@ int ca_catar_ra_open(const struct ca_catar_source *src, struct ca_catar_ra **ret
 		return -ENOMEM;
 	ra->src = *src;
 	ra->flags = src->index_flags;
+	pthread_mutex_init(&ra->lock, NULL);
+	pthread_cond_init(&ra->room, NULL);
 	if (src->size < sizeof(struct ca_format_entry) + GB_MIN) {
 		r = ca_catar_corrupt("archive", 0, "smaller than an empty directory");
 		goto fail;
@@ -286,6 +327,8 @@ void ca_catar_ra_free(struct ca_catar_ra *ra)
 	if (!ra)
 		return;
 	ca_catar_ra_node_unref(ra->root);
+	pthread_cond_destroy(&ra->room);
+	pthread_mutex_destroy(&ra->lock);
 	free(ra);
 }
 
@@ -313,15 +356,13 @@ struct table {
 	uint64_t n_have;  /* items in buf */
 };
 
-static int table_read(struct ca_catar_ra *ra, const struct ca_catar_node *dir, bool whole, struct table *t)
+static int table_read(struct ca_catar_ra *ra, const struct ca_catar_node *dir, struct table *t)
 {
 	uint64_t size = dir->end_offset - dir->goodbye_offset;
 	size_t want;
 	int r;
 	t->n = dir->n_children;
-	if (whole || size <= TABLE_WHOLE_MAX) {
-		if (size > TABLE_MAX)
-			return -E2BIG;
+	if (size <= TABLE_WHOLE_MAX) {
 		want = (size_t)size - sizeof(struct ca_format_goodbye_tail);
 		t->n_have = t->n;
 	} else {
@@ -411,7 +452,7 @@ int ca_catar_ra_lookup(struct ca_catar_ra *ra, const struct ca_catar_node *dir, 
 		return r;
 	if (!ca_catar_filename_is_valid(name, len) || dir->n_children == 0)
 		return -ENOENT;
-	r = table_read(ra, dir, false, &t);
+	r = table_read(ra, dir, &t);
 	if (r < 0)
 		return r;
 	r = search(ra, dir, &t, 0, ca_goodbye_hash(name, len), name, len, ret);
@@ -460,54 +501,69 @@ static int cmp_child(const void *a, const void *b)
 int ca_catar_ra_list(struct ca_catar_ra *ra, const struct ca_catar_node *dir, struct ca_catar_child **ret,
                      size_t *ret_n)
 {
-	struct table t = { 0 };
 	struct ca_catar_child *c = NULL;
+	struct ca_format_goodbye_item *part = NULL;
+	uint8_t head[HDR];
+	uint64_t n = dir->n_children, g = dir->goodbye_offset;
 	int r = check_dir(ra, dir);
 	if (r < 0)
 		return r;
 	*ret = NULL;
 	*ret_n = 0;
-	if (dir->n_children == 0)
+	if (n == 0)
 		return 0;
-	r = table_read(ra, dir, true, &t);
+	/* load checked the count against the directory's extent; this caps
+	 * what a legitimately huge directory may cost (24 bytes a child) */
+	if (n > CA_CATAR_RA_LIST_MAX)
+		return ca_catar_corrupt("GOODBYE", g, "more children than a listing's memory budget");
+	r = read_exact(ra, head, HDR, g);
 	if (r < 0)
 		return r;
-	c = malloc(t.n * sizeof(*c));
-	if (!c) {
+	if (ca_le64_read(head) != dir->end_offset - g || ca_le64_read(head + 8) != CA_FORMAT_GOODBYE)
+		return ca_catar_corrupt("GOODBYE", g, "header does not match its tail");
+	c = malloc(n * sizeof(*c));
+	part = malloc(LIST_PART * GB_ITEM);
+	if (!c || !part) {
 		r = -ENOMEM;
 		goto out;
 	}
-	for (uint64_t i = 0; i < t.n; i++) {
-		uint64_t off, size, f;
-		r = table_item(ra, dir, &t, i, &off, &size, &c[i].hash);
-		if (r == 0)
-			r = child_range(dir, off, size, &f);
+	/* the table in parts, straight into the listing: no second copy */
+	for (uint64_t i = 0; i < n; i += LIST_PART) {
+		size_t k = n - i < LIST_PART ? (size_t)(n - i) : LIST_PART;
+		r = read_exact(ra, part, k * GB_ITEM, g + HDR + i * GB_ITEM);
 		if (r < 0)
 			goto out;
-		c[i].filename_offset = f;
-		c[i].end_offset = f + size;
+		for (size_t j = 0; j < k; j++) {
+			uint64_t f;
+			r = child_range(dir, ca_le64_read(&part[j].offset), ca_le64_read(&part[j].size), &f);
+			if (r < 0)
+				goto out;
+			c[i + j].filename_offset = f;
+			c[i + j].end_offset = f + ca_le64_read(&part[j].size);
+			c[i + j].hash = ca_le64_read(&part[j].hash);
+		}
 	}
-	qsort(c, t.n, sizeof(*c), cmp_child);
+	qsort(c, n, sizeof(*c), cmp_child);
 	/* the children must tile [children_offset, goodbye_offset) exactly */
 	uint64_t at = dir->children_offset;
-	for (uint64_t i = 0; i < t.n; i++) {
+	for (uint64_t i = 0; i < n; i++) {
 		if (c[i].filename_offset != at) {
-			r = ca_catar_corrupt("GOODBYE", dir->goodbye_offset, "items overlap or leave a gap between children");
+			r = ca_catar_corrupt("GOODBYE", g, "items overlap or leave a gap between children");
 			goto out;
 		}
 		at = c[i].end_offset;
 	}
-	if (at != dir->goodbye_offset) {
-		r = ca_catar_corrupt("GOODBYE", dir->goodbye_offset, "items do not reach the GOODBYE");
+	if (at != g) {
+		r = ca_catar_corrupt("GOODBYE", g, "items do not reach the GOODBYE");
 		goto out;
 	}
 	*ret = c;
-	*ret_n = t.n;
+	*ret_n = (size_t)n;
 	c = NULL;
 	r = 0;
 out:
 	free(c);
-	free(t.buf);
+	free(part);
 	return r;
 }
 

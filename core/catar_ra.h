@@ -20,9 +20,14 @@
  * and immutable (ref/unref are atomic).
  *
  * Memory: a node holds its FILENAME and metadata records (about 100 bytes
- * plus names, xattrs and ACLs) and, for a file of at most 1 KiB, its
- * content, which ca_catar_ra_read then serves without a read. Struct
- * copies of a node are not independent: keep the node referenced.
+ * plus names, xattrs and ACLs; at most CA_CATAR_META_MAX) and, for a file
+ * of at most 1 KiB, its content, which ca_catar_ra_read then serves
+ * without a read. Struct copies of a node are not independent: keep the
+ * node referenced. Buffers over 8 KiB (live nodes and loads under way)
+ * share CA_CATAR_RA_BIG_MAX: a load that would go over waits until others
+ * release theirs (a lone holder never waits), so hold few big nodes at
+ * once. A listing costs 24 bytes a child plus a 64 KiB part of the table,
+ * never the whole table.
  *
  * Bytes touched: loading a node reads one 4 KiB window at its ENTRY (more
  * only if its metadata is larger), plus the 24-byte GOODBYE tail for a
@@ -56,6 +61,10 @@ struct ca_catar_source {
 };
 
 struct ca_catar_ra;
+
+/* The memory budget (see Memory above). */
+#define CA_CATAR_RA_BIG_MAX ((size_t)32 << 20)
+#define CA_CATAR_RA_LIST_MAX ((size_t)2 << 20) /* children in one listing: 48 MiB */
 
 /* Check the root: ENTRY at 0 is a directory, the root GOODBYE tail at the
  * end points back to 0. Copies *src. -EBADMSG if it is not an archive. */
@@ -105,8 +114,8 @@ struct ca_catar_child {
 
 /* The children of dir in name order (sorted by filename_offset), checked
  * to tile dir's children area exactly. *ret is malloc'd (free() it; NULL
- * when *ret_n is 0). -ENOTDIR if dir is not a directory; -E2BIG beyond
- * about 11 million children (a 256 MiB GOODBYE table). */
+ * when *ret_n is 0). -ENOTDIR if dir is not a directory; -EBADMSG beyond
+ * CA_CATAR_RA_LIST_MAX children, as for the streaming decoder. */
 int ca_catar_ra_list(struct ca_catar_ra *ra, const struct ca_catar_node *dir, struct ca_catar_child **ret,
                      size_t *ret_n);
 

@@ -40,6 +40,7 @@ struct ca_chunksrc {
 	enum ca_digest_type digest;
 	size_t lru_limit, lru_bytes;
 	bool offline, touch_cache;
+	size_t file_max; /* from the index's largest chunk; 0: not set */
 	struct ca_store *cache;
 	struct backend backends[MAX_BACKENDS];
 	unsigned n_backends;
@@ -50,6 +51,8 @@ struct ca_chunksrc {
 	struct entry *lru_head, *lru_tail;
 	struct ca_chunksrc_stats stats;
 	struct codec_slot *free_codecs; /* idle per-call codecs */
+	size_t inflight;                /* bytes reserved by running fetches */
+	pthread_cond_t room;            /* signalled when inflight drops */
 };
 
 static unsigned bucket_of(const uint8_t id[CA_CHUNK_ID_SIZE])
@@ -127,6 +130,7 @@ int ca_chunksrc_new(enum ca_digest_type digest, size_t lru_bytes, struct ca_chun
 	src->lru_limit = lru_bytes;
 	pthread_mutex_init(&src->lock, NULL);
 	pthread_cond_init(&src->done, NULL);
+	pthread_cond_init(&src->room, NULL);
 	*ret = src;
 	return 0;
 }
@@ -152,6 +156,7 @@ void ca_chunksrc_free(struct ca_chunksrc *src)
 		free(s);
 	}
 	pthread_cond_destroy(&src->done);
+	pthread_cond_destroy(&src->room);
 	pthread_mutex_destroy(&src->lock);
 	free(src);
 }
@@ -164,7 +169,17 @@ int ca_chunksrc_add_backend(struct ca_chunksrc *src, const struct ca_chunk_backe
 		return -E2BIG;
 	}
 	src->backends[src->n_backends++] = (struct backend){ ops, be };
+	if (src->file_max && ops->set_file_max)
+		ops->set_file_max(be, src->file_max);
 	return 0;
+}
+
+void ca_chunksrc_set_chunk_size_max(struct ca_chunksrc *src, uint64_t chunk_size_max)
+{
+	src->file_max = ca_compress_file_max(chunk_size_max);
+	for (unsigned i = 0; i < src->n_backends; i++)
+		if (src->backends[i].ops->set_file_max)
+			src->backends[i].ops->set_file_max(src->backends[i].be, src->file_max);
 }
 
 static int store_fetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_buf *out, bool *ret_compressed)
@@ -243,6 +258,11 @@ static void count(struct ca_chunksrc *src, uint64_t *field, uint64_t n)
 static int decode(struct ca_codec *codec, struct ca_buf *raw, bool compressed, const uint8_t *id, uint64_t size,
                   struct ca_buf *out)
 {
+	/* padding cannot ride along: a file beyond what its content can
+	 * compress to is refused before it is decoded (or cached) */
+	if (size != UINT64_MAX && raw->size > ca_compress_file_max(size))
+		return ca_log_debug_errno(-EBADMSG, "chunk file of %zu bytes for %llu bytes of content", raw->size,
+		                          (unsigned long long)size);
 	if (compressed)
 		return ca_codec_decode_chunk(codec, raw->data, raw->size, id, size, out);
 	/* a bare chunk is the data itself */
@@ -371,6 +391,15 @@ int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE],
 	src->buckets[b] = e;
 	pthread_mutex_unlock(&src->lock);
 
+	/* the file and the decoded chunk, for as long as the fetch runs */
+	size_t csize = size < CA_CHUNK_SIZE_LIMIT_MAX ? (size_t)size : CA_CHUNK_SIZE_LIMIT_MAX;
+	size_t need = csize + ca_compress_file_max(csize);
+	pthread_mutex_lock(&src->lock);
+	while (src->inflight > 0 && src->inflight + need > CA_CHUNKSRC_INFLIGHT_MAX)
+		pthread_cond_wait(&src->room, &src->lock);
+	src->inflight += need;
+	pthread_mutex_unlock(&src->lock);
+
 	struct ca_buf out = CA_BUF_INIT;
 	struct codec_slot *cs = codec_take(src);
 	r = cs ? fetch_chain(src, cs->codec, id, size, &out) : -ENOMEM;
@@ -378,6 +407,8 @@ int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE],
 		codec_give(src, cs);
 
 	pthread_mutex_lock(&src->lock);
+	src->inflight -= need;
+	pthread_cond_broadcast(&src->room);
 	if (r < 0) {
 		src->stats.errors++;
 		e->err = r;

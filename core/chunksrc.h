@@ -16,6 +16,13 @@
  * decompression. ca_chunksrc_prefetch holds it across a cache lookup and
  * the backend's non-blocking prefetch, so that a prefetch and a concurrent
  * get of one chunk can never download it twice.
+ *
+ * Memory: the LRU (lru_bytes), plus the chunks callers hold, plus fetches
+ * in flight. Each fetch reserves its chunk file's bound and its decoded
+ * size (from the index) before it starts, and waits while other fetches
+ * hold CA_CHUNKSRC_INFLIGHT_MAX in total; one fetch alone always runs. So
+ * 64 readers of a hostile index's 128 MiB chunks take turns, where a
+ * normal index (chunks up to 256 KiB) never waits.
  */
 #ifndef CA_CHUNKSRC_H
 #define CA_CHUNKSRC_H
@@ -38,6 +45,9 @@ struct ca_chunk_backend_ops {
 	int (*fetch)(void *be, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_buf *out, bool *ret_compressed);
 	/* Optional, non-blocking: start fetching id so a later fetch finds it fast. */
 	void (*prefetch)(void *be, const uint8_t id[CA_CHUNK_ID_SIZE]);
+	/* Optional: refuse (without keeping it) any chunk file over max bytes,
+	 * before it is all read; called before the first fetch. */
+	void (*set_file_max)(void *be, size_t max);
 	/* Optional: 1 if the backend holds the chunk locally, 0 if not, without fetching. */
 	int (*has)(void *be, const uint8_t id[CA_CHUNK_ID_SIZE]);
 	void (*free)(void *be);
@@ -50,6 +60,8 @@ struct ca_chunk {
 };
 
 struct ca_chunksrc;
+
+#define CA_CHUNKSRC_INFLIGHT_MAX ((size_t)64 << 20)
 
 struct ca_chunksrc_stats {
 	uint64_t lru_hits, cache_hits, fetched_chunks, fetched_bytes, errors, corrupt;
@@ -66,6 +78,10 @@ int ca_chunksrc_add_store(struct ca_chunksrc *src, struct ca_store *store);
 /* The cache: tried first, and every chunk fetched from another backend is
  * written into it (owned). At most one. touch=true marks hits as used (mtime). */
 int ca_chunksrc_set_cache(struct ca_chunksrc *src, struct ca_store *cache, bool touch);
+/* The index's largest chunk: chunk files beyond what it compresses to
+ * (ca_compress_file_max) are corrupt, and backends with set_file_max stop
+ * downloading there (the default is CA_CHUNK_SIZE_LIMIT_MAX's bound). */
+void ca_chunksrc_set_chunk_size_max(struct ca_chunksrc *src, uint64_t chunk_size_max);
 /* Offline: only the LRU and the cache are consulted; everything else fails with -ENOMEDIUM. */
 void ca_chunksrc_set_offline(struct ca_chunksrc *src, bool offline);
 

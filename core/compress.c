@@ -70,6 +70,15 @@ enum ca_compression ca_compression_detect(const void *data, size_t n)
 	return CA_COMPRESSION_NONE;
 }
 
+size_t ca_compress_file_max(uint64_t chunk_size)
+{
+	if (chunk_size > CA_CHUNK_SIZE_LIMIT_MAX)
+		chunk_size = CA_CHUNK_SIZE_LIMIT_MAX;
+	/* xz and gzip store incompressible data with less overhead than zstd's
+	 * bound (5 bytes per 64 KiB block, plus fixed headers) */
+	return ZSTD_compressBound((size_t)chunk_size) + 4096;
+}
+
 static int zstd_fail(size_t rc, const char *what)
 {
 	return ca_log_debug_errno(-EBADMSG, "zstd %s failed (%s)", what, ZSTD_getErrorName(rc));
@@ -122,11 +131,31 @@ static int grow(struct ca_buf *out, size_t limit)
 	return ca_buf_reserve(out, want, limit);
 }
 
+/* casync writes one frame per chunk. Anything else is refused before a
+ * byte is decoded: skippable frames or trailing bytes would let a 37 KB
+ * chunk file carry 50 MiB of padding into the cache. */
+static int zstd_one_frame(const uint8_t *p, size_t n, size_t limit)
+{
+	size_t fsize = ZSTD_findFrameCompressedSize(p, n);
+	if (ZSTD_isError(fsize))
+		return zstd_fail(fsize, "frame");
+	if (fsize != n)
+		return ca_log_debug_errno(-EBADMSG, "zstd: %zu bytes after the chunk's frame", n - fsize);
+	unsigned long long cs = ZSTD_getFrameContentSize(p, n);
+	if (cs == ZSTD_CONTENTSIZE_ERROR || (cs != ZSTD_CONTENTSIZE_UNKNOWN && cs > limit))
+		return ca_log_debug_errno(-EBADMSG, "zstd: frame content size larger than the chunk");
+	return 0;
+}
+
 static int decompress_zstd(struct ca_codec *c, const uint8_t *p, size_t n, struct ca_buf *out, size_t limit)
 {
+	int r = zstd_one_frame(p, n, limit);
+	if (r < 0)
+		return r;
 	ZSTD_DCtx_reset(c->dctx, ZSTD_reset_session_only);
 	/* room for all it may hold (the caller knew the size): decoded in one
-	 * call straight into place, where streaming copies out of its window */
+	 * call straight into place, where streaming copies out of its window;
+	 * more output than limit fails in libzstd (dst too small) */
 	if (out->cap >= limit) {
 		size_t rc = ZSTD_decompressDCtx(c->dctx, out->data, limit, p, n);
 		if (ZSTD_isError(rc))
@@ -136,10 +165,8 @@ static int decompress_zstd(struct ca_codec *c, const uint8_t *p, size_t n, struc
 	}
 	/* a frame that states its size lets us size the buffer once */
 	unsigned long long fs = ZSTD_getFrameContentSize(p, n);
-	if (fs != ZSTD_CONTENTSIZE_UNKNOWN && fs != ZSTD_CONTENTSIZE_ERROR) {
-		if (fs >= limit)
-			return -EBADMSG;
-		int r = ca_buf_reserve(out, fs + 1, limit);
+	if (fs != ZSTD_CONTENTSIZE_UNKNOWN) {
+		r = ca_buf_reserve(out, fs + 1, limit + 1);
 		if (r < 0)
 			return r;
 	}
@@ -148,7 +175,7 @@ static int decompress_zstd(struct ca_codec *c, const uint8_t *p, size_t n, struc
 	size_t rc;
 	for (;;) {
 		if (ob.pos == ob.size) {
-			int r = grow(out, limit);
+			r = grow(out, limit + 1); /* one byte more: overlong output shows */
 			if (r < 0)
 				return r;
 			ob.dst = out->data;
@@ -173,7 +200,9 @@ static int decompress_xz(const uint8_t *p, size_t n, struct ca_buf *out, size_t 
 {
 	lzma_stream s = LZMA_STREAM_INIT;
 	int r = 0;
-	if (lzma_stream_decoder(&s, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
+	/* one stream, and a decoder no bigger than casync's presets need
+	 * (xz -9 wants 65 MiB): a header asking for more is refused */
+	if (lzma_stream_decoder(&s, CA_XZ_MEMLIMIT, 0) != LZMA_OK)
 		return -ENOMEM;
 	s.next_in = p;
 	s.avail_in = n;
@@ -185,8 +214,13 @@ static int decompress_xz(const uint8_t *p, size_t n, struct ca_buf *out, size_t 
 		s.avail_out = out->cap - out->size;
 		lzma_ret lr = lzma_code(&s, LZMA_FINISH);
 		out->size = out->cap - s.avail_out;
-		if (lr == LZMA_STREAM_END)
+		if (lr == LZMA_STREAM_END) {
+			if (s.avail_in)
+				r = -EBADMSG; /* one stream per chunk */
 			break;
+		}
+		if (lr == LZMA_MEMLIMIT_ERROR)
+			ca_log_debug("xz: the stream needs more than %u MiB to decode", CA_XZ_MEMLIMIT >> 20);
 		if (lr != LZMA_OK) {
 			r = -EBADMSG;
 			break;
@@ -241,7 +275,7 @@ int ca_codec_decompress(struct ca_codec *c, const void *p, size_t n, struct ca_b
 	out->size = 0;
 	switch (ca_compression_detect(p, n)) {
 	case CA_COMPRESSION_ZSTD:
-		r = decompress_zstd(c, p, n, out, cap);
+		r = decompress_zstd(c, p, n, out, limit);
 		break;
 #ifdef HAVE_LZMA
 	case CA_COMPRESSION_XZ:
@@ -268,8 +302,10 @@ int ca_codec_decode_chunk(struct ca_codec *c, const void *p, size_t n, const uin
 	size_t limit = expected_size != UINT64_MAX && expected_size < CA_CHUNK_SIZE_LIMIT_MAX ?
 	               (size_t)expected_size : CA_CHUNK_SIZE_LIMIT_MAX;
 	int r;
+	/* exactly the indexed size: the zstd one-shot path decodes into it and
+	 * fails on more; the streaming decoders stop at the cap (+1 byte) */
 	if (expected_size != UINT64_MAX) {
-		r = ca_buf_reserve(out, limit + 1, SIZE_MAX);
+		r = ca_buf_reserve(out, limit, limit);
 		if (r < 0)
 			return r;
 	}

@@ -33,12 +33,26 @@ struct ca_digest *ca_codec_digest(struct ca_codec *c);
 /* The format a compressed chunk is in, from its first bytes; NONE if unknown. */
 enum ca_compression ca_compression_detect(const void *p, size_t n);
 
+/* The largest chunk file (any format, or bare) whose content is at most
+ * chunk_size bytes: zstd's bound plus room for headers. */
+size_t ca_compress_file_max(uint64_t chunk_size);
+
 /* Compress n bytes as a casync zstd chunk into out (replacing its contents). */
 int ca_codec_compress(struct ca_codec *c, const void *p, size_t n, struct ca_buf *out);
 
+/* The most an xz chunk's decoder may allocate. casync writes xz chunks
+ * with the default preset (8 MiB dictionary, 9 MiB to decode); xz -7
+ * still fits, -8 and -9 (32 and 64 MiB dictionaries) are -EBADMSG. */
+#define CA_XZ_MEMLIMIT (24u << 20)
+
 /* Decompress one complete stream (format by magic) into out, replacing its
  * contents. Output beyond `limit` bytes (at most 128 MiB) is -EBADMSG, as is
- * an unknown magic, a truncated or corrupt stream, or trailing garbage. */
+ * an unknown magic, a truncated or corrupt stream, or trailing garbage.
+ * zstd: exactly one frame (casync writes one) and nothing after it, so no
+ * skippable frames; a stated content size must fit limit. xz: one stream,
+ * decoder memory at most CA_XZ_MEMLIMIT. gzip: one member. When out->cap
+ * >= limit on entry (decode_chunk), a zstd frame decodes in place and out
+ * never grows: memory is exactly the chunk's size. */
 int ca_codec_decompress(struct ca_codec *c, const void *p, size_t n, struct ca_buf *out, size_t limit);
 
 /* Decompress and check the digest against id (and the size, if

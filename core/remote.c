@@ -38,6 +38,7 @@ struct pf {
 struct ca_remote_store {
 	char *base;
 	struct ca_http *http;
+	size_t file_max; /* a .cacnk download's cap: set_file_max, else CA_REMOTE_CHUNK_FILE_MAX */
 
 	pthread_mutex_t lock; /* guards everything below */
 	pthread_cond_t cond;  /* broadcast when a download settles */
@@ -170,7 +171,7 @@ static int start_download(struct ca_remote_store *rs, struct pf *e)
 {
 	char *url;
 	chunk_url(rs, e->id, &url);
-	int r = url ? ca_http_submit(rs->http, url, CA_REMOTE_CHUNK_FILE_MAX, on_done, e) : -ENOMEM;
+	int r = url ? ca_http_submit(rs->http, url, rs->file_max, on_done, e) : -ENOMEM;
 	free(url);
 	if (r < 0)
 		settle(rs, e, r, NULL);
@@ -213,7 +214,7 @@ static int remote_fetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_
 			*out = e->body;
 			e->body = t;
 		} else {
-			r = ca_buf_append(out, e->body.data, e->body.size, CA_REMOTE_CHUNK_FILE_MAX);
+			r = ca_buf_append(out, e->body.data, e->body.size, rs->file_max);
 		}
 	}
 	if (e->waiters == 0)
@@ -254,10 +255,17 @@ static void remote_free(void *be)
 	ca_remote_store_free(be);
 }
 
+static void remote_set_file_max(void *be, size_t max)
+{
+	struct ca_remote_store *rs = be;
+	rs->file_max = max < CA_REMOTE_CHUNK_FILE_MAX ? max : CA_REMOTE_CHUNK_FILE_MAX;
+}
+
 const struct ca_chunk_backend_ops ca_remote_store_ops = {
 	.kind = "http",
 	.fetch = remote_fetch,
 	.prefetch = remote_prefetch,
+	.set_file_max = remote_set_file_max,
 	.free = remote_free,
 };
 
@@ -277,6 +285,7 @@ int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca
 	size_t n = strcspn(url, "?;#");
 	while (n > 0 && url[n - 1] == '/')
 		n--;
+	rs->file_max = CA_REMOTE_CHUNK_FILE_MAX;
 	rs->base = strndup(url, n);
 	if (!rs->base) {
 		r = -ENOMEM;

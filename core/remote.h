@@ -32,7 +32,9 @@
 #include "format.h"
 #include "http.h"
 
-/* A .cacnk larger than this is refused before it is decompressed. */
+/* A .cacnk larger than this is refused before it is decompressed; the
+ * chunk source lowers it to what the index's largest chunk can compress
+ * to (chunksrc.h, set_file_max). */
 #define CA_REMOTE_CHUNK_FILE_MAX ((size_t)CA_CHUNK_SIZE_LIMIT_MAX + (size_t)(4u << 20))
 
 struct ca_remote_store;

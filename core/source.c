@@ -320,6 +320,7 @@ static int open_chain(const char *index_name, const struct ca_index *idx, const 
 	if (r < 0)
 		goto fail;
 	ca_chunksrc_set_offline(src, o->offline);
+	ca_chunksrc_set_chunk_size_max(src, ca_index_chunk_size_max(idx));
 	free(def);
 	*ret = src;
 	return 0;

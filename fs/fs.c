@@ -62,6 +62,7 @@ static int fs_alloc(struct ca_image *im, const struct cafs_fs_options *o, struct
 	if (!fs)
 		return -ENOMEM;
 	fs->im = im;
+	pthread_mutex_init(&fs->reload_lock, NULL);
 	fs->logger = ca_log_current();
 	ca_image_archive_source(im, &fs->img);
 	fs->o = *o;
@@ -153,6 +154,7 @@ void cafs_fs_free(struct cafs_fs *fs)
 		return;
 	cafs_inode_table_free(fs->inodes); /* first: nodes hold archive node references */
 	ca_catar_ra_free(fs->ra);
+	pthread_mutex_destroy(&fs->reload_lock);
 	free(fs->blob_name);
 	free(fs);
 }

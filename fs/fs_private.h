@@ -30,6 +30,11 @@ struct cafs_fs {
 	atomic_bool ready_sent;
 	bool no_open;                  /* set once in init: the kernel skips file opens */
 
+	/* the budget for nodes' metadata (tree.c): bytes held by nodes with
+	 * more than CAFS_META_SMALL; reloads of thin nodes, one at a time */
+	atomic_size_t meta_held;
+	pthread_mutex_t reload_lock;
+
 	/* counters for the stats xattr (relaxed atomics) */
 	atomic_uint_fast64_t reads, bytes_read, read_errors, meta_errors;
 };
@@ -44,6 +49,13 @@ struct cafs_dirh {
 	struct ca_catar_child *children;
 	size_t n_children;
 };
+
+/* The mount's memory budget for metadata (see docs/cafs.1, SECURITY):
+ * nodes up to CAFS_META_SMALL bytes of records are the usual cost of each
+ * inode the kernel keeps; bigger ones share CAFS_META_HELD_MAX, and past
+ * it a node is kept thin (its records read again for each xattr call). */
+#define CAFS_META_SMALL ((size_t)8 << 10)
+#define CAFS_META_HELD_MAX ((size_t)64 << 20)
 
 /* tree.c: the archive tree. All return 0 or a negative errno (-EBADMSG
  * for a corrupt archive, chunk errors as ca_blob_read gives them). */

@@ -64,6 +64,8 @@ void cafs_node_free(struct cafs_node *n)
 {
 	if (!n)
 		return;
+	if (n->held_in)
+		atomic_fetch_sub(n->held_in, n->held);
 	free(n->own);
 	ca_catar_ra_node_unref(n->ra);
 	free(n);

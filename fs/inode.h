@@ -42,6 +42,12 @@ struct cafs_node {
 	const struct ca_catar_node *cn;
 	struct ca_catar_node *own;
 	struct ca_catar_ra_node *ra;
+	/* a node whose metadata did not fit the mount's budget (tree.c) keeps
+	 * only the fields: no records, so xattrs are read again on demand */
+	bool thin;
+	/* metadata bytes counted in *held_in (the fs's budget); given back on free */
+	size_t held;
+	atomic_size_t *held_in;
 	atomic_bool io_error_logged;    /* log a failing read once per inode */
 	/* sequential-read detection for readahead: per inode, since the kernel
 	 * does not tell us about opens (FUSE_CAP_NO_OPEN_SUPPORT) */

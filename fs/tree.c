@@ -53,6 +53,32 @@ static struct ca_catar_node *compact(struct cafs_fs *fs, const struct ca_catar_n
 	return cn;
 }
 
+/* The fields of a node without its records (a symlink keeps its target):
+ * what stat, lookup, readdir, read and readlink need. */
+static struct ca_catar_node *thin(const struct ca_catar_node *src)
+{
+	size_t tl = src->symlink_target ? strlen(src->symlink_target) + 1 : 0;
+	struct ca_catar_node *cn = malloc(sizeof(*cn) + tl);
+	if (!cn)
+		return NULL;
+	*cn = *src;
+	cn->name = "";
+	cn->user_name = cn->group_name = cn->selinux = NULL;
+	cn->fcaps = NULL;
+	cn->fcaps_size = 0;
+	cn->_meta = NULL;
+	cn->_xattr_begin = cn->_xattr_end = 0;
+	memset(cn->_acl_begin, 0, sizeof(cn->_acl_begin));
+	memset(cn->_acl_end, 0, sizeof(cn->_acl_end));
+	cn->_cache = NULL;
+	cn->_cache_len = 0;
+	if (tl) {
+		memcpy(cn + 1, src->symlink_target, tl);
+		cn->symlink_target = (const char *)(cn + 1);
+	}
+	return cn;
+}
+
 /* A table node for an archive node (takes over the reference rn). */
 static struct cafs_node *node_from(struct cafs_fs *fs, struct ca_catar_ra_node *rn, uint64_t parent)
 {
@@ -62,7 +88,18 @@ static struct cafs_node *node_from(struct cafs_fs *fs, struct ca_catar_ra_node *
 		ca_catar_ra_node_unref(rn);
 		return NULL;
 	}
-	n->own = compact(fs, cn);
+	/* big metadata counts against the budget; past it the node is thin */
+	if (cn->meta_size > CAFS_META_SMALL) {
+		size_t was = atomic_fetch_add(&fs->meta_held, cn->meta_size);
+		if (was + cn->meta_size > CAFS_META_HELD_MAX) {
+			atomic_fetch_sub(&fs->meta_held, cn->meta_size);
+			n->thin = true;
+		} else {
+			n->held = cn->meta_size;
+			n->held_in = &fs->meta_held;
+		}
+	}
+	n->own = n->thin ? thin(cn) : compact(fs, cn);
 	if (n->own) {
 		ca_catar_ra_node_unref(rn);
 		cn = n->own;
@@ -168,17 +205,48 @@ int cafs_tree_readdir(struct cafs_fs *fs, struct cafs_dirh *dh, uint64_t from, b
 	return 0;
 }
 
+/* A thin node's records, read again: one at a time, so that the reloads
+ * of many readers cost one node's metadata at most. */
+static int reload(struct cafs_fs *fs, const struct cafs_node *n, struct ca_catar_ra_node **ret)
+{
+	pthread_mutex_lock(&fs->reload_lock);
+	int r = ca_catar_ra_load(fs->ra, n->cn->entry_offset, n->cn->end_offset, ret);
+	if (r < 0)
+		pthread_mutex_unlock(&fs->reload_lock);
+	return r;
+}
+
+static void reload_done(struct cafs_fs *fs, struct ca_catar_ra_node *rn)
+{
+	ca_catar_ra_node_unref(rn);
+	pthread_mutex_unlock(&fs->reload_lock);
+}
+
 int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, char *buf, size_t size, size_t *ret_len)
 {
-	(void)fs;
-	return ca_catar_node_listxattr(n->cn, buf, size, ret_len);
+	struct ca_catar_ra_node *rn;
+	if (!n->thin)
+		return ca_catar_node_listxattr(n->cn, buf, size, ret_len);
+	int r = reload(fs, n, &rn);
+	if (r < 0)
+		return r;
+	r = ca_catar_node_listxattr(ca_catar_ra_node_get(rn), buf, size, ret_len);
+	reload_done(fs, rn);
+	return r;
 }
 
 int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, const char *name, char *buf, size_t size,
                        size_t *ret_len)
 {
-	(void)fs;
-	return ca_catar_node_getxattr(n->cn, name, buf, size, ret_len);
+	struct ca_catar_ra_node *rn;
+	if (!n->thin)
+		return ca_catar_node_getxattr(n->cn, name, buf, size, ret_len);
+	int r = reload(fs, n, &rn);
+	if (r < 0)
+		return r;
+	r = ca_catar_node_getxattr(ca_catar_ra_node_get(rn), name, buf, size, ret_len);
+	reload_done(fs, rn);
+	return r;
 }
 
 unsigned cafs_tree_chattr(const struct cafs_node *n)
