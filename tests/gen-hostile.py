@@ -10,6 +10,9 @@
 #       the index is 40 bytes a level and the store three small chunk files.
 #   gen-hostile.py pad CHUNK MIB
 #       append MIB MiB of zstd skippable frames to the chunk file CHUNK.
+#   gen-hostile.py xz IN OUT DICT_MIB
+#       OUT: IN as one xz stream whose header claims a DICT_MIB MiB
+#       dictionary (what the decoder must allocate); the data is the same.
 import hashlib
 import os
 import struct
@@ -134,10 +137,36 @@ def pad(chunk, mib):
             left -= n
 
 
+def xz(inp, out, dict_mib):
+    import lzma
+    import zlib
+    with open(inp, 'rb') as f:
+        data = f.read()
+    x = bytearray(lzma.compress(data, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64,
+                                filters=[{'id': lzma.FILTER_LZMA2, 'dict_size': 4096}]))
+    # the block header after the 12-byte stream header: size, flags,
+    # optional sizes (varints), then the LZMA2 filter: id 0x21, 1, props
+    hsize = (x[12] + 1) * 4
+    pos, flags = 14, x[13]
+    for bit in (0x40, 0x80):
+        if flags & bit:
+            while x[pos] & 0x80:
+                pos += 1
+            pos += 1
+    assert x[pos] == 0x21 and x[pos + 1] == 1
+    # props p: 2^(p/2 + 12) bytes for even p
+    x[pos + 2] = 2 * ((dict_mib << 20).bit_length() - 1 - 12)
+    x[12 + hsize - 4:12 + hsize] = struct.pack('<I', zlib.crc32(bytes(x[12:12 + hsize - 4])))
+    with open(out, 'wb') as f:
+        f.write(x)
+
+
 if __name__ == '__main__':
     if sys.argv[1] == 'deep':
         deep(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif sys.argv[1] == 'pad':
         pad(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1] == 'xz':
+        xz(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
-        sys.exit('usage: gen-hostile.py deep DIR DEPTH META_KIB | pad CHUNK MIB')
+        sys.exit('usage: gen-hostile.py deep DIR DEPTH META_KIB | pad CHUNK MIB | xz IN OUT DICT_MIB')

@@ -7,7 +7,8 @@
 #    before); a mount serves it, stays up, and its VmHWM stays under 256 MiB;
 #  - a chunk padded with 50 MiB of zstd skippable frames on an HTTP store
 #    is refused and never reaches the cache; once the store is fixed the
-#    cache holds the good chunk;
+#    cache holds the good chunk; an xz chunk whose header asks for a 64 MiB
+#    dictionary is refused, one with casync's 8 MiB still reads;
 #  - the accepted cases: a tree with large xattrs and long names still
 #    round-trips through make, extract and a mount.
 . "$top_srcdir/tests/lib.sh"
@@ -87,6 +88,17 @@ ok "... still not in the cache" bash -c "! find C -name '$(basename "$good")' | 
 cp good.cacnk "$good"
 ok "the store fixed: extract works" bash -c "$CAFS extract --cache C --store '$U/store' '$U/p.caidx' pout2 && cmp pout2/f src/f"
 ok "... the cache holds the good chunk" cmp good.cacnk "C/$(basename "$(dirname "$good")")/$(basename "$good")"
+
+# ---- xz chunks: the decoder's memory is capped ----
+zstd -q -d -c good.cacnk >good.raw
+python3 "$HOSTILE" xz good.raw "$good" 64
+read -r rc kb < <(peak xz64 "$CAFS" extract --store www/store www/p.caidx xout)
+ok "an xz chunk asking for a 64 MiB dictionary: refused (exit $rc)" test "$rc" -ne 0
+ok "... in one line: $(head -c 120 xz64.err)" one_line xz64.err
+python3 "$HOSTILE" xz good.raw "$good" 8
+ok "an xz chunk with casync's 8 MiB dictionary still reads" \
+	bash -c "$CAFS extract --store www/store www/p.caidx xout2 && cmp xout2/f src/f"
+cp good.cacnk "$good"
 
 # ---- the accepted case: large xattrs and long names ----
 # (ext4 keeps all of a file's xattrs in one block: tmpfs takes 64 KB values)
