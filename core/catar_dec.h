@@ -44,12 +44,12 @@
  *   metadata    CA_CATAR_DEC_META_TOTAL over all open directories and the
  *               current node together
  *   children    CA_CATAR_DEC_CHILDREN_MAX of them over all open
- *               directories (48 MiB), twice that during a check
- * about 130 MiB in all. An archive that needs more is -EBADMSG: casync
+ *               directories (24 MiB), twice that during a check
+ * about 75 MiB in all (see cafs(1), SECURITY, for the whole budget). An archive that needs more is -EBADMSG: casync
  * itself caps no sum, so a 120-deep chain of 8 MiB-metadata directories
  * (a few KB of index and chunks) would otherwise cost a GiB. */
 #define CA_CATAR_DEC_META_TOTAL (16u * 1024u * 1024u)
-#define CA_CATAR_DEC_CHILDREN_MAX (2u * 1024u * 1024u)
+#define CA_CATAR_DEC_CHILDREN_MAX (1024u * 1024u)
 
 enum ca_catar_dec_event {
 	CA_CATAR_DEC_DONE = 0,

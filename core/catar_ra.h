@@ -64,7 +64,7 @@ struct ca_catar_ra;
 
 /* The memory budget (see Memory above). */
 #define CA_CATAR_RA_BIG_MAX ((size_t)32 << 20)
-#define CA_CATAR_RA_LIST_MAX ((size_t)2 << 20) /* children in one listing: 48 MiB */
+#define CA_CATAR_RA_LIST_MAX ((size_t)1 << 20) /* children in one listing: 24 MiB */
 
 /* Check the root: ENTRY at 0 is a directory, the root GOODBYE tail at the
  * end points back to 0. Copies *src. -EBADMSG if it is not an archive. */

@@ -54,7 +54,7 @@ struct cafs_dirh {
  * nodes up to CAFS_META_SMALL bytes of records are the usual cost of each
  * inode the kernel keeps; bigger ones share CAFS_META_HELD_MAX, and past
  * it a node is kept thin (its records read again for each xattr call). */
-#define CAFS_META_SMALL ((size_t)8 << 10)
+#define CAFS_META_SMALL ((size_t)1 << 10)
 #define CAFS_META_HELD_MAX ((size_t)64 << 20)
 
 /* tree.c: the archive tree. All return 0 or a negative errno (-EBADMSG
