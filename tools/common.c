@@ -10,6 +10,7 @@
 #include "cmd.h"
 #include "log.h"
 #include "make.h"
+#include "trust.h"
 
 void cafs_set_verbosity(int level)
 {
@@ -35,8 +36,29 @@ int cafs_parse_threads(const char *s, unsigned *ret)
 }
 
 
+int cafs_trusted_key_add(struct cafs_trusted_keys *tk, const char *path)
+{
+	struct ca_minisign_key *n = realloc(tk->keys, (tk->n + 1) * sizeof(*n));
+	if (!n)
+		return ca_log_error_errno(ENOMEM, "%s", path), -1;
+	tk->keys = n;
+	if (ca_trust_load_key(path, &n[tk->n]) < 0) /* logs */
+		return -1;
+	tk->n++;
+	return 0;
+}
 
+void cafs_trusted_keys_release(struct cafs_trusted_keys *tk)
+{
+	free(tk->keys);
+	*tk = (struct cafs_trusted_keys){ 0 };
+}
 
+void cafs_trusted_keys_apply(const struct cafs_trusted_keys *tk, struct ca_image_opts *io)
+{
+	io->trusted_keys = tk ? tk->keys : NULL;
+	io->n_trusted_keys = tk ? tk->n : 0;
+}
 
 int cafs_common_option(const char *cmd, int c, int *verbosity)
 {

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* trust.c - trusted minisign keys and the signature check (see trust.h). */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fdio.h"
+#include "location.h"
+#include "log.h"
+#include "trust.h"
+
+const char *ca_trust_dir(void)
+{
+	const char *d = getenv("CAFS_TRUSTED_KEYS_DIR");
+	return d && *d ? d : CA_TRUST_DIR_DEFAULT;
+}
+
+int ca_trust_read_file(const char *path, size_t cap, struct ca_buf *out)
+{
+	struct stat st;
+	ssize_t n;
+	int r;
+	/* O_NONBLOCK: a FIFO put where a key or a signature is expected must not hang us */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		goto out;
+	}
+	if ((uint64_t)st.st_size > cap) {
+		r = -EFBIG;
+		goto out;
+	}
+	/* one byte more than the size: a file that grew meanwhile is seen */
+	r = ca_buf_reserve(out, (size_t)st.st_size + 1, cap + 1);
+	if (r < 0)
+		goto out;
+	n = ca_read_full(fd, out->data, (size_t)st.st_size + 1);
+	if (n < 0) {
+		r = (int)n;
+		goto out;
+	}
+	if ((size_t)n > cap) {
+		r = -EFBIG;
+		goto out;
+	}
+	out->size = (size_t)n;
+	r = 0;
+out:
+	close(fd);
+	return r;
+}
+
+int ca_trust_load_key(const char *path, struct ca_minisign_key *ret)
+{
+	struct ca_buf b = CA_BUF_INIT;
+	int r = ca_trust_read_file(path, CA_MINISIGN_KEY_FILE_MAX, &b);
+	if (r == 0)
+		r = ca_minisign_key_parse(b.data, b.size, ret);
+	ca_buf_release(&b);
+	if (r == -EBADMSG || r == -EFBIG)
+		return ca_log_error("%s: not a minisign public key", path), -EBADMSG;
+	return r < 0 ? ca_log_error_errno(r, "%s", path) : 0;
+}
+
+static bool is_pub(const char *name)
+{
+	size_t n = strlen(name);
+	return name[0] != '.' && n > 4 && strcmp(name + n - 4, ".pub") == 0;
+}
+
+int ca_trust_load_dir(const char *dir, struct ca_minisign_key **keys, size_t *n)
+{
+	struct dirent *de;
+	char *path = NULL;
+	int r = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : ca_log_error_errno(errno, "trusted keys: %s", dir);
+	while (r == 0 && (errno = 0, de = readdir(d))) {
+		struct ca_minisign_key *nk;
+		if (!is_pub(de->d_name))
+			continue;
+		free(path);
+		if (asprintf(&path, "%s/%s", dir, de->d_name) < 0) {
+			path = NULL;
+			r = ca_log_error_errno(ENOMEM, "trusted keys: %s", dir);
+			break;
+		}
+		nk = realloc(*keys, (*n + 1) * sizeof(*nk));
+		if (!nk) {
+			r = ca_log_error_errno(ENOMEM, "trusted keys: %s", dir);
+			break;
+		}
+		*keys = nk;
+		r = ca_trust_load_key(path, &nk[*n]);
+		if (r == 0)
+			(*n)++;
+	}
+	if (r == 0 && errno)
+		r = ca_log_error_errno(errno, "trusted keys: %s", dir);
+	free(path);
+	closedir(d);
+	return r;
+}
+
+char *ca_trust_signature_name(const char *source)
+{
+	/* a query means something only to a server: in a path, "?" is a name's */
+	size_t n = ca_location_kind(source) == CA_LOCATION_HTTP ? strcspn(source, "?#") : strlen(source);
+	char *s = NULL;
+	if (asprintf(&s, "%.*s.minisig%s", (int)n, source, source + n) < 0)
+		return NULL;
+	return s;
+}
+
+int ca_trust_check(const char *name, const void *data, size_t len, const void *sig_text, size_t sig_len,
+                   const struct ca_minisign_key *keys, size_t n)
+{
+	struct ca_minisign_sig *sig = malloc(sizeof(*sig));
+	char hex[17];
+	int r = sig ? 0 : -ENOMEM, best = -ENOKEY;
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", name);
+	r = ca_minisign_sig_parse(sig_text, sig_len, sig);
+	if (r < 0) {
+		ca_log_error("%s: refused: its signature is not a minisign signature", name);
+		r = -EKEYREJECTED;
+		goto out;
+	}
+	ca_minisign_key_id_hex(sig->key_id, hex);
+	/* ids may repeat across files: any key with the id may have signed */
+	for (size_t i = 0; i < n; i++) {
+		r = ca_minisign_verify(&keys[i], sig, data, len);
+		if (r == 0 || r == -ENOMEM || r == -EIO)
+			break;
+		if (r != -ENOKEY && (best == -ENOKEY || r == -EBADE))
+			best = r;
+	}
+	if (r == 0)
+		ca_log_info("%s: signed by key %s: %s", name, hex, sig->trusted_comment);
+	else if (r == -ENOMEM || r == -EIO)
+		ca_log_error_errno(r, "%s: checking its signature", name);
+	else if (best == -ENOKEY)
+		ca_log_error("%s: refused: signed by key %s, which is not trusted", name, hex);
+	else if (best == -EBADE)
+		ca_log_error("%s: refused: the signature's trusted comment was altered (key %s)", name, hex);
+	else
+		ca_log_error("%s: refused: bad signature (key %s)", name, hex);
+	if (r < 0 && r != -ENOMEM && r != -EIO)
+		r = -EKEYREJECTED;
+out:
+	free(sig);
+	return r;
+}
