@@ -81,8 +81,9 @@ struct cafs_trusted_keys {
 	size_t n;
 };
 /* Read the key file now, so that a bad one is reported before anything is
- * opened, and append its key: 0, or -1 (logged). */
-int cafs_trusted_key_add(struct cafs_trusted_keys *tk, const char *path);
+ * opened, and append its key: 0, or the exit code (2: a usage error, the
+ * file unreadable or not a key; reported). */
+int cafs_trusted_key_add(const char *cmd, struct cafs_trusted_keys *tk, const char *path);
 void cafs_trusted_keys_release(struct cafs_trusted_keys *tk); /* accepts a zeroed one */
 /* Give io tk's keys (tk may be NULL: none beyond the trusted key directory's). */
 void cafs_trusted_keys_apply(const struct cafs_trusted_keys *tk, struct ca_image_opts *io);

@@ -195,10 +195,12 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		case OPT_CACHE:
 			a->cache = optarg;
 			break;
-		case CAFS_OPT_TRUSTED_KEY:
-			if (cafs_trusted_key_add(&a->trusted, optarg) < 0)
-				return 1;
+		case CAFS_OPT_TRUSTED_KEY: {
+			int e = cafs_trusted_key_add(cmd, &a->trusted, optarg);
+			if (e)
+				return e;
 			break;
+		}
 		case OPT_DELETE: {
 			bool del;
 			if (cafs_parse_bool(optarg, &del) < 0)
@@ -417,10 +419,9 @@ int cafs_cmd_digest(int argc, char **argv)
 			}
 			break;
 		case CAFS_OPT_TRUSTED_KEY:
-			if (cafs_trusted_key_add(&tk, optarg) < 0) {
-				r = 1;
+			r = cafs_trusted_key_add("digest", &tk, optarg);
+			if (r)
 				goto out;
-			}
 			break;
 		default: {
 			r = cafs_common_option("digest", c, &verbosity);

@@ -136,8 +136,11 @@ int cafs_cache_fill(int argc, char **argv)
 			break;
 		}
 		case CAFS_OPT_TRUSTED_KEY:
-			if (cafs_trusted_key_add(&tk, optarg) < 0)
+			k = cafs_trusted_key_add("cache", &tk, optarg);
+			if (k) {
+				r = k;
 				goto out;
+			}
 			break;
 		case OPT_RATE:
 			if (cafs_parse_size(optarg, &fo.rate_limit_bps) < 0 || fo.rate_limit_bps == 0) {

@@ -130,8 +130,9 @@ static int parse_o(const char *cmd, struct mount_args *a, char *arg)
 		} else if (!strncmp(opt, "log=", 4)) {
 			a->log_file = opt + 4;
 		} else if (!strncmp(opt, "trusted_key=", 12)) {
-			if (cafs_trusted_key_add(&a->trusted, opt + 12) < 0)
-				return 1;
+			int e = cafs_trusted_key_add(cmd, &a->trusted, opt + 12);
+			if (e)
+				return e;
 		} else if (opt_is(opt, len, "no_cache")) {
 			a->cache = NULL;
 			a->no_cache = true;
@@ -215,8 +216,9 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 			a->log_file = optarg;
 			break;
 		case CAFS_OPT_TRUSTED_KEY:
-			if (cafs_trusted_key_add(&a->trusted, optarg) < 0)
-				return 1;
+			r = cafs_trusted_key_add(cmd, &a->trusted, optarg);
+			if (r)
+				return r;
 			break;
 		case OPT_READAHEAD:
 			if (parse_count(optarg, 1024, &a->readahead_chunks) < 0)

@@ -475,10 +475,9 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 			p.flat = !strcmp(optarg, "no");
 			break;
 		case CAFS_OPT_TRUSTED_KEY:
-			if (cafs_trusted_key_add(&tk, optarg) < 0) {
-				r = 1;
+			r = cafs_trusted_key_add(cmd, &tk, optarg);
+			if (r)
 				goto out;
-			}
 			break;
 		default: {
 			r = cafs_common_option(cmd, c, &verbosity);
