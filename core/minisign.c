@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 
@@ -303,4 +304,183 @@ void ca_minisign_key_id_hex(const uint8_t id[CA_MINISIGN_KEY_ID_SIZE], char ret[
 		ret[2 * i + 1] = hex[b & 15];
 	}
 	ret[16] = 0;
+}
+
+/* ---- signing ---- */
+
+#define SECRET_BLOB_SIZE (2 + 2 + 2 + 32 + 8 + 8 + CA_MINISIGN_KEY_ID_SIZE + 64 + 32)
+#define SECRET_ENC_OFF (2 + 2 + 2 + 32 + 8 + 8) /* key id | key | checksum: what scrypt covers */
+
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* libsodium's scrypt parameters for (opslimit, memlimit), which minisign
+ * stores: r = 8, then N and p from the two limits. */
+static void scrypt_params(uint64_t ops, uint64_t mem, uint64_t *n, uint64_t *r, uint64_t *p)
+{
+	uint64_t max_n, log2n;
+	if (ops < 32768)
+		ops = 32768;
+	*r = 8;
+	max_n = ops < mem / 32 ? ops / (*r * 4) : mem / (*r * 128);
+	for (log2n = 1; log2n < 63; log2n++)
+		if ((uint64_t)1 << log2n > max_n / 2)
+			break;
+	*n = (uint64_t)1 << log2n;
+	if (ops < mem / 32) {
+		*p = 1;
+	} else {
+		uint64_t maxrp = (ops / 4) / *n;
+		*p = (maxrp > 0x3fffffff ? 0x3fffffff : maxrp) / *r;
+	}
+}
+
+/* Does the seed's public key match the key's own public half? */
+static int secret_consistent(const uint8_t sk[64])
+{
+	uint8_t pk[CA_MINISIGN_PK_SIZE];
+	size_t n = sizeof(pk);
+	EVP_PKEY *k = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, sk, 32);
+	int r;
+	if (!k)
+		return ssl_error("Ed25519 secret key");
+	r = EVP_PKEY_get_raw_public_key(k, pk, &n) == 1 ? 0 : ssl_error("Ed25519 public key");
+	EVP_PKEY_free(k);
+	if (r == 0 && (n != sizeof(pk) || CRYPTO_memcmp(pk, sk + 32, sizeof(pk)) != 0))
+		r = -EKEYREJECTED;
+	return r;
+}
+
+int ca_minisign_secret_parse(const void *text, size_t len, const char *password, struct ca_minisign_secret *ret)
+{
+	struct cursor c = { text, len };
+	uint8_t blob[SECRET_BLOB_SIZE], stream[SECRET_BLOB_SIZE - SECRET_ENC_OFF];
+	const char *l;
+	size_t n;
+	bool encrypted;
+	int r = -EBADMSG;
+	if (len > CA_MINISIGN_SECRET_FILE_MAX || !untrusted_comment_line(&c) || !next_line(&c, &l, &n) ||
+	    !b64_decode_exact(l, n, blob, sizeof(blob)) || !at_end(&c) || memcmp(blob, ALG_LEGACY, 2) != 0 ||
+	    memcmp(blob + 4, "B2", 2) != 0)
+		goto out;
+	if (memcmp(blob + 2, "Sc", 2) == 0)
+		encrypted = true;
+	else if (blob[2] == 0 && blob[3] == 0)
+		encrypted = false;
+	else
+		goto out;
+	if (encrypted) {
+		uint64_t ops = le64(blob + 38), mem = le64(blob + 46), sn, sr, sp;
+		if (!password) {
+			r = -ENOKEY;
+			goto out;
+		}
+		if (ops > CA_MINISIGN_SCRYPT_OPS_MAX || mem > CA_MINISIGN_SCRYPT_MEM_MAX) {
+			r = -E2BIG;
+			goto out;
+		}
+		scrypt_params(ops, mem, &sn, &sr, &sp);
+		/* scrypt's own need, 128 r (N + p + 2) bytes, is what maxmem must allow */
+		if (EVP_PBE_scrypt(password, strlen(password), blob + 6, 32, sn, sr, sp, 128 * sr * (sn + sp + 2) + 65536,
+		                   stream, sizeof(stream)) != 1) {
+			r = ssl_error("scrypt");
+			goto out;
+		}
+		for (size_t i = 0; i < sizeof(stream); i++)
+			blob[SECRET_ENC_OFF + i] ^= stream[i];
+	}
+	r = secret_consistent(blob + SECRET_ENC_OFF + CA_MINISIGN_KEY_ID_SIZE);
+	if (r == -EKEYREJECTED && !encrypted)
+		r = -EBADMSG;
+	if (r < 0)
+		goto out;
+	memcpy(ret->id, blob + SECRET_ENC_OFF, sizeof(ret->id));
+	memcpy(ret->sk, blob + SECRET_ENC_OFF + CA_MINISIGN_KEY_ID_SIZE, sizeof(ret->sk));
+out:
+	OPENSSL_cleanse(blob, sizeof(blob));
+	OPENSSL_cleanse(stream, sizeof(stream));
+	return r;
+}
+
+static void b64_encode(const uint8_t *in, size_t n, char *out)
+{
+	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t o = 0;
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) | (i + 2 < n ? in[i + 2] : 0);
+		out[o++] = a[v >> 18 & 63];
+		out[o++] = a[v >> 12 & 63];
+		out[o++] = i + 1 < n ? a[v >> 6 & 63] : '=';
+		out[o++] = i + 2 < n ? a[v & 63] : '=';
+	}
+	out[o] = 0;
+}
+
+static int ed25519_sign(EVP_PKEY *k, const void *msg, size_t len, uint8_t sig[CA_MINISIGN_SIG_SIZE])
+{
+	static const uint8_t empty;
+	size_t n = CA_MINISIGN_SIG_SIZE;
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	int r = md ? 0 : -ENOMEM;
+	if (r == 0 && (EVP_DigestSignInit(md, NULL, NULL, NULL, k) != 1 ||
+	               EVP_DigestSign(md, sig, &n, len ? msg : &empty, len) != 1 || n != CA_MINISIGN_SIG_SIZE))
+		r = ssl_error("Ed25519 signing");
+	EVP_MD_CTX_free(md);
+	return r;
+}
+
+static bool one_line(const char *s)
+{
+	return !strpbrk(s, "\r\n");
+}
+
+int ca_minisign_sign(const struct ca_minisign_secret *key, const void *msg, size_t len, bool prehashed,
+                     const char *untrusted_comment, const char *trusted_comment, char **ret_text, size_t *ret_len)
+{
+	uint8_t hash[BLAKE2B_512_SIZE], blob[SIG_BLOB_SIZE], global[CA_MINISIGN_SIG_SIZE];
+	char b64_sig[(SIG_BLOB_SIZE + 2) / 3 * 4 + 1], b64_global[(CA_MINISIGN_SIG_SIZE + 2) / 3 * 4 + 1];
+	size_t tlen = strlen(trusted_comment);
+	uint8_t *both = NULL;
+	char *text = NULL;
+	int r, n;
+	EVP_PKEY *k;
+	if (!one_line(untrusted_comment) || strlen(untrusted_comment) + strlen(UNTRUSTED_PREFIX) + 2 > CA_MINISIGN_COMMENT_MAX ||
+	    tlen + strlen(TRUSTED_PREFIX) + 2 > CA_MINISIGN_TRUSTED_COMMENT_MAX ||
+	    !printable_utf8((const uint8_t *)trusted_comment, tlen))
+		return -EINVAL;
+	k = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, key->sk, 32);
+	if (!k)
+		return ssl_error("Ed25519 secret key");
+	memcpy(blob, prehashed ? ALG_HASHED : ALG_LEGACY, 2);
+	memcpy(blob + 2, key->id, CA_MINISIGN_KEY_ID_SIZE);
+	r = prehashed ? blake2b_512(msg, len, hash) : 0;
+	if (r == 0)
+		r = ed25519_sign(k, prehashed ? hash : msg, prehashed ? sizeof(hash) : len,
+		                 blob + 2 + CA_MINISIGN_KEY_ID_SIZE);
+	both = r == 0 ? malloc(CA_MINISIGN_SIG_SIZE + tlen) : NULL;
+	if (r == 0 && !both)
+		r = -ENOMEM;
+	if (r == 0) {
+		memcpy(both, blob + 2 + CA_MINISIGN_KEY_ID_SIZE, CA_MINISIGN_SIG_SIZE);
+		memcpy(both + CA_MINISIGN_SIG_SIZE, trusted_comment, tlen);
+		r = ed25519_sign(k, both, CA_MINISIGN_SIG_SIZE + tlen, global);
+	}
+	if (r == 0) {
+		b64_encode(blob, sizeof(blob), b64_sig);
+		b64_encode(global, sizeof(global), b64_global);
+		n = asprintf(&text, UNTRUSTED_PREFIX "%s\n%s\n" TRUSTED_PREFIX "%s\n%s\n", untrusted_comment, b64_sig,
+		             trusted_comment, b64_global);
+		if (n < 0)
+			r = -ENOMEM;
+		else
+			*ret_text = text, *ret_len = (size_t)n;
+	}
+	free(both);
+	EVP_PKEY_free(k);
+	return r;
 }

@@ -74,6 +74,40 @@ int ca_minisign_sig_parse(const void *text, size_t len, struct ca_minisign_sig *
 int ca_minisign_verify(const struct ca_minisign_key *key, const struct ca_minisign_sig *sig, const void *msg,
                        size_t len);
 
+/* ---- signing (cafs sign) ---- */
+
+/* A secret key file (`minisign -G`): one line of comment, then base64 of
+ * "Ed" | kdf(2: "Sc" scrypt-encrypted, or 0 0 with -W) | "B2" | salt(32) |
+ * opslimit(8) | memlimit(8) | key id(8) | secret key(64) | checksum(32),
+ * the last three XORed with scrypt(password) when encrypted. */
+#define CA_MINISIGN_SECRET_FILE_MAX 2048
+/* scrypt limits accepted from a key file: minisign's "sensitive" level */
+#define CA_MINISIGN_SCRYPT_MEM_MAX ((uint64_t)1 << 30)
+#define CA_MINISIGN_SCRYPT_OPS_MAX ((uint64_t)1 << 25)
+
+struct ca_minisign_secret {
+	uint8_t id[CA_MINISIGN_KEY_ID_SIZE];
+	uint8_t sk[64]; /* Ed25519 seed(32) | public key(32) */
+};
+
+/* Parse and, when encrypted, decrypt a secret key file's bytes with
+ * password (NUL-terminated; ignored for an unencrypted key):
+ *   0             *ret filled (the caller wipes it with OPENSSL_cleanse)
+ *   -EBADMSG      not a minisign secret key file
+ *   -ENOKEY       encrypted, and password is NULL
+ *   -EKEYREJECTED wrong password (the decrypted key does not match its
+ *                 own public half)
+ *   -E2BIG        scrypt limits beyond CA_MINISIGN_SCRYPT_*_MAX
+ *   -ENOMEM, -EIO */
+int ca_minisign_secret_parse(const void *text, size_t len, const char *password, struct ca_minisign_secret *ret);
+
+/* Sign msg as `minisign -S` does (prehashed: BLAKE2b-512, else legacy):
+ * *ret_text (malloc'd, *ret_len bytes) is a whole signature file with the
+ * given comments (one line each, no CR/LF; trusted_comment printable
+ * UTF-8, as ca_minisign_sig_parse wants). -EINVAL for a bad comment. */
+int ca_minisign_sign(const struct ca_minisign_secret *key, const void *msg, size_t len, bool prehashed,
+                     const char *untrusted_comment, const char *trusted_comment, char **ret_text, size_t *ret_len);
+
 /* A key id as minisign prints it: 16 uppercase hex digits and a NUL. */
 void ca_minisign_key_id_hex(const uint8_t id[CA_MINISIGN_KEY_ID_SIZE], char ret[17]);
 

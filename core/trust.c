@@ -9,8 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
+#include "atomic_file.h"
 #include "fdio.h"
 #include "location.h"
 #include "log.h"
@@ -163,5 +167,82 @@ int ca_trust_check(const char *name, const void *data, size_t len, const void *s
 		r = -EKEYREJECTED;
 out:
 	free(sig);
+	return r;
+}
+
+/* ---- signing ---- */
+
+#define SIGN_FILE_MAX ((size_t)1 << 30) /* as an index download */
+
+int ca_trust_load_secret(const char *path, const char *password, struct ca_minisign_secret *ret)
+{
+	struct ca_buf b = CA_BUF_INIT;
+	int r = ca_trust_read_file(path, CA_MINISIGN_SECRET_FILE_MAX, &b);
+	if (r == 0)
+		r = ca_minisign_secret_parse(b.data, b.size, password, ret);
+	if (b.data)
+		OPENSSL_cleanse(b.data, b.size);
+	ca_buf_release(&b);
+	if (r == -ENOKEY)
+		return r;
+	if (r == -EBADMSG || r == -EFBIG)
+		return ca_log_error("%s: not a minisign secret key", path), -EBADMSG;
+	if (r == -EKEYREJECTED)
+		return ca_log_error("%s: wrong password", path), r;
+	if (r == -E2BIG)
+		return ca_log_error("%s: its scrypt parameters ask for more than 1 GiB", path), r;
+	return r < 0 ? ca_log_error_errno(r, "%s", path) : 0;
+}
+
+int ca_trust_sign_file(const char *path, const struct ca_minisign_secret *key, bool legacy,
+                       const char *trusted_comment, const char *untrusted_comment)
+{
+	struct ca_atomic_file f = { .fd = -1 };
+	struct ca_buf b = CA_BUF_INIT;
+	char *def = NULL, *text = NULL, *sig_name = ca_trust_signature_name(path);
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t len = 0;
+	int r = sig_name ? ca_trust_read_file(path, SIGN_FILE_MAX, &b) : -ENOMEM;
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", path);
+		goto out;
+	}
+	if (!trusted_comment) {
+		/* minisign's default; a name that is not printable is left out */
+		if (asprintf(&def, "timestamp:%llu\tfile:%s%s", (unsigned long long)time(NULL), base,
+		             legacy ? "" : "\thashed") < 0) {
+			def = NULL;
+			r = ca_log_error_errno(ENOMEM, "%s", path);
+			goto out;
+		}
+		trusted_comment = def;
+	}
+	r = ca_minisign_sign(key, b.data, b.size, !legacy,
+	                     untrusted_comment ? untrusted_comment : "signature from minisign secret key", trusted_comment,
+	                     &text, &len);
+	if (r == -EINVAL && def)
+		r = ca_minisign_sign(key, b.data, b.size, !legacy, "signature from minisign secret key",
+		                     legacy ? "timestamp" : "timestamp\thashed", &text, &len);
+	if (r == -EINVAL) {
+		ca_log_error("%s: a comment must be one line (the trusted one: printable UTF-8)", path);
+		goto out;
+	}
+	if (r < 0) {
+		ca_log_error_errno(r, "%s: signing", path);
+		goto out;
+	}
+	r = ca_atomic_file_open(&f, sig_name, 0644);
+	if (r == 0)
+		r = ca_write_all(f.fd, text, len);
+	if (r == 0)
+		r = ca_atomic_file_commit(&f);
+	if (r < 0)
+		ca_log_error_errno(r, "%s", sig_name);
+out:
+	ca_atomic_file_abort(&f);
+	ca_buf_release(&b);
+	free(def);
+	free(text);
+	free(sig_name);
 	return r;
 }

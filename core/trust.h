@@ -23,6 +23,7 @@
 #ifndef CA_TRUST_H
 #define CA_TRUST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "buf.h"
@@ -59,5 +60,20 @@ int ca_trust_read_file(const char *path, size_t cap, struct ca_buf *out);
  * The trusted comment is logged at info level. */
 int ca_trust_check(const char *name, const void *data, size_t len, const void *sig_text, size_t sig_len,
                    const struct ca_minisign_key *keys, size_t n);
+
+/* ---- signing (cafs sign) ---- */
+
+/* A minisign secret key file, decrypted with password when it is
+ * encrypted. -ENOKEY (not logged): encrypted and password is NULL; ask for
+ * one and call again. Other errors are logged (-EKEYREJECTED: wrong
+ * password). The caller wipes *ret (OPENSSL_cleanse). */
+int ca_trust_load_secret(const char *path, const char *password, struct ca_minisign_secret *ret);
+
+/* Sign the local file at path (at most 1 GiB) as `minisign -S [-l]`
+ * does: writes path.minisig, atomically. trusted_comment NULL: minisign's
+ * default ("timestamp:T<tab>file:NAME[<tab>hashed]"); untrusted_comment
+ * NULL: minisign's. Logs. */
+int ca_trust_sign_file(const char *path, const struct ca_minisign_secret *key, bool legacy,
+                       const char *trusted_comment, const char *untrusted_comment);
 
 #endif

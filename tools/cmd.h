@@ -39,6 +39,7 @@ int cafs_cmd_mount(int argc, char **argv);
 int cafs_cmd_stats(int argc, char **argv);
 int cafs_cmd_cache(int argc, char **argv);
 int cafs_cmd_gc(int argc, char **argv);
+int cafs_cmd_sign(int argc, char **argv);
 
 
 const struct cafs_command *cafs_command_find(const char *name);

@@ -107,6 +107,14 @@ static const struct cafs_command commands[] = {
 	  "                          first INDEX; required when that INDEX is a URL)\n"
 	  "  -n, --dry-run           only list what would be removed\n"
 	  "Removes every chunk none of the INDEXes references, as casync gc does.\n" },
+	{ "sign", cafs_cmd_sign, "sign -s SECRETKEY [OPTIONS] INDEX",
+	  "  -s, --secret-key=FILE   a minisign secret key (minisign -G; asks for its password\n"
+	  "                          when encrypted, or reads it from standard input)\n"
+	  "  -l, --legacy            the legacy signature (minisign -S -l) instead of the\n"
+	  "                          prehashed one\n"
+	  "  -t, --trusted-comment=TEXT  signed comment (default: timestamp and file name)\n"
+	  "  -c, --comment=TEXT      unsigned comment\n"
+	  "Writes INDEX.minisig as minisign -S does; see SECURITY in cafs(1).\n" },
 	{ "list", cafs_cmd_list, "list [OPTIONS] IN.catar|IN.caidx [PATH]",
 	  "  -s, --store=DIR|URL     chunk store (repeatable; default: default.castr beside IN)\n"
 	  "  -l, --long              owner, size and time too\n"

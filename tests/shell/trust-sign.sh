@@ -141,4 +141,27 @@ export CAFS_TRUSTED_KEYS_DIR=$T/empty-keys.d
 mkdir -p "$CAFS_TRUSTED_KEYS_DIR"
 ok "an empty key dir: unsigned indexes open" "$CAFS" list "$U/unsigned.caidx"
 
+# ---- cafs sign: what minisign -V and cafs accept ----
+export CAFS_TRUSTED_KEYS_DIR=$T/no-keys
+for v in prehashed legacy; do
+	cp "$W/img.caidx" "$W/cs-$v.caidx"
+	l=()
+	[ $v = legacy ] && l=(-l)
+	ok "cafs sign ($v, unencrypted key)" "$CAFS" sign -s "$K/k1.key" "${l[@]}" -t "cafs $v" "$W/cs-$v.caidx"
+	ok "... minisign -V accepts it" minisign -V -p "$K/k1.pub" -m "$W/cs-$v.caidx"
+	ok "... and so does cafs over HTTP" "$CAFS" list "${K1[@]}" "$U/cs-$v.caidx"
+done
+ok "... legacy writes 'Ed', prehashed 'ED'" bash -c 'sed -n 2p "$1" | grep -q ^RW && sed -n 2p "$2" | grep -q ^RU' _ \
+	"$W/cs-legacy.caidx.minisig" "$W/cs-prehashed.caidx.minisig"
+# an encrypted key (minisign's default: scrypt, 1 GiB): the password from standard input
+printf 'pass word\npass word\n' | minisign -G -p "$K/enc.pub" -s "$K/enc.key" >/dev/null 2>&1
+cp "$W/img.caidx" "$W/cs-enc.caidx"
+ok "cafs sign with an encrypted key" bash -c 'echo "pass word" | "$1" sign -s "$2" "$3"' _ "$CAFS" "$K/enc.key" "$W/cs-enc.caidx"
+ok "... minisign -V accepts it" minisign -V -p "$K/enc.pub" -m "$W/cs-enc.caidx"
+rm -f "$W/cs-enc.caidx.minisig"
+ok "a wrong password: one line, no signature written" bash -c 'echo nope | "$1" sign -s "$2" "$3" 2>"$4"; [ $? = 1 ] &&
+	[ "$(cat "$4")" = "cafs: $2: wrong password" ] && [ ! -e "$3.minisig" ]' _ "$CAFS" "$K/enc.key" "$W/cs-enc.caidx" "$T/err"
+ok "a public key is not a secret key" bash -c '"$1" sign -s "$2" "$3" 2>"$4"; [ $? = 1 ] &&
+	grep -qx "cafs: .*k1.pub: not a minisign secret key" "$4"' _ "$CAFS" "$K/k1.pub" "$W/cs-enc.caidx" "$T/err"
+
 mount_done_testing
