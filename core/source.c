@@ -162,7 +162,7 @@ static int trusted_keys(const struct ca_image_opts *o, struct ca_minisign_key **
 		return ca_log_error_errno(ENOMEM, "trusted keys");
 	if (n)
 		memcpy(k, o->trusted_keys, n * sizeof(*k));
-	r = ca_trust_load_dir(ca_trust_dir(), &k, &n);
+	r = ca_trust_load_system(&k, &n);
 	if (r < 0) {
 		free(k);
 		return r;
@@ -191,15 +191,17 @@ static int open_signed_index(const char *source, const struct ca_http_opts *http
 	int r = fetch_whole(source, INDEX_DOWNLOAD_MAX, http, &b);
 	if (r == -ENOENT && ca_location_kind(source) == CA_LOCATION_HTTP)
 		ca_log_error("%s: not found on the server", source);
+	else if (r == -EFBIG || r == -EINVAL) /* too large, or not a regular file */
+		r = ca_log_error_errno(EBADMSG, "%s: not a valid casync index", source);
 	else if (r < 0)
-		ca_log_error_errno(r == -EFBIG || r == -EINVAL ? EBADMSG : r, "%s", source);
+		ca_log_error_errno(r, "%s", source);
 	if (r < 0)
 		goto out;
 	r = sig_name ? fetch_whole(sig_name, CA_MINISIGN_SIG_FILE_MAX, http, &sig) : -ENOMEM;
 	if (r == -ENOENT) {
 		ca_log_error("%s: refused: not signed (no %s)", source, sig_name);
 		r = -EKEYREJECTED;
-	} else if (r == -EFBIG) {
+	} else if (r == -EFBIG || r == -EINVAL || r == -EISDIR) { /* too large, not a regular file */
 		ca_log_error("%s: refused: its signature is not a minisign signature", source);
 		r = -EKEYREJECTED;
 	} else if (r < 0) {

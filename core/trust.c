@@ -85,14 +85,14 @@ static bool is_pub(const char *name)
 	return name[0] != '.' && n > 4 && strcmp(name + n - 4, ".pub") == 0;
 }
 
-int ca_trust_load_dir(const char *dir, struct ca_minisign_key **keys, size_t *n)
+int ca_trust_load_dir(const char *dir, bool missing_ok, struct ca_minisign_key **keys, size_t *n)
 {
 	struct dirent *de;
 	char *path = NULL;
 	int r = 0;
 	DIR *d = opendir(dir);
 	if (!d)
-		return errno == ENOENT ? 0 : ca_log_error_errno(errno, "trusted keys: %s", dir);
+		return errno == ENOENT && missing_ok ? 0 : ca_log_error_errno(errno, "trusted keys: %s", dir);
 	while (r == 0 && (errno = 0, de = readdir(d))) {
 		struct ca_minisign_key *nk;
 		if (!is_pub(de->d_name))
@@ -118,6 +118,12 @@ int ca_trust_load_dir(const char *dir, struct ca_minisign_key **keys, size_t *n)
 	free(path);
 	closedir(d);
 	return r;
+}
+
+int ca_trust_load_system(struct ca_minisign_key **keys, size_t *n)
+{
+	const char *dir = ca_trust_dir();
+	return ca_trust_load_dir(dir, strcmp(dir, CA_TRUST_DIR_DEFAULT) == 0, keys, n);
 }
 
 char *ca_trust_signature_name(const char *source)

@@ -40,8 +40,15 @@ const char *ca_trust_dir(void);
 int ca_trust_load_key(const char *path, struct ca_minisign_key *ret);
 
 /* Append to *keys (malloc'd, *n entries; the caller frees) the keys of
- * dir's *.pub files (a missing directory holds none). Logs. */
-int ca_trust_load_dir(const char *dir, struct ca_minisign_key **keys, size_t *n);
+ * dir's *.pub files. A missing directory holds none when missing_ok (the
+ * default one), else it is an error (a mistyped $CAFS_TRUSTED_KEYS_DIR
+ * must not turn checking off). Logs. */
+int ca_trust_load_dir(const char *dir, bool missing_ok, struct ca_minisign_key **keys, size_t *n);
+
+/* The trusted key directory's keys, as ca_trust_load_dir: a missing
+ * default directory holds none; a missing $CAFS_TRUSTED_KEYS_DIR is an
+ * error. */
+int ca_trust_load_system(struct ca_minisign_key **keys, size_t *n);
 
 /* The name of source's signature: source + ".minisig", before a URL's
  * query or fragment (http(s) only; malloc'd; NULL on ENOMEM). */

@@ -57,6 +57,7 @@ chunk_gets() { nginx_log | awk '$2 ~ /\.cacnk$/' | wc -l; }
 export CAFS_HTTP_TIMEOUT=3 CAFS_HTTP_RETRIES=1 XDG_CACHE_HOME=$T/xdg
 # no system keys unless a case sets them
 export CAFS_TRUSTED_KEYS_DIR=$T/no-keys
+mkdir -p "$CAFS_TRUSTED_KEYS_DIR"
 K1=(--trusted-key "$K/k1.pub")
 
 # refused DESC PATTERN CMD...: CMD fails (not by a signal) with exactly one
@@ -138,6 +139,8 @@ cp "$W/img.caidx" "$T/keys.d/broken.pub"
 refused "key dir: a broken key file is an error, not skipped" "broken\.pub: not a minisign public key" \
 	"$CAFS" list "$U/hashed.caidx"
 export CAFS_TRUSTED_KEYS_DIR=$T/empty-keys.d
+refused "a missing \$CAFS_TRUSTED_KEYS_DIR is an error" "trusted keys: .*empty-keys.d: No such file" \
+	"$CAFS" list "$U/unsigned.caidx"
 mkdir -p "$CAFS_TRUSTED_KEYS_DIR"
 ok "an empty key dir: unsigned indexes open" "$CAFS" list "$U/unsigned.caidx"
 
