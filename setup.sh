@@ -20,6 +20,7 @@ packages=(
 	liblzma-dev zlib1g-dev libattr1-dev
 	attr acl libcap2-bin xz-utils python3 e2fsprogs xfsprogs
 	casync nginx-light curl rsync valgrind strace time
+	minisign
 )
 
 install_deps() {

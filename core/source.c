@@ -20,6 +20,7 @@
 #include "log.h"
 #include "remote_file.h"
 #include "source.h"
+#include "trust.h"
 
 /* An index downloaded whole; indexes list 40 bytes per chunk, so this is a
  * multi-terabyte image, and it bounds what a server can make us allocate. */
@@ -148,19 +149,101 @@ static int open_remote_index(const char *url, const struct ca_http_opts *http, s
 	return 0;
 }
 
-int ca_source_open_index(const char *source, const struct ca_http_opts *http, struct ca_index **ret)
+/* ---- signed indexes ---- */
+
+/* The keys an index must be signed by: o's and the trusted key
+ * directory's (malloc'd; none: nothing to check). */
+static int trusted_keys(const struct ca_image_opts *o, struct ca_minisign_key **ret, size_t *ret_n)
 {
-	struct ca_http_opts o;
+	size_t n = o ? o->n_trusted_keys : 0;
+	struct ca_minisign_key *k = n ? malloc(n * sizeof(*k)) : NULL;
+	int r;
+	if (n && !k)
+		return ca_log_error_errno(ENOMEM, "trusted keys");
+	if (n)
+		memcpy(k, o->trusted_keys, n * sizeof(*k));
+	r = ca_trust_load_system(&k, &n);
+	if (r < 0) {
+		free(k);
+		return r;
+	}
+	*ret = k;
+	*ret_n = n;
+	return 0;
+}
+
+/* A file's bytes, from a server or the local file; does not log. */
+static int fetch_whole(const char *source, size_t cap, const struct ca_http_opts *http, struct ca_buf *out)
+{
+	if (ca_location_kind(source) == CA_LOCATION_HTTP)
+		return ca_remote_get_file(source, cap, http, out);
+	return ca_trust_read_file(ca_location_path(source), cap, out);
+}
+
+/* Read the index once, then its signature, check, and parse those very
+ * bytes: a file changed in between fails the check instead of slipping
+ * past it. No chunk is asked for before the check passes. */
+static int open_signed_index(const char *source, const struct ca_http_opts *http, const struct ca_minisign_key *keys,
+                             size_t n, struct ca_index **ret)
+{
+	struct ca_buf sig = CA_BUF_INIT, b = CA_BUF_INIT;
+	char *sig_name = ca_trust_signature_name(source);
+	int r = fetch_whole(source, INDEX_DOWNLOAD_MAX, http, &b);
+	if (r == -ENOENT && ca_location_kind(source) == CA_LOCATION_HTTP)
+		ca_log_error("%s: not found on the server", source);
+	else if (r == -EFBIG || r == -EINVAL) /* too large, or not a regular file */
+		r = ca_log_error_errno(EBADMSG, "%s: not a valid casync index", source);
+	else if (r < 0)
+		ca_log_error_errno(r, "%s", source);
+	if (r < 0)
+		goto out;
+	r = sig_name ? fetch_whole(sig_name, CA_MINISIGN_SIG_FILE_MAX, http, &sig) : -ENOMEM;
+	if (r == -ENOENT) {
+		ca_log_error("%s: refused: not signed (no %s)", source, sig_name);
+		r = -EKEYREJECTED;
+	} else if (r == -EFBIG || r == -EINVAL || r == -EISDIR) { /* too large, not a regular file */
+		ca_log_error("%s: refused: its signature is not a minisign signature", source);
+		r = -EKEYREJECTED;
+	} else if (r < 0) {
+		ca_log_error_errno(r, "%s", sig_name ? sig_name : source);
+	}
+	if (r < 0)
+		goto out;
+	r = ca_trust_check(source, b.data, b.size, sig.data, sig.size, keys, n);
+	if (r < 0)
+		goto out;
+	r = ca_index_adopt(b.data, b.size, ret); /* takes b.data */
+	b = (struct ca_buf)CA_BUF_INIT;
+	if (r < 0)
+		ca_log_error_errno(r, r == -EBADMSG ? "%s: not a valid casync index" : "%s", source);
+out:
+	ca_buf_release(&b);
+	ca_buf_release(&sig);
+	free(sig_name);
+	return r;
+}
+
+int ca_source_open_index(const char *source, const struct ca_image_opts *o, struct ca_index **ret)
+{
+	struct ca_http_opts buf;
+	bool remote = ca_location_kind(source) == CA_LOCATION_HTTP;
+	const struct ca_http_opts *http = remote ? http_opts_or_env(o ? o->http : NULL, &buf) : NULL;
+	struct ca_minisign_key *keys = NULL;
+	size_t n_keys = 0;
 	const char *path;
 	int r;
-	switch (ca_location_kind(source)) {
-	case CA_LOCATION_HTTP:
-		return open_remote_index(source, http_opts_or_env(http, &o), ret);
-	case CA_LOCATION_OTHER:
+	if (ca_location_kind(source) == CA_LOCATION_OTHER)
 		return ca_log_error_errno(-EPROTONOSUPPORT, "%s", source);
-	case CA_LOCATION_PATH:
-		break;
+	r = trusted_keys(o, &keys, &n_keys);
+	if (r < 0)
+		return r;
+	if (n_keys) {
+		r = open_signed_index(source, http, keys, n_keys, ret);
+		free(keys);
+		return r;
 	}
+	if (remote)
+		return open_remote_index(source, http, ret);
 	path = ca_location_path(source);
 	r = ca_index_open(path, ret);
 	if (r == -EBADMSG)
@@ -168,6 +251,20 @@ int ca_source_open_index(const char *source, const struct ca_http_opts *http, st
 	if (r < 0)
 		return ca_log_error_errno(r, "%s", path);
 	return 0;
+}
+
+/* A .catar carries no signature of its own: with trusted keys, refused. */
+static int check_archive_trust(const char *source, const struct ca_image_opts *o)
+{
+	struct ca_minisign_key *keys = NULL;
+	size_t n_keys = 0;
+	int r = trusted_keys(o, &keys, &n_keys);
+	free(keys);
+	if (r == 0 && n_keys) {
+		ca_log_error("%s: cannot verify an archive, sign an index (trusted keys are configured)", source);
+		r = -EKEYREJECTED;
+	}
+	return r;
 }
 
 int ca_source_open_store(const char *store, struct ca_store **ret)
@@ -379,7 +476,7 @@ static int open_archive_file(struct ca_image *im, const struct ca_image_opts *o)
 
 static int open_indexed(struct ca_image *im, const struct ca_image_opts *o)
 {
-	int r = ca_source_open_index(im->name, o->http, &im->idx);
+	int r = ca_source_open_index(im->name, o, &im->idx);
 	if (r < 0)
 		return r;
 	im->index_flags = ca_index_feature_flags(im->idx);
@@ -419,7 +516,9 @@ int ca_image_open(const char *source, const struct ca_image_opts *o, struct ca_i
 	}
 	switch (im->kind) {
 	case CA_IMAGE_ARCHIVE:
-		r = open_archive_file(im, o);
+		r = check_archive_trust(source, o);
+		if (r == 0)
+			r = open_archive_file(im, o);
 		break;
 	case CA_IMAGE_BLOB_INDEX:
 	case CA_IMAGE_ARCHIVE_INDEX:

@@ -12,7 +12,8 @@
  *        an http(s) URL read by range requests through a block cache
  *        (remote_file.h)
  *        .caibx/.caidx: the index (mapped, or downloaded whole and
- *        validated), then the chunk source chain
+ *        validated; read whole and checked against INDEX.minisig first
+ *        when keys are trusted), then the chunk source chain
  *            memory LRU -> cache store -> stores in the order given
  *        (default: default.castr beside the index), then the blob
  *     -> ca_image_archive_source(): the byte-range reader for catar_ra /
@@ -50,6 +51,7 @@
 #include "http.h"
 #include "index.h"
 #include "location.h"
+#include "minisign.h"
 #include "remote.h"
 #include "store.h"
 
@@ -67,9 +69,15 @@ char *ca_source_default_cache_dir(void);
 /* mkdir -p (0777 minus umask). */
 int ca_source_mkdir_p(const char *path);
 
+struct ca_image_opts;
+
 /* An index from a path, file:// or http(s):// URL (downloaded whole, at
- * most 1 GiB). http may be NULL for ca_source_http_opts(). Logs. */
-int ca_source_open_index(const char *source, const struct ca_http_opts *http, struct ca_index **ret);
+ * most 1 GiB), with o's HTTP settings and trusted keys (o may be NULL:
+ * the defaults). With trusted keys (o's or the trusted key directory's,
+ * trust.h), its signature SOURCE.minisig is fetched first and the index
+ * is refused (-EKEYREJECTED, one line) unless one of them signed it; the
+ * bytes checked are the bytes parsed. Logs. */
+int ca_source_open_index(const char *source, const struct ca_image_opts *o, struct ca_index **ret);
 
 /* A local store (a path or file:// URL; -EPROTONOSUPPORT for other URLs).
  * Logs. */
@@ -97,6 +105,11 @@ struct ca_image_opts {
 	bool offline;     /* only the LRU and the cache; nothing is downloaded */
 	size_t lru_bytes; /* decompressed chunks kept in memory (0: none) */
 	const struct ca_http_opts *http; /* NULL: ca_source_http_opts() */
+	/* Minisign keys an index must be signed by, with the trusted key
+	 * directory's (trust.h); none anywhere: nothing is checked. With
+	 * any, a .catar is refused: only an index can carry a signature. */
+	const struct ca_minisign_key *trusted_keys;
+	size_t n_trusted_keys;
 };
 
 struct ca_image;

@@ -546,7 +546,7 @@ static int verb_stat(const struct casync_args *a, const char *in, const char *su
 	for (size_t i = 0; i < a->extra_stores.n; i++)
 		stores[n++] = a->extra_stores.v[i];
 	cafs_set_verbosity(a->verbosity);
-	r = cafs_stat_archive(in, stores, n, sub);
+	r = cafs_stat_archive(in, stores, n, sub, NULL);
 	free(stores);
 	return r;
 }

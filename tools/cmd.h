@@ -16,6 +16,7 @@
 
 #include "digest.h"
 #include "format.h"
+#include "minisign.h"
 #include "source.h"
 
 #define EXIT_USAGE 2
@@ -38,6 +39,7 @@ int cafs_cmd_mount(int argc, char **argv);
 int cafs_cmd_stats(int argc, char **argv);
 int cafs_cmd_cache(int argc, char **argv);
 int cafs_cmd_gc(int argc, char **argv);
+int cafs_cmd_sign(int argc, char **argv);
 
 
 const struct cafs_command *cafs_command_find(const char *name);
@@ -70,6 +72,23 @@ int cafs_parse_bool(const char *s, bool *ret);
 /* -j/--threads: 0..64 */
 int cafs_parse_threads(const char *s, unsigned *ret);
 
+/* --trusted-key FILE (repeatable), taken by every command that opens an
+ * image: the keys go into the image options (source.h), where the one
+ * check is made. */
+#define CAFS_OPT_TRUSTED_KEY 0x200
+#define CAFS_TRUSTED_KEY_OPTION { "trusted-key", required_argument, NULL, CAFS_OPT_TRUSTED_KEY }
+struct cafs_trusted_keys {
+	struct ca_minisign_key *keys;
+	size_t n;
+};
+/* Read the key file now, so that a bad one is reported before anything is
+ * opened, and append its key: 0, or the exit code (2: a usage error, the
+ * file unreadable or not a key; reported). */
+int cafs_trusted_key_add(const char *cmd, struct cafs_trusted_keys *tk, const char *path);
+void cafs_trusted_keys_release(struct cafs_trusted_keys *tk); /* accepts a zeroed one */
+/* Give io tk's keys (tk may be NULL: none beyond the trusted key directory's). */
+void cafs_trusted_keys_apply(const struct cafs_trusted_keys *tk, struct ca_image_opts *io);
+
 
 /* cmd_tree_make.c: archives are made and digested walking a tree, with one
  * fd open per directory level: raise the soft RLIMIT_NOFILE to the hard one
@@ -87,6 +106,7 @@ struct cafs_extract_args {
 	size_t n_seeds;
 	const char *cache; /* --cache: keep fetched chunks in this store */
 	bool no_delete;    /* --delete=no: keep entries of OUT the archive does not have */
+	struct cafs_trusted_keys trusted; /* --trusted-key */
 };
 
 /* cache_seed.c: extract --cache and --seed. Makes a->cache (or, for seeds
@@ -99,12 +119,13 @@ void cafs_extract_seed_cleanup(char *tmp); /* removes and frees; accepts NULL */
 
 /* cmd_tree_make.c: print the digest casync digest would for a directory or an
  * archive(-index). */
-int cafs_digest_tree(const char *path, char **stores, size_t n_stores);
+int cafs_digest_tree(const char *path, char **stores, size_t n_stores, const struct cafs_trusted_keys *tk);
 /* cmd_tree_read.c: decode and validate an archive (.catar, .caidx) and print
  * the digest of its stream, as casync digest does; 0 or an exit code. */
-int cafs_digest_archive(const char *path, char **stores, size_t n_stores);
+int cafs_digest_archive(const char *path, char **stores, size_t n_stores, const struct cafs_trusted_keys *tk);
 /* cmd_tree_read.c: print one entry of an archive (sub, or the root when
  * NULL) as casync stat does; 0 or an exit code. */
-int cafs_stat_archive(const char *in, char **stores, size_t n_stores, const char *sub);
+int cafs_stat_archive(const char *in, char **stores, size_t n_stores, const char *sub,
+                      const struct cafs_trusted_keys *tk);
 
 #endif

@@ -173,6 +173,7 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		{ "seed", required_argument, NULL, OPT_SEED },
 		{ "cache", required_argument, NULL, OPT_CACHE },
 		{ "delete", required_argument, NULL, OPT_DELETE },
+		CAFS_TRUSTED_KEY_OPTION,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -194,6 +195,12 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		case OPT_CACHE:
 			a->cache = optarg;
 			break;
+		case CAFS_OPT_TRUSTED_KEY: {
+			int e = cafs_trusted_key_add(cmd, &a->trusted, optarg);
+			if (e)
+				return e;
+			break;
+		}
 		case OPT_DELETE: {
 			bool del;
 			if (cafs_parse_bool(optarg, &del) < 0)
@@ -235,6 +242,7 @@ static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind k
 	                            .lru_bytes = kind == CA_IMAGE_BLOB_INDEX ? 0 : CA_ARCHIVE_READER_LRU };
 	struct ca_image *im = NULL;
 	struct cafs_progress prog = { .label = "extract" };
+	cafs_trusted_keys_apply(&a->trusted, &io);
 	char *seed_tmp = NULL;
 	bool busy = false;
 	/* refuse a bad destination before any download or seeding */
@@ -296,13 +304,15 @@ int cafs_cmd_extract(int argc, char **argv)
 	}
 	free(a.stores);
 	free(a.seeds);
+	cafs_trusted_keys_release(&a.trusted);
 	return r;
 }
 
 /* digest of a blob index: read the blob back through the store */
-static int digest_blob_index(const char *path, char **stores, size_t n_stores)
+static int digest_blob_index(const char *path, char **stores, size_t n_stores, const struct cafs_trusted_keys *tk)
 {
 	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores };
+	cafs_trusted_keys_apply(tk, &io);
 	struct ca_image *im = NULL;
 	struct ca_digest *d = NULL;
 	uint8_t out[CA_CHUNK_ID_SIZE];
@@ -377,12 +387,14 @@ int cafs_cmd_digest(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "digest", required_argument, NULL, OPT_DIGEST },
+		CAFS_TRUSTED_KEY_OPTION,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
 	enum ca_digest_type t = CA_DIGEST_SHA512_256;
+	struct cafs_trusted_keys tk = { 0 };
 	char **stores = NULL;
 	size_t n_stores = 0;
 	int c, r, verbosity = 0;
@@ -402,40 +414,45 @@ int cafs_cmd_digest(int argc, char **argv)
 		}
 		case OPT_DIGEST:
 			if (ca_digest_type_parse(optarg, &t) < 0) {
-				free(stores);
-				return cafs_usage_error("digest", "unknown digest '%s'", optarg);
+				r = cafs_usage_error("digest", "unknown digest '%s'", optarg);
+				goto out;
 			}
 			break;
+		case CAFS_OPT_TRUSTED_KEY:
+			r = cafs_trusted_key_add("digest", &tk, optarg);
+			if (r)
+				goto out;
+			break;
 		default: {
-			int e = cafs_common_option("digest", c, &verbosity);
-			if (e >= 0) {
-				free(stores);
-				return e;
-			}
+			r = cafs_common_option("digest", c, &verbosity);
+			if (r >= 0)
+				goto out;
 			break;
 		}
 		}
 	}
 	cafs_set_verbosity(verbosity);
 	if (argc - optind != 1) {
-		free(stores);
-		return cafs_usage_error("digest", "expected one INPUT");
+		r = cafs_usage_error("digest", "expected one INPUT");
+		goto out;
 	}
 	const char *in = argv[optind];
 	switch (ca_location_image_kind(in)) {
 	case CA_IMAGE_BLOB_INDEX:
-		r = digest_blob_index(in, stores, n_stores);
+		r = digest_blob_index(in, stores, n_stores, &tk);
 		break;
 	case CA_IMAGE_ARCHIVE:
 	case CA_IMAGE_ARCHIVE_INDEX:
-		r = cafs_digest_tree(in, stores, n_stores);
+		r = cafs_digest_tree(in, stores, n_stores, &tk);
 		break;
 	default:
 		if (strcmp(in, "-") && stat(in, &st) == 0 && S_ISDIR(st.st_mode))
-			r = cafs_digest_tree(in, stores, n_stores);
+			r = cafs_digest_tree(in, stores, n_stores, &tk);
 		else
 			r = digest_file(in, t);
 	}
+out:
+	cafs_trusted_keys_release(&tk);
 	free(stores);
 	return r;
 }
@@ -464,7 +481,9 @@ int cafs_cmd_info(int argc, char **argv)
 		goto out;
 	}
 	r = 1;
-	if (ca_source_open_index(pos[0], NULL, &idx) < 0)
+	struct ca_image_opts io = { 0 };
+	cafs_trusted_keys_apply(&a.trusted, &io);
+	if (ca_source_open_index(pos[0], &io, &idx) < 0)
 		goto out;
 	size_t n = ca_index_n_chunks(idx);
 	if (a.n_stores > 0) {
@@ -514,5 +533,6 @@ out:
 	free(have);
 	ca_index_free(idx);
 	free(a.stores);
+	cafs_trusted_keys_release(&a.trusted);
 	return r;
 }

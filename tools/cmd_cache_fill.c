@@ -72,7 +72,7 @@ static int fill_source(const struct source *s, char **stores, size_t n_stores, c
 {
 	struct ca_chunksrc *src = NULL;
 	struct ca_store *cache = NULL;
-	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores };
+	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores }; /* the index is open already */
 	int r = ca_source_open_chunksrc(s->name, s->idx, &io, &src);
 	if (r < 0)
 		return r;
@@ -94,6 +94,7 @@ int cafs_cache_fill(int argc, char **argv)
 		{ "cache", required_argument, NULL, OPT_CACHE },
 		{ "store", required_argument, NULL, OPT_STORE },
 		{ "rate-limit-bps", required_argument, NULL, OPT_RATE },
+		CAFS_TRUSTED_KEY_OPTION,
 		{ "threads", required_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -114,6 +115,8 @@ int cafs_cache_fill(int argc, char **argv)
 	};
 	struct ca_cache_fill_stats st = { 0 };
 	bool interrupts = false;
+	struct cafs_trusted_keys tk = { 0 };
+	struct ca_image_opts io = { 0 };
 	int c, verbosity = 0, r = 1, k;
 
 	while ((c = getopt_long(argc, argv, "s:j:vqh", opts, NULL)) >= 0) {
@@ -132,6 +135,13 @@ int cafs_cache_fill(int argc, char **argv)
 			stores[n_stores++] = optarg;
 			break;
 		}
+		case CAFS_OPT_TRUSTED_KEY:
+			k = cafs_trusted_key_add("cache", &tk, optarg);
+			if (k) {
+				r = k;
+				goto out;
+			}
+			break;
 		case OPT_RATE:
 			if (cafs_parse_size(optarg, &fo.rate_limit_bps) < 0 || fo.rate_limit_bps == 0) {
 				r = cafs_usage_error("cache", "invalid rate '%s'", optarg);
@@ -183,7 +193,8 @@ int cafs_cache_fill(int argc, char **argv)
 	}
 	for (size_t i = 0; i < n_sources; i++) {
 		sources[i].name = argv[optind + i];
-		if (ca_source_open_index(sources[i].name, NULL, &sources[i].idx) < 0)
+		cafs_trusted_keys_apply(&tk, &io);
+		if (ca_source_open_index(sources[i].name, &io, &sources[i].idx) < 0)
 			goto out;
 		k = ca_cache_fill_plan(cache, sources[i].idx, queued, &sources[i].plan, &st);
 		if (k < 0) {
@@ -224,5 +235,6 @@ out:
 	ca_store_free(cache);
 	free(dir);
 	free(stores);
+	cafs_trusted_keys_release(&tk);
 	return interrupts ? cafs_interrupt_exit_code(r) : r;
 }

@@ -61,6 +61,7 @@ struct mount_args {
 	unsigned threads, readahead_chunks;
 	int verbosity;
 	const char *log_file; /* where messages go once detached (default: nowhere) */
+	struct cafs_trusted_keys trusted; /* --trusted-key, -o trusted_key= */
 };
 
 /* The daemon's start-up state, shared with the INIT callback. */
@@ -128,6 +129,10 @@ static int parse_o(const char *cmd, struct mount_args *a, char *arg)
 			a->no_cache = false;
 		} else if (!strncmp(opt, "log=", 4)) {
 			a->log_file = opt + 4;
+		} else if (!strncmp(opt, "trusted_key=", 12)) {
+			int e = cafs_trusted_key_add(cmd, &a->trusted, opt + 12);
+			if (e)
+				return e;
 		} else if (opt_is(opt, len, "no_cache")) {
 			a->cache = NULL;
 			a->no_cache = true;
@@ -166,6 +171,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "readahead", required_argument, NULL, OPT_READAHEAD },
 		{ "log", required_argument, NULL, OPT_LOG },
+		CAFS_TRUSTED_KEY_OPTION,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -208,6 +214,11 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 			break;
 		case OPT_LOG:
 			a->log_file = optarg;
+			break;
+		case CAFS_OPT_TRUSTED_KEY:
+			r = cafs_trusted_key_add(cmd, &a->trusted, optarg);
+			if (r)
+				return r;
 			break;
 		case OPT_READAHEAD:
 			if (parse_count(optarg, 1024, &a->readahead_chunks) < 0)
@@ -318,6 +329,7 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 		.offline = a->offline,
 		.lru_bytes = a->lru_bytes,
 	};
+	cafs_trusted_keys_apply(&a->trusted, &io);
 	struct cafs_fs_options o = {
 		.readahead_chunks = a->readahead_chunks,
 		.ready = on_ready,
@@ -460,6 +472,7 @@ out:
 		free(a.stores[i]);
 	free(a.fuse_opts);
 	free(a.stores);
+	cafs_trusted_keys_release(&a.trusted);
 	free(source);
 	free(mountpoint);
 	return r;

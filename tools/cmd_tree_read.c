@@ -42,9 +42,11 @@ struct archive {
 	const char *path; /* as given, for messages */
 };
 
-static int archive_open(struct archive *a, const char *path, char **stores, size_t n_stores, bool no_readahead)
+static int archive_open(struct archive *a, const char *path, char **stores, size_t n_stores,
+                        const struct cafs_trusted_keys *tk, bool no_readahead)
 {
 	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores, .lru_bytes = CA_ARCHIVE_READER_LRU };
+	cafs_trusted_keys_apply(tk, &io);
 	struct ca_archive_reader_opts ro = { .no_readahead = no_readahead };
 	*a = (struct archive){ .path = path };
 	int r = ca_image_open(path, &io, &a->im); /* logs */
@@ -434,12 +436,14 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 		{ "store", required_argument, NULL, 's' },
 		{ "long", no_argument, NULL, 'l' },
 		{ "recursive", required_argument, NULL, 'R' },
+		CAFS_TRUSTED_KEY_OPTION,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
 	struct printer p = { .mtree = mtree };
+	struct cafs_trusted_keys tk = { 0 };
 	char **stores = NULL;
 	size_t n_stores = 0;
 	int c, r, verbosity = 0;
@@ -450,8 +454,9 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 		case 's': {
 			char **ns = realloc(stores, (n_stores + 1) * sizeof(char *));
 			if (!ns) {
-				free(stores);
-				return ca_log_error_errno(ENOMEM, "%s", cmd), 1;
+				ca_log_error_errno(ENOMEM, "%s", cmd);
+				r = 1;
+				goto out;
 			}
 			stores = ns;
 			stores[n_stores++] = optarg;
@@ -463,35 +468,38 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 		case 'R':
 			/* list only: mtree has no such option (casync ignores it there) */
 			if (mtree || (strcmp(optarg, "yes") && strcmp(optarg, "no"))) {
-				free(stores);
-				return cafs_usage_error(cmd, mtree ? "--recursive is for list" : "expected yes or no, got '%s'",
-				                        optarg);
+				r = cafs_usage_error(cmd, mtree ? "--recursive is for list" : "expected yes or no, got '%s'",
+				                     optarg);
+				goto out;
 			}
 			p.flat = !strcmp(optarg, "no");
 			break;
+		case CAFS_OPT_TRUSTED_KEY:
+			r = cafs_trusted_key_add(cmd, &tk, optarg);
+			if (r)
+				goto out;
+			break;
 		default: {
-			int e = cafs_common_option(cmd, c, &verbosity);
-			if (e >= 0) {
-				free(stores);
-				return e;
-			}
+			r = cafs_common_option(cmd, c, &verbosity);
+			if (r >= 0)
+				goto out;
 			break;
 		}
 		}
 	}
 	cafs_set_verbosity(verbosity);
 	if (argc - optind < 1 || argc - optind > 2) {
-		free(stores);
-		return cafs_usage_error(cmd, "expected IN.catar|IN.caidx [PATH]");
+		r = cafs_usage_error(cmd, "expected IN.catar|IN.caidx [PATH]");
+		goto out;
 	}
 	const char *in = argv[optind], *sub = argc - optind == 2 ? argv[optind + 1] : NULL;
 	enum ca_image_kind k = ca_location_image_kind(in);
 	if (k != CA_IMAGE_ARCHIVE && k != CA_IMAGE_ARCHIVE_INDEX) {
-		free(stores);
-		return cafs_usage_error(cmd, "%s: input must end in .catar or .caidx", in);
+		r = cafs_usage_error(cmd, "%s: input must end in .catar or .caidx", in);
+		goto out;
 	}
 	/* list skips payloads: fetching them ahead would be waste */
-	r = archive_open(&a, in, stores, n_stores, !mtree);
+	r = archive_open(&a, in, stores, n_stores, &tk, !mtree);
 	if (r == 0 && mtree)
 		/* casync hashes contents with the archive's digest, and labels
 		 * the field with its own default (sha512256digest) regardless */
@@ -500,10 +508,13 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 		r = sub ? walk_subtree(&a, &p, sub) : walk_stream(&a, &p);
 	ca_digest_free(p.digest);
 	archive_close(&a);
-	free(stores);
 	if (fflush(stdout) != 0 && r >= 0)
 		r = ca_log_error_errno(EIO, "stdout");
-	return r < 0 ? 1 : 0;
+	r = r < 0 ? 1 : 0;
+out:
+	cafs_trusted_keys_release(&tk);
+	free(stores);
+	return r;
 }
 
 int cafs_cmd_list(int argc, char **argv)
@@ -651,14 +662,15 @@ static int stat_digests(struct ra_walk *w, const struct ca_catar_source *s, cons
 	return r;
 }
 
-int cafs_stat_archive(const char *in, char **stores, size_t n_stores, const char *sub)
+int cafs_stat_archive(const char *in, char **stores, size_t n_stores, const char *sub,
+                      const struct cafs_trusted_keys *tk)
 {
 	struct archive a;
 	struct ra_walk w = { 0 };
 	struct ca_catar_ra_node *node = NULL;
 	struct ca_catar_source s;
 	uint8_t digest[CA_CHUNK_ID_SIZE], hl[CA_CHUNK_ID_SIZE];
-	int r = archive_open(&a, in, stores, n_stores, true);
+	int r = archive_open(&a, in, stores, n_stores, tk, true);
 	if (r < 0)
 		goto out;
 	w.a = &a;
@@ -701,13 +713,13 @@ out:
 	return r < 0 ? 1 : 0;
 }
 
-int cafs_digest_archive(const char *path, char **stores, size_t n_stores)
+int cafs_digest_archive(const char *path, char **stores, size_t n_stores, const struct cafs_trusted_keys *tk)
 {
 	struct archive a;
 	struct ca_catar_dec *d = NULL;
 	uint8_t out[CA_CHUNK_ID_SIZE], *buf = NULL;
 	struct ca_catar_source s;
-	int r = archive_open(&a, path, stores, n_stores, false);
+	int r = archive_open(&a, path, stores, n_stores, tk, false);
 	if (r < 0)
 		goto out;
 	r = ca_archive_reader_digest_start(a.rd, ca_digest_type_from_flags(ca_image_feature_flags(a.im)));

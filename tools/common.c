@@ -5,11 +5,13 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 #include "cmd.h"
 #include "log.h"
 #include "make.h"
+#include "trust.h"
 
 void cafs_set_verbosity(int level)
 {
@@ -35,8 +37,38 @@ int cafs_parse_threads(const char *s, unsigned *ret)
 }
 
 
+int cafs_trusted_key_add(const char *cmd, struct cafs_trusted_keys *tk, const char *path)
+{
+	struct ca_buf b = CA_BUF_INIT;
+	struct ca_minisign_key *n = realloc(tk->keys, (tk->n + 1) * sizeof(*n));
+	int r;
+	if (!n)
+		return ca_log_error_errno(ENOMEM, "%s", path), 1;
+	tk->keys = n;
+	r = ca_trust_read_file(path, CA_MINISIGN_KEY_FILE_MAX, &b);
+	if (r == 0)
+		r = ca_minisign_key_parse(b.data, b.size, &n[tk->n]);
+	ca_buf_release(&b);
+	/* a bad argument, like a bad number: a usage error, before anything runs */
+	if (r == -EBADMSG || r == -EFBIG)
+		return cafs_usage_error(cmd, "--trusted-key %s: not a minisign public key", path);
+	if (r < 0)
+		return cafs_usage_error(cmd, "--trusted-key %s: %s", path, strerror(-r));
+	tk->n++;
+	return 0;
+}
 
+void cafs_trusted_keys_release(struct cafs_trusted_keys *tk)
+{
+	free(tk->keys);
+	*tk = (struct cafs_trusted_keys){ 0 };
+}
 
+void cafs_trusted_keys_apply(const struct cafs_trusted_keys *tk, struct ca_image_opts *io)
+{
+	io->trusted_keys = tk ? tk->keys : NULL;
+	io->n_trusted_keys = tk ? tk->n : 0;
+}
 
 int cafs_common_option(const char *cmd, int c, int *verbosity)
 {

@@ -42,15 +42,21 @@ static const struct cafs_command commands[] = {
 	  "      --seed=PATH         take chunks from this local file, device, .catar or index\n"
 	  "                          first (repeatable)\n"
 	  "      --cache=DIR         keep the chunks fetched in this chunk cache, and use it\n"
-	  "      --delete=no         archives: keep what OUT has that the archive does not\n" },
+	  "      --delete=no         archives: keep what OUT has that the archive does not\n"
+	  "      --trusted-key=FILE  only an index signed by this minisign key (repeatable;\n"
+	  "                          see SECURITY in cafs(1))\n" },
 	{ "digest", cafs_cmd_digest, "digest [OPTIONS] FILE|DIR|INDEX|ARCHIVE",
 	  "  -s, --store=DIR|URL     chunk store for an index (repeatable; default: default.castr\n"
 	  "                          beside it)\n"
-	  "      --digest=NAME       for a plain file: sha512-256 (default) or sha256\n" },
+	  "      --digest=NAME       for a plain file: sha512-256 (default) or sha256\n"
+	  "      --trusted-key=FILE  only an index signed by this minisign key (repeatable;\n"
+	  "                          see SECURITY in cafs(1))\n" },
 	{ "info", cafs_cmd_info, "info [OPTIONS] INDEX",
 	  "  -s, --store=DIR|URL     also report how much of the index this store holds\n"
 	  "                          (only the first one given is looked at)\n"
-	  "  -j, --threads=N         accepted, as for extract; has no effect\n" },
+	  "  -j, --threads=N         accepted, as for extract; has no effect\n"
+	  "      --trusted-key=FILE  only an index signed by this minisign key (repeatable;\n"
+	  "                          see SECURITY in cafs(1))\n" },
 	{ "mount", cafs_cmd_mount, "mount [OPTIONS] SOURCE.caidx|SOURCE.caibx|SOURCE.catar MOUNTPOINT",
 	  "  -s, --store=DIR|URL  chunk store (repeatable, tried in order;\n"
 	  "                       default: default.castr beside SOURCE)\n"
@@ -65,9 +71,11 @@ static const struct cafs_command commands[] = {
 	  "  -f, --foreground     stay in the foreground (else: return once mounted)\n"
 	  "      --log=FILE       once in the background, append messages to FILE\n"
 	  "                       (default: they are dropped)\n"
+	  "      --trusted-key=FILE  only an index signed by this minisign key\n"
+	  "                       (repeatable; see SECURITY in cafs(1))\n"
 	  "  -o, --options=OPT[,OPT...]  FUSE mount options (allow_other, ...), and\n"
 	  "                       store=, cache=, offline, no_cache, lru_size=, threads=,\n"
-	  "                       log=; defaults, rw, ro, auto, noauto, user, users,\n"
+	  "                       log=, trusted_key=; defaults, rw, ro, auto, noauto, user, users,\n"
 	  "                       nouser, nofail, _netdev, x-*, comment= are ignored\n"
 	  "A .caibx shows as one file named after it; .caidx and .catar show the tree.\n"
 	  "Also: mount.cafs SOURCE DIR -o OPTS; mount -t fuse.cafs SOURCE DIR.\n" },
@@ -87,6 +95,7 @@ static const struct cafs_command commands[] = {
 	  "  -j, --threads=N         fill: transfers in flight (default 8, at most 64);\n"
 	  "                          verify: workers (default: CPUs, at most 16)\n"
 	  "      --rate-limit-bps=N  fill: cap the download rate (bytes/s; K, M, G suffixes)\n"
+	  "      --trusted-key=FILE  fill: only indexes signed by this minisign key (repeatable)\n"
 	  "      --keep=INDEX        prune: never evict this index's chunks (repeatable)\n"
 	  "      --min-age=SECONDS   prune: spare chunks used this recently (default 5)\n"
 	  "                          (prune also deletes *.tmp files older than an hour)\n"
@@ -98,15 +107,27 @@ static const struct cafs_command commands[] = {
 	  "                          first INDEX; required when that INDEX is a URL)\n"
 	  "  -n, --dry-run           only list what would be removed\n"
 	  "Removes every chunk none of the INDEXes references, as casync gc does.\n" },
+	{ "sign", cafs_cmd_sign, "sign -s SECRETKEY [OPTIONS] INDEX",
+	  "  -s, --secret-key=FILE   a minisign secret key (minisign -G; asks for its password\n"
+	  "                          when encrypted, or reads it from standard input)\n"
+	  "  -l, --legacy            the legacy signature (minisign -S -l) instead of the\n"
+	  "                          prehashed one\n"
+	  "  -t, --trusted-comment=TEXT  signed comment (default: timestamp and file name)\n"
+	  "  -c, --comment=TEXT      unsigned comment\n"
+	  "Writes INDEX.minisig as minisign -S does; see SECURITY in cafs(1).\n" },
 	{ "list", cafs_cmd_list, "list [OPTIONS] IN.catar|IN.caidx [PATH]",
 	  "  -s, --store=DIR|URL     chunk store (repeatable; default: default.castr beside IN)\n"
 	  "  -l, --long              owner, size and time too\n"
 	  "      --recursive=no      only the top (IN's root or PATH) and its entries\n"
+	  "      --trusted-key=FILE  only an index signed by this minisign key (repeatable;\n"
+	  "                          see SECURITY in cafs(1))\n"
 	  "Prints 'MODE PATH' per entry, as casync list does. With PATH only that\n"
 	  "subtree, found by random access (only the chunks on the way are read).\n" },
 	{ "mtree", cafs_cmd_mtree, "mtree [OPTIONS] IN.catar|IN.caidx [PATH]",
 	  "  -s, --store=DIR|URL     chunk store (repeatable; default: default.castr beside IN)\n"
 	  "      --long              accepted, as for list; has no effect (no short form here)\n"
+	  "      --trusted-key=FILE  only an index signed by this minisign key (repeatable;\n"
+	  "                          see SECURITY in cafs(1))\n"
 	  "Prints the tree in BSD mtree(5) format, as casync mtree does.\n" },
 };
 

@@ -14,6 +14,7 @@
 
 #include "cafs/context.h"
 #include "log.h"
+#include "minisign.h"
 #include "source.h"
 
 struct ca_catar_ra;
@@ -24,6 +25,8 @@ struct cafs_ctx {
 	cafs_log_fn fn;
 	void *fn_userdata;
 	volatile sig_atomic_t cancelled;
+	struct ca_minisign_key *trusted_keys; /* cafs_ctx_add_trusted_key */
+	size_t n_trusted_keys;
 };
 
 struct cafs_image {

@@ -7,6 +7,7 @@
 #include <syslog.h>
 
 #include "api.h"
+#include "trust.h"
 
 /* syslog priorities <-> our levels (NOTICE counts as INFO) */
 static enum ca_log_level level_of(int priority)
@@ -52,8 +53,10 @@ struct cafs_ctx *cafs_ctx_ref(struct cafs_ctx *ctx)
 
 struct cafs_ctx *cafs_ctx_unref(struct cafs_ctx *ctx)
 {
-	if (ctx && __atomic_sub_fetch(&ctx->refs, 1, __ATOMIC_ACQ_REL) == 0)
+	if (ctx && __atomic_sub_fetch(&ctx->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		free(ctx->trusted_keys);
 		free(ctx);
+	}
 	return NULL;
 }
 
@@ -83,6 +86,21 @@ void cafs_ctx_cancel(struct cafs_ctx *ctx)
 void cafs_ctx_uncancel(struct cafs_ctx *ctx)
 {
 	ctx->cancelled = 0;
+}
+
+int cafs_ctx_add_trusted_key(struct cafs_ctx *ctx, const char *path)
+{
+	struct ca_logger *old = api_enter(ctx);
+	struct ca_minisign_key *n = realloc(ctx->trusted_keys, (ctx->n_trusted_keys + 1) * sizeof(*n));
+	int r = n ? 0 : ca_log_error_errno(ENOMEM, "%s", path);
+	if (n) {
+		ctx->trusted_keys = n;
+		r = ca_trust_load_key(path, &n[ctx->n_trusted_keys]); /* logs */
+	}
+	if (r == 0)
+		ctx->n_trusted_keys++;
+	api_leave(old);
+	return r;
 }
 
 const char *cafs_version(void)

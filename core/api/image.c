@@ -45,7 +45,7 @@ int cafs_image_open(struct cafs_ctx *ctx, const char *source, const struct cafs_
 {
 	struct ca_logger *old = api_enter(ctx);
 	struct cafs_image *img = calloc(1, sizeof(*img));
-	struct ca_image_opts io = { 0 };
+	struct ca_image_opts io = { .trusted_keys = ctx->trusted_keys, .n_trusted_keys = ctx->n_trusted_keys };
 	int r = img ? 0 : ca_log_error_errno(ENOMEM, "%s", source);
 	if (r < 0)
 		goto out;

@@ -25,7 +25,8 @@ ok "pkg-config points into the install" bash -c '[[ "$1" == *"$2"* ]]' _ "$(pc -
 
 # only the public face is exported
 nm -D --defined-only "$so" | awk '{ print $3 }' >"$T/syms"
-ok "libcafs exports cafs_ names ($(wc -l <"$T/syms"))" test "$(grep -c '^cafs_' "$T/syms")" -ge 20
+ok "libcafs exports cafs_ names ($(wc -l <"$T/syms"))" test "$(grep -c '^cafs_' "$T/syms")" -ge 28
+ok "... cafs_ctx_add_trusted_key among them" grep -qx cafs_ctx_add_trusted_key "$T/syms"
 ok "... and nothing else" bash -c '! grep -v "^cafs_" "$1"' _ "$T/syms"
 ok "the soname carries the interface number" bash -c 'objdump -p "$1" | grep -q "SONAME.*libcafs\.so\.[0-9]"' _ "$so"
 

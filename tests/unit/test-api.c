@@ -156,6 +156,49 @@ int main(void)
 		cafs_image_free(im2);
 	}
 
+	/* trusted keys: a context with one opens only indexes its key signed
+	 * (minisign made the keys and the signature), refusing before any
+	 * chunk is read; a context without is unchanged */
+	if (testdata_have("minisign")) {
+		struct cafs_ctx *tctx = NULL;
+		struct cafs_image *ti = NULL;
+		char pub[256], other[256], away[256];
+		const char *away_stores[] = { away };
+		struct cafs_image_options to = { .stores = away_stores, .n_stores = 1 };
+		snprintf(away, sizeof(away), "%s/default.castr.away", dir); /* moved there above */
+		snprintf(pub, sizeof(pub), "%s/k.pub", dir);
+		snprintf(other, sizeof(other), "%s/o.pub", dir);
+		setenv("CAFS_TRUSTED_KEYS_DIR", dir, 1); /* holds no *.pub yet: none trusted */
+		check_int(testdata_sh("cd %s && minisign -G -W -p k.pub0 -s k.sec >/dev/null && "
+		                      "minisign -G -W -p o.pub0 -s o.sec >/dev/null && mv k.pub0 k.pub && mv o.pub0 o.pub && "
+		                      "cp x.caidx s.caidx && minisign -S -s k.sec -m s.caidx >/dev/null",
+		                      dir),
+		          ==, 0);
+		/* the keys in dir would be trusted by every context: move them out of its view */
+		check_int(testdata_sh("mkdir %s/keys && mv %s %s %s/keys/", dir, pub, other, dir), ==, 0);
+		snprintf(pub, sizeof(pub), "%s/keys/k.pub", dir);
+		snprintf(other, sizeof(other), "%s/keys/o.pub", dir);
+		check_int(cafs_ctx_new(&tctx), ==, 0);
+		cafs_ctx_set_log_priority(tctx, LOG_CRIT);
+		snprintf(path, sizeof(path), "%s/x.caidx", dir);
+		check_int(cafs_ctx_add_trusted_key(tctx, path), ==, -EBADMSG); /* not a key */
+		snprintf(path, sizeof(path), "%s/keys/none.pub", dir);
+		check_int(cafs_ctx_add_trusted_key(tctx, path), ==, -ENOENT);
+		check_int(cafs_ctx_add_trusted_key(tctx, other), ==, 0);
+		snprintf(path, sizeof(path), "%s/s.caidx", dir);
+		check_int(cafs_image_open(tctx, path, NULL, &ti), ==, CAFS_EUNTRUSTED); /* another key's signature */
+		check_int(cafs_ctx_add_trusted_key(tctx, pub), ==, 0);
+		check_int(cafs_image_open(tctx, path, &to, &ti), ==, 0); /* one of the two keys matches */
+		cafs_image_free(ti);
+		ti = NULL;
+		snprintf(path, sizeof(path), "%s/x.caidx", dir);
+		check_int(cafs_image_open(tctx, path, &to, &ti), ==, CAFS_EUNTRUSTED); /* unsigned */
+		check_int(cafs_image_open(ctx, path, &to, &ti), ==, 0); /* no keys: as before */
+		cafs_image_free(ti);
+		cafs_ctx_unref(tctx);
+		unsetenv("CAFS_TRUSTED_KEYS_DIR");
+	}
+
 	/* the image holds its own reference: the caller's may go first */
 	ctx = cafs_ctx_unref(ctx);
 	check(ctx == NULL);

@@ -14,6 +14,8 @@
  *   CAFS_ECHUNKCORRUPT a chunk is corrupt in every store that has it
  *                      (-EUCLEAN)
  *   CAFS_EOFFLINE      offline, and a chunk is not in the cache (-ENOMEDIUM)
+ *   CAFS_EUNTRUSTED    trusted keys are configured and the image has no
+ *                      valid signature by one of them (-EKEYREJECTED)
  *   -ECANCELED         cafs_ctx_cancel() was called
  *   -EPROTONOSUPPORT   a URL scheme libcafs cannot read
  *   -EIO, -ETIMEDOUT, -ECONNREFUSED, ...  I/O or network failures
@@ -37,6 +39,7 @@ extern "C" {
 #define CAFS_ECHUNKMISSING (-ENOLINK)
 #define CAFS_ECHUNKCORRUPT (-EUCLEAN)
 #define CAFS_EOFFLINE (-ENOMEDIUM)
+#define CAFS_EUNTRUSTED (-EKEYREJECTED)
 
 struct cafs_ctx;
 
@@ -66,6 +69,16 @@ int cafs_ctx_get_log_priority(const struct cafs_ctx *ctx);
 void cafs_ctx_cancel(struct cafs_ctx *ctx);
 /* Undo cafs_ctx_cancel for the calls that start from now on. */
 void cafs_ctx_uncancel(struct cafs_ctx *ctx);
+
+/* Trust the minisign public key in the file at path (as `minisign -G`
+ * writes it): from now on every image this context opens must be an index
+ * signed by one of the context's keys or of the trusted key directory
+ * (/etc/cafs/trusted-keys.d/\*.pub, or $CAFS_TRUSTED_KEYS_DIR), in
+ * SOURCE.minisig beside it; anything else fails with CAFS_EUNTRUSTED
+ * before a chunk is read. The file is read now (the key is kept, not the
+ * path): -ENOENT, -EBADMSG (not a minisign public key), ... Call it
+ * before the context is shared between threads. */
+int cafs_ctx_add_trusted_key(struct cafs_ctx *ctx, const char *path);
 
 /* The library's version, "MAJOR.MINOR.PATCH". */
 const char *cafs_version(void);

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* trust.c - trusted minisign keys and the signature check (see trust.h). */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "atomic_file.h"
+#include "fdio.h"
+#include "location.h"
+#include "log.h"
+#include "trust.h"
+
+const char *ca_trust_dir(void)
+{
+	const char *d = getenv("CAFS_TRUSTED_KEYS_DIR");
+	return d && *d ? d : CA_TRUST_DIR_DEFAULT;
+}
+
+int ca_trust_read_file(const char *path, size_t cap, struct ca_buf *out)
+{
+	struct stat st;
+	ssize_t n;
+	int r;
+	/* O_NONBLOCK: a FIFO put where a key or a signature is expected must not hang us */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		goto out;
+	}
+	if ((uint64_t)st.st_size > cap) {
+		r = -EFBIG;
+		goto out;
+	}
+	/* one byte more than the size: a file that grew meanwhile is seen */
+	r = ca_buf_reserve(out, (size_t)st.st_size + 1, cap + 1);
+	if (r < 0)
+		goto out;
+	n = ca_read_full(fd, out->data, (size_t)st.st_size + 1);
+	if (n < 0) {
+		r = (int)n;
+		goto out;
+	}
+	if ((size_t)n > cap) {
+		r = -EFBIG;
+		goto out;
+	}
+	out->size = (size_t)n;
+	r = 0;
+out:
+	close(fd);
+	return r;
+}
+
+int ca_trust_load_key(const char *path, struct ca_minisign_key *ret)
+{
+	struct ca_buf b = CA_BUF_INIT;
+	int r = ca_trust_read_file(path, CA_MINISIGN_KEY_FILE_MAX, &b);
+	if (r == 0)
+		r = ca_minisign_key_parse(b.data, b.size, ret);
+	ca_buf_release(&b);
+	if (r == -EBADMSG || r == -EFBIG)
+		return ca_log_error("%s: not a minisign public key", path), -EBADMSG;
+	return r < 0 ? ca_log_error_errno(r, "%s", path) : 0;
+}
+
+static bool is_pub(const char *name)
+{
+	size_t n = strlen(name);
+	return name[0] != '.' && n > 4 && strcmp(name + n - 4, ".pub") == 0;
+}
+
+int ca_trust_load_dir(const char *dir, bool missing_ok, struct ca_minisign_key **keys, size_t *n)
+{
+	struct dirent *de;
+	char *path = NULL;
+	int r = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT && missing_ok ? 0 : ca_log_error_errno(errno, "trusted keys: %s", dir);
+	while (r == 0 && (errno = 0, de = readdir(d))) {
+		struct ca_minisign_key *nk;
+		if (!is_pub(de->d_name))
+			continue;
+		free(path);
+		if (asprintf(&path, "%s/%s", dir, de->d_name) < 0) {
+			path = NULL;
+			r = ca_log_error_errno(ENOMEM, "trusted keys: %s", dir);
+			break;
+		}
+		nk = realloc(*keys, (*n + 1) * sizeof(*nk));
+		if (!nk) {
+			r = ca_log_error_errno(ENOMEM, "trusted keys: %s", dir);
+			break;
+		}
+		*keys = nk;
+		r = ca_trust_load_key(path, &nk[*n]);
+		if (r == 0)
+			(*n)++;
+	}
+	if (r == 0 && errno)
+		r = ca_log_error_errno(errno, "trusted keys: %s", dir);
+	free(path);
+	closedir(d);
+	return r;
+}
+
+int ca_trust_load_system(struct ca_minisign_key **keys, size_t *n)
+{
+	const char *dir = ca_trust_dir();
+	return ca_trust_load_dir(dir, strcmp(dir, CA_TRUST_DIR_DEFAULT) == 0, keys, n);
+}
+
+char *ca_trust_signature_name(const char *source)
+{
+	/* a query means something only to a server: in a path, "?" is a name's */
+	size_t n = ca_location_kind(source) == CA_LOCATION_HTTP ? strcspn(source, "?#") : strlen(source);
+	char *s = NULL;
+	if (asprintf(&s, "%.*s.minisig%s", (int)n, source, source + n) < 0)
+		return NULL;
+	return s;
+}
+
+int ca_trust_check(const char *name, const void *data, size_t len, const void *sig_text, size_t sig_len,
+                   const struct ca_minisign_key *keys, size_t n)
+{
+	struct ca_minisign_sig *sig = malloc(sizeof(*sig));
+	char hex[17];
+	int r = sig ? 0 : -ENOMEM, best = -ENOKEY;
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", name);
+	r = ca_minisign_sig_parse(sig_text, sig_len, sig);
+	if (r < 0) {
+		ca_log_error("%s: refused: its signature is not a minisign signature", name);
+		r = -EKEYREJECTED;
+		goto out;
+	}
+	ca_minisign_key_id_hex(sig->key_id, hex);
+	/* ids may repeat across files: any key with the id may have signed */
+	for (size_t i = 0; i < n; i++) {
+		r = ca_minisign_verify(&keys[i], sig, data, len);
+		if (r == 0 || r == -ENOMEM || r == -EIO)
+			break;
+		if (r != -ENOKEY && (best == -ENOKEY || r == -EBADE))
+			best = r;
+	}
+	if (r == 0)
+		ca_log_info("%s: signed by key %s: %s", name, hex, sig->trusted_comment);
+	else if (r == -ENOMEM || r == -EIO)
+		ca_log_error_errno(r, "%s: checking its signature", name);
+	else if (best == -ENOKEY)
+		ca_log_error("%s: refused: signed by key %s, which is not trusted", name, hex);
+	else if (best == -EBADE)
+		ca_log_error("%s: refused: the signature's trusted comment was altered (key %s)", name, hex);
+	else
+		ca_log_error("%s: refused: bad signature (key %s)", name, hex);
+	if (r < 0 && r != -ENOMEM && r != -EIO)
+		r = -EKEYREJECTED;
+out:
+	free(sig);
+	return r;
+}
+
+/* ---- signing ---- */
+
+#define SIGN_FILE_MAX ((size_t)1 << 30) /* as an index download */
+
+int ca_trust_load_secret(const char *path, const char *password, struct ca_minisign_secret *ret)
+{
+	struct ca_buf b = CA_BUF_INIT;
+	int r = ca_trust_read_file(path, CA_MINISIGN_SECRET_FILE_MAX, &b);
+	if (r == 0)
+		r = ca_minisign_secret_parse(b.data, b.size, password, ret);
+	if (b.data)
+		OPENSSL_cleanse(b.data, b.size);
+	ca_buf_release(&b);
+	if (r == -ENOKEY)
+		return r;
+	if (r == -EBADMSG || r == -EFBIG)
+		return ca_log_error("%s: not a minisign secret key", path), -EBADMSG;
+	if (r == -EKEYREJECTED)
+		return ca_log_error("%s: wrong password", path), r;
+	if (r == -E2BIG)
+		return ca_log_error("%s: its scrypt parameters ask for more than 1 GiB", path), r;
+	return r < 0 ? ca_log_error_errno(r, "%s", path) : 0;
+}
+
+int ca_trust_sign_file(const char *path, const struct ca_minisign_secret *key, bool legacy,
+                       const char *trusted_comment, const char *untrusted_comment)
+{
+	struct ca_atomic_file f = { .fd = -1 };
+	struct ca_buf b = CA_BUF_INIT;
+	char *def = NULL, *text = NULL, *sig_name = ca_trust_signature_name(path);
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t len = 0;
+	int r = sig_name ? ca_trust_read_file(path, SIGN_FILE_MAX, &b) : -ENOMEM;
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", path);
+		goto out;
+	}
+	if (!trusted_comment) {
+		/* minisign's default; a name that is not printable is left out */
+		if (asprintf(&def, "timestamp:%llu\tfile:%s%s", (unsigned long long)time(NULL), base,
+		             legacy ? "" : "\thashed") < 0) {
+			def = NULL;
+			r = ca_log_error_errno(ENOMEM, "%s", path);
+			goto out;
+		}
+		trusted_comment = def;
+	}
+	r = ca_minisign_sign(key, b.data, b.size, !legacy,
+	                     untrusted_comment ? untrusted_comment : "signature from minisign secret key", trusted_comment,
+	                     &text, &len);
+	if (r == -EINVAL && def)
+		r = ca_minisign_sign(key, b.data, b.size, !legacy, "signature from minisign secret key",
+		                     legacy ? "timestamp" : "timestamp\thashed", &text, &len);
+	if (r == -EINVAL) {
+		ca_log_error("%s: a comment must be one line (the trusted one: printable UTF-8)", path);
+		goto out;
+	}
+	if (r < 0) {
+		ca_log_error_errno(r, "%s: signing", path);
+		goto out;
+	}
+	r = ca_atomic_file_open(&f, sig_name, 0644);
+	if (r == 0)
+		r = ca_write_all(f.fd, text, len);
+	if (r == 0)
+		r = ca_atomic_file_commit(&f);
+	if (r < 0)
+		ca_log_error_errno(r, "%s", sig_name);
+out:
+	ca_atomic_file_abort(&f);
+	ca_buf_release(&b);
+	free(def);
+	free(text);
+	free(sig_name);
+	return r;
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * trust.h - which minisign keys an image must be signed by, and the check
+ * of a file's bytes against its signature file (minisign.h does the
+ * format and the cryptography; source.h decides when to check).
+ *
+ * The keys: those the caller gives (--trusted-key FILE, libcafs's
+ * cafs_ctx_add_trusted_key) and every *.pub file of the trusted key
+ * directory. With none, nothing is checked; with any, a file is accepted
+ * only with a valid signature (trusted comment included) by one of them.
+ * A key file that cannot be read or parsed is an error, never skipped:
+ * skipping the only key of the directory would turn checking off.
+ *
+ * The check takes bytes already in memory, so the bytes verified are the
+ * bytes then used (no second read of a file that may have changed).
+ * Anything else read from beside an index and trusted like it (a metadata
+ * sidecar, a prefetch profile) is checked the same way, against its own
+ * NAME.minisig: ca_trust_check is not index-specific.
+ *
+ * Functions log their errors ("cafs: <name>: <why>", one line) and return
+ * a negative errno. No global state; thread-safe.
+ */
+#ifndef CA_TRUST_H
+#define CA_TRUST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+#include "minisign.h"
+
+#define CA_TRUST_DIR_DEFAULT "/etc/cafs/trusted-keys.d"
+
+/* The trusted key directory: $CAFS_TRUSTED_KEYS_DIR when set and not
+ * empty, else CA_TRUST_DIR_DEFAULT. Points into the environment or a
+ * constant. */
+const char *ca_trust_dir(void);
+
+/* A minisign public key file. -EBADMSG: not one. Logs. */
+int ca_trust_load_key(const char *path, struct ca_minisign_key *ret);
+
+/* Append to *keys (malloc'd, *n entries; the caller frees) the keys of
+ * dir's *.pub files. A missing directory holds none when missing_ok (the
+ * default one), else it is an error (a mistyped $CAFS_TRUSTED_KEYS_DIR
+ * must not turn checking off). Logs. */
+int ca_trust_load_dir(const char *dir, bool missing_ok, struct ca_minisign_key **keys, size_t *n);
+
+/* The trusted key directory's keys, as ca_trust_load_dir: a missing
+ * default directory holds none; a missing $CAFS_TRUSTED_KEYS_DIR is an
+ * error. */
+int ca_trust_load_system(struct ca_minisign_key **keys, size_t *n);
+
+/* The name of source's signature: source + ".minisig", before a URL's
+ * query or fragment (http(s) only; malloc'd; NULL on ENOMEM). */
+char *ca_trust_signature_name(const char *source);
+
+/* A local regular file, whole, if at most cap bytes (-EFBIG beyond), into
+ * out (empty on entry; the caller releases it). Opened without following a
+ * FIFO into a wait. Does not log. */
+int ca_trust_read_file(const char *path, size_t cap, struct ca_buf *out);
+
+/* Is sig_text (the bytes of name's signature file) a valid signature of
+ * data by one of keys[0..n)? 0, or one line logged and:
+ *   -EKEYREJECTED  not a signature file, signed by no trusted key, the
+ *                  signature or its trusted comment does not verify
+ *   -ENOMEM, -EIO  (OpenSSL)
+ * The trusted comment is logged at info level. */
+int ca_trust_check(const char *name, const void *data, size_t len, const void *sig_text, size_t sig_len,
+                   const struct ca_minisign_key *keys, size_t n);
+
+/* ---- signing (cafs sign) ---- */
+
+/* A minisign secret key file, decrypted with password when it is
+ * encrypted. -ENOKEY (not logged): encrypted and password is NULL; ask for
+ * one and call again. Other errors are logged (-EKEYREJECTED: wrong
+ * password). The caller wipes *ret (OPENSSL_cleanse). */
+int ca_trust_load_secret(const char *path, const char *password, struct ca_minisign_secret *ret);
+
+/* Sign the local file at path (at most 1 GiB) as `minisign -S [-l]`
+ * does: writes path.minisig, atomically. trusted_comment NULL: minisign's
+ * default ("timestamp:T<tab>file:NAME[<tab>hashed]"); untrusted_comment
+ * NULL: minisign's. Logs. */
+int ca_trust_sign_file(const char *path, const struct ca_minisign_secret *key, bool legacy,
+                       const char *trusted_comment, const char *untrusted_comment);
+
+#endif

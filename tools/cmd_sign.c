@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * cmd_sign.c - `cafs sign -s KEY INDEX`: INDEX.minisig as `minisign -S`
+ * writes it, from a minisign secret key (encrypted: the password is read
+ * from the terminal without echo, or as one line of standard input).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "cmd.h"
+#include "log.h"
+#include "trust.h"
+
+#define PASSWORD_MAX 1024 /* minisign's */
+
+/* One line of standard input, without echo on a terminal: 0, or -1. */
+static int read_password(char *buf, size_t size)
+{
+	struct termios old, quiet;
+	bool tty = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &old) == 0;
+	int r = 0;
+	if (tty) {
+		fputs("Password: ", stderr);
+		quiet = old;
+		quiet.c_lflag &= ~(tcflag_t)ECHO;
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet);
+	}
+	if (!fgets(buf, (int)size, stdin))
+		r = -1;
+	if (tty) {
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &old);
+		fputc('\n', stderr);
+	}
+	buf[strcspn(buf, "\r\n")] = 0;
+	return r;
+}
+
+int cafs_cmd_sign(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "secret-key", required_argument, NULL, 's' },
+		{ "legacy", no_argument, NULL, 'l' },
+		{ "trusted-comment", required_argument, NULL, 't' },
+		{ "comment", required_argument, NULL, 'c' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	const char *key_path = NULL, *trusted = NULL, *untrusted = NULL;
+	struct ca_minisign_secret key;
+	char password[PASSWORD_MAX];
+	bool legacy = false;
+	int c, r, verbosity = 0;
+
+	while ((c = getopt_long(argc, argv, "s:lt:c:vqh", opts, NULL)) >= 0) {
+		switch (c) {
+		case 's':
+			key_path = optarg;
+			break;
+		case 'l':
+			legacy = true;
+			break;
+		case 't':
+			trusted = optarg;
+			break;
+		case 'c':
+			untrusted = optarg;
+			break;
+		default:
+			r = cafs_common_option("sign", c, &verbosity);
+			if (r >= 0)
+				return r;
+			break;
+		}
+	}
+	cafs_set_verbosity(verbosity);
+	if (argc - optind != 1)
+		return cafs_usage_error("sign", "expected one INDEX");
+	if (!key_path)
+		return cafs_usage_error("sign", "-s SECRETKEY is required");
+	const char *in = argv[optind];
+	enum ca_image_kind kind = ca_location_image_kind(in);
+	if (ca_location_kind(in) != CA_LOCATION_PATH || (kind != CA_IMAGE_BLOB_INDEX && kind != CA_IMAGE_ARCHIVE_INDEX))
+		return cafs_usage_error("sign", "%s: a local index (.caibx, .caidx) is signed, not an archive or URL", in);
+	r = ca_trust_load_secret(key_path, NULL, &key);
+	if (r == -ENOKEY) {
+		if (read_password(password, sizeof(password)) < 0) {
+			ca_log_error("%s: no password given", key_path);
+			r = -EINVAL;
+		} else {
+			r = ca_trust_load_secret(key_path, password, &key); /* logs */
+		}
+		OPENSSL_cleanse(password, sizeof(password));
+	}
+	if (r == 0)
+		r = ca_trust_sign_file(ca_location_path(in), &key, legacy, trusted, untrusted); /* logs */
+	OPENSSL_cleanse(&key, sizeof(key));
+	return r < 0 ? 1 : 0;
+}
