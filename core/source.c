@@ -17,6 +17,7 @@
 #include "buf.h"
 #include "fdio.h"
 #include "format.h"
+#include "index_cache.h"
 #include "log.h"
 #include "remote_file.h"
 #include "source.h"
@@ -38,6 +39,7 @@ struct ca_image {
 	struct ca_remote_store **remotes; /* owned by src; for the stats */
 	size_t n_remotes;
 	char *cache_dir; /* the cache the chain writes to, or NULL */
+	struct ca_sidecar *sidecar; /* the index's metadata sidecar, or NULL */
 };
 
 /* ---- settings ---- */
@@ -376,9 +378,31 @@ static int open_archive_file(struct ca_image *im, const struct ca_image_opts *o)
 	return 0;
 }
 
+/* The cache an index URL is kept in (index_cache.h): the chunk cache's
+ * directory, as add_cache picks it. NULL: none (or ENOMEM, said later). */
+static char *index_cache_dir(const char *name, const struct ca_image_opts *o)
+{
+	if (o->cache_mode == CA_CACHE_NONE || !ca_location_is_remote(name))
+		return NULL;
+	if (o->cache_dir)
+		return strdup(o->cache_dir);
+	return o->cache_mode == CA_CACHE_AUTO ? ca_source_default_cache_dir() : NULL;
+}
+
+/* The index (kept by URL in the cache) and its metadata sidecar. */
+static int open_index_and_sidecar(struct ca_image *im, const struct ca_image_opts *o)
+{
+	char *cache = index_cache_dir(im->name, o);
+	int r = ca_index_cache_open(im->name, o->http, cache, o->offline, &im->idx);
+	if (r == 0 && im->kind == CA_IMAGE_ARCHIVE_INDEX && !o->no_sidecar)
+		r = ca_index_cache_sidecar(im->name, im->idx, o->http, cache, o->offline, &im->sidecar);
+	free(cache);
+	return r;
+}
+
 static int open_indexed(struct ca_image *im, const struct ca_image_opts *o)
 {
-	int r = ca_source_open_index(im->name, o->http, &im->idx);
+	int r = open_index_and_sidecar(im, o);
 	if (r < 0)
 		return r;
 	im->index_flags = ca_index_feature_flags(im->idx);
@@ -445,6 +469,7 @@ void ca_image_free(struct ca_image *im)
 	ca_chunksrc_free(im->src);
 	free(im->remotes);
 	free(im->cache_dir);
+	ca_sidecar_free(im->sidecar);
 	ca_index_free(im->idx);
 	ca_remote_file_free(im->rf);
 	if (im->fd >= 0)
@@ -461,6 +486,7 @@ uint64_t ca_image_index_flags(const struct ca_image *im) { return im->index_flag
 struct ca_index *ca_image_index(const struct ca_image *im) { return im->idx; }
 struct ca_chunksrc *ca_image_chunksrc(const struct ca_image *im) { return im->src; }
 struct ca_blob *ca_image_blob(const struct ca_image *im) { return im->blob; }
+const struct ca_sidecar *ca_image_sidecar(const struct ca_image *im) { return im->sidecar; }
 const char *ca_image_cache_dir(const struct ca_image *im) { return im->cache_dir; }
 
 uint64_t ca_image_feature_flags(struct ca_image *im)

@@ -97,6 +97,7 @@ struct ca_image_opts {
 	bool offline;     /* only the LRU and the cache; nothing is downloaded */
 	size_t lru_bytes; /* decompressed chunks kept in memory (0: none) */
 	const struct ca_http_opts *http; /* NULL: ca_source_http_opts() */
+	bool no_sidecar;  /* ignore the index's metadata sidecar (index_cache.h) */
 };
 
 struct ca_image;
@@ -133,6 +134,12 @@ const char *ca_image_cache_dir(const struct ca_image *im);
 struct ca_index *ca_image_index(const struct ca_image *im);
 struct ca_chunksrc *ca_image_chunksrc(const struct ca_image *im);
 struct ca_blob *ca_image_blob(const struct ca_image *im);
+/* The .caidx's metadata sidecar (sidecar.h), found and checked at open:
+ * X.caidx.cameta beside a local index, URL.cameta for a remote one (kept
+ * in the cache with the index, index_cache.h); NULL when there is none
+ * or it was ignored (said once). Borrowed. */
+struct ca_sidecar;
+const struct ca_sidecar *ca_image_sidecar(const struct ca_image *im);
 
 /* Read up to len bytes of the image at off (short only at its end), with
  * the error policy above. */

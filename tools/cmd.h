@@ -34,6 +34,7 @@ int cafs_cmd_digest(int argc, char **argv);
 int cafs_cmd_info(int argc, char **argv);
 int cafs_cmd_list(int argc, char **argv);
 int cafs_cmd_mtree(int argc, char **argv);
+int cafs_cmd_meta(int argc, char **argv);
 int cafs_cmd_mount(int argc, char **argv);
 int cafs_cmd_stats(int argc, char **argv);
 int cafs_cmd_cache(int argc, char **argv);
@@ -87,6 +88,7 @@ struct cafs_extract_args {
 	size_t n_seeds;
 	const char *cache; /* --cache: keep fetched chunks in this store */
 	bool no_delete;    /* --delete=no: keep entries of OUT the archive does not have */
+	bool offline;      /* --offline: only the cache (and the index kept there by URL) */
 };
 
 /* cache_seed.c: extract --cache and --seed. Makes a->cache (or, for seeds

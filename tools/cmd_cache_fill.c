@@ -21,6 +21,7 @@
 #include "digest.h"
 #include "idset.h"
 #include "index.h"
+#include "index_cache.h"
 #include "interrupt.h"
 #include "log.h"
 #include "progress.h"
@@ -85,6 +86,18 @@ static int fill_source(const struct source *s, char **stores, size_t n_stores, c
 	r = ca_cache_fill_run(s->plan, src, o, st);
 out:
 	ca_chunksrc_free(src);
+	return r;
+}
+
+/* The index, kept in the cache by URL with its metadata sidecar, so that
+ * an offline open by URL finds both there (index_cache.h). */
+static int open_kept(const char *name, const char *dir, struct ca_index **ret)
+{
+	struct ca_sidecar *sc = NULL;
+	int r = ca_index_cache_open(name, NULL, dir, false, ret);
+	if (r == 0 && ca_location_image_kind(name) == CA_IMAGE_ARCHIVE_INDEX)
+		r = ca_index_cache_sidecar(name, *ret, NULL, dir, false, &sc);
+	ca_sidecar_free(sc);
 	return r;
 }
 
@@ -183,7 +196,7 @@ int cafs_cache_fill(int argc, char **argv)
 	}
 	for (size_t i = 0; i < n_sources; i++) {
 		sources[i].name = argv[optind + i];
-		if (ca_source_open_index(sources[i].name, NULL, &sources[i].idx) < 0)
+		if (open_kept(sources[i].name, dir, &sources[i].idx) < 0)
 			goto out;
 		k = ca_cache_fill_plan(cache, sources[i].idx, queued, &sources[i].plan, &st);
 		if (k < 0) {
