@@ -15,6 +15,7 @@
 #include "catar_node.h"
 #include "digest_pipe.h"
 #include "log.h"
+#include "sidecar.h"
 
 /* sequential reads of a .caidx ask the chunk source this far ahead */
 #define STREAM_READAHEAD (16u << 20)
@@ -172,14 +173,40 @@ static void window_readahead(void *userdata, uint64_t off, uint64_t len)
 	ca_image_readahead(a->im, a->window_base + off, len);
 }
 
+/* The subtree's range from the image's metadata sidecar: no read at all.
+ * 1 when there is no sidecar. */
+static int sidecar_subtree(struct ca_archive_reader *a, const char *path, struct ca_catar_node *ret)
+{
+	const struct ca_sidecar *sc = ca_image_sidecar(a->im);
+	size_t i;
+	if (!sc)
+		return 1;
+	int r = ca_sidecar_lookup_path(sc, path, &i);
+	if (r < 0)
+		return r == -ENOMEM ? r : -ENOENT;
+	ca_sidecar_node(sc, i, ret);
+	return 0;
+}
+
 int ca_archive_reader_subtree(struct ca_archive_reader *a, const char *path, struct ca_catar_source *ret)
 {
 	struct ca_catar_ra *ra = NULL;
 	struct ca_catar_ra_node *node = NULL;
 	struct ca_catar_source rs;
+	struct ca_catar_node scn;
+	const struct ca_catar_node *n;
 	ca_archive_reader_random(a, &rs);
+	int r = sidecar_subtree(a, path, &scn);
+	if (r == 0) {
+		n = &scn;
+		goto found;
+	}
+	if (r == -ENOENT) {
+		ca_log_error("%s: %s: not in the archive", a->name, path);
+		goto out;
+	}
 	/* found by random access: a few reads per component */
-	int r = ca_catar_ra_open(&rs, &ra);
+	r = ca_catar_ra_open(&rs, &ra);
 	if (r < 0) {
 		ca_archive_reader_report(a, r, NULL);
 		goto out;
@@ -194,7 +221,8 @@ int ca_archive_reader_subtree(struct ca_archive_reader *a, const char *path, str
 		ca_archive_reader_report(a, r, path);
 		goto out;
 	}
-	const struct ca_catar_node *n = ca_catar_ra_node_get(node);
+	n = ca_catar_ra_node_get(node);
+found:
 	if (!S_ISDIR(n->mode)) {
 		ca_log_error("%s: %s: not a directory (extract takes one)", a->name, path);
 		r = -ENOTDIR;

@@ -22,6 +22,7 @@
 #include "feature.h"
 #include "image_make.h"
 #include "log.h"
+#include "sidecar.h"
 
 void ca_image_make_opts_init(struct ca_image_make_opts *o)
 {
@@ -171,6 +172,17 @@ out:
 	return r;
 }
 
+/* The metadata sidecar beside a new .caidx (sidecar.h): read back from
+ * the store just written. Only an optimization: failing to write it
+ * leaves a good image, said in one warning. */
+static void write_sidecar(struct make_ctx *c, const char *store)
+{
+	if (c->o->no_sidecar)
+		return;
+	if (ca_sidecar_make_local(c->out, store) < 0)
+		ca_log_warning("%s: made without a metadata sidecar", c->out);
+}
+
 static int make_caidx(struct make_ctx *c, const char *store, uint8_t ret_digest[CA_CHUNK_ID_SIZE],
                       struct ca_make_stats *ret_stats)
 {
@@ -199,6 +211,8 @@ static int make_caidx(struct make_ctx *c, const char *store, uint8_t ret_digest[
 	r = ca_maker_finish(s.m, ret_digest, ret_stats);
 	if (r < 0)
 		make_fail(c, r, c->out);
+	if (r == 0)
+		write_sidecar(c, store);
 out:
 	ca_maker_free(s.m);
 	return r;

@@ -49,6 +49,7 @@ struct ca_image_make_opts {
 	uint64_t without;
 	bool exclude_nodump, exclude_submounts, exclude_file;
 	unsigned threads; /* make pipeline workers; 0 = number of CPUs */
+	bool no_sidecar;  /* .caidx: no X.caidx.cameta beside it (sidecar.h) */
 	/* progress_start (may be NULL) is called once before any byte is read,
 	 * with the input's size (0 if unknown: a pipe, a directory); then
 	 * progress (may be NULL) now and then with the bytes made so far; then

@@ -148,6 +148,12 @@ void ca_index_free(struct ca_index *idx)
 	free(idx);
 }
 
+const void *ca_index_data(const struct ca_index *idx, size_t *ret_size)
+{
+	*ret_size = idx->size;
+	return idx->data;
+}
+
 uint64_t ca_index_feature_flags(const struct ca_index *idx) { return idx->flags; }
 uint64_t ca_index_chunk_size_min(const struct ca_index *idx) { return idx->min; }
 uint64_t ca_index_chunk_size_avg(const struct ca_index *idx) { return idx->avg; }

@@ -31,6 +31,8 @@ int ca_index_adopt(void *data, size_t size, struct ca_index **ret);
 void ca_index_free(struct ca_index *idx); /* accepts NULL */
 
 uint64_t ca_index_feature_flags(const struct ca_index *idx);
+/* The index file's bytes as read (what the metadata sidecar's digest names). */
+const void *ca_index_data(const struct ca_index *idx, size_t *ret_size);
 uint64_t ca_index_chunk_size_min(const struct ca_index *idx);
 uint64_t ca_index_chunk_size_avg(const struct ca_index *idx);
 uint64_t ca_index_chunk_size_max(const struct ca_index *idx);

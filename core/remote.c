@@ -136,9 +136,13 @@ static void settle(struct ca_remote_store *rs, struct pf *e, int r, struct ca_bu
 		e->body = *body;
 		*body = t;
 	}
-	if (e->waiters == 0) {
+	if (e->waiters == 0 && r < 0 && r != -ENOENT) {
+		/* a transient failure (the server down, a timeout) is not kept:
+		 * a later fetch, after the server is back, must ask again */
+		drop(rs, e);
+	} else if (e->waiters == 0) {
 		/* failures are parked too: the fetch that follows gets the answer
-		 * (404, or the error the retries ended in) without asking again */
+		 * (a 404) without asking again */
 		e->parked = true;
 		e->older = rs->newest;
 		if (rs->newest)

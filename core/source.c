@@ -17,6 +17,7 @@
 #include "buf.h"
 #include "fdio.h"
 #include "format.h"
+#include "index_cache.h"
 #include "log.h"
 #include "remote_file.h"
 #include "source.h"
@@ -39,6 +40,7 @@ struct ca_image {
 	struct ca_remote_store **remotes; /* owned by src; for the stats */
 	size_t n_remotes;
 	char *cache_dir; /* the cache the chain writes to, or NULL */
+	struct ca_sidecar *sidecar; /* the index's metadata sidecar, or NULL */
 };
 
 /* ---- settings ---- */
@@ -223,6 +225,17 @@ out:
 	return r;
 }
 
+/* The cache an index URL is kept in (index_cache.h): the chunk cache's
+ * directory, as add_cache picks it. NULL: none (or ENOMEM, said later). */
+static char *index_cache_dir(const char *name, const struct ca_image_opts *o)
+{
+	if (o->cache_mode == CA_CACHE_NONE || !ca_location_is_remote(name))
+		return NULL;
+	if (o->cache_dir)
+		return strdup(o->cache_dir);
+	return o->cache_mode == CA_CACHE_AUTO ? ca_source_default_cache_dir() : NULL;
+}
+
 int ca_source_open_index(const char *source, const struct ca_image_opts *o, struct ca_index **ret)
 {
 	struct ca_http_opts buf;
@@ -237,8 +250,13 @@ int ca_source_open_index(const char *source, const struct ca_image_opts *o, stru
 	r = trusted_keys(o, &keys, &n_keys);
 	if (r < 0)
 		return r;
-	if (n_keys) {
-		r = open_signed_index(source, http, keys, n_keys, ret);
+	char *cache = o && remote ? index_cache_dir(source, o) : NULL;
+	if (cache || n_keys) {
+		if (cache)
+			r = ca_index_cache_open(source, http, cache, o->offline, keys, n_keys, ret);
+		else
+			r = open_signed_index(source, http, keys, n_keys, ret);
+		free(cache);
 		free(keys);
 		return r;
 	}
@@ -251,6 +269,25 @@ int ca_source_open_index(const char *source, const struct ca_image_opts *o, stru
 	if (r < 0)
 		return ca_log_error_errno(r, "%s", path);
 	return 0;
+}
+
+int ca_source_open_sidecar(const char *source, const struct ca_index *idx, const struct ca_image_opts *o,
+                           struct ca_sidecar **ret)
+{
+	struct ca_http_opts buf;
+	struct ca_minisign_key *keys = NULL;
+	size_t n_keys = 0;
+	bool remote = ca_location_kind(source) == CA_LOCATION_HTTP;
+	const struct ca_http_opts *http = remote ? http_opts_or_env(o->http, &buf) : NULL;
+	int r = trusted_keys(o, &keys, &n_keys);
+	*ret = NULL;
+	if (r < 0)
+		return r;
+	char *cache = remote ? index_cache_dir(source, o) : NULL;
+	r = ca_index_cache_sidecar(source, idx, http, cache, o->offline, keys, n_keys, ret);
+	free(cache);
+	free(keys);
+	return r;
 }
 
 /* A .catar carries no signature of its own: with trusted keys, refused. */
@@ -477,6 +514,8 @@ static int open_archive_file(struct ca_image *im, const struct ca_image_opts *o)
 static int open_indexed(struct ca_image *im, const struct ca_image_opts *o)
 {
 	int r = ca_source_open_index(im->name, o, &im->idx);
+	if (r == 0 && im->kind == CA_IMAGE_ARCHIVE_INDEX && !o->no_sidecar)
+		r = ca_source_open_sidecar(im->name, im->idx, o, &im->sidecar);
 	if (r < 0)
 		return r;
 	im->index_flags = ca_index_feature_flags(im->idx);
@@ -545,6 +584,7 @@ void ca_image_free(struct ca_image *im)
 	ca_chunksrc_free(im->src);
 	free(im->remotes);
 	free(im->cache_dir);
+	ca_sidecar_free(im->sidecar);
 	ca_index_free(im->idx);
 	ca_remote_file_free(im->rf);
 	if (im->fd >= 0)
@@ -561,6 +601,7 @@ uint64_t ca_image_index_flags(const struct ca_image *im) { return im->index_flag
 struct ca_index *ca_image_index(const struct ca_image *im) { return im->idx; }
 struct ca_chunksrc *ca_image_chunksrc(const struct ca_image *im) { return im->src; }
 struct ca_blob *ca_image_blob(const struct ca_image *im) { return im->blob; }
+const struct ca_sidecar *ca_image_sidecar(const struct ca_image *im) { return im->sidecar; }
 const char *ca_image_cache_dir(const struct ca_image *im) { return im->cache_dir; }
 
 uint64_t ca_image_feature_flags(struct ca_image *im)

@@ -76,8 +76,17 @@ struct ca_image_opts;
  * the defaults). With trusted keys (o's or the trusted key directory's,
  * trust.h), its signature SOURCE.minisig is fetched first and the index
  * is refused (-EKEYREJECTED, one line) unless one of them signed it; the
- * bytes checked are the bytes parsed. Logs. */
+ * bytes checked are the bytes parsed. A URL with o's cache (cache_mode
+ * DIR or AUTO) is kept there with its signature, and o->offline reads the
+ * kept copy instead (index_cache.h). Logs. */
 int ca_source_open_index(const char *source, const struct ca_image_opts *o, struct ca_index **ret);
+
+/* The metadata sidecar of idx (opened from source with o), checked like
+ * the index (index_cache.h): *ret = NULL when there is none that can be
+ * used. Errors only for ENOMEM. */
+struct ca_sidecar;
+int ca_source_open_sidecar(const char *source, const struct ca_index *idx, const struct ca_image_opts *o,
+                           struct ca_sidecar **ret);
 
 /* A local store (a path or file:// URL; -EPROTONOSUPPORT for other URLs).
  * Logs. */
@@ -110,6 +119,7 @@ struct ca_image_opts {
 	 * any, a .catar is refused: only an index can carry a signature. */
 	const struct ca_minisign_key *trusted_keys;
 	size_t n_trusted_keys;
+	bool no_sidecar;  /* ignore the index's metadata sidecar (index_cache.h) */
 };
 
 struct ca_image;
@@ -146,6 +156,12 @@ const char *ca_image_cache_dir(const struct ca_image *im);
 struct ca_index *ca_image_index(const struct ca_image *im);
 struct ca_chunksrc *ca_image_chunksrc(const struct ca_image *im);
 struct ca_blob *ca_image_blob(const struct ca_image *im);
+/* The .caidx's metadata sidecar (sidecar.h), found and checked at open:
+ * X.caidx.cameta beside a local index, URL.cameta for a remote one (kept
+ * in the cache with the index, index_cache.h); NULL when there is none
+ * or it was ignored (said once). Borrowed. */
+struct ca_sidecar;
+const struct ca_sidecar *ca_image_sidecar(const struct ca_image *im);
 
 /* Read up to len bytes of the image at off (short only at its end), with
  * the error policy above. */

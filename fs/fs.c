@@ -45,7 +45,7 @@ void cafs_fs_log_io_error(struct cafs_fs *fs, struct cafs_node *n, int err, cons
 	char where[512];
 	if (n && atomic_exchange(&n->io_error_logged, true))
 		return;
-	if (fs->ra)
+	if (fs->tree)
 		snprintf(where, sizeof(where), "%s of the entry at archive offset %" PRIu64 " (at %" PRIu64 ")", what,
 		         n ? n->ino - 1 : 0, off);
 	else
@@ -132,7 +132,11 @@ static int new_tree(struct ca_image *im, const struct cafs_fs_options *o, struct
 	int r = fs_alloc(im, o, &fs);
 	if (r < 0)
 		return r;
-	r = ca_catar_ra_open(&fs->img, &fs->ra);
+	fs->tree = true;
+	/* with a metadata sidecar, metadata needs no chunk, and a file's read
+	 * only its payload's: nothing is read to open the archive */
+	fs->sc = ca_image_sidecar(im);
+	r = fs->sc ? 0 : ca_catar_ra_open(&fs->img, &fs->ra);
 	if (r == 0)
 		r = cafs_tree_init(fs);
 	if (r < 0) {
@@ -240,7 +244,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	/* the archived ACLs, served as system.posix_acl_* and enforced by
 	 * the kernel along with the modes (default_permissions) */
-	if (fs->ra && (conn->capable & FUSE_CAP_POSIX_ACL))
+	if (fs->tree && (conn->capable & FUSE_CAP_POSIX_ACL))
 		conn->want |= FUSE_CAP_POSIX_ACL;
 	/* nothing ever changes: no need to check mtimes for invalidation */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
@@ -266,7 +270,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		r = -ENOTDIR;
 		goto fail;
 	}
-	if (fs->ra) {
+	if (fs->tree) {
 		r = cafs_tree_lookup(fs, dir, name, &child);
 	} else {
 		child = !strcmp(name, fs->blob_name) ? cafs_inode_find(fs->inodes, CAFS_BLOB_FILE_INO) : NULL;
@@ -429,7 +433,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 			goto reply;
 	}
 	uint64_t from = off < 3 ? 0 : (uint64_t)off - 2;
-	if (fs->ra) {
+	if (fs->tree) {
 		r = cafs_tree_readdir(fs, dh, from, plus, dirbuf_child, &d);
 		if (r < 0) {
 			COUNT(fs, meta_errors, 1);
@@ -551,7 +555,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	}
 	maybe_readahead(fs, n, (uint64_t)off, (uint64_t)off + size);
 	ssize_t k;
-	if (n->cn)
+	if (n->cn && fs->ra)
 		k = ca_catar_ra_read(fs->ra, n->cn, buf, size, (uint64_t)off);
 	else
 		k = fs->img.read(fs->img.userdata, buf, size, n->data_off + (uint64_t)off);
@@ -628,7 +632,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		reply_xattr(req, text, len, size);
 		return;
 	}
-	if (!fs->ra) {
+	if (!fs->tree) {
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
@@ -652,7 +656,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		fuse_reply_err(req, -r);
 		return;
 	}
-	if (!fs->ra) {
+	if (!fs->tree) {
 		reply_xattr(req, "", 0, size);
 		return;
 	}
@@ -674,7 +678,7 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	struct cafs_fs *fs = fs_of(req);
 	struct cafs_node *n;
 	(void)arg, (void)fi, (void)in_buf, (void)in_bufsz;
-	if (cmd != (unsigned)FS_IOC_GETFLAGS || (flags & FUSE_IOCTL_COMPAT) || !fs->ra) {
+	if (cmd != (unsigned)FS_IOC_GETFLAGS || (flags & FUSE_IOCTL_COMPAT) || !fs->tree) {
 		fuse_reply_err(req, ENOTTY);
 		return;
 	}

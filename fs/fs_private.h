@@ -11,6 +11,7 @@
 
 #include "fs.h"
 #include "inode.h"
+#include "sidecar.h"
 
 /* The image never changes: let the kernel cache everything for a day. */
 #define CAFS_TIMEOUT 86400.0
@@ -22,7 +23,9 @@ struct cafs_fs {
 	struct ca_image *im;           /* borrowed */
 	struct ca_logger *logger;      /* the creator's: libfuse's threads log there too */
 	struct ca_catar_source img;    /* the image's bytes */
-	struct ca_catar_ra *ra;        /* tree mounts only */
+	struct ca_catar_ra *ra;        /* tree mounts without a metadata sidecar */
+	const struct ca_sidecar *sc;   /* tree mounts with one (borrowed from im): no ra */
+	bool tree;                     /* a .caidx/.catar mount (ra or sc) */
 	struct cafs_inode_table *inodes;
 	char *blob_name;               /* blob mounts only */
 	uint64_t readahead_bytes;

@@ -79,6 +79,11 @@ static struct ca_catar_node *thin(const struct ca_catar_node *src)
 	return cn;
 }
 
+static uint64_t fs_sc_ino(struct cafs_fs *fs, size_t i)
+{
+	return ca_sidecar_entry_offset(fs->sc, i) + 1;
+}
+
 /* A table node for an archive node (takes over the reference rn). */
 static struct cafs_node *node_from(struct cafs_fs *fs, struct ca_catar_ra_node *rn, uint64_t parent)
 {
@@ -115,8 +120,90 @@ static struct cafs_node *node_from(struct cafs_fs *fs, struct ca_catar_ra_node *
 	return n;
 }
 
+/* ---- answers from the metadata sidecar (no chunk is read) ---- */
+
+/* A table node for sidecar entry i: a copy of the parsed node, whose
+ * pointers point into the sidecar (it lives as long as the image). */
+static struct cafs_node *sc_node(struct cafs_fs *fs, size_t i)
+{
+	struct ca_catar_node *cn = malloc(sizeof(*cn));
+	if (!cn)
+		return NULL;
+	ca_sidecar_node(fs->sc, i, cn);
+	struct cafs_node *n = cafs_node_new(cn->entry_offset + 1);
+	if (!n) {
+		free(cn);
+		return NULL;
+	}
+	n->own = cn;
+	n->cn = cn;
+	n->parent = i == 0 ? FUSE_ROOT_ID : fs_sc_ino(fs, ca_sidecar_parent(fs->sc, i));
+	ca_catar_node_stat(cn, &n->st);
+	if (S_ISREG(cn->mode))
+		n->data_off = cn->payload_offset;
+	return n;
+}
+
+static int sc_index(struct cafs_fs *fs, const struct cafs_node *n, size_t *ret)
+{
+	/* every node of a sidecar mount came from it: not found is a bug */
+	return ca_sidecar_find(fs->sc, n->ino - 1, ret) < 0 ? -EIO : 0;
+}
+
+static int sc_lookup(struct cafs_fs *fs, struct cafs_node *dir, const char *name, struct cafs_node **ret)
+{
+	size_t d, c;
+	int r = sc_index(fs, dir, &d);
+	if (r == 0)
+		r = ca_sidecar_lookup(fs->sc, d, name, strlen(name), &c);
+	if (r < 0)
+		return r;
+	struct cafs_node *n = sc_node(fs, c);
+	if (!n)
+		return -ENOMEM;
+	*ret = cafs_inode_add(fs->inodes, n, 1);
+	return 0;
+}
+
+static int sc_readdir(struct cafs_fs *fs, struct cafs_dirh *dh, uint64_t from, bool plus, cafs_tree_dir_fn fn,
+                      void *userdata)
+{
+	size_t d;
+	int r = sc_index(fs, dh->node, &d);
+	if (r < 0)
+		return r;
+	for (uint64_t i = from; i < ca_sidecar_n_children(fs->sc, d); i++) {
+		struct cafs_node *n = sc_node(fs, ca_sidecar_child(fs->sc, d, (size_t)i));
+		if (!n)
+			return -ENOMEM;
+		const char *name = n->cn->name; /* in the sidecar: outlives n */
+		if (plus) {
+			n = cafs_inode_add(fs->inodes, n, 1);
+			if (!fn(userdata, i, name, n)) {
+				cafs_inode_forget(fs->inodes, n->ino, 1);
+				break;
+			}
+		} else {
+			bool more = fn(userdata, i, name, n);
+			cafs_node_free(n);
+			if (!more)
+				break;
+		}
+	}
+	return 0;
+}
+
+/* ---- the tree ---- */
+
 int cafs_tree_init(struct cafs_fs *fs)
 {
+	if (fs->sc) {
+		struct cafs_node *root = sc_node(fs, 0);
+		if (!root)
+			return -ENOMEM;
+		cafs_inode_pin(fs->inodes, root);
+		return 0;
+	}
 	struct ca_catar_ra_node *rn;
 	int r = ca_catar_ra_root(fs->ra, &rn);
 	if (r < 0)
@@ -130,6 +217,8 @@ int cafs_tree_init(struct cafs_fs *fs)
 
 int cafs_tree_lookup(struct cafs_fs *fs, struct cafs_node *dir, const char *name, struct cafs_node **ret)
 {
+	if (fs->sc)
+		return sc_lookup(fs, dir, name, ret);
 	struct ca_catar_ra_node *rn;
 	int r = ca_catar_ra_lookup(fs->ra, dir->cn, name, strlen(name), &rn);
 	if (r < 0)
@@ -170,6 +259,8 @@ static int dirh_list(struct cafs_fs *fs, struct cafs_dirh *dh)
 int cafs_tree_readdir(struct cafs_fs *fs, struct cafs_dirh *dh, uint64_t from, bool plus, cafs_tree_dir_fn fn,
                       void *userdata)
 {
+	if (fs->sc)
+		return sc_readdir(fs, dh, from, plus, fn, userdata);
 	int r = dirh_list(fs, dh);
 	if (r < 0)
 		return r;

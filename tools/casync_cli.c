@@ -429,6 +429,9 @@ static int add_options(const struct casync_args *a, unsigned takes, struct strv 
 		r = strv_add(out, "--exclude-submounts=%s", a->exclude_submounts);
 	if (r == 0 && a->exclude_file)
 		r = strv_add(out, "--exclude-file=%s", a->exclude_file);
+	/* casync writes no metadata sidecar: as casync, neither do we */
+	if (r == 0)
+		r = strv_add(out, "--meta=no");
 	return r;
 }
 

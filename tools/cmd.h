@@ -35,6 +35,7 @@ int cafs_cmd_digest(int argc, char **argv);
 int cafs_cmd_info(int argc, char **argv);
 int cafs_cmd_list(int argc, char **argv);
 int cafs_cmd_mtree(int argc, char **argv);
+int cafs_cmd_meta(int argc, char **argv);
 int cafs_cmd_mount(int argc, char **argv);
 int cafs_cmd_stats(int argc, char **argv);
 int cafs_cmd_cache(int argc, char **argv);
@@ -107,6 +108,7 @@ struct cafs_extract_args {
 	const char *cache; /* --cache: keep fetched chunks in this store */
 	bool no_delete;    /* --delete=no: keep entries of OUT the archive does not have */
 	struct cafs_trusted_keys trusted; /* --trusted-key */
+	bool offline;      /* --offline: only the cache (and the index kept there by URL) */
 };
 
 /* cache_seed.c: extract --cache and --seed. Makes a->cache (or, for seeds

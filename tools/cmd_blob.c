@@ -36,9 +36,11 @@ enum {
 	OPT_EXCLUDE_NODUMP,
 	OPT_EXCLUDE_SUBMOUNTS,
 	OPT_EXCLUDE_FILE,
+	OPT_META,
 	OPT_SEED,
 	OPT_CACHE,
 	OPT_DELETE,
+	OPT_OFFLINE,
 };
 
 /* The progress bar's life follows the core's calls: begun with the total
@@ -65,6 +67,7 @@ int cafs_cmd_make(int argc, char **argv)
 		{ "exclude-nodump", required_argument, NULL, OPT_EXCLUDE_NODUMP },
 		{ "exclude-submounts", required_argument, NULL, OPT_EXCLUDE_SUBMOUNTS },
 		{ "exclude-file", required_argument, NULL, OPT_EXCLUDE_FILE },
+		{ "meta", required_argument, NULL, OPT_META },
 		{ "threads", required_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -113,6 +116,13 @@ int cafs_cmd_make(int argc, char **argv)
 			if (cafs_parse_bool(optarg, bp) < 0)
 				return cafs_usage_error("make", "expected yes or no, got '%s'", optarg);
 			break;
+		case OPT_META: {
+			bool meta;
+			if (cafs_parse_bool(optarg, &meta) < 0)
+				return cafs_usage_error("make", "expected yes or no, got '%s'", optarg);
+			o.no_sidecar = !meta;
+			break;
+		}
 		case 'j':
 			if (cafs_parse_threads(optarg, &o.threads) < 0)
 				return cafs_usage_error("make", "invalid thread count '%s'", optarg);
@@ -174,6 +184,7 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		{ "cache", required_argument, NULL, OPT_CACHE },
 		{ "delete", required_argument, NULL, OPT_DELETE },
 		CAFS_TRUSTED_KEY_OPTION,
+		{ "offline", no_argument, NULL, OPT_OFFLINE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -181,8 +192,8 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 	};
 	int c, verbosity = 0;
 	while ((c = getopt_long(argc, argv, "s:j:vqh", opts, NULL)) >= 0) {
-		if ((c == OPT_SEED || c == OPT_CACHE || c == OPT_DELETE) && strcmp(cmd, "extract"))
-			return cafs_usage_error(cmd, "--seed, --cache and --delete are for extract");
+		if ((c == OPT_SEED || c == OPT_CACHE || c == OPT_DELETE || c == OPT_OFFLINE) && strcmp(cmd, "extract"))
+			return cafs_usage_error(cmd, "--seed, --cache, --delete and --offline are for extract");
 		switch (c) {
 		case OPT_SEED: {
 			char **n = realloc(a->seeds, (a->n_seeds + 1) * sizeof(char *));
@@ -201,6 +212,9 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 				return e;
 			break;
 		}
+		case OPT_OFFLINE:
+			a->offline = true;
+			break;
 		case OPT_DELETE: {
 			bool del;
 			if (cafs_parse_bool(optarg, &del) < 0)
@@ -238,8 +252,11 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
  * let the core extract it. */
 static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind kind)
 {
+	/* the cache also keeps a URL's index (and reads it back --offline) */
 	struct ca_image_opts io = { .stores = a->stores, .n_stores = a->n_stores,
-	                            .lru_bytes = kind == CA_IMAGE_BLOB_INDEX ? 0 : CA_ARCHIVE_READER_LRU };
+	                            .lru_bytes = kind == CA_IMAGE_BLOB_INDEX ? 0 : CA_ARCHIVE_READER_LRU,
+	                            .cache_mode = a->cache ? CA_CACHE_DIR : CA_CACHE_NONE, .cache_dir = a->cache,
+	                            .offline = a->offline };
 	struct ca_image *im = NULL;
 	struct cafs_progress prog = { .label = "extract" };
 	cafs_trusted_keys_apply(&a->trusted, &io);

@@ -21,6 +21,7 @@
 #include "digest.h"
 #include "idset.h"
 #include "index.h"
+#include "index_cache.h"
 #include "interrupt.h"
 #include "log.h"
 #include "progress.h"
@@ -85,6 +86,20 @@ static int fill_source(const struct source *s, char **stores, size_t n_stores, c
 	r = ca_cache_fill_run(s->plan, src, o, st);
 out:
 	ca_chunksrc_free(src);
+	return r;
+}
+
+/* The index, kept in the cache by URL with its metadata sidecar, so that
+ * an offline open by URL finds both there (index_cache.h). */
+/* The index, kept in the cache by URL with its sidecar (and their
+ * signatures) for a later --offline. */
+static int open_kept(const char *name, const struct ca_image_opts *io, struct ca_index **ret)
+{
+	struct ca_sidecar *sc = NULL;
+	int r = ca_source_open_index(name, io, ret);
+	if (r == 0 && ca_location_image_kind(name) == CA_IMAGE_ARCHIVE_INDEX)
+		r = ca_source_open_sidecar(name, *ret, io, &sc);
+	ca_sidecar_free(sc);
 	return r;
 }
 
@@ -191,10 +206,13 @@ int cafs_cache_fill(int argc, char **argv)
 		ca_log_error_errno(ENOMEM, "cache");
 		goto out;
 	}
+	/* the cache keeps each URL's index and sidecar too, for --offline */
+	io.cache_mode = CA_CACHE_DIR;
+	io.cache_dir = dir;
+	cafs_trusted_keys_apply(&tk, &io);
 	for (size_t i = 0; i < n_sources; i++) {
 		sources[i].name = argv[optind + i];
-		cafs_trusted_keys_apply(&tk, &io);
-		if (ca_source_open_index(sources[i].name, &io, &sources[i].idx) < 0)
+		if (open_kept(sources[i].name, &io, &sources[i].idx) < 0)
 			goto out;
 		k = ca_cache_fill_plan(cache, sources[i].idx, queued, &sources[i].plan, &st);
 		if (k < 0) {

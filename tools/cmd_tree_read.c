@@ -34,6 +34,7 @@
 #include "fdio.h"
 #include "index.h"
 #include "log.h"
+#include "sidecar.h"
 
 /* An opened archive image and its reader (core/archive_reader.h). */
 struct archive {
@@ -42,17 +43,34 @@ struct archive {
 	const char *path; /* as given, for messages */
 };
 
-static int archive_open(struct archive *a, const char *path, char **stores, size_t n_stores,
-                        const struct cafs_trusted_keys *tk, bool no_readahead)
+/* list/mtree --cache and --offline (NULL: no cache) */
+struct cache_args {
+	const char *dir;
+	bool offline;
+};
+
+static int archive_open_cached(struct archive *a, const char *path, char **stores, size_t n_stores,
+                               const struct cafs_trusted_keys *tk, bool no_readahead, const struct cache_args *c)
 {
 	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores, .lru_bytes = CA_ARCHIVE_READER_LRU };
 	cafs_trusted_keys_apply(tk, &io);
+	if (c && c->dir) {
+		io.cache_mode = CA_CACHE_DIR;
+		io.cache_dir = c->dir;
+	}
+	io.offline = c && c->offline;
 	struct ca_archive_reader_opts ro = { .no_readahead = no_readahead };
 	*a = (struct archive){ .path = path };
 	int r = ca_image_open(path, &io, &a->im); /* logs */
 	if (r == 0 && (r = ca_archive_reader_new(a->im, &ro, &a->rd)) < 0)
 		ca_log_error_errno(r, "%s", path);
 	return r;
+}
+
+static int archive_open(struct archive *a, const char *path, char **stores, size_t n_stores,
+                        const struct cafs_trusted_keys *tk, bool no_readahead)
+{
+	return archive_open_cached(a, path, stores, n_stores, tk, no_readahead, NULL);
 }
 
 static void archive_close(struct archive *a)
@@ -286,12 +304,23 @@ out:
 
 struct ra_walk {
 	struct archive *a;
-	struct ca_catar_ra *ra;
+	struct ca_catar_ra *ra;         /* NULL: walking the metadata sidecar */
+	const struct ca_sidecar *sc;
+	struct ca_catar_source src;     /* sidecar walks read payloads here */
 	const struct printer *p;
 	char *path;
 	size_t len, cap;
 	uint8_t *buf;
 };
+
+/* Up to 1 MiB of a file's content at off into w->buf. */
+static ssize_t payload_read(struct ra_walk *w, const struct ca_catar_node *n, uint64_t off)
+{
+	if (w->ra)
+		return ca_catar_ra_read(w->ra, n, w->buf, 1 << 20, off);
+	size_t len = n->payload_size - off < (1u << 20) ? (size_t)(n->payload_size - off) : (1u << 20);
+	return w->src.read(w->src.userdata, w->buf, len, n->payload_offset + off);
+}
 
 static int ra_print(struct ra_walk *w, const struct ca_catar_node *n)
 {
@@ -302,7 +331,7 @@ static int ra_print(struct ra_walk *w, const struct ca_catar_node *n)
 	}
 	uint64_t off = 0;
 	while (off < n->payload_size) {
-		ssize_t k = ca_catar_ra_read(w->ra, n, w->buf, 1 << 20, off);
+		ssize_t k = payload_read(w, n, off);
 		if (k <= 0) {
 			putchar('\n');
 			return k < 0 ? (int)k : -EBADMSG;
@@ -430,6 +459,54 @@ out:
 	return r;
 }
 
+/* ---- list/mtree from the metadata sidecar: no chunk but mtree's payloads ---- */
+
+static int sc_walk_dir(struct ra_walk *w, size_t dir, unsigned depth)
+{
+	int r = 0;
+	if (depth > CA_CATAR_DEPTH_MAX)
+		return -EBADMSG;
+	for (size_t i = 0; r == 0 && i < ca_sidecar_n_children(w->sc, dir); i++) {
+		size_t c = ca_sidecar_child(w->sc, dir, i), saved = w->len;
+		struct ca_catar_node cn;
+		ca_sidecar_node(w->sc, c, &cn);
+		r = path_push(w, cn.name);
+		if (r == 0)
+			r = ra_print(w, &cn);
+		if (r == 0 && S_ISDIR(cn.mode) && !w->p->flat)
+			r = sc_walk_dir(w, c, depth + 1);
+		w->len = saved;
+		w->path[w->len] = 0;
+	}
+	return r;
+}
+
+static int walk_sidecar(struct archive *a, const struct printer *p, const char *sub)
+{
+	struct ra_walk w = { .a = a, .p = p, .sc = ca_image_sidecar(a->im) };
+	struct ca_catar_node n;
+	size_t i;
+	ca_archive_reader_random(a->rd, &w.src);
+	int r = ca_sidecar_lookup_path(w.sc, sub, &i);
+	if (r == -ENOENT || r == -ENOTDIR || r == -EINVAL) {
+		ca_log_error("%s: %s: not in the archive", a->path, sub);
+		return r;
+	}
+	w.buf = malloc(1 << 20);
+	r = w.buf ? path_set(&w, sub) : -ENOMEM;
+	if (r == 0) {
+		ca_sidecar_node(w.sc, i, &n);
+		r = ra_print(&w, &n);
+	}
+	if (r == 0 && S_ISDIR(n.mode))
+		r = sc_walk_dir(&w, i, 0);
+	if (r < 0)
+		report(a, r, w.path);
+	free(w.buf);
+	free(w.path);
+	return r;
+}
+
 static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -437,6 +514,8 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 		{ "long", no_argument, NULL, 'l' },
 		{ "recursive", required_argument, NULL, 'R' },
 		CAFS_TRUSTED_KEY_OPTION,
+		{ "cache", required_argument, NULL, 'C' },
+		{ "offline", no_argument, NULL, 'O' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -444,6 +523,7 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 	};
 	struct printer p = { .mtree = mtree };
 	struct cafs_trusted_keys tk = { 0 };
+	struct cache_args ca = { 0 };
 	char **stores = NULL;
 	size_t n_stores = 0;
 	int c, r, verbosity = 0;
@@ -464,6 +544,12 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 		}
 		case 'l':
 			p.long_format = true;
+			break;
+		case 'C':
+			ca.dir = optarg;
+			break;
+		case 'O':
+			ca.offline = true;
 			break;
 		case 'R':
 			/* list only: mtree has no such option (casync ignores it there) */
@@ -499,12 +585,14 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 		goto out;
 	}
 	/* list skips payloads: fetching them ahead would be waste */
-	r = archive_open(&a, in, stores, n_stores, &tk, !mtree);
+	r = archive_open_cached(&a, in, stores, n_stores, &tk, !mtree, &ca);
 	if (r == 0 && mtree)
 		/* casync hashes contents with the archive's digest, and labels
 		 * the field with its own default (sha512256digest) regardless */
 		r = ca_digest_new(ca_digest_type_from_flags(ca_image_feature_flags(a.im)), &p.digest);
-	if (r == 0)
+	if (r == 0 && ca_image_sidecar(a.im))
+		r = walk_sidecar(&a, &p, sub ? sub : "");
+	else if (r == 0)
 		r = sub ? walk_subtree(&a, &p, sub) : walk_stream(&a, &p);
 	ca_digest_free(p.digest);
 	archive_close(&a);

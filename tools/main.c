@@ -32,6 +32,7 @@ static const struct cafs_command commands[] = {
 	  "      --exclude-nodump=no include files and directories marked chattr +d\n"
 	  "      --exclude-submounts=yes  leave out other filesystems mounted below INPUT\n"
 	  "      --exclude-file=no   ignore .caexclude files\n"
+	  "      --meta=no           .caidx: no metadata sidecar OUT.cameta beside it\n"
 	  "  -j, --threads=N         worker threads (default: number of CPUs)\n"
 	  "Prints the digest of the whole stream, as casync make does.\n" },
 	{ "extract", cafs_cmd_extract, "extract [OPTIONS] IN.caibx|IN.caidx|IN.catar OUT [PATH]",
@@ -44,7 +45,8 @@ static const struct cafs_command commands[] = {
 	  "      --cache=DIR         keep the chunks fetched in this chunk cache, and use it\n"
 	  "      --delete=no         archives: keep what OUT has that the archive does not\n"
 	  "      --trusted-key=FILE  only an index signed by this minisign key (repeatable;\n"
-	  "                          see SECURITY in cafs(1))\n" },
+	  "                          see SECURITY in cafs(1))\n"
+	  "      --offline           only the --cache (and the index kept there for a URL)\n" },
 	{ "digest", cafs_cmd_digest, "digest [OPTIONS] FILE|DIR|INDEX|ARCHIVE",
 	  "  -s, --store=DIR|URL     chunk store for an index (repeatable; default: default.castr\n"
 	  "                          beside it)\n"
@@ -121,13 +123,24 @@ static const struct cafs_command commands[] = {
 	  "      --recursive=no      only the top (IN's root or PATH) and its entries\n"
 	  "      --trusted-key=FILE  only an index signed by this minisign key (repeatable;\n"
 	  "                          see SECURITY in cafs(1))\n"
+	  "      --cache=DIR         keep fetched chunks and a URL's index here, and use them\n"
+	  "      --offline           only the cache: nothing is downloaded\n"
 	  "Prints 'MODE PATH' per entry, as casync list does. With PATH only that\n"
 	  "subtree, found by random access (only the chunks on the way are read).\n" },
+	{ "meta", cafs_cmd_meta, "meta make [OPTIONS] INDEX.caidx",
+	  "  -s, --store=DIR|URL     chunk store (repeatable; default: default.castr beside INDEX)\n"
+	  "  -o, --output=FILE       where to write it (default: INDEX.caidx.cameta; required\n"
+	  "                          for a remote INDEX)\n"
+	  "Writes the metadata sidecar of an existing archive index (one made by casync or\n"
+	  "desync), read through its store: list, mtree and the mount then need no chunk\n"
+	  "for metadata. cafs make writes one beside every .caidx.\n" },
 	{ "mtree", cafs_cmd_mtree, "mtree [OPTIONS] IN.catar|IN.caidx [PATH]",
 	  "  -s, --store=DIR|URL     chunk store (repeatable; default: default.castr beside IN)\n"
 	  "      --long              accepted, as for list; has no effect (no short form here)\n"
 	  "      --trusted-key=FILE  only an index signed by this minisign key (repeatable;\n"
 	  "                          see SECURITY in cafs(1))\n"
+	  "      --cache=DIR         keep fetched chunks and a URL's index here, and use them\n"
+	  "      --offline           only the cache: nothing is downloaded\n"
 	  "Prints the tree in BSD mtree(5) format, as casync mtree does.\n" },
 };
 

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* index_cache.c - indexes kept by URL, and the sidecar beside an index (see index_cache.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "digest.h"
+#include "fdio.h"
+#include "index_cache.h"
+#include "location.h"
+#include "log.h"
+#include "remote.h"
+#include "source.h"
+#include "trust.h"
+
+/* as source.c: an index is 40 bytes a chunk, so this is a huge image */
+#define INDEX_MAX ((size_t)1 << 30)
+
+char *ca_index_cache_path(const char *cache_dir, const char *url, const char *suffix)
+{
+	struct ca_digest *d;
+	uint8_t h[CA_CHUNK_ID_SIZE];
+	char hex[2 * CA_CHUNK_ID_SIZE + 1], *r = NULL;
+	if (ca_digest_new(CA_DIGEST_SHA256, &d) < 0)
+		return NULL;
+	int k = ca_digest_once(d, url, strlen(url), h);
+	ca_digest_free(d);
+	if (k < 0)
+		return NULL;
+	ca_id_to_hex(h, hex);
+	return asprintf(&r, "%s/indexes/%s%s", cache_dir, hex, suffix) < 0 ? NULL : r;
+}
+
+static const char *index_suffix(const char *source)
+{
+	return ca_location_image_kind(source) == CA_IMAGE_BLOB_INDEX ? ".caibx" : ".caidx";
+}
+
+/* A whole small file into b (at most cap bytes). -ENOENT when missing. */
+static int read_file(const char *path, size_t cap, struct ca_buf *b)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
+	int r = 0;
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (!S_ISREG(st.st_mode))
+		r = -EINVAL;
+	else if ((uint64_t)st.st_size > cap)
+		r = -EFBIG;
+	else
+		r = ca_buf_reserve(b, (size_t)st.st_size + 1, cap + 1);
+	if (r == 0) {
+		ssize_t k = ca_read_full(fd, b->data, (size_t)st.st_size);
+		if (k < 0)
+			r = (int)k;
+		else
+			b->size = (size_t)k;
+	}
+	close(fd);
+	return r;
+}
+
+/* Keep a copy: CACHE/indexes/ (0700) gets the file (0600), atomically. */
+static void keep(const char *cache_dir, const char *url, const char *suffix, const void *data, size_t size)
+{
+	char *dir = NULL, *path = ca_index_cache_path(cache_dir, url, suffix);
+	int r = path && asprintf(&dir, "%s/indexes", cache_dir) >= 0 ? 0 : -ENOMEM;
+	if (r == 0)
+		r = ca_source_mkdir_p(cache_dir);
+	if (r == 0 && mkdir(dir, 0700) < 0 && errno != EEXIST)
+		r = -errno;
+	if (r == 0)
+		r = ca_sidecar_write(path, data, size, 0600);
+	if (r < 0)
+		ca_log_warning_errno(r, "cache %s: cannot keep a copy of the index for offline use", cache_dir);
+	free(dir);
+	free(path);
+}
+
+static void forget(const char *cache_dir, const char *url, const char *suffix)
+{
+	char *path = ca_index_cache_path(cache_dir, url, suffix);
+	if (path)
+		(void)unlink(path);
+	free(path);
+}
+
+/* The signature of the bytes of file `name` (kept under suffix + ".minisig"
+ * for url in the cache): online downloaded (and kept when it verifies),
+ * offline the kept copy. 0 or one line logged and -EKEYREJECTED/-errno. */
+static int check_signature(const char *name, const char *url, const char *suffix, const void *data, size_t size,
+                           const struct ca_http_opts *http, const char *cache_dir, bool offline,
+                           const struct ca_minisign_key *keys, size_t n_keys)
+{
+	struct ca_buf sig = CA_BUF_INIT;
+	char *sig_name = ca_trust_signature_name(name), *kept = NULL;
+	int r = -ENOMEM;
+	if (!sig_name || asprintf(&kept, "%s.minisig", suffix) < 0) {
+		kept = NULL;
+		goto out;
+	}
+	if (ca_location_kind(name) != CA_LOCATION_HTTP) {
+		r = ca_trust_read_file(ca_location_path(sig_name), CA_MINISIGN_SIG_FILE_MAX, &sig);
+	} else if (offline) {
+		char *path = cache_dir ? ca_index_cache_path(cache_dir, url, kept) : NULL;
+		r = path ? read_file(path, CA_MINISIGN_SIG_FILE_MAX, &sig) : -ENOENT;
+		free(path);
+	} else {
+		r = ca_remote_get_file(sig_name, CA_MINISIGN_SIG_FILE_MAX, http, &sig);
+	}
+	if (r == -ENOENT) {
+		ca_log_error("%s: refused: not signed (no %s)", name, sig_name);
+		r = -EKEYREJECTED;
+	} else if (r == -EFBIG || r == -EINVAL || r == -EISDIR) {
+		ca_log_error("%s: refused: its signature is not a minisign signature", name);
+		r = -EKEYREJECTED;
+	} else if (r < 0) {
+		ca_log_error_errno(r, "%s", sig_name);
+	}
+	if (r == 0)
+		r = ca_trust_check(name, data, size, sig.data, sig.size, keys, n_keys);
+	if (r == 0 && !offline && cache_dir && ca_location_kind(name) == CA_LOCATION_HTTP)
+		keep(cache_dir, url, kept, sig.data, sig.size);
+out:
+	if (r == -ENOMEM)
+		ca_log_error_errno(r, "%s", name);
+	ca_buf_release(&sig);
+	free(sig_name);
+	free(kept);
+	return r;
+}
+
+int ca_index_cache_open(const char *source, const struct ca_http_opts *http, const char *cache_dir, bool offline,
+                        const struct ca_minisign_key *keys, size_t n_keys, struct ca_index **ret)
+{
+	struct ca_buf b = CA_BUF_INIT;
+	struct ca_http_opts ho;
+	int r;
+	if (!http) {
+		ca_source_http_opts(&ho);
+		http = &ho;
+	}
+	if (offline) {
+		char *path = ca_index_cache_path(cache_dir, source, index_suffix(source));
+		r = path ? read_file(path, INDEX_MAX, &b) : -ENOMEM;
+		free(path);
+		if (r == -ENOENT)
+			return ca_log_error_errno(ENOMEDIUM, "%s: offline, and the cache %s has no copy of the index "
+			                          "(run cafs cache fill first)", source, cache_dir);
+		if (r < 0)
+			return ca_log_error_errno(r, "%s: the cached copy of the index", source);
+	} else {
+		r = ca_remote_get_file(source, INDEX_MAX, http, &b);
+		if (r == -ENOENT)
+			return ca_log_error("%s: not found on the server", source), r;
+		if (r < 0)
+			return ca_log_error_errno(r, "%s", source);
+	}
+	/* the copy kept is one that verified, and is checked again when used */
+	if (n_keys) {
+		r = check_signature(source, source, index_suffix(source), b.data, b.size, http, cache_dir, offline, keys,
+		                    n_keys);
+		if (r < 0) {
+			ca_buf_release(&b);
+			return r;
+		}
+	}
+	if (!offline)
+		keep(cache_dir, source, index_suffix(source), b.data, b.size);
+	r = ca_index_adopt(b.data, b.size, ret); /* takes b.data */
+	if (r == -EBADMSG)
+		return ca_log_error_errno(r, "%s: not a valid casync index", source);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", source);
+	return 0;
+}
+
+/* The sidecar's bytes: the local file beside the index, the URL (its copy
+ * kept in the cache), or offline the cached copy. -ENOENT: there is none
+ * (not an error). This is the one function that brings a sidecar's bytes
+ * in: a signature check of X.cameta.minisig belongs right after it. */
+static int sidecar_bytes(const char *source, const struct ca_http_opts *http, const char *cache_dir, bool offline,
+                         struct ca_buf *ret, char **ret_name)
+{
+	struct ca_http_opts ho;
+	int r;
+	*ret_name = ca_sidecar_name_for(source);
+	if (!*ret_name)
+		return -ENOMEM;
+	if (ca_location_kind(source) == CA_LOCATION_PATH) {
+		const char *path = ca_location_path(*ret_name);
+		r = read_file(path, CA_SIDECAR_FILE_MAX, ret);
+		if (r < 0 && r != -ENOENT)
+			ca_log_warning_errno(r, "%s: ignoring the metadata sidecar", path);
+		return r;
+	}
+	if (offline) {
+		char *path = cache_dir ? ca_index_cache_path(cache_dir, source, ".caidx" CA_SIDECAR_SUFFIX) : NULL;
+		r = path ? read_file(path, CA_SIDECAR_FILE_MAX, ret) : -ENOENT;
+		free(path);
+		return r;
+	}
+	if (!http) {
+		ca_source_http_opts(&ho);
+		http = &ho;
+	}
+	r = ca_remote_get_file(*ret_name, CA_SIDECAR_FILE_MAX, http, ret);
+	if (r == -ENOENT) {
+		if (cache_dir) /* the server has none now: neither do we */
+			forget(cache_dir, source, ".caidx" CA_SIDECAR_SUFFIX);
+		return r;
+	}
+	if (r < 0) {
+		ca_log_warning_errno(r, "%s: ignoring the metadata sidecar", *ret_name);
+		return -ENOENT;
+	}
+	if (cache_dir)
+		keep(cache_dir, source, ".caidx" CA_SIDECAR_SUFFIX, ret->data, ret->size);
+	return 0;
+}
+
+int ca_index_cache_sidecar(const char *source, const struct ca_index *idx, const struct ca_http_opts *http,
+                           const char *cache_dir, bool offline, const struct ca_minisign_key *keys, size_t n_keys,
+                           struct ca_sidecar **ret)
+{
+	struct ca_buf b = CA_BUF_INIT;
+	char *name = NULL;
+	uint8_t digest[CA_CHUNK_ID_SIZE];
+	size_t isize;
+	const void *ibytes = ca_index_data(idx, &isize);
+	*ret = NULL;
+	int r = sidecar_bytes(source, http, cache_dir, offline, &b, &name);
+	/* trusted like the index: a sidecar that does not verify is not used
+	 * (the archive, covered by the index's signature, is walked instead) */
+	if (r == 0 && n_keys &&
+	    check_signature(name, source, ".caidx" CA_SIDECAR_SUFFIX, b.data, b.size, http, cache_dir, offline, keys,
+	                    n_keys) < 0) {
+		ca_log_warning("%s: not used (walking the archive instead)", name);
+		r = -ENOENT;
+	}
+	if (r == 0)
+		r = ca_sidecar_index_digest(ibytes, isize, digest);
+	if (r == 0)
+		r = ca_sidecar_parse(b.data, b.size, digest, ca_index_blob_size(idx), ret);
+	if (r == 0 && ca_sidecar_feature_flags(*ret) != ca_index_feature_flags(idx)) {
+		ca_sidecar_free(*ret);
+		*ret = NULL;
+		r = -ESTALE;
+	}
+	if (r == -ESTALE)
+		ca_log_warning("%s: belongs to another index: ignored (walking the archive instead)", name);
+	else if (r == -EBADMSG)
+		ca_log_warning("%s: not a valid metadata sidecar: ignored (walking the archive instead)", name);
+	ca_buf_release(&b);
+	free(name);
+	return r == -ENOMEM ? ca_log_error_errno(r, "%s", source) : 0;
+}
+
+int ca_index_cache_make_sidecar(struct ca_image *im, const char *out)
+{
+	struct ca_catar_source src;
+	struct ca_buf b = CA_BUF_INIT;
+	uint8_t digest[CA_CHUNK_ID_SIZE];
+	size_t isize;
+	const struct ca_index *idx = ca_image_index(im);
+	if (!idx || ca_image_kind(im) != CA_IMAGE_ARCHIVE_INDEX)
+		return ca_log_error_errno(EINVAL, "%s: a metadata sidecar is for a .caidx", ca_image_name(im));
+	const void *bytes = ca_index_data(idx, &isize);
+	int r = ca_sidecar_index_digest(bytes, isize, digest);
+	ca_image_archive_source(im, &src);
+	if (r == 0)
+		r = ca_sidecar_build(&src, digest, &b);
+	if (r < 0) {
+		if (r == -EBADMSG)
+			ca_log_error("%s: not a valid archive", ca_image_name(im));
+		else
+			ca_image_log_read_error(im, r, 0, 0);
+		goto out;
+	}
+	r = ca_sidecar_write(out, b.data, b.size, 0644);
+	if (r < 0)
+		ca_log_error_errno(r, "%s", out);
+out:
+	ca_buf_release(&b);
+	return r;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * index_cache.h - what sits beside an index, and the indexes a cache
+ * keeps by URL for offline use.
+ *
+ * The cache keeps every index it was used with by URL:
+ *     CACHE/indexes/<SHA-256 hex of the URL as given>.caidx (or .caibx)
+ *     CACHE/indexes/<same>.caidx.cameta       the metadata sidecar, if any
+ * directory 0700, files 0600 (the URL may carry secrets; its hash does
+ * not). Online, the index is always downloaded and the copy replaced (an
+ * index is small next to its chunks, and a server's newer index must win
+ * without trusting clocks or ETags); offline, the copy is used, and its
+ * absence is an error that says to run `cafs cache fill` first.
+ *
+ * The metadata sidecar (sidecar.h) of an index X is X.cameta: a local
+ * file beside it, or the URL with ".cameta" before its query, fetched
+ * with the same HTTP settings (404: no sidecar, silently; another error:
+ * one warning). A sidecar that belongs to another index or does not parse
+ * is ignored with one warning; the caller then walks the archive.
+ *
+ * All functions log their errors (one line) and return 0 or a negative
+ * errno.
+ */
+#ifndef CA_INDEX_CACHE_H
+#define CA_INDEX_CACHE_H
+
+#include <stdbool.h>
+
+#include "http.h"
+#include "index.h"
+#include "minisign.h"
+#include "sidecar.h"
+
+/* CACHE/indexes/<sha256 of url><suffix>, malloc'd (NULL: ENOMEM). */
+char *ca_index_cache_path(const char *cache_dir, const char *url, const char *suffix);
+
+/* The index at URL source, kept in cache_dir: online, download it and
+ * keep a copy; offline, the copy (-ENOMEDIUM when none). With trusted
+ * keys (n_keys > 0), the bytes must verify against source's signature
+ * (downloaded and kept beside the copy; offline, the kept one) before they
+ * are kept or parsed: -EKEYREJECTED otherwise. (Paths, and URLs without a
+ * cache, are ca_source_open_index's.) */
+int ca_index_cache_open(const char *source, const struct ca_http_opts *http, const char *cache_dir, bool offline,
+                        const struct ca_minisign_key *keys, size_t n_keys, struct ca_index **ret);
+
+/* The sidecar of index idx (opened from source), or *ret = NULL when it
+ * has none, or none that can be trusted (said once): with trusted keys,
+ * one without a valid signature (X.cameta.minisig) by one of them is not
+ * used. Errors only for ENOMEM. cache_dir (may be NULL) and offline as for
+ * ca_index_cache_open. */
+int ca_index_cache_sidecar(const char *source, const struct ca_index *idx, const struct ca_http_opts *http,
+                           const char *cache_dir, bool offline, const struct ca_minisign_key *keys, size_t n_keys,
+                           struct ca_sidecar **ret);
+
+/* Make the sidecar of an opened .caidx image by walking its archive
+ * through its chunk source (an image made by casync or desync), and write
+ * it to out (atomically; mode 0644). */
+struct ca_image;
+int ca_index_cache_make_sidecar(struct ca_image *im, const char *out);
+
+#endif
