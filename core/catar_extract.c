@@ -650,6 +650,8 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 	}
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	x.n_threads = ncpu < 2 ? 0 : ncpu > (long)POOL_THREADS_MAX ? POOL_THREADS_MAX : (unsigned)ncpu;
+	x.policy = (struct ca_xattr_policy){ .trusted = x.as_root, .selinux = ca_xattr_host_selinux(),
+		                             .overlay = x.o->overlay_xattrs };
 	x.buf = malloc(COPY_BLOCK);
 	if (!x.buf)
 		return ca_log_error_errno(ENOMEM, "%s", dest);
@@ -713,6 +715,10 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 	}
 	if (x.dest_parent_fd >= 0)
 		close(x.dest_parent_fd);
+	if (r >= 0)
+		ca_ex_report_skipped(&x);
+	for (size_t i = 0; i < EX_SKIP_NAMES; i++)
+		free(x.skip_names[i]);
 	free(x.dirs);
 	free(x.buf);
 	return r < 0 ? r : 0;

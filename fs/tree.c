@@ -168,17 +168,20 @@ int cafs_tree_readdir(struct cafs_fs *fs, struct cafs_dirh *dh, uint64_t from, b
 	return 0;
 }
 
-int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, char *buf, size_t size, size_t *ret_len)
+int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, bool trusted, char *buf, size_t size,
+                        size_t *ret_len)
 {
-	(void)fs;
-	return ca_catar_node_listxattr(n->cn, buf, size, ret_len);
+	struct ca_xattr_policy p = fs->xattrs;
+	p.trusted = trusted;
+	return ca_catar_node_listxattr(n->cn, &p, buf, size, ret_len);
 }
 
-int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, const char *name, char *buf, size_t size,
-                       size_t *ret_len)
+int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, bool trusted, const char *name, char *buf,
+                       size_t size, size_t *ret_len)
 {
-	(void)fs;
-	return ca_catar_node_getxattr(n->cn, name, buf, size, ret_len);
+	struct ca_xattr_policy p = fs->xattrs;
+	p.trusted = trusted;
+	return ca_catar_node_getxattr(n->cn, &p, name, buf, size, ret_len);
 }
 
 unsigned cafs_tree_chattr(const struct cafs_node *n)

@@ -87,6 +87,7 @@ struct cafs_extract_args {
 	size_t n_seeds;
 	const char *cache; /* --cache: keep fetched chunks in this store */
 	bool no_delete;    /* --delete=no: keep entries of OUT the archive does not have */
+	bool overlay_xattrs; /* --overlay-xattrs: apply trusted.overlay.* / user.overlay.* too */
 };
 
 /* cache_seed.c: extract --cache and --seed. Makes a->cache (or, for seeds

@@ -42,7 +42,9 @@ static const struct cafs_command commands[] = {
 	  "      --seed=PATH         take chunks from this local file, device, .catar or index\n"
 	  "                          first (repeatable)\n"
 	  "      --cache=DIR         keep the chunks fetched in this chunk cache, and use it\n"
-	  "      --delete=no         archives: keep what OUT has that the archive does not\n" },
+	  "      --delete=no         archives: keep what OUT has that the archive does not\n"
+	  "      --overlay-xattrs    archives: apply trusted.overlay.* and user.overlay.* too\n"
+	  "                          (overlayfs instructions; man cafs: SECURITY)\n" },
 	{ "digest", cafs_cmd_digest, "digest [OPTIONS] FILE|DIR|INDEX|ARCHIVE",
 	  "  -s, --store=DIR|URL     chunk store for an index (repeatable; default: default.castr\n"
 	  "                          beside it)\n"
@@ -67,7 +69,7 @@ static const struct cafs_command commands[] = {
 	  "                       (default: they are dropped)\n"
 	  "  -o, --options=OPT[,OPT...]  FUSE mount options (allow_other, ...), and\n"
 	  "                       store=, cache=, offline, no_cache, lru_size=, threads=,\n"
-	  "                       log=; defaults, rw, ro, auto, noauto, user, users,\n"
+	  "                       log=, overlay_xattrs; defaults, rw, ro, auto, noauto, user, users,\n"
 	  "                       nouser, nofail, _netdev, x-*, comment= are ignored\n"
 	  "A .caibx shows as one file named after it; .caidx and .catar show the tree.\n"
 	  "Also: mount.cafs SOURCE DIR -o OPTS; mount -t fuse.cafs SOURCE DIR.\n" },
