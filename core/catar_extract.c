@@ -87,13 +87,16 @@ static void unpin(int fd)
 	}
 }
 
-/* The same for a non-directory name in dfd (only regular files get flags). */
+/* The same for a regular file name in dfd (only those and directories get
+ * flags; opening a device node could have side effects). */
 static bool unpin_at(int dfd, const char *name)
 {
+	struct stat st;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		return false;
 	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
-	struct stat st;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 		unpin(fd);
 	close(fd);

@@ -555,25 +555,6 @@ static int gather_projid(struct gather *g)
 	return 0;
 }
 
-/* mtime as the ENTRY stores it: signed nanoseconds in the u64 (two's
- * complement before 1970, as casync writes them), floored to the
- * granularity. Signed arithmetic, so that the floor of a time before 1970
- * is still a multiple of it when read back (casync floors the u64, which
- * puts such a time off by 2^64 mod granularity); times outside what an
- * int64 of ns holds (before 1677, after 2262) are clamped, since a
- * reader could not tell them from the other end of the range. */
-static uint64_t mtime_ns(const struct timespec *ts, int64_t g)
-{
-	int64_t ns;
-	if (__builtin_mul_overflow((int64_t)ts->tv_sec, INT64_C(1000000000), &ns) ||
-	    __builtin_add_overflow(ns, (int64_t)ts->tv_nsec, &ns))
-		ns = ts->tv_sec < 0 ? INT64_MIN : INT64_MAX;
-	if (ns < INT64_MIN + g) /* its floor would not fit */
-		ns += g;
-	int64_t rem = ns % g;
-	return (uint64_t)(ns - (rem < 0 ? rem + g : rem));
-}
-
 /* The ENTRY fields (owner ids, flags, mode, mtime) and the owner names. */
 static int gather_entry(struct gather *g)
 {
@@ -612,8 +593,10 @@ static int gather_entry(struct gather *g)
 		i->flags |= ((g->subvol ? CA_FORMAT_WITH_SUBVOLUME : 0) |
 		             (g->subvol_ro ? CA_FORMAT_WITH_SUBVOLUME_RO : 0)) & f;
 	i->mode = fixup_mode(f, st->st_mode);
-	if (c->time_granularity != UINT64_MAX)
-		i->mtime = mtime_ns(&st->st_mtim, (int64_t)c->time_granularity);
+	if (c->time_granularity != UINT64_MAX) {
+		i->mtime = (uint64_t)st->st_mtim.tv_sec * UINT64_C(1000000000) + (uint64_t)st->st_mtim.tv_nsec;
+		i->mtime = i->mtime / c->time_granularity * c->time_granularity;
+	}
 	return 0;
 }
 

@@ -98,23 +98,18 @@ static bool valid_id(uint64_t f, uint64_t id)
 }
 
 /* t is signed ns (before 1970 negative, so -1 ns is all ones: casync's
- * reader refuses that one, though its writer makes it). A multiple of the
- * granularity as a signed count (what cafs writes) or as a u64 (casync
- * floors the u64 even before 1970). */
+ * reader refuses that one, though its writer makes it). */
 static bool valid_mtime(uint64_t f, uint64_t t)
 {
-	uint64_t g;
 	if (f & CA_FORMAT_WITH_NSEC_TIME)
 		return true;
 	if (f & CA_FORMAT_WITH_USEC_TIME)
-		g = UINT64_C(1000);
-	else if (f & CA_FORMAT_WITH_SEC_TIME)
-		g = UINT64_C(1000000000);
-	else if (f & CA_FORMAT_WITH_2SEC_TIME)
-		g = UINT64_C(2000000000);
-	else
-		return t == 0;
-	return t % g == 0 || (int64_t)t % (int64_t)g == 0;
+		return t % UINT64_C(1000) == 0;
+	if (f & CA_FORMAT_WITH_SEC_TIME)
+		return t % UINT64_C(1000000000) == 0;
+	if (f & CA_FORMAT_WITH_2SEC_TIME)
+		return t % UINT64_C(2000000000) == 0;
+	return t == 0;
 }
 
 /* A NUL-terminated string filling exactly n bytes (NUL included), no
