@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "catar_extract_int.h"
 #include "feature.h"
 #include "log.h"
+#include "xattr_policy.h"
 
 int ca_ex_fail(struct ex *x, int r, const char *path)
 {
@@ -90,27 +92,67 @@ static int apply_acls(struct ex *x, const struct ca_catar_node *n, int fd, const
 	return r;
 }
 
+/* One attribute the policy refused: a debug line, counted for the one
+ * warning at the end (ca_ex_report_skipped). */
+static void skip_xattr(struct ex *x, const char *name, const char *why)
+{
+	const char *path = ca_catar_dec_path(x->dec);
+	ca_log_debug("%s%s%s: extended attribute %s skipped: %s", x->dest, *path ? "/" : "", path, name, why);
+	x->xattr_skipped++;
+	size_t i = 0;
+	while (i < EX_SKIP_NAMES && x->skip_names[i] && strcmp(x->skip_names[i], name))
+		i++;
+	if (i < EX_SKIP_NAMES && !x->skip_names[i])
+		x->skip_names[i] = strdup(name); /* NULL (no memory) only shortens the message */
+	else if (i == EX_SKIP_NAMES)
+		x->skip_more = true;
+}
+
+void ca_ex_report_skipped(struct ex *x)
+{
+	char list[512] = "";
+	size_t len = 0;
+	if (!x->xattr_skipped)
+		return;
+	for (size_t i = 0; i < EX_SKIP_NAMES && x->skip_names[i] && len < sizeof(list); i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", x->skip_names[i]);
+	ca_log_warning("%" PRIu64 " extended attribute%s skipped by policy: %s%s (man cafs: SECURITY)", x->xattr_skipped,
+	               x->xattr_skipped == 1 ? "" : "s", list, x->skip_more ? ", ..." : "");
+}
+
+static int set_one(int fd, const char *ppath, const char *name, const void *v, size_t size)
+{
+	return (fd >= 0 ? fsetxattr(fd, name, v, size, 0) : lsetxattr(ppath, name, v, size, 0)) < 0 ? -errno : 0;
+}
+
+/* The generic records and the SELinux label, as far as the policy allows. */
 static int apply_xattrs(struct ex *x, const struct ca_catar_node *n, int fd, const char *ppath)
 {
 	struct ca_catar_xattr xa;
 	size_t cur = 0;
+	const char *why;
 	while (ca_catar_node_next_xattr(n, &cur, &xa)) {
-		int k = fd >= 0 ? fsetxattr(fd, xa.name, xa.value, xa.size, 0)
-		                : lsetxattr(ppath, xa.name, xa.value, xa.size, 0);
-		if (k < 0) {
-			if (errno == ENOTSUP || errno == EPERM) {
-				ca_ex_warn_once(&x->warned_xattr, errno, "extended attributes");
-				continue;
-			}
-			return -errno;
+		if ((why = ca_xattr_policy_refuses(&x->policy, n->feature_flags, CA_XATTR_RECORD, xa.name))) {
+			skip_xattr(x, xa.name, why);
+			continue;
 		}
-	}
-	if (n->selinux) {
-		int k = fd >= 0 ? fsetxattr(fd, "security.selinux", n->selinux, strlen(n->selinux) + 1, 0)
-		                : lsetxattr(ppath, "security.selinux", n->selinux, strlen(n->selinux) + 1, 0);
+		int k = set_one(fd, ppath, xa.name, xa.value, xa.size);
+		if (k == -ENOTSUP || k == -EPERM) {
+			ca_ex_warn_once(&x->warned_xattr, -k, "extended attributes");
+			continue;
+		}
 		if (k < 0)
-			ca_ex_warn_once(&x->warned_selinux, errno, "SELinux labels");
+			return k;
 	}
+	if (!n->selinux)
+		return 0;
+	if ((why = ca_xattr_policy_refuses(&x->policy, n->feature_flags, CA_XATTR_SELINUX, "security.selinux"))) {
+		skip_xattr(x, "security.selinux", why);
+		return 0;
+	}
+	int k = set_one(fd, ppath, "security.selinux", n->selinux, strlen(n->selinux) + 1);
+	if (k < 0)
+		ca_ex_warn_once(&x->warned_selinux, -k, "SELinux labels");
 	return 0;
 }
 
@@ -198,7 +240,7 @@ int ca_ex_apply_meta(struct ex *x, const struct ca_catar_node *n, int fd, int df
 		if (r < 0)
 			return r;
 	}
-	if (n->fcaps) {
+	if (n->fcaps && !ca_xattr_policy_refuses(&x->policy, n->feature_flags, CA_XATTR_FCAPS, "security.capability")) {
 		int k = fd >= 0 ? fsetxattr(fd, "security.capability", n->fcaps, n->fcaps_size, 0) : -1;
 		if (k < 0)
 			ca_ex_warn_once(&x->warned_xattr, errno, "file capabilities");

@@ -40,9 +40,11 @@ void ca_catar_node_stat(const struct ca_catar_node *n, struct stat *st)
 }
 
 /* The attributes a node shows: its user.* / trusted.* records, the file
- * capability and the SELinux label, and its ACLs, under their kernel names. */
+ * capability and the SELinux label, and its ACLs, under their kernel names,
+ * those a policy refuses left out. */
 struct xattr_walk {
 	const struct ca_catar_node *cn;
+	const struct ca_xattr_policy *policy; /* NULL: all */
 	size_t cursor;
 	int stage;
 	uint8_t *acl; /* the ACL value last returned (owned) */
@@ -65,16 +67,18 @@ static bool acl_next(struct xattr_walk *w, bool dflt, struct ca_catar_xattr *ret
 	return true;
 }
 
-static bool xattr_next(struct xattr_walk *w, struct ca_catar_xattr *ret)
+static bool xattr_next_any(struct xattr_walk *w, struct ca_catar_xattr *ret, enum ca_xattr_source *src)
 {
 	switch (w->stage) {
 	case 0:
+		*src = CA_XATTR_RECORD;
 		if (ca_catar_node_next_xattr(w->cn, &w->cursor, ret))
 			return true;
 		w->stage = 1;
 		/* fall through */
 	case 1:
 		w->stage = 2;
+		*src = CA_XATTR_FCAPS;
 		if (w->cn->fcaps) {
 			*ret = (struct ca_catar_xattr){ "security.capability", w->cn->fcaps, w->cn->fcaps_size };
 			return true;
@@ -82,6 +86,7 @@ static bool xattr_next(struct xattr_walk *w, struct ca_catar_xattr *ret)
 		/* fall through */
 	case 2:
 		w->stage = 3;
+		*src = CA_XATTR_SELINUX;
 		if (w->cn->selinux) {
 			*ret = (struct ca_catar_xattr){ "security.selinux", (const uint8_t *)w->cn->selinux,
 				                        strlen(w->cn->selinux) + 1 };
@@ -90,17 +95,29 @@ static bool xattr_next(struct xattr_walk *w, struct ca_catar_xattr *ret)
 		/* fall through */
 	case 3:
 		w->stage = 4;
+		*src = CA_XATTR_ACL;
 		if (acl_next(w, false, ret))
 			return true;
 		/* fall through */
 	case 4:
 		w->stage = 5;
+		*src = CA_XATTR_ACL;
 		if (w->err == 0 && acl_next(w, true, ret))
 			return true;
 		/* fall through */
 	default:
 		return false;
 	}
+}
+
+/* The next attribute the policy allows (all without one). */
+static bool xattr_next(struct xattr_walk *w, struct ca_catar_xattr *ret)
+{
+	enum ca_xattr_source src;
+	while (xattr_next_any(w, ret, &src))
+		if (!w->policy || !ca_xattr_policy_refuses(w->policy, w->cn->feature_flags, src, ret->name))
+			return true;
+	return false;
 }
 
 static int xattr_walk_done(struct xattr_walk *w)
@@ -111,9 +128,10 @@ static int xattr_walk_done(struct xattr_walk *w)
 }
 
 
-int ca_catar_node_listxattr(const struct ca_catar_node *n, char *buf, size_t size, size_t *ret_len)
+int ca_catar_node_listxattr(const struct ca_catar_node *n, const struct ca_xattr_policy *p, char *buf, size_t size,
+                            size_t *ret_len)
 {
-	struct xattr_walk w = { .cn = n };
+	struct xattr_walk w = { .cn = n, .policy = p };
 	struct ca_catar_xattr x;
 	size_t len = 0;
 	while (xattr_next(&w, &x)) {
@@ -131,10 +149,10 @@ int ca_catar_node_listxattr(const struct ca_catar_node *n, char *buf, size_t siz
 	return xattr_walk_done(&w);
 }
 
-int ca_catar_node_getxattr(const struct ca_catar_node *n, const char *name, void *buf, size_t size,
-                           size_t *ret_len)
+int ca_catar_node_getxattr(const struct ca_catar_node *n, const struct ca_xattr_policy *p, const char *name,
+                           void *buf, size_t size, size_t *ret_len)
 {
-	struct xattr_walk w = { .cn = n };
+	struct xattr_walk w = { .cn = n, .policy = p };
 	struct ca_catar_xattr x;
 	int r = -ENODATA;
 	while (xattr_next(&w, &x)) {

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "catar_node.h"
+#include "xattr_policy.h"
 
 /* st_ino = entry offset + 1 (stable for the archive; the root is 1),
  * mode, owner, size (payload, or the symlink target's length), rdev,
@@ -23,9 +24,12 @@
 void ca_catar_node_stat(const struct ca_catar_node *n, struct stat *st);
 
 /* listxattr(2)/getxattr(2) rules: with size 0 only *ret_len is set;
- * -ERANGE if buf is too small; -ENODATA for a missing name; -ENOMEM. */
-int ca_catar_node_listxattr(const struct ca_catar_node *n, char *buf, size_t size, size_t *ret_len);
-int ca_catar_node_getxattr(const struct ca_catar_node *n, const char *name, void *buf, size_t size,
-                           size_t *ret_len);
+ * -ERANGE if buf is too small; -ENODATA for a missing name; -ENOMEM.
+ * p: only what the policy allows (xattr_policy.h; what is refused is
+ * -ENODATA, as if absent); NULL: all the archive has (to describe it). */
+int ca_catar_node_listxattr(const struct ca_catar_node *n, const struct ca_xattr_policy *p, char *buf, size_t size,
+                            size_t *ret_len);
+int ca_catar_node_getxattr(const struct ca_catar_node *n, const struct ca_xattr_policy *p, const char *name,
+                           void *buf, size_t size, size_t *ret_len);
 
 #endif

@@ -76,25 +76,63 @@ static bool same_mount(int a, int b)
 	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev;
 }
 
-/* Remove name in dfd, recursively, never following symlinks or crossing mounts. */
-static int rm_rf_at(int dfd, const char *name, unsigned depth)
+/* Lift chattr +i / +a from fd: extract may have set them on what it made,
+ * and neither the node nor (for a directory) its entries can go then. */
+static void unpin(int fd)
+{
+	unsigned f;
+	if (ioctl(fd, FS_IOC_GETFLAGS, &f) == 0 && (f & (FS_IMMUTABLE_FL | FS_APPEND_FL))) {
+		f &= ~(unsigned)(FS_IMMUTABLE_FL | FS_APPEND_FL);
+		(void)ioctl(fd, FS_IOC_SETFLAGS, &f);
+	}
+}
+
+/* The same for a regular file name in dfd (only those and directories get
+ * flags; opening a device node could have side effects). */
+static bool unpin_at(int dfd, const char *name)
+{
+	struct stat st;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		unpin(fd);
+	close(fd);
+	return true;
+}
+
+/* Remove name in dfd, recursively, never following symlinks, crossing
+ * mounts or leaving dfd. ours: a tree extract made (its hidden one): the
+ * chattr flags it set are lifted; elsewhere (--delete in DEST) an
+ * immutable file stays, and its error says so. */
+static int rm_rf_at(int dfd, const char *name, unsigned depth, bool ours)
 {
 	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
 		return 0;
-	if (errno != EISDIR && errno != EPERM)
-		return -errno;
+	int e = errno;
+	if (e == EPERM && ours && unpin_at(dfd, name)) {
+		if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+			return 0;
+		e = errno;
+	}
+	if (e != EISDIR && e != EPERM)
+		return -e;
 	if (depth > CA_CATAR_DEPTH_MAX)
 		return -ELOOP;
 	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == EACCES && fchmodat(dfd, name, 0700, 0) == 0) /* one we extracted, mode 0000 say */
 		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) /* not a directory after all: the unlink's error is the one */
+		return errno == ENOTDIR ? -e : -errno;
 	/* never empty something mounted in DEST (bind mounts share st_dev: compare mount ids) */
 	if (!same_mount(dfd, fd)) {
 		close(fd);
 		return -EXDEV;
 	}
+	if (ours)
+		unpin(fd);
 	struct stat st;
 	if (fstat(fd, &st) == 0 && (st.st_mode & 0300) != 0300) /* without write, nothing in it can go */
 		(void)fchmod(fd, (st.st_mode & 07777) | 0700);
@@ -109,7 +147,7 @@ static int rm_rf_at(int dfd, const char *name, unsigned depth)
 	while (r == 0 && (errno = 0, de = readdir(dir))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		r = rm_rf_at(fd, de->d_name, depth + 1);
+		r = rm_rf_at(fd, de->d_name, depth + 1, ours);
 	}
 	if (r == 0 && errno)
 		r = -errno;
@@ -140,7 +178,7 @@ static int clear_dir_at(int dfd, const char *name)
 		return errno == ENOENT ? 0 : -errno;
 	if (!S_ISDIR(st.st_mode))
 		return 0;
-	return rm_rf_at(dfd, name, 0);
+	return rm_rf_at(dfd, name, 0, false);
 }
 
 /* The process umask without changing it (umask() would, for every thread):
@@ -510,7 +548,7 @@ static int delete_extra(struct ex *x, struct dir *d, const char *path)
 	}
 	closedir(dir);
 	for (size_t i = 0; r == 0 && i < extra.n; i++) {
-		r = rm_rf_at(d->fd, extra.v[i], 0);
+		r = rm_rf_at(d->fd, extra.v[i], 0, false);
 		if (r == -EXDEV)
 			ca_log_error("%s/%s%s%s: something is mounted there: not removed", x->dest, path, *path ? "/" : "",
 			             extra.v[i]);
@@ -533,7 +571,7 @@ static void dir_pop(struct ex *x, bool close_fd)
 /* After an error: a hidden directory and all in it go. */
 static void drop_hidden(struct ex *x, const struct dir *d)
 {
-	int r = rm_rf_at(d->parent_fd, d->tmp, 0);
+	int r = rm_rf_at(d->parent_fd, d->tmp, 0, true);
 	if (r < 0)
 		ca_log_warning_errno(r, "cannot remove the partial tree %s (%s)", d->tmp, d->final_name);
 }
@@ -615,6 +653,8 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 	}
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	x.n_threads = ncpu < 2 ? 0 : ncpu > (long)POOL_THREADS_MAX ? POOL_THREADS_MAX : (unsigned)ncpu;
+	x.policy = (struct ca_xattr_policy){ .trusted = x.as_root, .selinux = ca_xattr_host_selinux(),
+		                             .overlay = x.o->overlay_xattrs };
 	x.buf = malloc(COPY_BLOCK);
 	if (!x.buf)
 		return ca_log_error_errno(ENOMEM, "%s", dest);
@@ -678,6 +718,10 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 	}
 	if (x.dest_parent_fd >= 0)
 		close(x.dest_parent_fd);
+	if (r >= 0)
+		ca_ex_report_skipped(&x);
+	for (size_t i = 0; i < EX_SKIP_NAMES; i++)
+		free(x.skip_names[i]);
 	free(x.dirs);
 	free(x.buf);
 	return r < 0 ? r : 0;

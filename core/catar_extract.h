@@ -36,6 +36,9 @@
  * warning), mtime (ns, directories after their children), xattrs, ACLs,
  * fcaps, chattr flags, quota project ids and SELinux label (the last
  * three best effort: one warning when the file system refuses them).
+ * Extended attributes as xattr_policy.h allows (trusted.* when running
+ * as root; overlayfs ones only with overlay_xattrs): the others are
+ * skipped, one debug line each and one warning at the end counting them.
  */
 #ifndef CA_CATAR_EXTRACT_H
 #define CA_CATAR_EXTRACT_H
@@ -47,6 +50,7 @@
 
 struct ca_catar_extract_opts {
 	bool no_delete;           /* keep entries of DEST the archive does not have */
+	bool overlay_xattrs;      /* apply trusted.overlay.* / user.overlay.* too (xattr_policy.h) */
 	const char *archive_name; /* for messages about the archive (default "archive") */
 	/* when non-NULL and it becomes non-zero (a signal handler sets it), the
 	 * extract stops between blocks and fails with -ECANCELED, unlogged; no

@@ -23,6 +23,7 @@
 
 #include "catar_extract.h"
 #include "catar_node.h"
+#include "xattr_policy.h"
 
 /* Worker threads create small plain files while the decoder goes on:
  * creating a file costs far more in the kernel than decoding it. */
@@ -30,6 +31,7 @@
 #define JOB_SIZE_MAX (256u << 10) /* larger files the decoder thread writes itself */
 #define QUEUE_LEN 128u
 #define QUEUE_BYTES (16u << 20)
+#define EX_SKIP_NAMES 4u /* distinct names the warning about skipped xattrs shows */
 
 #define TIME_FLAGS                                                                                       \
 	(CA_FORMAT_WITH_NSEC_TIME | CA_FORMAT_WITH_USEC_TIME | CA_FORMAT_WITH_SEC_TIME | CA_FORMAT_WITH_2SEC_TIME)
@@ -131,6 +133,10 @@ struct ex {
 	gid_t egid;
 	int umask; /* the process's, or -1 when unknown */
 	bool warned_owner, warned_xattr, warned_acl, warned_chattr, warned_selinux, warned_projid;
+	struct ca_xattr_policy policy; /* which of the archive's xattrs are applied */
+	uint64_t xattr_skipped;        /* refused by it */
+	char *skip_names[EX_SKIP_NAMES];
+	bool skip_more;                /* and more names than those */
 	struct dir *dirs;
 	size_t depth, cap;
 	uint8_t *buf;
@@ -148,6 +154,8 @@ struct ex {
 /* Log r for DEST/path (once, in the messages' format); returns r. */
 int ca_ex_fail(struct ex *x, int r, const char *path);
 void ca_ex_warn_once(bool *flag, int r, const char *what);
+/* One warning for the xattrs the policy refused, if any. */
+void ca_ex_report_skipped(struct ex *x);
 void ca_ex_node_times(const struct ca_catar_node *n, struct timespec ts[2]);
 /* Owner, mode, xattrs, ACLs, fcaps, times; the same order for every type
  * (chown clears setuid bits and capabilities, so it goes first). fd is the

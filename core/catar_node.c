@@ -97,10 +97,10 @@ static bool valid_id(uint64_t f, uint64_t id)
 	return id == 0;
 }
 
+/* t is signed ns (before 1970 negative, so -1 ns is all ones: casync's
+ * reader refuses that one, though its writer makes it). */
 static bool valid_mtime(uint64_t f, uint64_t t)
 {
-	if (t == UINT64_MAX)
-		return false;
 	if (f & CA_FORMAT_WITH_NSEC_TIME)
 		return true;
 	if (f & CA_FORMAT_WITH_USEC_TIME)

@@ -74,7 +74,8 @@ static int extract_archive(struct ca_image *im, const char *dest, const struct c
 		ca_archive_reader_report(a, r, NULL);
 		goto out;
 	}
-	struct ca_catar_extract_opts xo = { .archive_name = ca_image_name(im), .no_delete = o->no_delete, .cancel = o->cancel,
+	struct ca_catar_extract_opts xo = { .archive_name = ca_image_name(im), .no_delete = o->no_delete,
+		                            .overlay_xattrs = o->overlay_xattrs, .cancel = o->cancel,
 		                            .progress = o->progress, .progress_userdata = o->progress_userdata };
 	progress_start(o, 0);
 	r = ca_catar_extract(d, dest, &xo); /* the reader explained its own failures */

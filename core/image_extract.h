@@ -43,6 +43,7 @@ struct ca_image_extract_opts {
 	const char *path;
 	unsigned threads; /* a blob's workers (0: one per CPU); archives size their threads by CPU */
 	bool no_delete;   /* archives: keep entries of an existing dest the archive does not have */
+	bool overlay_xattrs; /* archives: apply trusted.overlay.* / user.overlay.* too (xattr_policy.h) */
 	/* progress_start (may be NULL) is called once before anything is
 	 * written, with the bytes to write (0 if unknown: an archive); then
 	 * progress (may be NULL) now and then, from any thread, with the bytes

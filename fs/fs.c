@@ -67,6 +67,7 @@ static int fs_alloc(struct ca_image *im, const struct cafs_fs_options *o, struct
 	ca_image_archive_source(im, &fs->img);
 	fs->o = *o;
 	fs->o.blob_name = NULL;
+	fs->xattrs = (struct ca_xattr_policy){ .selinux = ca_xattr_host_selinux(), .overlay = o->overlay_xattrs };
 	unsigned k = o->readahead_chunks ? o->readahead_chunks : DEFAULT_READAHEAD_CHUNKS;
 	struct ca_index *idx = ca_image_index(im);
 	fs->readahead_bytes = (uint64_t)k * (idx ? ca_index_chunk_size_avg(idx) : 65536);
@@ -587,6 +588,15 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
+/* trusted.* goes to root only, as on a disk file system: the kernel
+ * refuses others a trusted.* getxattr (without CAP_SYS_ADMIN) but passes
+ * a FUSE listxattr on unfiltered, so the names are left out here. */
+static bool caller_is_root(fuse_req_t req)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	return c && c->uid == 0;
+}
+
 /* Reply to getxattr/listxattr with data of length len. */
 static void reply_xattr(fuse_req_t req, const char *data, size_t len, size_t size)
 {
@@ -642,7 +652,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	r = cafs_tree_getxattr(fs, n, name, buf, size, &len);
+	r = cafs_tree_getxattr(fs, n, caller_is_root(req), name, buf, size, &len);
 	reply_xattr_result(req, fs, n, r, "getxattr", buf, len, size);
 	free(buf);
 }
@@ -666,7 +676,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	r = cafs_tree_listxattr(fs, n, buf, size, &len);
+	r = cafs_tree_listxattr(fs, n, caller_is_root(req), buf, size, &len);
 	reply_xattr_result(req, fs, n, r, "listxattr", buf, len, size);
 	free(buf);
 }

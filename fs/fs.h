@@ -46,6 +46,9 @@ struct cafs_fs_options {
 	/* Read-ahead for sequential reads: this many chunks (0: the default,
 	 * 8) of the index's average chunk size. */
 	unsigned readahead_chunks;
+	/* Serve trusted.overlay.* and user.overlay.* too (xattr_policy.h):
+	 * for an archive of an overlayfs layer, used as one on purpose. */
+	bool overlay_xattrs;
 	/* Called once from the first FUSE request (INIT), when the mount can
 	 * answer: the daemon uses it to let its parent exit. May be NULL. */
 	void (*ready)(void *userdata);

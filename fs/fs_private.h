@@ -12,6 +12,7 @@
 #include "fs.h"
 #include "inode.h"
 #include "sidecar.h"
+#include "xattr_policy.h"
 
 /* The image never changes: let the kernel cache everything for a day. */
 #define CAFS_TIMEOUT 86400.0
@@ -30,6 +31,7 @@ struct cafs_fs {
 	char *blob_name;               /* blob mounts only */
 	uint64_t readahead_bytes;
 	struct cafs_fs_options o;
+	struct ca_xattr_policy xattrs; /* what the archive's xattrs may show (trusted: per caller) */
 	atomic_bool ready_sent;
 	bool no_open;                  /* set once in init: the kernel skips file opens */
 
@@ -81,10 +83,12 @@ void cafs_dirh_free(struct cafs_dirh *dh); /* accepts NULL */
 
 /* Extended attributes (getxattr(2)/listxattr(2) rules for size: with
  * size == 0 only *ret_len is set; -ERANGE if buf is too small; -ENODATA
- * for a missing name). */
-int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, char *buf, size_t size, size_t *ret_len);
-int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, const char *name, char *buf, size_t size,
-                       size_t *ret_len);
+ * for a missing name), those fs->xattrs allows; trusted: the caller may
+ * see trusted.* (root). */
+int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, bool trusted, char *buf, size_t size,
+                        size_t *ret_len);
+int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, bool trusted, const char *name, char *buf,
+                       size_t size, size_t *ret_len);
 
 /* The node's chattr flags as FS_IOC_GETFLAGS reports them. */
 unsigned cafs_tree_chattr(const struct cafs_node *n);

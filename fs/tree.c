@@ -313,29 +313,34 @@ static void reload_done(struct cafs_fs *fs, struct ca_catar_ra_node *rn)
 	pthread_mutex_unlock(&fs->reload_lock);
 }
 
-int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, char *buf, size_t size, size_t *ret_len)
+int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, bool trusted, char *buf, size_t size,
+                        size_t *ret_len)
 {
+	struct ca_xattr_policy p = fs->xattrs;
 	struct ca_catar_ra_node *rn;
+	p.trusted = trusted;
 	if (!n->thin)
-		return ca_catar_node_listxattr(n->cn, buf, size, ret_len);
+		return ca_catar_node_listxattr(n->cn, &p, buf, size, ret_len);
 	int r = reload(fs, n, &rn);
 	if (r < 0)
 		return r;
-	r = ca_catar_node_listxattr(ca_catar_ra_node_get(rn), buf, size, ret_len);
+	r = ca_catar_node_listxattr(ca_catar_ra_node_get(rn), &p, buf, size, ret_len);
 	reload_done(fs, rn);
 	return r;
 }
 
-int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, const char *name, char *buf, size_t size,
-                       size_t *ret_len)
+int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, bool trusted, const char *name, char *buf,
+                       size_t size, size_t *ret_len)
 {
+	struct ca_xattr_policy p = fs->xattrs;
 	struct ca_catar_ra_node *rn;
+	p.trusted = trusted;
 	if (!n->thin)
-		return ca_catar_node_getxattr(n->cn, name, buf, size, ret_len);
+		return ca_catar_node_getxattr(n->cn, &p, name, buf, size, ret_len);
 	int r = reload(fs, n, &rn);
 	if (r < 0)
 		return r;
-	r = ca_catar_node_getxattr(ca_catar_ra_node_get(rn), name, buf, size, ret_len);
+	r = ca_catar_node_getxattr(ca_catar_ra_node_get(rn), &p, name, buf, size, ret_len);
 	reload_done(fs, rn);
 	return r;
 }

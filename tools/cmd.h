@@ -109,6 +109,7 @@ struct cafs_extract_args {
 	bool no_delete;    /* --delete=no: keep entries of OUT the archive does not have */
 	struct cafs_trusted_keys trusted; /* --trusted-key */
 	bool offline;      /* --offline: only the cache (and the index kept there by URL) */
+	bool overlay_xattrs; /* --overlay-xattrs: apply trusted.overlay.* / user.overlay.* too */
 };
 
 /* cache_seed.c: extract --cache and --seed. Makes a->cache (or, for seeds

@@ -41,6 +41,7 @@ enum {
 	OPT_CACHE,
 	OPT_DELETE,
 	OPT_OFFLINE,
+	OPT_OVERLAY_XATTRS,
 };
 
 /* The progress bar's life follows the core's calls: begun with the total
@@ -185,6 +186,7 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		{ "delete", required_argument, NULL, OPT_DELETE },
 		CAFS_TRUSTED_KEY_OPTION,
 		{ "offline", no_argument, NULL, OPT_OFFLINE },
+		{ "overlay-xattrs", no_argument, NULL, OPT_OVERLAY_XATTRS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -192,8 +194,9 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 	};
 	int c, verbosity = 0;
 	while ((c = getopt_long(argc, argv, "s:j:vqh", opts, NULL)) >= 0) {
-		if ((c == OPT_SEED || c == OPT_CACHE || c == OPT_DELETE || c == OPT_OFFLINE) && strcmp(cmd, "extract"))
-			return cafs_usage_error(cmd, "--seed, --cache, --delete and --offline are for extract");
+		if ((c == OPT_SEED || c == OPT_CACHE || c == OPT_DELETE || c == OPT_OFFLINE || c == OPT_OVERLAY_XATTRS) &&
+		    strcmp(cmd, "extract"))
+			return cafs_usage_error(cmd, "--seed, --cache, --delete, --offline and --overlay-xattrs are for extract");
 		switch (c) {
 		case OPT_SEED: {
 			char **n = realloc(a->seeds, (a->n_seeds + 1) * sizeof(char *));
@@ -214,6 +217,9 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		}
 		case OPT_OFFLINE:
 			a->offline = true;
+			break;
+		case OPT_OVERLAY_XATTRS:
+			a->overlay_xattrs = true;
 			break;
 		case OPT_DELETE: {
 			bool del;
@@ -279,7 +285,8 @@ static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind k
 			goto out;
 	}
 	struct ca_image_extract_opts o = {
-		.path = a->path, .threads = a->threads, .no_delete = a->no_delete, .cancel = cafs_interrupt_flag(),
+		.path = a->path, .threads = a->threads, .no_delete = a->no_delete,
+		.overlay_xattrs = a->overlay_xattrs, .cancel = cafs_interrupt_flag(),
 		.progress_start = progress_start, .progress = cafs_progress_update, .progress_end = progress_end,
 		.progress_userdata = &prog,
 	};

@@ -56,6 +56,7 @@ struct mount_args {
 	size_t n_stores;
 	const char *cache;
 	bool no_cache, offline, foreground;
+	bool overlay_xattrs; /* -o overlay_xattrs: serve trusted.overlay.* / user.overlay.* */
 	char *fuse_opts; /* comma-separated, for libfuse */
 	uint64_t lru_bytes;
 	unsigned threads, readahead_chunks;
@@ -138,6 +139,8 @@ static int parse_o(const char *cmd, struct mount_args *a, char *arg)
 			a->no_cache = true;
 		} else if (opt_is(opt, len, "offline")) {
 			a->offline = true;
+		} else if (opt_is(opt, len, "overlay_xattrs")) {
+			a->overlay_xattrs = true;
 		} else if (!strncmp(opt, "lru_size=", 9)) {
 			if (cafs_parse_size(opt + 9, &a->lru_bytes) < 0)
 				return cafs_usage_error(cmd, "invalid size '%s'", opt + 9);
@@ -332,6 +335,7 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 	cafs_trusted_keys_apply(&a->trusted, &io);
 	struct cafs_fs_options o = {
 		.readahead_chunks = a->readahead_chunks,
+		.overlay_xattrs = a->overlay_xattrs,
 		.ready = on_ready,
 		.ready_userdata = d,
 	};

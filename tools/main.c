@@ -46,7 +46,9 @@ static const struct cafs_command commands[] = {
 	  "      --delete=no         archives: keep what OUT has that the archive does not\n"
 	  "      --trusted-key=FILE  only an index signed by this minisign key (repeatable;\n"
 	  "                          see SECURITY in cafs(1))\n"
-	  "      --offline           only the --cache (and the index kept there for a URL)\n" },
+	  "      --offline           only the --cache (and the index kept there for a URL)\n"
+	  "      --overlay-xattrs    archives: apply trusted.overlay.* and user.overlay.* too\n"
+	  "                          (overlayfs instructions; man cafs: SECURITY)\n" },
 	{ "digest", cafs_cmd_digest, "digest [OPTIONS] FILE|DIR|INDEX|ARCHIVE",
 	  "  -s, --store=DIR|URL     chunk store for an index (repeatable; default: default.castr\n"
 	  "                          beside it)\n"
@@ -77,8 +79,9 @@ static const struct cafs_command commands[] = {
 	  "                       (repeatable; see SECURITY in cafs(1))\n"
 	  "  -o, --options=OPT[,OPT...]  FUSE mount options (allow_other, ...), and\n"
 	  "                       store=, cache=, offline, no_cache, lru_size=, threads=,\n"
-	  "                       log=, trusted_key=; defaults, rw, ro, auto, noauto, user, users,\n"
-	  "                       nouser, nofail, _netdev, x-*, comment= are ignored\n"
+	  "                       log=, trusted_key=, overlay_xattrs; defaults, rw, ro, auto, noauto,\n"
+	  "                       user, users, nouser, nofail, _netdev, x-*, comment= are\n"
+	  "                       ignored\n"
 	  "A .caibx shows as one file named after it; .caidx and .catar show the tree.\n"
 	  "Also: mount.cafs SOURCE DIR -o OPTS; mount -t fuse.cafs SOURCE DIR.\n" },
 	{ "stats", cafs_cmd_stats, "stats MOUNTPOINT",

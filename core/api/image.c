@@ -172,14 +172,14 @@ ssize_t cafs_node_readlink(const struct cafs_node *node, char *buf, size_t size)
 ssize_t cafs_node_getxattr(const struct cafs_node *node, const char *name, void *buf, size_t size)
 {
 	size_t len = 0;
-	int r = ca_catar_node_getxattr(cnode(node), name, buf, size, &len);
+	int r = ca_catar_node_getxattr(cnode(node), NULL, name, buf, size, &len);
 	return r < 0 ? r : (ssize_t)len;
 }
 
 ssize_t cafs_node_listxattr(const struct cafs_node *node, char *buf, size_t size)
 {
 	size_t len = 0;
-	int r = ca_catar_node_listxattr(cnode(node), buf, size, &len);
+	int r = ca_catar_node_listxattr(cnode(node), NULL, buf, size, &len);
 	return r < 0 ? r : (ssize_t)len;
 }
 

@@ -95,7 +95,10 @@ ssize_t cafs_node_readlink(const struct cafs_node *node, char *buf, size_t size)
 /* Extended attributes as the kernel names them (user.*, trusted.*,
  * security.capability, security.selinux, system.posix_acl_access and
  * _default), with getxattr(2)'s rules: size 0 asks for the length;
- * -ERANGE if buf is too small; -ENODATA if there is no such attribute. */
+ * -ERANGE if buf is too small; -ENODATA if there is no such attribute.
+ * All the archive has: a program that applies or serves them should keep
+ * to the rules of cafs(1) SECURITY, Extended attributes (trusted.overlay.*
+ * and security.* are instructions to the kernel). */
 ssize_t cafs_node_getxattr(const struct cafs_node *node, const char *name, void *buf, size_t size);
 /* The names, each NUL-terminated, with listxattr(2)'s rules. */
 ssize_t cafs_node_listxattr(const struct cafs_node *node, char *buf, size_t size);
