@@ -16,6 +16,7 @@
  *   CAFS_EOFFLINE      offline, and a chunk is not in the cache (-ENOMEDIUM)
  *   -ECANCELED         cafs_ctx_cancel() was called
  *   -EPROTONOSUPPORT   a URL scheme libcafs cannot read
+ *   -EREMCHG           an https URL redirected to another scheme (refused)
  *   -EIO, -ETIMEDOUT, -ECONNREFUSED, ...  I/O or network failures
  *
  * A chunk problem is never reported as -ENOENT or -EBADMSG, so "no such
