@@ -43,7 +43,7 @@ class H(http.server.BaseHTTPRequestHandler):
         pass
     def log(self, status):
         with lock, open(logfile, "a") as f:
-            f.write("%s %s %d\n" % (self.command, self.path, status))
+            f.write("%s %s %d %.3f\n" % (self.command, self.path, status, time.time()))
     def fail(self, retry_after=None):
         self.log(503)
         self.send_response(503)
@@ -218,10 +218,13 @@ exec 3>&-
 export CAFS_HTTP_RETRIES=2
 : >"$T/py.log"
 mount_start "mount with a store that always answers 503" "$mnt" "$T/log.503" --no-cache --store="$P/e503/default.castr" "$P/one.caibx"
+# cat, not expect_errno: six python start-ups on a loaded machine could
+# outlast the failure memory
+eio() { cat "$mnt/one" 2>&1 >/dev/null | grep -q 'Input/output error'; }
 readers() {
 	local i pids=() rc=0
 	for i in 1 2 3 4 5 6; do
-		expect_errno EIO cat "$mnt/one" &
+		eio &
 		pids+=($!)
 	done
 	for i in "${pids[@]}"; do wait "$i" || rc=1; done
@@ -229,9 +232,9 @@ readers() {
 }
 ok "six concurrent readers: each gets EIO" readers
 ok "... and again, at once" readers
-ok "... and once more" expect_errno EIO cat "$mnt/one"
+ok "... and once more" eio
 n=$(grep -c '^GET /e503/.*\.cacnk ' "$T/py.log")
-ok "... all for at most retries+1 = 3 requests ($n)" test "$n" -ge 1 -a "$n" -le 3
+ok "... all for at most retries+1 = 3 requests ($n)" sh -c "test $n -ge 1 -a $n -le 3 || { grep cacnk '$T/py.log'; false; }"
 ok "... and the mount stays up" is_mounted "$mnt"
 sleep 6 # past the failure memory: the chunk is asked for again
 ok "after the failure memory (5 s): EIO again" expect_errno EIO cat "$mnt/one"
