@@ -19,7 +19,7 @@ packages=(
 	libfuse3-dev fuse3 libcurl4-openssl-dev libssl-dev libzstd-dev zstd
 	liblzma-dev zlib1g-dev libattr1-dev
 	attr acl libcap2-bin xz-utils python3 e2fsprogs xfsprogs
-	casync nginx-light curl rsync valgrind strace time
+	casync nginx-light curl rsync valgrind strace time openssl
 	minisign
 )
 

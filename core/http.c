@@ -21,6 +21,9 @@
 
 #define MAX_IDLE_HANDLES 64
 #define MAX_BACKOFF_MS 8000
+#define MAX_RETRY_AFTER_MS 30000
+/* the deadline grows by a second per this many bytes announced or received */
+#define DEADLINE_BYTES_PER_S (64u << 10)
 #define POLL_MAX_MS 1000
 /* Once the server speaks HTTP/2, streams are cheap: this many per connection slot */
 #define H2_STREAMS_PER_SLOT 4
@@ -39,7 +42,10 @@ struct req {
 	uint64_t cr_first, cr_last, cr_total;
 	struct ca_buf body;
 	unsigned attempts;
-	uint64_t due_ms; /* when a retry may start */
+	uint64_t due_ms;      /* when a retry may start */
+	uint64_t deadline_ms; /* set by the first attempt; see http.h */
+	uint64_t last_delay_ms;
+	int64_t retry_after_ms; /* the last response's Retry-After, capped; -1: none */
 	CURL *easy;
 	int body_err;    /* why the write callback refused data */
 	char errbuf[CURL_ERROR_SIZE];
@@ -63,6 +69,7 @@ struct ca_http {
 	struct req *delayed; /* waiting for due_ms before a retry */
 	unsigned n_active;
 	unsigned max_active; /* o.max_transfers, more once HTTP/2 is seen */
+	uint64_t rng;        /* back-off jitter: this engine's own xorshift state */
 	CURL *idle[MAX_IDLE_HANDLES];
 	unsigned n_idle;
 };
@@ -73,8 +80,9 @@ void ca_http_opts_init(struct ca_http_opts *o)
 		.max_connections = 8,
 		.max_transfers = 8,
 		.connect_timeout_ms = 10000,
-		.stall_timeout_s = 30,
-		.total_timeout_s = 0,
+		.stall_timeout_s = 15,
+		.low_speed_limit = 1024,
+		.total_timeout_s = 45,
 		.retries = 3,
 		.retry_delay_ms = 250,
 		.max_recv_speed = 0,
@@ -94,7 +102,11 @@ static void opts_fill(struct ca_http_opts *o, const struct ca_http_opts *in)
 	if (!o->connect_timeout_ms)
 		o->connect_timeout_ms = 10000;
 	if (!o->stall_timeout_s)
-		o->stall_timeout_s = 30;
+		o->stall_timeout_s = 15;
+	if (!o->low_speed_limit)
+		o->low_speed_limit = 1024;
+	if (!o->total_timeout_s)
+		o->total_timeout_s = 45;
 	if (o->retries < 0)
 		o->retries = 3;
 	if (!o->retry_delay_ms)
@@ -259,18 +271,63 @@ static void parse_content_range(struct req *q, const char *v, size_t n)
 	q->cr_seen = *p == 0;
 }
 
-/* Headers of a range GET: only Content-Range matters, and only the last
+/* Retry-After: delay-seconds or an HTTP-date; capped, never negative. */
+static void parse_retry_after(struct req *q, const char *v, size_t n)
+{
+	char tmp[128];
+	const char *p = tmp;
+	uint64_t secs;
+	if (n >= sizeof(tmp))
+		return;
+	memcpy(tmp, v, n);
+	tmp[n] = 0;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	tmp[strcspn(tmp, "\r\n")] = 0;
+	if (parse_u64(&p, &secs)) {
+		if (*p && *p != ' ' && *p != '\t')
+			return;
+		q->retry_after_ms = secs > MAX_RETRY_AFTER_MS / 1000 ? MAX_RETRY_AFTER_MS : (int64_t)secs * 1000;
+		return;
+	}
+	time_t when = curl_getdate(p, NULL);
+	if (when < 0)
+		return;
+	time_t now = time(NULL);
+	int64_t ms = when > now ? ((int64_t)when - (int64_t)now) * 1000 : 0;
+	q->retry_after_ms = ms > MAX_RETRY_AFTER_MS ? MAX_RETRY_AFTER_MS : ms;
+}
+
+/* Headers: Content-Range (range GETs) and Retry-After, only the last
  * response's (a redirect's headers come first). */
 static size_t on_header(char *p, size_t size, size_t n, void *userdata)
 {
 	struct req *q = userdata;
 	size_t len = size * n;
-	static const char name[] = "content-range:";
-	if (len >= 5 && !memcmp(p, "HTTP/", 5))
+	static const char cr[] = "content-range:", ra[] = "retry-after:";
+	if (len >= 5 && !memcmp(p, "HTTP/", 5)) {
 		q->cr_seen = false;
-	else if (len > sizeof(name) - 1 && !strncasecmp(p, name, sizeof(name) - 1))
-		parse_content_range(q, p + sizeof(name) - 1, len - (sizeof(name) - 1));
+		q->retry_after_ms = -1;
+	} else if (q->range_fn && len > sizeof(cr) - 1 && !strncasecmp(p, cr, sizeof(cr) - 1)) {
+		parse_content_range(q, p + sizeof(cr) - 1, len - (sizeof(cr) - 1));
+	} else if (len > sizeof(ra) - 1 && !strncasecmp(p, ra, sizeof(ra) - 1)) {
+		parse_retry_after(q, p + sizeof(ra) - 1, len - (sizeof(ra) - 1));
+	}
 	return len;
+}
+
+/* The deadline (http.h), checked by curl about once a second, idle or not. */
+static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct req *q = userdata;
+	(void)ultotal;
+	(void)ulnow;
+	curl_off_t size = dltotal > dlnow ? dltotal : dlnow;
+	uint64_t allowed = q->deadline_ms + (uint64_t)(size > 0 ? size : 0) / DEADLINE_BYTES_PER_S * 1000;
+	if (now_ms() < allowed)
+		return 0;
+	q->body_err = -ETIMEDOUT;
+	return 1; /* CURLE_ABORTED_BY_CALLBACK */
 }
 
 static int easy_setup(struct ca_http *h, struct req *q)
@@ -285,6 +342,7 @@ static int easy_setup(struct ca_http *h, struct req *q)
 	q->body_err = 0;
 	q->body.size = 0;
 	q->cr_seen = false;
+	q->retry_after_ms = -1;
 #define SET(opt, val)                                \
 	do {                                         \
 		if (c == CURLE_OK)                   \
@@ -298,18 +356,23 @@ static int easy_setup(struct ca_http *h, struct req *q)
 	SET(CURLOPT_NOSIGNAL, 1L);
 	SET(CURLOPT_FOLLOWLOCATION, 1L);
 	SET(CURLOPT_MAXREDIRS, 10L);
+	/* what starts on TLS stays on TLS: a redirect may not downgrade it */
+	bool tls = ca_location_is_https(q->url);
 #if LIBCURL_VERSION_NUM >= 0x075500
 	SET(CURLOPT_PROTOCOLS_STR, "http,https");
-	SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	SET(CURLOPT_REDIR_PROTOCOLS_STR, tls ? "https" : "http,https");
 #else
 	SET(CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-	SET(CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+	SET(CURLOPT_REDIR_PROTOCOLS, tls ? (long)CURLPROTO_HTTPS : (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
 	SET(CURLOPT_CONNECTTIMEOUT_MS, (long)h->o.connect_timeout_ms);
-	SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
+	SET(CURLOPT_LOW_SPEED_LIMIT, (long)h->o.low_speed_limit);
 	SET(CURLOPT_LOW_SPEED_TIME, (long)h->o.stall_timeout_s);
-	if (h->o.total_timeout_s)
-		SET(CURLOPT_TIMEOUT, (long)h->o.total_timeout_s);
+	SET(CURLOPT_NOPROGRESS, 0L);
+	SET(CURLOPT_XFERINFOFUNCTION, on_progress);
+	SET(CURLOPT_XFERINFODATA, q);
+	SET(CURLOPT_HEADERFUNCTION, on_header);
+	SET(CURLOPT_HEADERDATA, q);
 	if (h->o.max_recv_speed)
 		SET(CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)h->o.max_recv_speed);
 	if (q->flags & CA_HTTP_HEAD) {
@@ -320,14 +383,12 @@ static int easy_setup(struct ca_http *h, struct req *q)
 		char range[64];
 		snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, q->start, q->start + q->cap - 1);
 		SET(CURLOPT_RANGE, range); /* copied by curl */
-		SET(CURLOPT_HEADERFUNCTION, on_header);
-		SET(CURLOPT_HEADERDATA, q);
 	} else {
 		SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)q->cap);
 	}
 	/* HTTP/2 where TLS negotiates it, HTTP/1.1 otherwise: never forced */
 	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-	if (ca_location_is_https(q->url))
+	if (tls)
 		SET(CURLOPT_PIPEWAIT, 1L); /* rather multiplex on the one connection than open more */
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
 	if (h->o.ca_file)
@@ -391,7 +452,8 @@ static void start(struct ca_http *h, struct req *q)
 		complete(h, q, r);
 		return;
 	}
-	q->attempts++;
+	if (q->attempts++ == 0)
+		q->deadline_ms = now_ms() + (uint64_t)h->o.total_timeout_s * 1000;
 	pthread_mutex_lock(&h->lock);
 	h->stats.attempts++;
 	pthread_mutex_unlock(&h->lock);
@@ -447,6 +509,34 @@ bad:
 	return -EIO;
 }
 
+/* xorshift64*: the engine's own generator (only its thread draws) */
+static uint64_t rng_next(struct ca_http *h)
+{
+	uint64_t x = h->rng;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	h->rng = x;
+	return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* How long to wait before the next attempt: decorrelated jitter (a random
+ * wait between the shortest and three times the last one, capped), or the
+ * server's Retry-After when that is longer. */
+static uint64_t backoff(struct ca_http *h, struct req *q)
+{
+	uint64_t lo = h->o.retry_delay_ms, hi = q->last_delay_ms ? q->last_delay_ms * 3 : lo * 3;
+	if (hi > MAX_BACKOFF_MS)
+		hi = MAX_BACKOFF_MS;
+	if (lo > hi)
+		lo = hi;
+	uint64_t d = lo + rng_next(h) % (hi - lo + 1);
+	q->last_delay_ms = d;
+	if (q->retry_after_ms >= 0 && (uint64_t)q->retry_after_ms > d)
+		d = (uint64_t)q->retry_after_ms;
+	return d;
+}
+
 static void finished(struct ca_http *h, CURL *e, CURLcode code)
 {
 	struct req *q = NULL;
@@ -479,22 +569,26 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 			r = -EIO;
 			retry = status >= 500 || status == 408 || status == 429;
 		}
-	} else if (code == CURLE_WRITE_ERROR && q->body_err) {
-		r = q->body_err; /* over the cap, or out of memory */
+	} else if ((code == CURLE_WRITE_ERROR || code == CURLE_ABORTED_BY_CALLBACK) && q->body_err) {
+		r = q->body_err; /* over the cap, out of memory, or past the deadline */
+		if (r == -ETIMEDOUT)
+			ca_log_debug("GET %s: no answer within the deadline (%u s)", q->url, h->o.total_timeout_s);
+	} else if (code == CURLE_UNSUPPORTED_PROTOCOL && ca_location_is_https(q->url)) {
+		/* the URL itself is https, so this is where a redirect led; the
+		 * caller's one line says so (ca_strerror), curl's words go to debug */
+		r = -EREMCHG;
+		ca_log_debug("GET %s: %s%s%s", q->url, curl_easy_strerror(code), q->errbuf[0] ? ": " : "", q->errbuf);
 	} else {
 		r = curl_errno(code);
 		retry = curl_retryable(code);
 		ca_log_debug("GET %s: %s%s%s", q->url, curl_easy_strerror(code), q->errbuf[0] ? ": " : "", q->errbuf);
 	}
 
-	if (retry && q->attempts <= (unsigned)h->o.retries) {
-		unsigned shift = q->attempts - 1 < 16 ? q->attempts - 1 : 16;
-		uint64_t delay = (uint64_t)h->o.retry_delay_ms << shift;
-		if (delay > MAX_BACKOFF_MS)
-			delay = MAX_BACKOFF_MS;
+	uint64_t delay = retry ? backoff(h, q) : 0, now = now_ms();
+	if (retry && q->attempts <= (unsigned)h->o.retries && now + delay < q->deadline_ms) {
 		ca_log_debug("GET %s: attempt %u failed (HTTP %ld), retrying in %llu ms", q->url, q->attempts, status,
 		             (unsigned long long)delay);
-		q->due_ms = now_ms() + delay;
+		q->due_ms = now + delay;
 		ca_buf_release(&q->body);
 		q->next = h->delayed;
 		h->delayed = q;
@@ -628,6 +722,11 @@ int ca_http_new(const struct ca_http_opts *o, struct ca_http **ret)
 		return -ENOMEM;
 	opts_fill(&h->o, o);
 	h->max_active = h->o.max_transfers;
+	/* a seed per engine: two clients (or stores) failing together do not
+	 * retry in step; never 0, xorshift's fixed point */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	h->rng = ((uint64_t)ts.tv_nsec << 32 ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)h) | 1;
 	pthread_mutex_init(&h->lock, NULL);
 	if (h->o.ca_file) {
 		h->ca_file = strdup(h->o.ca_file);

@@ -5,17 +5,37 @@
  *
  * Connections are kept open and reused (HTTP/1.1 keep-alive; HTTP/2
  * multiplexing when a TLS server offers it through ALPN, never forced).
- * Redirects are followed. Bodies are capped. Connection failures, timeouts
- * and 5xx answers are retried with exponential back-off a bounded number
- * of times; 404 and 410 mean "missing" (-ENOENT, never retried); any other
- * status is -EIO with the status logged.
+ * Bodies are capped. 404 and 410 mean "missing" (-ENOENT, never retried);
+ * any other status is -EIO with the status logged.
+ *
+ * A server may be slow, broken or hostile; no request outlives these
+ * bounds (defaults in ca_http_opts):
+ *  - connecting: connect_timeout_ms;
+ *  - a transfer slower than low_speed_limit bytes/s for stall_timeout_s
+ *    seconds is a timeout (a server dripping a byte a second is caught);
+ *  - a deadline per request, every attempt and wait included:
+ *    total_timeout_s from the first attempt, plus one second per 64 KiB
+ *    the server announces (or has sent) so that a large file on a slow but
+ *    honest link still arrives;
+ *  - connection failures, timeouts, 408, 429 and 5xx are retried at most
+ *    retries times, after a back-off with decorrelated jitter (between
+ *    retry_delay_ms and three times the previous wait, at most 8 s; each
+ *    engine draws from its own seed, so clients do not retry in step); a
+ *    Retry-After (seconds or an HTTP date) is honoured up to 30 s; a retry
+ *    that could not start before the deadline is not made;
+ *  - redirects: at most 10, http(s) only, and a request that starts on
+ *    https:// follows redirects to https:// only (never downgraded to
+ *    plain http: -EREMCHG, which ca_strerror words as such);
+ *  - credentials come from the URL or ~/.netrc (curl's --netrc-optional);
+ *    libcurl does not send them on to another host after a redirect.
  *
  * Results are 0 or a negative errno, converted once from curl's codes:
- *   -ENOENT       404/410             -ETIMEDOUT    connect or stall timeout
+ *   -ENOENT       404/410             -ETIMEDOUT    connect, stall or deadline
  *   -ECONNREFUSED could not connect   -EHOSTUNREACH could not resolve the host
  *   -EFBIG        body over the cap   -ECONNRESET   connection dropped mid-way
  *   -EIO          other status/error  -ECANCELED    engine freed before the end
  *   -EOPNOTSUPP   a range GET answered with the whole file (see below)
+ *   -EREMCHG      an https request redirected to another scheme (refused)
  * curl's own message is logged at debug level.
  *
  * Threads: every function may be called from any thread, except that
@@ -35,10 +55,11 @@ struct ca_http_opts {
 	unsigned max_connections;    /* per host, CURLMOPT_MAX_HOST_CONNECTIONS; 0 = 8 */
 	unsigned max_transfers;      /* transfers started at once; 0 = max_connections */
 	unsigned connect_timeout_ms; /* 0 = 10000 */
-	unsigned stall_timeout_s;    /* no byte received for this long = timeout; 0 = 30 */
-	unsigned total_timeout_s;    /* whole transfer, 0 = unlimited */
+	unsigned stall_timeout_s;    /* slower than low_speed_limit for this long = timeout; 0 = 15 */
+	unsigned low_speed_limit;    /* bytes/s; 0 = 1024 */
+	unsigned total_timeout_s;    /* a request's deadline, retries included (see above); 0 = 45 */
 	int retries;                 /* extra attempts after the first; < 0 = 3 */
-	unsigned retry_delay_ms;     /* first back-off, doubled each time (max 8 s); 0 = 250 */
+	unsigned retry_delay_ms;     /* shortest back-off (see above); 0 = 250 */
 	uint64_t max_recv_speed;     /* bytes/s per transfer, 0 = unlimited */
 	const char *ca_file;         /* CA bundle for https (copied); NULL = the system's */
 };

@@ -107,3 +107,99 @@ char *ca_location_basename(const char *s)
 		return strdup("image");
 	return strndup(b, k);
 }
+
+/* ---- redaction ---- */
+
+struct sink {
+	char *out;
+	size_t cap, len; /* len < cap always: room for the NUL */
+};
+
+static void put(struct sink *k, const char *s, size_t n)
+{
+	size_t room = k->cap - 1 - k->len;
+	if (n > room)
+		n = room;
+	memcpy(k->out + k->len, s, n);
+	k->len += n;
+	k->out[k->len] = 0;
+}
+
+static bool scheme_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' || c == '-' ||
+	       c == '.';
+}
+
+/* One URL u[0..n) (it has "://" at u + scheme), redacted into k. */
+static void put_url(struct sink *k, const char *u, size_t n, size_t scheme)
+{
+	size_t a = scheme + 3;                 /* the authority starts here */
+	size_t e = a;                          /* and ends at the path, query or fragment */
+	while (e < n && u[e] != '/' && u[e] != '?' && u[e] != '#')
+		e++;
+	const char *at = memrchr(u + a, '@', e - a);
+	put(k, u, a);
+	if (at) {
+		put(k, "***@", 4);
+		a = (size_t)(at - u) + 1;
+	}
+	size_t q = e;
+	while (q < n && u[q] != '?' && u[q] != '#')
+		q++;
+	put(k, u + a, q - a);
+	if (q < n)
+		put(k, "?***", 4);
+}
+
+size_t ca_location_redact_text(const char *text, char *out, size_t cap)
+{
+	struct sink k = { out, cap, 0 };
+	const char *p = text;
+	out[0] = 0;
+	for (;;) {
+		const char *m = strstr(p, "://");
+		if (!m) {
+			put(&k, p, strlen(p));
+			break;
+		}
+		const char *s = m;
+		while (s > p && scheme_char(s[-1]))
+			s--;
+		/* a scheme starts with a letter */
+		while (s < m && !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+			s++;
+		if (s == m) {
+			put(&k, p, (size_t)(m + 3 - p));
+			p = m + 3;
+			continue;
+		}
+		const char *e = m + 3;
+		while (*e && *e != ' ' && *e != '\t' && *e != '\n' && *e != '"' && *e != '\'' && *e != '<' &&
+		       *e != '>')
+			e++;
+		while (e > m + 3 && strchr(":,;).", e[-1]))
+			e--;
+		put(&k, p, (size_t)(s - p));
+		put_url(&k, s, (size_t)(e - s), (size_t)(m - s));
+		p = e;
+	}
+	return k.len;
+}
+
+char *ca_location_redact(const char *s)
+{
+	size_t n = strlen(s);
+	size_t cap = n + 8; /* "***@" and "?***" may be longer than what they replace */
+	char *out = malloc(cap);
+	if (!out)
+		return NULL;
+	struct sink k = { out, cap, 0 };
+	out[0] = 0;
+	size_t scheme = scheme_len(s);
+	if (scheme)
+		put_url(&k, s, n, scheme);
+	else
+		put(&k, s, n);
+	return out;
+}

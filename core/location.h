@@ -56,4 +56,19 @@ char *ca_location_default_store(const char *index);
  * could name a file (malloc'd; NULL on ENOMEM). */
 char *ca_location_basename(const char *s);
 
+/* Secrets out of what is shown (messages, /proc/mounts, stats): a URL's
+ * userinfo ("user:password@") becomes "***@" and its query (with any
+ * fragment) becomes "?***". Everything else is kept, so the user still
+ * sees which server and file it is about. Credentials belong in ~/.netrc
+ * (curl's --netrc-optional), where they are never shown.
+ *
+ * ca_location_redact: one location (a path is copied as it is); malloc'd,
+ * NULL on ENOMEM.
+ * ca_location_redact_text: every URL inside a line of text (a URL runs
+ * from its scheme to the next blank or quote; trailing ':' ',' ';' ')' '.'
+ * are left outside it), into out (cap > 0 bytes, always NUL-terminated,
+ * cut if need be). Returns the length written. */
+char *ca_location_redact(const char *s);
+size_t ca_location_redact_text(const char *text, char *out, size_t cap);
+
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "location.h"
 #include "log.h"
 
 /* Thread-local, not process-wide: each thread logs where its owner said. */
@@ -59,6 +60,8 @@ const char *ca_strerror(int err, char *buf, unsigned len)
 		return "a chunk is corrupt";
 	if (err == ENOMEDIUM)
 		return "a chunk is not in the cache (offline)";
+	if (err == EREMCHG)
+		return "redirected from https to another scheme: refused";
 	/* GNU strerror_r returns a pointer that may or may not be buf */
 	return strerror_r(err, buf, len);
 }
@@ -86,8 +89,15 @@ static void emit(enum ca_log_level level, const char *fmt, va_list ap, int err)
 		if (n > (int)sizeof(line) - 2)
 			n = sizeof(line) - 2;
 	}
+	line[n] = 0;
+	/* the one net under every message: whatever a caller put in, a URL's
+	 * password or token never reaches a terminal, a log file or a callback */
+	if (strstr(line, "://")) {
+		char red[sizeof(line)];
+		n = (int)ca_location_redact_text(line, red, sizeof(red) - 1);
+		memcpy(line, red, (size_t)n + 1);
+	}
 	if (current && current->fn) {
-		line[n] = 0;
 		current->fn(current->userdata, level, line + sizeof(prefix) - 1);
 		return;
 	}

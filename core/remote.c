@@ -20,6 +20,11 @@
 #define PF_MAX_ENTRIES 1024              /* downloads tracked at once (running or parked) */
 #define PF_MAX_PARKED_BYTES (64u << 20)  /* finished prefetches waiting for their fetch */
 #define PF_MAX_AGE_MS 60000              /* a parked download nobody wanted for this long is dropped */
+/* A chunk whose download failed (after its retries) fails at once for this
+ * long: readers of a chunk a failing server cannot give do not each cost
+ * another round of requests. "Missing" (404) is not remembered: it costs
+ * one request and the next store may have it. */
+#define FAIL_MEMORY_MS 5000
 
 /* One download of one chunk, shared by the prefetch that started it and
  * every fetch that joins it. */
@@ -46,7 +51,7 @@ struct ca_remote_store {
 	unsigned n_entries;
 	size_t parked_bytes;
 	struct pf *oldest, *newest;
-	uint64_t prefetches, prefetch_hits, prefetch_drops, prefetch_skips;
+	uint64_t prefetches, prefetch_hits, prefetch_drops, prefetch_skips, failed_fast;
 };
 
 static uint64_t now_ms(void)
@@ -59,6 +64,11 @@ static uint64_t now_ms(void)
 static unsigned bucket_of(const uint8_t *id)
 {
 	return id[0]; /* ids are digests: one byte is uniform enough */
+}
+
+static bool remembered(int r)
+{
+	return r < 0 && r != -ENOENT && r != -ECANCELED && r != -ENOMEM;
 }
 
 static struct pf *lookup(struct ca_remote_store *rs, const uint8_t *id)
@@ -99,15 +109,35 @@ static void drop(struct ca_remote_store *rs, struct pf *e)
 	free(e);
 }
 
-/* Parked downloads nobody came for: oldest first, past the byte bound or the age. */
+static bool expired(const struct pf *e, uint64_t now)
+{
+	return e->done_ms + (e->waiters == 0 && remembered(e->r) ? FAIL_MEMORY_MS : PF_MAX_AGE_MS) < now;
+}
+
+/* Parked downloads nobody came for: oldest first, past the byte bound,
+ * the entry bound or the age. */
 static void trim(struct ca_remote_store *rs)
 {
 	uint64_t now = now_ms();
-	while (rs->oldest &&
-	       (rs->parked_bytes > PF_MAX_PARKED_BYTES || rs->oldest->done_ms + PF_MAX_AGE_MS < now)) {
-		rs->prefetch_drops++;
+	while (rs->oldest && (rs->parked_bytes > PF_MAX_PARKED_BYTES || rs->n_entries > PF_MAX_ENTRIES ||
+	                      expired(rs->oldest, now))) {
+		rs->prefetch_drops += rs->oldest->prefetched; /* nobody claimed it */
 		drop(rs, rs->oldest);
 	}
+}
+
+/* Into the parked list, newest end (with the lock held). */
+static void park(struct ca_remote_store *rs, struct pf *e)
+{
+	e->parked = true;
+	e->older = rs->newest;
+	if (rs->newest)
+		rs->newest->newer = e;
+	else
+		rs->oldest = e;
+	rs->newest = e;
+	rs->parked_bytes += e->body.size;
+	trim(rs);
 }
 
 static struct pf *entry_new(struct ca_remote_store *rs, const uint8_t *id)
@@ -136,22 +166,12 @@ static void settle(struct ca_remote_store *rs, struct pf *e, int r, struct ca_bu
 		e->body = *body;
 		*body = t;
 	}
-	if (e->waiters == 0 && r < 0 && r != -ENOENT) {
-		/* a transient failure (the server down, a timeout) is not kept:
-		 * a later fetch, after the server is back, must ask again */
-		drop(rs, e);
-	} else if (e->waiters == 0) {
+	if (e->waiters == 0) {
 		/* failures are parked too: the fetch that follows gets the answer
-		 * (a 404) without asking again */
-		e->parked = true;
-		e->older = rs->newest;
-		if (rs->newest)
-			rs->newest->newer = e;
-		else
-			rs->oldest = e;
-		rs->newest = e;
-		rs->parked_bytes += e->body.size;
-		trim(rs);
+		 * (404, or the error the retries ended in) without asking again;
+		 * a failure is kept only FAIL_MEMORY_MS, so a server that comes
+		 * back is asked again soon */
+		park(rs, e);
 	}
 	pthread_cond_broadcast(&rs->cond);
 	pthread_mutex_unlock(&rs->lock);
@@ -191,9 +211,16 @@ static int remote_fetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_
 	pthread_mutex_lock(&rs->lock);
 	trim(rs);
 	e = lookup(rs, id);
+	if (e && e->done && e->waiters == 0 && expired(e, now_ms())) {
+		drop(rs, e); /* a remembered failure behind a younger parked entry */
+		e = NULL;
+	}
 	if (e) {
-		if (e->prefetched && e->waiters == 0)
+		if (e->done && remembered(e->r))
+			rs->failed_fast++;
+		else if (e->prefetched && e->waiters == 0)
 			rs->prefetch_hits++;
+		e->prefetched = false; /* claimed */
 		unpark(rs, e);
 		e->waiters++;
 	} else {
@@ -221,8 +248,12 @@ static int remote_fetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_
 			r = ca_buf_append(out, e->body.data, e->body.size, rs->file_max);
 		}
 	}
-	if (e->waiters == 0)
-		drop(rs, e);
+	if (e->waiters == 0) {
+		if (remembered(r))
+			park(rs, e); /* the next readers fail at once, for FAIL_MEMORY_MS */
+		else
+			drop(rs, e);
+	}
 	pthread_mutex_unlock(&rs->lock);
 	*ret_compressed = true; /* casync's HTTP stores only serve .cacnk */
 	return r;
@@ -359,6 +390,7 @@ void ca_remote_store_get_stats(struct ca_remote_store *rs, struct ca_remote_stor
 	ret->prefetch_hits = rs->prefetch_hits;
 	ret->prefetch_drops = rs->prefetch_drops;
 	ret->prefetch_skips = rs->prefetch_skips;
+	ret->failed_fast = rs->failed_fast;
 	pthread_mutex_unlock(&rs->lock);
 }
 

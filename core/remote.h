@@ -16,6 +16,12 @@
  * bounded (entries and bytes); finished downloads nobody claims are
  * dropped oldest first, or after a minute.
  *
+ * A download that failed after its retries (anything but "missing") is
+ * remembered for a few seconds (FAIL_MEMORY_MS, 5 s, from its end): every
+ * fetch() of that id in the meantime gets the same error at once, without
+ * a request, so concurrent or repeated readers of a chunk a failing server
+ * cannot give do not multiply the requests.
+ *
  * Each remote store owns its own engine (one thread, its own connection
  * pool). All functions are thread-safe; ca_remote_store_free must not race
  * with the others (chunksrc guarantees that for its backends).
@@ -62,6 +68,7 @@ struct ca_remote_store_stats {
 	uint64_t prefetch_hits;  /* fetch() served (or joined) by a prefetch */
 	uint64_t prefetch_drops; /* finished prefetches dropped unclaimed */
 	uint64_t prefetch_skips; /* prefetch() hints ignored: table full */
+	uint64_t failed_fast;    /* fetch() answered by a remembered failure */
 };
 void ca_remote_store_get_stats(struct ca_remote_store *rs, struct ca_remote_store_stats *ret);
 

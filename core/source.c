@@ -71,6 +71,12 @@ void ca_source_http_opts(struct ca_http_opts *o)
 		o->connect_timeout_ms = (unsigned)v * 1000;
 		o->stall_timeout_s = (unsigned)v;
 	}
+	v = o->total_timeout_s;
+	env_uint("CAFS_HTTP_DEADLINE", 1, 86400, &v);
+	o->total_timeout_s = (unsigned)v;
+	v = o->low_speed_limit;
+	env_uint("CAFS_HTTP_LOW_SPEED", 1, 1u << 30, &v);
+	o->low_speed_limit = (unsigned)v;
 	v = (unsigned long)o->retries;
 	env_uint("CAFS_HTTP_RETRIES", 0, 20, &v);
 	o->retries = (int)v;

@@ -57,9 +57,10 @@
 
 /* HTTP settings: the defaults of http.h, overridden by the environment:
  * CAFS_HTTP_TIMEOUT=SECONDS (connect timeout, and how long a transfer may
- * make no progress), CAFS_HTTP_RETRIES=N, CAFS_HTTP_CONNECTIONS=N,
- * CAFS_HTTP_CAINFO=FILE (CA bundle for https). A bad value is ignored
- * with a warning. */
+ * stay below the low speed), CAFS_HTTP_LOW_SPEED=BYTES_PER_SECOND,
+ * CAFS_HTTP_DEADLINE=SECONDS (a request's deadline, retries included),
+ * CAFS_HTTP_RETRIES=N, CAFS_HTTP_CONNECTIONS=N, CAFS_HTTP_CAINFO=FILE (CA
+ * bundle for https). A bad value is ignored with a warning. */
 void ca_source_http_opts(struct ca_http_opts *o);
 
 /* The chunk cache when none is given: $XDG_CACHE_HOME/cafs, /var/cache/cafs

@@ -27,6 +27,7 @@
 
 #include "casync_cli.h"
 #include "cmd.h"
+#include "location.h"
 #include "log.h"
 
 /* casync's --what= */
@@ -194,7 +195,9 @@ static int usage(const struct casync_args *a, const char *fmt, ...)
 	va_end(ap);
 	if (a->mode == CAFS_CASYNC_PREFIX)
 		return cafs_usage_error(NULL, "%s", msg);
-	fprintf(stderr, "cafs: %s\n", msg);
+	char shown[520];
+	ca_location_redact_text(msg, shown, sizeof(shown)); /* it may quote a URL */
+	fprintf(stderr, "cafs: %s\n", shown);
 	return 1;
 }
 

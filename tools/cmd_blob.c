@@ -547,10 +547,13 @@ int cafs_cmd_info(int argc, char **argv)
 		printf("Chunk sizes: smallest %llu, median %llu, mean %llu, largest %llu\n",
 		       (unsigned long long)sizes[0], (unsigned long long)sizes[n / 2],
 		       (unsigned long long)(ca_index_blob_size(idx) / n), (unsigned long long)sizes[n - 1]);
-	if (have)
-		printf("In store %s: %llu of %zu chunks, %llu of %llu bytes\n", a.stores[0],
+	if (have) {
+		char *shown = ca_location_redact(a.stores[0]);
+		printf("In store %s: %llu of %zu chunks, %llu of %llu bytes\n", shown ? shown : "(store)",
 		       (unsigned long long)present, n, (unsigned long long)present_bytes,
 		       (unsigned long long)ca_index_blob_size(idx));
+		free(shown);
+	}
 	r = 0;
 out:
 	free(sizes);

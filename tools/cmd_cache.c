@@ -58,9 +58,11 @@ static int source_presence(struct ca_store *cache, const char *source)
 		goto out;
 	}
 	uint64_t total = ca_index_blob_size(idx);
-	printf("%s: %llu of %zu chunks, %llu of %llu bytes, %.1f%%\n", source, (unsigned long long)have,
+	char *shown = ca_location_redact(source);
+	printf("%s: %llu of %zu chunks, %llu of %llu bytes, %.1f%%\n", shown ? shown : "(source)", (unsigned long long)have,
 	       ca_index_n_chunks(idx), (unsigned long long)have_bytes, (unsigned long long)total,
 	       total ? 100.0 * (double)have_bytes / (double)total : 100.0);
+	free(shown);
 out:
 	ca_index_free(idx);
 	return r;

@@ -373,16 +373,19 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 static int run(const struct mount_args *a, struct daemon *d)
 {
 	struct image im = { 0 };
+	/* /proc/mounts is world-readable: never a password or token there */
+	char *fsname = ca_location_redact(a->source);
 	struct cafs_serve_opts so = {
-		.fsname = a->source,
+		.fsname = fsname,
 		.fuse_opts = a->fuse_opts,
 		.allow_other = geteuid() == 0,
 		.max_threads = a->threads,
 	};
-	int r = image_open(a, d, &im);
+	int r = fsname ? image_open(a, d, &im) : ca_log_error_errno(ENOMEM, "mount");
 	if (r == 0)
 		r = cafs_fs_serve(im.fs, a->mountpoint, &so);
 	image_release(&im);
+	free(fsname);
 	return r < 0 ? 1 : 0;
 }
 

@@ -20,6 +20,7 @@
 
 #include "casync_cli.h"
 #include "cmd.h"
+#include "location.h"
 #include "log.h"
 
 static const struct cafs_command commands[] = {
@@ -167,11 +168,12 @@ void cafs_command_help(const struct cafs_command *c, FILE *f)
 
 int cafs_usage_error(const char *cmd, const char *fmt, ...)
 {
-	char msg[512];
+	char raw[512], msg[520];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	ca_location_redact_text(raw, msg, sizeof(msg)); /* a usage error may quote a URL */
 	fprintf(stderr, "cafs: %s%s%s\nTry '%s %s%s--help'.\n", cmd ? cmd : "", cmd ? ": " : "", msg, program,
 	        cmd ? cmd : "", cmd ? " " : "");
 	return EXIT_USAGE;

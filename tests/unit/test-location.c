@@ -5,6 +5,7 @@
  * URLs only), the default store and the blob's name.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "location.h"
 #include "tap.h"
@@ -21,6 +22,21 @@ static void check_basename(const char *source, const char *want)
 	char *s = ca_location_basename(source);
 	check_str(s, want);
 	free(s);
+}
+
+static void check_redact(const char *in, const char *want)
+{
+	char *s = ca_location_redact(in);
+	check_str(s, want);
+	free(s);
+}
+
+static void check_redact_text(const char *in, const char *want)
+{
+	char buf[256];
+	size_t n = ca_location_redact_text(in, buf, sizeof(buf));
+	check_str(buf, want);
+	check_u64(n, ==, strlen(want));
 }
 
 int main(void)
@@ -70,5 +86,27 @@ int main(void)
 	check_basename("/srv/.caibx", ".caibx"); /* nothing but the suffix: kept, so there is a name */
 	check_basename("http://h/", "h");
 	check_basename("..", "image");
+	/* secrets out of what is shown: userinfo and query, nothing else */
+	check_redact("http://user:secret@h:8080/d/x.caidx?token=S2", "http://***@h:8080/d/x.caidx?***");
+	check_redact("https://tok@h/x.caibx", "https://***@h/x.caibx");
+	check_redact("http://h/a@b/x.caidx", "http://h/a@b/x.caidx"); /* '@' in the path is no userinfo */
+	check_redact("http://u:p@h?x", "http://***@h?***");
+	check_redact("http://h/x.caidx#frag", "http://h/x.caidx?***");
+	check_redact("http://h/x.caidx", "http://h/x.caidx");
+	check_redact("/srv/a@b?c", "/srv/a@b?c");
+	check_redact("", "");
+	check_redact_text("GET http://u:pw@h/s/ab.cacnk?t=1: HTTP status 503",
+	                  "GET http://***@h/s/ab.cacnk?***: HTTP status 503");
+	check_redact_text("a https://x@h/1, and 'http://h/2?k=v' (ftp://y@z/)",
+	                  "a https://***@h/1, and 'http://h/2?***' (ftp://***@z/)");
+	check_redact_text("no url here: a://", "no url here: a://");
+	check_redact_text("9://u@h/", "9://u@h/");
+	check_redact_text("1a+b://u@h/", "1a+b://***@h/");
+	char small[12];
+	ca_location_redact_text("http://user:pw@host/x", small, sizeof(small));
+	check_str(small, "http://***@"); /* cut, never past the buffer, never the secret */
+	ca_location_redact_text("xx", small, 1);
+	check_str(small, "");
+
 	return tap_done();
 }

@@ -18,6 +18,7 @@
  *                      valid signature by one of them (-EKEYREJECTED)
  *   -ECANCELED         cafs_ctx_cancel() was called
  *   -EPROTONOSUPPORT   a URL scheme libcafs cannot read
+ *   -EREMCHG           an https URL redirected to another scheme (refused)
  *   -EIO, -ETIMEDOUT, -ECONNREFUSED, ...  I/O or network failures
  *
  * A chunk problem is never reported as -ENOENT or -EBADMSG, so "no such
