@@ -98,11 +98,12 @@ int cafs_extract_cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx
 void cafs_extract_seed_cleanup(char *tmp); /* removes and frees; accepts NULL */
 
 /* cmd_tree_make.c: print the digest casync digest would for a directory or an
- * archive(-index). */
-int cafs_digest_tree(const char *path, char **stores, size_t n_stores);
+ * archive(-index), or sub inside the archive (NULL: all of it). */
+int cafs_digest_tree(const char *path, char **stores, size_t n_stores, const char *sub);
 /* cmd_tree_read.c: decode and validate an archive (.catar, .caidx) and print
- * the digest of its stream, as casync digest does; 0 or an exit code. */
-int cafs_digest_archive(const char *path, char **stores, size_t n_stores);
+ * the digest of its stream, as casync digest does; with sub, of that
+ * directory's stream or that file's contents. 0 or an exit code. */
+int cafs_digest_archive(const char *path, char **stores, size_t n_stores, const char *sub);
 /* cmd_tree_read.c: print one entry of an archive (sub, or the root when
  * NULL) as casync stat does; 0 or an exit code. */
 int cafs_stat_archive(const char *in, char **stores, size_t n_stores, const char *sub);

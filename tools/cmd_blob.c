@@ -417,22 +417,27 @@ int cafs_cmd_digest(int argc, char **argv)
 		}
 	}
 	cafs_set_verbosity(verbosity);
-	if (argc - optind != 1) {
+	if (argc - optind != 1 && argc - optind != 2) {
 		free(stores);
-		return cafs_usage_error("digest", "expected one INPUT");
+		return cafs_usage_error("digest", "expected INPUT [PATH]");
 	}
-	const char *in = argv[optind];
-	switch (ca_location_image_kind(in)) {
+	const char *in = argv[optind], *sub = argc - optind == 2 ? argv[optind + 1] : NULL;
+	enum ca_image_kind kind = ca_location_image_kind(in);
+	if (sub && kind != CA_IMAGE_ARCHIVE && kind != CA_IMAGE_ARCHIVE_INDEX) {
+		free(stores);
+		return cafs_usage_error("digest", "%s: PATH is for archives (.catar, .caidx)", in);
+	}
+	switch (kind) {
 	case CA_IMAGE_BLOB_INDEX:
 		r = digest_blob_index(in, stores, n_stores);
 		break;
 	case CA_IMAGE_ARCHIVE:
 	case CA_IMAGE_ARCHIVE_INDEX:
-		r = cafs_digest_tree(in, stores, n_stores);
+		r = cafs_digest_tree(in, stores, n_stores, sub);
 		break;
 	default:
 		if (strcmp(in, "-") && stat(in, &st) == 0 && S_ISDIR(st.st_mode))
-			r = cafs_digest_tree(in, stores, n_stores);
+			r = cafs_digest_tree(in, stores, n_stores, NULL);
 		else
 			r = digest_file(in, t);
 	}

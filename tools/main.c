@@ -43,10 +43,11 @@ static const struct cafs_command commands[] = {
 	  "                          first (repeatable)\n"
 	  "      --cache=DIR         keep the chunks fetched in this chunk cache, and use it\n"
 	  "      --delete=no         archives: keep what OUT has that the archive does not\n" },
-	{ "digest", cafs_cmd_digest, "digest [OPTIONS] FILE|DIR|INDEX|ARCHIVE",
+	{ "digest", cafs_cmd_digest, "digest [OPTIONS] FILE|DIR|INDEX|ARCHIVE [PATH]",
 	  "  -s, --store=DIR|URL     chunk store for an index (repeatable; default: default.castr\n"
 	  "                          beside it)\n"
-	  "      --digest=NAME       for a plain file: sha512-256 (default) or sha256\n" },
+	  "      --digest=NAME       for a plain file: sha512-256 (default) or sha256\n"
+	  "PATH: in an archive, that directory's stream or that file's contents.\n" },
 	{ "info", cafs_cmd_info, "info [OPTIONS] INDEX",
 	  "  -s, --store=DIR|URL     also report how much of the index this store holds\n"
 	  "                          (only the first one given is looked at)\n"
@@ -107,6 +108,8 @@ static const struct cafs_command commands[] = {
 	{ "mtree", cafs_cmd_mtree, "mtree [OPTIONS] IN.catar|IN.caidx [PATH]",
 	  "  -s, --store=DIR|URL     chunk store (repeatable; default: default.castr beside IN)\n"
 	  "      --long              accepted, as for list; has no effect (no short form here)\n"
+	  "      --digest=NAME       name the contents' digest field after NAME (sha256:\n"
+	  "                          sha256digest), as casync does; the digest is the archive's\n"
 	  "Prints the tree in BSD mtree(5) format, as casync mtree does.\n" },
 };
 

@@ -18,6 +18,8 @@
 #  - list --recursive=no of a directory: casync 2 fails half-way, cafs lists;
 #  - extract to stdout: casync 2 refuses a pipe and leaves a file opened
 #    with >> untouched; cafs writes to both (checked on their own);
+#  - make of an index to stdout: casync appends the digest line to the
+#    index, cafs writes the index alone (checked on its own);
 #  - --version: "casync 2 (cafs VERSION)".
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 need casync
@@ -204,6 +206,59 @@ compat '$C stat img.caidx sub/deep/z'
 compat '$C stat tree.catar no-such'
 compat '$C stat tree.catar sub'
 
+# ---- --what=, standard input and output, $CASYNC_STORE ----
+compat '$C make --what=archive-index x.bin tree'
+compat '$C make --what=archive x.bin tree'
+compat '$C make --what=blob-index --store=s.castr x.bin blob.img'
+compat '$C make --what=blob x.caidx tree'
+compat '$C make --what=archive x.catar blob.img'
+compat '$C make --what=blob-index x.caibx tree'
+compat '$C make - tree >x.catar'
+compat 'cd tree && $C make --what=archive >../x.catar'
+# an index on stdout: casync appends the digest line to it (cafs-only check below)
+compat '$C make - <blob.img >/dev/null' files
+compat '$C make --what=archive-index --store=s.castr - tree >/dev/null' files
+compat 'CASYNC_STORE=s.castr $C make x.caibx blob.img'
+compat 'CASYNC_STORE=default.castr $C extract --store=empty.castr blob.caibx e.img'
+compat 'CASYNC_STORE=other.castr $C extract blob.caibx e.img'
+compat '$C extract --extra-store=empty.castr blob.caibx e.img'
+compat 'cp img.caidx img.bin && $C extract --what=archive-index img.bin out'
+compat 'cp tree.catar t.bin && $C extract --what=archive t.bin out sub'
+compat '$C extract --what=blob-index - out.img <blob.caibx'
+compat 'cat tree.catar | $C extract --what=archive - out'
+compat 'cat blob.caibx | $C extract --what=blob-index - >out.img'
+compat 'mkdir out && $C extract - out <img.caidx'
+compat '$C extract <blob.caibx >out.img'
+compat '$C extract - out <tree.catar'
+compat '$C extract --what=blob img.caidx out'
+compat '$C extract --what=archive img.caidx out; r=$?; rmdir out; exit $r'
+compat '$C extract --what=blob-index img.caidx out'
+compat '$C list - <tree.catar'
+compat 'cat tree.catar | $C list -'
+compat '$C list --what=archive-index - <img.caidx'
+compat '$C list --what=archive-index - <img.caidx sub'
+compat 'cp tree.catar t.bin && $C list --what=archive t.bin'
+compat '$C list blob.img'
+compat '$C list blob.caibx'
+compat '$C list --what=archive img.caidx'
+compat '$C mtree --what=archive - <tree.catar'
+compat '$C mtree --digest=sha256 img.caidx'
+compat '$C mtree --digest=sha256 tree'
+compat '$C make --digest=sha256 s.caidx tree >/dev/null && $C mtree s.caidx sub'
+compat '$C stat - <tree.catar'
+compat '$C stat --what=archive-index - sub/b <img.caidx'
+compat '$C digest - <tree.catar'
+compat '$C digest - <blob.img'
+compat '$C digest --what=blob tree.catar'
+compat '$C digest --what=blob-index - <blob.caibx'
+compat '$C digest --what=directory tree'
+compat '$C digest --what=archive tree'
+compat '$C digest tree.catar sub'
+compat '$C digest img.caidx sub/b'
+compat '$C digest img.caidx /'
+compat '$C digest img.caidx no-such'
+compat '$C digest blob.caibx sub'
+
 # ---- gc: the store is compared; the summary line is cafs's own ----
 compat '$C gc -n img.caidx' files
 compat '$C -n gc img.caidx blob.caibx' files
@@ -226,6 +281,9 @@ compat '$C --mkdir=no --recursive=yes list img.caidx'
 ok "extract into an existing blob, itself a seed" bash -c 'cd "$1" && cp seed.img d.img && "$2" extract blob.caibx d.img && cmp d.img blob.img' _ "$FX" "$FAKE"
 ok "extract - >>FILE appends" bash -c 'cd "$1" && cp seed.img d.img && "$2" extract zeros.caibx - >>d.img && cat seed.img zeros.img | cmp - d.img' _ "$FX" "$FAKE"
 ok "extract - | a pipe" bash -c 'cd "$1" && "$2" extract zeros.caibx - | cmp - zeros.img' _ "$FX" "$FAKE"
+# an index on stdout is the index alone: casync appends its digest line
+# (which casync digest then refuses)
+ok "make - <blob >stdout: casync's bytes but its digest line" bash -c 'cd "$1" && "$2" make - <blob.img >"$4/i.real" && "$3" make - <blob.img >"$4/i.fake" && head -c -65 "$4/i.real" | cmp - "$4/i.fake"' _ "$FX" "$REAL" "$FAKE" "$T"
 ok "mkdev: one line, exit 1" bash -c '! "$1" mkdev blob.caibx 2>"$2/err" && [ "$(wc -l <"$2/err")" = 1 ]' _ "$FAKE" "$T"
 ok "--help on stdout, exit 0" bash -c '"$1" --help | grep -q "casync \[OPTIONS...\] extract"' _ "$FAKE"
 ok "cafs: casync's options before the command" bash -c 'cd "$1" && "$2" -v --store=default.castr --digest=sha512-256 list img.caidx | cmp - <(casync list img.caidx)' _ "$FX" "$CAFS"
