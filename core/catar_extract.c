@@ -637,6 +637,18 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 		}
 		if (r == CA_CATAR_DEC_DONE)
 			break;
+		/* --uid-shift: the owners on disk; a copy of the node (its
+		 * buffers stay the decoder's, valid until the next step) */
+		struct ca_catar_node shifted;
+		if (x.o->uid_shift.on) {
+			shifted = *n;
+			if (ca_uid_shift_decode(&x.o->uid_shift, n->uid, &shifted.uid) < 0 ||
+			    ca_uid_shift_decode(&x.o->uid_shift, n->gid, &shifted.gid) < 0) {
+				r = ca_ex_fail(&x, -EINVAL, path);
+				break;
+			}
+			n = &shifted;
+		}
 		if (r == CA_CATAR_DEC_DIR_END) {
 			r = dir_done(&x, n, path);
 			if (r < 0)

@@ -44,9 +44,13 @@
 #include <stdbool.h>
 
 #include "catar_dec.h"
+#include "uidshift.h"
 
 struct ca_catar_extract_opts {
 	bool no_delete;           /* keep entries of DEST the archive does not have */
+	/* casync's --uid-shift/--uid-range: owners and ACL ids on disk from
+	 * those stored (uidshift.h); an id that overflows fails (-EINVAL) */
+	struct ca_uid_shift uid_shift;
 	const char *archive_name; /* for messages about the archive (default "archive") */
 	/* when non-NULL and it becomes non-zero (a signal handler sets it), the
 	 * extract stops between blocks and fails with -ECANCELED, unlogged; no

@@ -75,7 +75,8 @@ static int extract_archive(struct ca_image *im, const char *dest, const struct c
 		goto out;
 	}
 	struct ca_catar_extract_opts xo = { .archive_name = ca_image_name(im), .no_delete = o->no_delete, .cancel = o->cancel,
-		                            .progress = o->progress, .progress_userdata = o->progress_userdata };
+		                            .progress = o->progress, .progress_userdata = o->progress_userdata,
+		                            .uid_shift = o->uid_shift };
 	progress_start(o, 0);
 	r = ca_catar_extract(d, dest, &xo); /* the reader explained its own failures */
 	progress_end(o);

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "location.h"
+#include "uidshift.h"
 #include "source.h"
 
 struct ca_image_extract_opts {
@@ -43,6 +44,7 @@ struct ca_image_extract_opts {
 	const char *path;
 	unsigned threads; /* a blob's workers (0: one per CPU); archives size their threads by CPU */
 	bool no_delete;   /* archives: keep entries of an existing dest the archive does not have */
+	struct ca_uid_shift uid_shift; /* archives: casync's --uid-shift/--uid-range (uidshift.h) */
 	/* progress_start (may be NULL) is called once before anything is
 	 * written, with the bytes to write (0 if unknown: an archive); then
 	 * progress (may be NULL) now and then, from any thread, with the bytes

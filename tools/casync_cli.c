@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "casync_cli.h"
 #include "cmd.h"
 #include "fdio.h"
@@ -52,11 +53,11 @@ struct casync_args {
 	enum cafs_casync_mode mode;
 	int verbosity; /* cafs's scale: -1 errors only .. 2 debug */
 	bool dry_run;
-	const char *store, *chunk_size, *digest, *compression, *cache;
+	const char *store, *chunk_size, *digest, *compression, *cache, *rate_limit, *uid_shift, *uid_range;
 	const char *exclude_nodump, *exclude_submounts, *exclude_file;
 	enum what what;
 	struct strv extra_stores, seeds, with, without;
-	bool seed_output, recursive, delete_extra;
+	bool seed_output, recursive, delete_extra, mkdir;
 };
 
 enum {
@@ -244,7 +245,7 @@ static int parse_args(int argc, char **argv, struct casync_args *a, int *ret_ver
 	bool b;
 	int c, r;
 
-	a->seed_output = a->recursive = a->delete_extra = true;
+	a->seed_output = a->recursive = a->delete_extra = a->mkdir = true;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, shortopts, casync_opts, NULL)) >= 0) {
 		struct strv *list = NULL;
@@ -269,12 +270,24 @@ static int parse_args(int argc, char **argv, struct casync_args *a, int *ret_ver
 		case 'n':
 			a->dry_run = true;
 			break;
-		case 'c':
-		case OPT_RATE_LIMIT_BPS:
+		case OPT_RATE_LIMIT_BPS: {
+			uint64_t v;
+			if (cafs_parse_size(optarg, &v) < 0 || v == 0)
+				return usage(a, "bad rate limit '%s'", optarg);
+			a->rate_limit = optarg;
+			break;
+		}
 		case OPT_UID_SHIFT:
-		case OPT_UID_RANGE:
-			/* no encoder cache, no remote transfer by casync's
-			 * protocols, no uid shifting: nothing to change */
+		case OPT_UID_RANGE: {
+			struct ca_uid_shift u = { 0 };
+			if ((c == OPT_UID_SHIFT ? cafs_parse_uid_shift(optarg, &u) : cafs_parse_uid_range(optarg, &u)) < 0)
+				return usage(a, "bad %s '%s'", c == OPT_UID_SHIFT ? "--uid-shift" : "--uid-range", optarg);
+			*(c == OPT_UID_SHIFT ? &a->uid_shift : &a->uid_range) = optarg;
+			break;
+		}
+		case 'c':
+			/* casync's encoder cache: make's output is the same
+			 * without it (see the man page) */
 			break;
 		case OPT_STORE:
 			a->store = optarg;
@@ -336,11 +349,13 @@ static int parse_args(int argc, char **argv, struct casync_args *a, int *ret_ver
 		case OPT_DELETE:
 			bp = &a->delete_extra;
 			break;
+		case OPT_MKDIR:
+			bp = &a->mkdir;
+			break;
 		case OPT_UNDO_IMMUTABLE:
 		case OPT_PUNCH_HOLES:
 		case OPT_REFLINK:
 		case OPT_HARDLINK:
-		case OPT_MKDIR:
 			/* cafs extracts into place without these choices (see
 			 * the man page); the value is still checked */
 			bp = &b;
@@ -369,6 +384,8 @@ enum {
 	T_DRY_RUN = 1 << 5,
 	T_CACHE = 1 << 6,  /* cafs's chunk cache: only when not named casync */
 	T_DELETE = 1 << 7, /* --delete=no */
+	T_RATE = 1 << 8,   /* --rate-limit-bps */
+	T_UIDS = 1 << 9,   /* --uid-shift, --uid-range (make: with T_MAKE) */
 };
 
 static const struct {
@@ -376,13 +393,13 @@ static const struct {
 	unsigned takes;
 } commands[] = {
 	{ "make", T_STORE | T_MAKE },
-	{ "extract", T_STORES | T_SEED | T_CACHE | T_DELETE },
+	{ "extract", T_STORES | T_SEED | T_CACHE | T_DELETE | T_RATE | T_UIDS },
 	{ "list", T_STORES },
 	{ "mtree", T_STORES | T_DIGEST },
 	{ "stat", T_STORES },
 	{ "digest", T_STORES | T_DIGEST },
 	{ "gc", T_STORE | T_DRY_RUN },
-	{ "mount", T_STORES | T_CACHE },
+	{ "mount", T_STORES | T_CACHE | T_RATE },
 	{ "mkdev", 0 },
 	{ "info", T_STORE },
 };
@@ -413,6 +430,12 @@ static int add_options(const struct casync_args *a, unsigned takes, struct strv 
 		r = strv_add(out, "--cache=%s", a->cache);
 	if (r == 0 && (takes & T_DELETE) && !a->delete_extra)
 		r = strv_add(out, "--delete=no");
+	if (r == 0 && (takes & (T_UIDS | T_MAKE)) && a->uid_shift)
+		r = strv_add(out, "--uid-shift=%s", a->uid_shift);
+	if (r == 0 && (takes & (T_UIDS | T_MAKE)) && a->uid_range)
+		r = strv_add(out, "--uid-range=%s", a->uid_range);
+	if (r == 0 && (takes & T_RATE) && a->rate_limit)
+		r = strv_add(out, "--rate-limit-bps=%s", a->rate_limit);
 	if (r == 0 && (takes & T_DRY_RUN) && a->dry_run)
 		r = strv_add(out, "--dry-run");
 	if (r == 0 && (takes & (T_DIGEST | T_MAKE)) && a->digest)
@@ -1015,6 +1038,9 @@ static int verb_simple(const struct casync_args *a, const char *verb, char **pos
 		r = add_options(a, takes, &out);
 	if (r == 0 && !strcmp(verb, "mount"))
 		r = strv_add(&out, "--foreground"); /* casync mount stays until unmounted */
+	/* casync mount makes a missing mount point (--mkdir=no: not) */
+	if (r == 0 && !strcmp(verb, "mount") && a->mkdir && mkdir(pos[1], 0777) < 0 && errno != EEXIST)
+		r = -errno;
 	for (int i = 0; r == 0 && i < npos; i++)
 		r = strv_add(&out, "%s", pos[i]);
 	if (r == 0 && npos == 0 && dflt)

@@ -17,6 +17,7 @@
 #include "digest.h"
 #include "format.h"
 #include "source.h"
+#include "uidshift.h"
 
 #define EXIT_USAGE 2
 
@@ -67,6 +68,11 @@ int cafs_common_option(const char *cmd, int c, int *verbosity);
 /* yes/no as casync's parse_boolean reads it (1/0, y/n, true/false, t/f,
  * on/off, any case): 0, or -EINVAL. */
 int cafs_parse_bool(const char *s, bool *ret);
+/* casync's --uid-shift (a uid, or yes/no) and --uid-range (1..2^32, or
+ * yes/no) into u, which starts zeroed: either turns the mapping on (range
+ * 65536 unless given). 0 or -EINVAL. */
+int cafs_parse_uid_shift(const char *s, struct ca_uid_shift *u);
+int cafs_parse_uid_range(const char *s, struct ca_uid_shift *u);
 /* -j/--threads: 0..64 */
 int cafs_parse_threads(const char *s, unsigned *ret);
 
@@ -87,6 +93,8 @@ struct cafs_extract_args {
 	size_t n_seeds;
 	const char *cache; /* --cache: keep fetched chunks in this store */
 	bool no_delete;    /* --delete=no: keep entries of OUT the archive does not have */
+	uint64_t rate_limit_bps; /* --rate-limit-bps: per HTTP transfer, 0 = none */
+	struct ca_uid_shift uid_shift; /* --uid-shift, --uid-range */
 };
 
 /* cache_seed.c: extract --cache and --seed. Makes a->cache (or, for seeds

@@ -17,6 +17,7 @@
 
 #include "archive_reader.h"
 #include "blob.h"
+#include "cache.h"
 #include "chunker.h"
 #include "cmd.h"
 #include "feature.h"
@@ -39,6 +40,9 @@ enum {
 	OPT_SEED,
 	OPT_CACHE,
 	OPT_DELETE,
+	OPT_RATE_LIMIT_BPS,
+	OPT_UID_SHIFT,
+	OPT_UID_RANGE,
 };
 
 /* The progress bar's life follows the core's calls: begun with the total
@@ -65,6 +69,8 @@ int cafs_cmd_make(int argc, char **argv)
 		{ "exclude-nodump", required_argument, NULL, OPT_EXCLUDE_NODUMP },
 		{ "exclude-submounts", required_argument, NULL, OPT_EXCLUDE_SUBMOUNTS },
 		{ "exclude-file", required_argument, NULL, OPT_EXCLUDE_FILE },
+		{ "uid-shift", required_argument, NULL, OPT_UID_SHIFT },
+		{ "uid-range", required_argument, NULL, OPT_UID_RANGE },
 		{ "threads", required_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -112,6 +118,14 @@ int cafs_cmd_make(int argc, char **argv)
 			     c == OPT_EXCLUDE_SUBMOUNTS ? &o.exclude_submounts : &o.exclude_file;
 			if (cafs_parse_bool(optarg, bp) < 0)
 				return cafs_usage_error("make", "expected yes or no, got '%s'", optarg);
+			break;
+		case OPT_UID_SHIFT:
+			if (cafs_parse_uid_shift(optarg, &o.uid_shift) < 0)
+				return cafs_usage_error("make", "invalid uid shift '%s'", optarg);
+			break;
+		case OPT_UID_RANGE:
+			if (cafs_parse_uid_range(optarg, &o.uid_shift) < 0)
+				return cafs_usage_error("make", "invalid uid range '%s'", optarg);
 			break;
 		case 'j':
 			if (cafs_parse_threads(optarg, &o.threads) < 0)
@@ -173,6 +187,9 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		{ "seed", required_argument, NULL, OPT_SEED },
 		{ "cache", required_argument, NULL, OPT_CACHE },
 		{ "delete", required_argument, NULL, OPT_DELETE },
+		{ "rate-limit-bps", required_argument, NULL, OPT_RATE_LIMIT_BPS },
+		{ "uid-shift", required_argument, NULL, OPT_UID_SHIFT },
+		{ "uid-range", required_argument, NULL, OPT_UID_RANGE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -180,8 +197,11 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 	};
 	int c, verbosity = 0;
 	while ((c = getopt_long(argc, argv, "s:j:vqh", opts, NULL)) >= 0) {
-		if ((c == OPT_SEED || c == OPT_CACHE || c == OPT_DELETE) && strcmp(cmd, "extract"))
-			return cafs_usage_error(cmd, "--seed, --cache and --delete are for extract");
+		if ((c == OPT_SEED || c == OPT_CACHE || c == OPT_DELETE || c == OPT_RATE_LIMIT_BPS || c == OPT_UID_SHIFT ||
+		     c == OPT_UID_RANGE) &&
+		    strcmp(cmd, "extract"))
+			return cafs_usage_error(cmd, "--seed, --cache, --delete, --rate-limit-bps, --uid-shift and "
+			                             "--uid-range are for extract");
 		switch (c) {
 		case OPT_SEED: {
 			char **n = realloc(a->seeds, (a->n_seeds + 1) * sizeof(char *));
@@ -193,6 +213,18 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		}
 		case OPT_CACHE:
 			a->cache = optarg;
+			break;
+		case OPT_RATE_LIMIT_BPS:
+			if (cafs_parse_size(optarg, &a->rate_limit_bps) < 0 || a->rate_limit_bps == 0)
+				return cafs_usage_error(cmd, "invalid rate '%s'", optarg);
+			break;
+		case OPT_UID_SHIFT:
+			if (cafs_parse_uid_shift(optarg, &a->uid_shift) < 0)
+				return cafs_usage_error(cmd, "invalid uid shift '%s'", optarg);
+			break;
+		case OPT_UID_RANGE:
+			if (cafs_parse_uid_range(optarg, &a->uid_shift) < 0)
+				return cafs_usage_error(cmd, "invalid uid range '%s'", optarg);
 			break;
 		case OPT_DELETE: {
 			bool del;
@@ -231,12 +263,16 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
  * let the core extract it. */
 static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind kind)
 {
+	struct ca_http_opts http;
 	struct ca_image_opts io = { .stores = a->stores, .n_stores = a->n_stores,
-	                            .lru_bytes = kind == CA_IMAGE_BLOB_INDEX ? 0 : CA_ARCHIVE_READER_LRU };
+	                            .lru_bytes = kind == CA_IMAGE_BLOB_INDEX ? 0 : CA_ARCHIVE_READER_LRU,
+	                            .http = &http };
 	struct ca_image *im = NULL;
 	struct cafs_progress prog = { .label = "extract" };
 	char *seed_tmp = NULL;
 	bool busy = false;
+	ca_source_http_opts(&http);
+	http.max_recv_speed = a->rate_limit_bps;
 	/* refuse a bad destination before any download or seeding */
 	int r = ca_image_extract_check_dest(kind, a->out);
 	if (r < 0)
@@ -254,7 +290,8 @@ static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind k
 			goto out;
 	}
 	struct ca_image_extract_opts o = {
-		.path = a->path, .threads = a->threads, .no_delete = a->no_delete, .cancel = cafs_interrupt_flag(),
+		.path = a->path, .threads = a->threads, .no_delete = a->no_delete, .uid_shift = a->uid_shift,
+		.cancel = cafs_interrupt_flag(),
 		.progress_start = progress_start, .progress = cafs_progress_update, .progress_end = progress_end,
 		.progress_userdata = &prog,
 	};

@@ -48,6 +48,7 @@ enum {
 	OPT_THREADS,
 	OPT_READAHEAD,
 	OPT_LOG,
+	OPT_RATE_LIMIT_BPS,
 };
 
 struct mount_args {
@@ -61,6 +62,7 @@ struct mount_args {
 	unsigned threads, readahead_chunks;
 	int verbosity;
 	const char *log_file; /* where messages go once detached (default: nowhere) */
+	uint64_t rate_limit_bps; /* per HTTP transfer, 0 = none */
 };
 
 /* The daemon's start-up state, shared with the INIT callback. */
@@ -166,6 +168,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "readahead", required_argument, NULL, OPT_READAHEAD },
 		{ "log", required_argument, NULL, OPT_LOG },
+		{ "rate-limit-bps", required_argument, NULL, OPT_RATE_LIMIT_BPS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -208,6 +211,10 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 			break;
 		case OPT_LOG:
 			a->log_file = optarg;
+			break;
+		case OPT_RATE_LIMIT_BPS:
+			if (cafs_parse_size(optarg, &a->rate_limit_bps) < 0 || a->rate_limit_bps == 0)
+				return cafs_usage_error(cmd, "invalid rate '%s'", optarg);
 			break;
 		case OPT_READAHEAD:
 			if (parse_count(optarg, 1024, &a->readahead_chunks) < 0)
@@ -309,6 +316,7 @@ static void image_release(struct image *im)
 /* Everything up to a ready fs. Logs its errors. */
 static int image_open(const struct mount_args *a, struct daemon *d, struct image *im)
 {
+	struct ca_http_opts http;
 	struct ca_image_opts io = {
 		.stores = a->stores,
 		.n_stores = a->n_stores,
@@ -317,6 +325,7 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 		.cache_touch = true,
 		.offline = a->offline,
 		.lru_bytes = a->lru_bytes,
+		.http = &http,
 	};
 	struct cafs_fs_options o = {
 		.readahead_chunks = a->readahead_chunks,
@@ -324,6 +333,8 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 		.ready_userdata = d,
 	};
 	char *name = NULL;
+	ca_source_http_opts(&http);
+	http.max_recv_speed = a->rate_limit_bps;
 	int r = ca_image_open(a->source, &io, &im->im);
 	if (r < 0)
 		return r;

@@ -32,6 +32,8 @@ static const struct cafs_command commands[] = {
 	  "      --exclude-nodump=no include files and directories marked chattr +d\n"
 	  "      --exclude-submounts=yes  leave out other filesystems mounted below INPUT\n"
 	  "      --exclude-file=no   ignore .caexclude files\n"
+	  "      --uid-shift=UID     archives: store owners as their ids minus UID\n"
+	  "      --uid-range=N       ... modulo N (default 65536; or yes/no), as casync\n"
 	  "  -j, --threads=N         worker threads (default: number of CPUs)\n"
 	  "Prints the digest of the whole stream, as casync make does.\n" },
 	{ "extract", cafs_cmd_extract, "extract [OPTIONS] IN.caibx|IN.caidx|IN.catar OUT [PATH]",
@@ -42,7 +44,10 @@ static const struct cafs_command commands[] = {
 	  "      --seed=PATH         take chunks from this local file, device, .catar or index\n"
 	  "                          first (repeatable)\n"
 	  "      --cache=DIR         keep the chunks fetched in this chunk cache, and use it\n"
-	  "      --delete=no         archives: keep what OUT has that the archive does not\n" },
+	  "      --delete=no         archives: keep what OUT has that the archive does not\n"
+	  "      --rate-limit-bps=SIZE  cap each HTTP transfer's download rate (bytes/s)\n"
+	  "      --uid-shift=UID     archives: owners on disk are those stored plus UID\n"
+	  "      --uid-range=N       ... modulo N (default 65536; or yes/no), as casync\n" },
 	{ "digest", cafs_cmd_digest, "digest [OPTIONS] FILE|DIR|INDEX|ARCHIVE [PATH]",
 	  "  -s, --store=DIR|URL     chunk store for an index (repeatable; default: default.castr\n"
 	  "                          beside it)\n"
@@ -66,6 +71,7 @@ static const struct cafs_command commands[] = {
 	  "  -f, --foreground     stay in the foreground (else: return once mounted)\n"
 	  "      --log=FILE       once in the background, append messages to FILE\n"
 	  "                       (default: they are dropped)\n"
+	  "      --rate-limit-bps=SIZE  cap each HTTP transfer's download rate\n"
 	  "  -o, --options=OPT[,OPT...]  FUSE mount options (allow_other, ...), and\n"
 	  "                       store=, cache=, offline, no_cache, lru_size=, threads=,\n"
 	  "                       log=; defaults, rw, ro, auto, noauto, user, users,\n"

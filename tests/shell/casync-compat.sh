@@ -259,6 +259,19 @@ compat '$C digest img.caidx /'
 compat '$C digest img.caidx no-such'
 compat '$C digest blob.caibx sub'
 
+# ---- owners shifted (--uid-shift, --uid-range), the rate limit, mount's --mkdir ----
+compat 'chown -R 100000:100000 tree && chown 100005:100007 tree/a && $C make --uid-shift=100000 u.caidx tree && $C mtree u.caidx'
+compat 'chown -R 100000:100000 tree && $C make --uid-shift=100000 --uid-range=65536 u.catar tree && $C mtree u.catar && $C stat u.catar a'
+compat 'chown 5:5 tree/a && $C make --uid-shift=100 u.caidx tree'
+compat 'chown 70000:70000 tree/a && $C make --uid-range=65536 u.catar tree && $C mtree u.catar'
+compat '$C make --uid-shift=maybe u.caidx tree'
+compat '$C extract --uid-shift=200000 img.caidx out && find out -printf "%p %U %G\n" | sort'
+compat '$C extract --uid-shift=7 --uid-range=10 tree.catar out && find out -printf "%p %U %G\n" | sort'
+compat '$C extract --uid-shift=yes img.caidx out && find out -printf "%p %U %G\n" | sort'
+compat '$C extract --uid-range=0 img.caidx out'
+compat '$C extract --rate-limit-bps=1M img.caidx out'
+compat '$C extract --rate-limit-bps=0 img.caidx out'
+
 # ---- gc: the store is compared; the summary line is cafs's own ----
 compat '$C gc -n img.caidx' files
 compat '$C -n gc img.caidx blob.caibx' files
