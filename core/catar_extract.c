@@ -76,10 +76,40 @@ static bool same_mount(int a, int b)
 	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev;
 }
 
-/* Remove name in dfd, recursively, never following symlinks or crossing mounts. */
-static int rm_rf_at(int dfd, const char *name, unsigned depth)
+/* --undo-immutable: clear chattr +i of name in dfd (a regular file or a
+ * directory: the ioctl is never sent to a device). 1 when it was set and
+ * is now clear, 0 when it was not set, or a negative errno. */
+static int drop_immutable_at(int dfd, const char *name)
+{
+	struct stat st;
+	int fd, flags, r = 0;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return 0;
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)))
+		r = 0;
+	else if (ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0)
+		r = errno == ENOTTY || errno == EOPNOTSUPP ? 0 : -errno;
+	else if (flags & FS_IMMUTABLE_FL) {
+		flags &= ~FS_IMMUTABLE_FL;
+		r = ioctl(fd, FS_IOC_SETFLAGS, &flags) < 0 ? -errno : 1;
+	}
+	close(fd);
+	return r;
+}
+
+/* Remove name in dfd, recursively, never following symlinks or crossing
+ * mounts; with undo, what is immutable first loses the flag (casync's
+ * --undo-immutable). */
+static int rm_rf_at(int dfd, const char *name, unsigned depth, bool undo)
 {
 	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno == EPERM && undo && drop_immutable_at(dfd, name) > 0 && (unlinkat(dfd, name, 0) == 0 || errno == ENOENT))
 		return 0;
 	if (errno != EISDIR && errno != EPERM)
 		return -errno;
@@ -96,6 +126,8 @@ static int rm_rf_at(int dfd, const char *name, unsigned depth)
 		return -EXDEV;
 	}
 	struct stat st;
+	if (undo)
+		(void)drop_immutable_at(fd, ".");
 	if (fstat(fd, &st) == 0 && (st.st_mode & 0300) != 0300) /* without write, nothing in it can go */
 		(void)fchmod(fd, (st.st_mode & 07777) | 0700);
 	DIR *dir = fdopendir(fd);
@@ -109,7 +141,7 @@ static int rm_rf_at(int dfd, const char *name, unsigned depth)
 	while (r == 0 && (errno = 0, de = readdir(dir))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		r = rm_rf_at(fd, de->d_name, depth + 1);
+		r = rm_rf_at(fd, de->d_name, depth + 1, undo);
 	}
 	if (r == 0 && errno)
 		r = -errno;
@@ -133,14 +165,14 @@ static int tmp_name(struct ex *x, char out[48])
 
 /* Make room for a new non-directory at name: renameat replaces files,
  * symlinks and special files itself, but not directories. */
-static int clear_dir_at(int dfd, const char *name)
+static int clear_dir_at(int dfd, const char *name, bool undo)
 {
 	struct stat st;
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	if (!S_ISDIR(st.st_mode))
 		return 0;
-	return rm_rf_at(dfd, name, 0);
+	return rm_rf_at(dfd, name, 0, undo);
 }
 
 /* The process umask without changing it (umask() would, for every thread):
@@ -173,8 +205,10 @@ mode_t ca_ex_create_mode(const struct ex *x, const struct dir *p, uint64_t m)
 	return 0600;
 }
 
+/* A fresh file's contents; zero blocks left as holes unless --punch-holes=no. */
 static int write_payload(struct ex *x, int fd)
 {
+	uint64_t off = 0;
 	for (;;) {
 		if (x->o->cancel && *x->o->cancel)
 			return -ECANCELED;
@@ -184,10 +218,12 @@ static int write_payload(struct ex *x, int fd)
 			return (int)k;
 		}
 		if (k == 0)
-			return 0;
-		int r = ca_write_all(fd, x->buf, (size_t)k);
+			/* a file that ends in a hole gets its size */
+			return !x->o->no_holes && ftruncate(fd, (off_t)off) < 0 ? -errno : 0;
+		int r = x->o->no_holes ? ca_write_all(fd, x->buf, (size_t)k) : ca_write_sparse(fd, x->buf, (size_t)k, off);
 		if (r < 0)
 			return r;
+		off += (uint64_t)k;
 		x->done += (uint64_t)k;
 		if (x->o->progress)
 			x->o->progress(x->o->progress_userdata, x->done);
@@ -289,14 +325,16 @@ static int make_leaf(struct ex *x, const struct ca_catar_node *n, struct dir *p,
 	if (r < 0)
 		goto undo_log;
 	if (!p->fresh) {
-		r = clear_dir_at(dfd, n->name);
+		r = clear_dir_at(dfd, n->name, x->o->undo_immutable);
 		if (r < 0)
 			goto undo_log;
 	}
-	if (renameat(dfd, tmp, dfd, n->name) < 0) {
-		r = -errno;
+	r = renameat(dfd, tmp, dfd, n->name) < 0 ? -errno : 0;
+	/* an immutable file is in the way: casync's --undo-immutable */
+	if (r == -EPERM && x->o->undo_immutable && drop_immutable_at(dfd, n->name) > 0)
+		r = renameat(dfd, tmp, dfd, n->name) < 0 ? -errno : 0;
+	if (r < 0)
 		goto undo_log;
-	}
 	if (fd >= 0) {
 		ca_ex_apply_projid(x, n, fd, !p->projinherit);
 		ca_ex_apply_chattr(x, n, fd, true);
@@ -510,7 +548,7 @@ static int delete_extra(struct ex *x, struct dir *d, const char *path)
 	}
 	closedir(dir);
 	for (size_t i = 0; r == 0 && i < extra.n; i++) {
-		r = rm_rf_at(d->fd, extra.v[i], 0);
+		r = rm_rf_at(d->fd, extra.v[i], 0, x->o->undo_immutable);
 		if (r == -EXDEV)
 			ca_log_error("%s/%s%s%s: something is mounted there: not removed", x->dest, path, *path ? "/" : "",
 			             extra.v[i]);
@@ -533,7 +571,7 @@ static void dir_pop(struct ex *x, bool close_fd)
 /* After an error: a hidden directory and all in it go. */
 static void drop_hidden(struct ex *x, const struct dir *d)
 {
-	int r = rm_rf_at(d->parent_fd, d->tmp, 0);
+	int r = rm_rf_at(d->parent_fd, d->tmp, 0, x->o->undo_immutable);
 	if (r < 0)
 		ca_log_warning_errno(r, "cannot remove the partial tree %s (%s)", d->tmp, d->final_name);
 }

@@ -23,6 +23,9 @@ struct ca_extract_opts {
 	/* when non-NULL and it becomes non-zero (a signal handler sets it), the
 	 * workers stop and the extract fails with -ECANCELED, output removed */
 	const volatile sig_atomic_t *cancel;
+	/* casync's --punch-holes=no: write the zeros of a new regular file too
+	 * (by default they are left as holes) */
+	bool no_holes;
 };
 
 /* Extract the blob of idx to path (a regular file, replaced atomically; or

@@ -57,7 +57,7 @@ struct casync_args {
 	const char *exclude_nodump, *exclude_submounts, *exclude_file;
 	enum what what;
 	struct strv extra_stores, seeds, with, without;
-	bool seed_output, recursive, delete_extra, mkdir;
+	bool seed_output, recursive, delete_extra, mkdir, undo_immutable, punch_holes;
 };
 
 enum {
@@ -245,7 +245,7 @@ static int parse_args(int argc, char **argv, struct casync_args *a, int *ret_ver
 	bool b;
 	int c, r;
 
-	a->seed_output = a->recursive = a->delete_extra = a->mkdir = true;
+	a->seed_output = a->recursive = a->delete_extra = a->mkdir = a->punch_holes = true;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, shortopts, casync_opts, NULL)) >= 0) {
 		struct strv *list = NULL;
@@ -353,7 +353,11 @@ static int parse_args(int argc, char **argv, struct casync_args *a, int *ret_ver
 			bp = &a->mkdir;
 			break;
 		case OPT_UNDO_IMMUTABLE:
+			bp = &a->undo_immutable;
+			break;
 		case OPT_PUNCH_HOLES:
+			bp = &a->punch_holes;
+			break;
 		case OPT_REFLINK:
 		case OPT_HARDLINK:
 			/* cafs extracts into place without these choices (see
@@ -430,6 +434,10 @@ static int add_options(const struct casync_args *a, unsigned takes, struct strv 
 		r = strv_add(out, "--cache=%s", a->cache);
 	if (r == 0 && (takes & T_DELETE) && !a->delete_extra)
 		r = strv_add(out, "--delete=no");
+	if (r == 0 && (takes & T_DELETE) && a->undo_immutable)
+		r = strv_add(out, "--undo-immutable=yes");
+	if (r == 0 && (takes & T_DELETE) && !a->punch_holes)
+		r = strv_add(out, "--punch-holes=no");
 	if (r == 0 && (takes & (T_UIDS | T_MAKE)) && a->uid_shift)
 		r = strv_add(out, "--uid-shift=%s", a->uid_shift);
 	if (r == 0 && (takes & (T_UIDS | T_MAKE)) && a->uid_range)

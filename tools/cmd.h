@@ -95,6 +95,8 @@ struct cafs_extract_args {
 	bool no_delete;    /* --delete=no: keep entries of OUT the archive does not have */
 	uint64_t rate_limit_bps; /* --rate-limit-bps: per HTTP transfer, 0 = none */
 	struct ca_uid_shift uid_shift; /* --uid-shift, --uid-range */
+	bool undo_immutable;           /* --undo-immutable */
+	bool no_holes;                 /* --punch-holes=no */
 };
 
 /* cache_seed.c: extract --cache and --seed. Makes a->cache (or, for seeds

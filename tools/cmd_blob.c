@@ -37,12 +37,15 @@ enum {
 	OPT_EXCLUDE_NODUMP,
 	OPT_EXCLUDE_SUBMOUNTS,
 	OPT_EXCLUDE_FILE,
+	/* from here on: extract's own */
 	OPT_SEED,
 	OPT_CACHE,
 	OPT_DELETE,
 	OPT_RATE_LIMIT_BPS,
 	OPT_UID_SHIFT,
 	OPT_UID_RANGE,
+	OPT_UNDO_IMMUTABLE,
+	OPT_PUNCH_HOLES,
 };
 
 /* The progress bar's life follows the core's calls: begun with the total
@@ -190,6 +193,8 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		{ "rate-limit-bps", required_argument, NULL, OPT_RATE_LIMIT_BPS },
 		{ "uid-shift", required_argument, NULL, OPT_UID_SHIFT },
 		{ "uid-range", required_argument, NULL, OPT_UID_RANGE },
+		{ "undo-immutable", required_argument, NULL, OPT_UNDO_IMMUTABLE },
+		{ "punch-holes", required_argument, NULL, OPT_PUNCH_HOLES },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -197,11 +202,9 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 	};
 	int c, verbosity = 0;
 	while ((c = getopt_long(argc, argv, "s:j:vqh", opts, NULL)) >= 0) {
-		if ((c == OPT_SEED || c == OPT_CACHE || c == OPT_DELETE || c == OPT_RATE_LIMIT_BPS || c == OPT_UID_SHIFT ||
-		     c == OPT_UID_RANGE) &&
-		    strcmp(cmd, "extract"))
-			return cafs_usage_error(cmd, "--seed, --cache, --delete, --rate-limit-bps, --uid-shift and "
-			                             "--uid-range are for extract");
+		if (c >= OPT_SEED && strcmp(cmd, "extract"))
+			return cafs_usage_error(cmd, "--seed, --cache, --delete, --rate-limit-bps, --uid-shift, "
+			                             "--uid-range, --undo-immutable and --punch-holes are for extract");
 		switch (c) {
 		case OPT_SEED: {
 			char **n = realloc(a->seeds, (a->n_seeds + 1) * sizeof(char *));
@@ -226,6 +229,17 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 			if (cafs_parse_uid_range(optarg, &a->uid_shift) < 0)
 				return cafs_usage_error(cmd, "invalid uid range '%s'", optarg);
 			break;
+		case OPT_UNDO_IMMUTABLE:
+			if (cafs_parse_bool(optarg, &a->undo_immutable) < 0)
+				return cafs_usage_error(cmd, "expected yes or no, got '%s'", optarg);
+			break;
+		case OPT_PUNCH_HOLES: {
+			bool holes;
+			if (cafs_parse_bool(optarg, &holes) < 0)
+				return cafs_usage_error(cmd, "expected yes or no, got '%s'", optarg);
+			a->no_holes = !holes;
+			break;
+		}
 		case OPT_DELETE: {
 			bool del;
 			if (cafs_parse_bool(optarg, &del) < 0)
@@ -291,6 +305,7 @@ static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind k
 	}
 	struct ca_image_extract_opts o = {
 		.path = a->path, .threads = a->threads, .no_delete = a->no_delete, .uid_shift = a->uid_shift,
+		.undo_immutable = a->undo_immutable, .no_holes = a->no_holes,
 		.cancel = cafs_interrupt_flag(),
 		.progress_start = progress_start, .progress = cafs_progress_update, .progress_end = progress_end,
 		.progress_userdata = &prog,

@@ -47,7 +47,10 @@ static const struct cafs_command commands[] = {
 	  "      --delete=no         archives: keep what OUT has that the archive does not\n"
 	  "      --rate-limit-bps=SIZE  cap each HTTP transfer's download rate (bytes/s)\n"
 	  "      --uid-shift=UID     archives: owners on disk are those stored plus UID\n"
-	  "      --uid-range=N       ... modulo N (default 65536; or yes/no), as casync\n" },
+	  "      --uid-range=N       ... modulo N (default 65536; or yes/no), as casync\n"
+	  "      --undo-immutable=yes  archives: replace and remove files of OUT that are\n"
+	  "                          chattr +i (clearing the flag), as casync\n"
+	  "      --punch-holes=no    write zero blocks too (default: left as holes)\n" },
 	{ "digest", cafs_cmd_digest, "digest [OPTIONS] FILE|DIR|INDEX|ARCHIVE [PATH]",
 	  "  -s, --store=DIR|URL     chunk store for an index (repeatable; default: default.castr\n"
 	  "                          beside it)\n"

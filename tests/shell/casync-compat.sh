@@ -269,6 +269,19 @@ compat '$C extract --uid-shift=200000 img.caidx out && find out -printf "%p %U %
 compat '$C extract --uid-shift=7 --uid-range=10 tree.catar out && find out -printf "%p %U %G\n" | sort'
 compat '$C extract --uid-shift=yes img.caidx out && find out -printf "%p %U %G\n" | sort'
 compat '$C extract --uid-range=0 img.caidx out'
+# immutable files in the way (chattr +i): refused, or cleared with --undo-immutable
+# (casync leaves its temporary file behind there: removed before comparing)
+compat '$C extract img.caidx out && chattr +i out/a && $C extract img.caidx out; r=$?; lsattr out/a | cut -c1-20; chattr -i out/a; rm -f out/.#*; exit $r'
+compat '$C extract img.caidx out && chattr +i out/a && $C extract --undo-immutable=yes img.caidx out; r=$?; lsattr out/a | cut -c1-20; chattr -i out/a; exit $r'
+compat 'mkdir -p out/extra && touch out/extra/x && chattr +i out/extra/x && $C extract img.caidx out; r=$?; chattr -i out/extra/x; exit $r'
+compat 'mkdir -p out/extra && touch out/extra/x && chattr +i out/extra/x && $C extract --undo-immutable=yes img.caidx out; r=$?; chattr -i out/extra/x 2>/dev/null; exit $r'
+compat '$C extract --undo-immutable=maybe img.caidx out'
+# zero blocks: holes by default (casync punches them), written with --punch-holes=no
+compat '$C extract img.caidx out && stat -c "%n %s %b" out/sub/deep/z'
+compat '$C extract --punch-holes=no img.caidx out && stat -c "%n %s %b" out/sub/deep/z'
+compat '$C extract zeros.caibx o.img && [ $(($(stat -c %b o.img) * 512)) -lt 700000 ] && echo sparse'
+compat '$C extract --punch-holes=no zeros.caibx o.img && stat -c "%s %b" o.img'
+compat '$C extract --punch-holes=no tree.catar out sub && stat -c "%n %s %b" out/sub/deep/z'
 compat '$C extract --rate-limit-bps=1M img.caidx out'
 compat '$C extract --rate-limit-bps=0 img.caidx out'
 
