@@ -34,6 +34,7 @@ struct extract_job {
 	int fd;
 	bool seq_out; /* not seekable: write in order */
 	bool holes;   /* unwritten ranges read as zeros (a fresh regular file), so zeros need no write */
+	bool regular; /* a regular file: chunks may be cloned into it */
 	uint8_t zero_id[CA_CHUNK_ID_SIZE]; /* id of a max-size run of zeros */
 	uint64_t zero_size;
 
@@ -181,7 +182,13 @@ static void *worker(void *arg)
 			if (f != i && copy_repeat(x, f, start, end - start, &copy_buf) == 0)
 				zero = true; /* nothing left to do for it */
 		}
-		if (!zero) {
+		if (!zero && x->o->clone && x->regular && !x->seq_out) {
+			r = x->o->clone(x->o->clone_userdata, id, end - start, x->fd, start);
+			zero = r > 0; /* in place: nothing to fetch */
+			if (r > 0)
+				r = 0;
+		}
+		if (!zero && r == 0) {
 			r = ca_chunksrc_get(x->src, id, end - start, &c);
 			if (r < 0) {
 				/* one line for the user: only the first failure is reported */
@@ -283,6 +290,7 @@ static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, boo
 	}
 	x->seq_out = seq || (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode));
 	x->holes = S_ISREG(st.st_mode) && !o->no_holes;
+	x->regular = S_ISREG(st.st_mode);
 	if (n == 0) {
 		long c = sysconf(_SC_NPROCESSORS_ONLN);
 		n = c > 2 ? (unsigned)c : 2;

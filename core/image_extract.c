@@ -49,7 +49,8 @@ static int extract_blob(struct ca_image *im, const char *dest, const struct ca_i
 	struct ca_index *idx = ca_image_index(im);
 	struct ca_extract_opts eo = { .threads = o->threads, .progress = o->progress,
 	                              .progress_userdata = o->progress_userdata, .cancel = o->cancel,
-	                              .no_holes = o->no_holes };
+	                              .no_holes = o->no_holes, .clone = o->clone,
+	                              .clone_userdata = o->clone_userdata };
 	progress_start(o, ca_index_blob_size(idx));
 	int r = ca_extract_blob(idx, ca_image_chunksrc(im), dest, &eo); /* logs its errors */
 	progress_end(o);

@@ -47,6 +47,9 @@ struct ca_image_extract_opts {
 	struct ca_uid_shift uid_shift; /* archives: casync's --uid-shift/--uid-range (uidshift.h) */
 	bool undo_immutable; /* archives: replace or remove what is chattr +i in dest */
 	bool no_holes;       /* write zeros too: no sparse files (casync's --punch-holes=no) */
+	/* blobs: chunks put in place by other means first, as ca_extract_opts.clone */
+	int (*clone)(void *userdata, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size, int fd, uint64_t off);
+	void *clone_userdata;
 	/* progress_start (may be NULL) is called once before anything is
 	 * written, with the bytes to write (0 if unknown: an archive); then
 	 * progress (may be NULL) now and then, from any thread, with the bytes

@@ -57,7 +57,7 @@ struct casync_args {
 	const char *exclude_nodump, *exclude_submounts, *exclude_file;
 	enum what what;
 	struct strv extra_stores, seeds, with, without;
-	bool seed_output, recursive, delete_extra, mkdir, undo_immutable, punch_holes;
+	bool seed_output, recursive, delete_extra, mkdir, undo_immutable, punch_holes, reflink;
 };
 
 enum {
@@ -245,7 +245,7 @@ static int parse_args(int argc, char **argv, struct casync_args *a, int *ret_ver
 	bool b;
 	int c, r;
 
-	a->seed_output = a->recursive = a->delete_extra = a->mkdir = a->punch_holes = true;
+	a->seed_output = a->recursive = a->delete_extra = a->mkdir = a->punch_holes = a->reflink = true;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, shortopts, casync_opts, NULL)) >= 0) {
 		struct strv *list = NULL;
@@ -359,6 +359,8 @@ static int parse_args(int argc, char **argv, struct casync_args *a, int *ret_ver
 			bp = &a->punch_holes;
 			break;
 		case OPT_REFLINK:
+			bp = &a->reflink;
+			break;
 		case OPT_HARDLINK:
 			/* cafs extracts into place without these choices (see
 			 * the man page); the value is still checked */
@@ -438,6 +440,8 @@ static int add_options(const struct casync_args *a, unsigned takes, struct strv 
 		r = strv_add(out, "--undo-immutable=yes");
 	if (r == 0 && (takes & T_DELETE) && !a->punch_holes)
 		r = strv_add(out, "--punch-holes=no");
+	if (r == 0 && (takes & T_DELETE) && !a->reflink)
+		r = strv_add(out, "--reflink=no");
 	if (r == 0 && (takes & (T_UIDS | T_MAKE)) && a->uid_shift)
 		r = strv_add(out, "--uid-shift=%s", a->uid_shift);
 	if (r == 0 && (takes & (T_UIDS | T_MAKE)) && a->uid_range)

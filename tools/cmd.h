@@ -97,14 +97,18 @@ struct cafs_extract_args {
 	struct ca_uid_shift uid_shift; /* --uid-shift, --uid-range */
 	bool undo_immutable;           /* --undo-immutable */
 	bool no_holes;                 /* --punch-holes=no */
+	bool no_reflink;               /* --reflink=no */
 };
 
+struct ca_reflink;
 /* cache_seed.c: extract --cache and --seed. Makes a->cache (or, for seeds
  * without a cache, a private temporary store) src's cache and puts the
  * chunks idx needs that the seeds yield into it. *ret_tmp is that temporary
- * store, to pass to cafs_extract_seed_cleanup when done. Logs its errors. */
+ * store, to pass to cafs_extract_seed_cleanup when done. With reflink
+ * (may be NULL), where each chunk found in a seed file is, too. Logs its
+ * errors. */
 int cafs_extract_cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx, const struct cafs_extract_args *a,
-                             char **ret_tmp);
+                             char **ret_tmp, struct ca_reflink *reflink);
 void cafs_extract_seed_cleanup(char *tmp); /* removes and frees; accepts NULL */
 
 /* cmd_tree_make.c: print the digest casync digest would for a directory or an

@@ -28,6 +28,7 @@
 #include "make.h"
 #include "interrupt.h"
 #include "progress.h"
+#include "reflink.h"
 
 enum {
 	OPT_CHUNK_SIZE = 0x100,
@@ -46,6 +47,7 @@ enum {
 	OPT_UID_RANGE,
 	OPT_UNDO_IMMUTABLE,
 	OPT_PUNCH_HOLES,
+	OPT_REFLINK,
 };
 
 /* The progress bar's life follows the core's calls: begun with the total
@@ -195,6 +197,7 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		{ "uid-range", required_argument, NULL, OPT_UID_RANGE },
 		{ "undo-immutable", required_argument, NULL, OPT_UNDO_IMMUTABLE },
 		{ "punch-holes", required_argument, NULL, OPT_PUNCH_HOLES },
+		{ "reflink", required_argument, NULL, OPT_REFLINK },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -204,7 +207,8 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 	while ((c = getopt_long(argc, argv, "s:j:vqh", opts, NULL)) >= 0) {
 		if (c >= OPT_SEED && strcmp(cmd, "extract"))
 			return cafs_usage_error(cmd, "--seed, --cache, --delete, --rate-limit-bps, --uid-shift, "
-			                             "--uid-range, --undo-immutable and --punch-holes are for extract");
+			                             "--uid-range, --undo-immutable, --punch-holes and --reflink are for "
+			                             "extract");
 		switch (c) {
 		case OPT_SEED: {
 			char **n = realloc(a->seeds, (a->n_seeds + 1) * sizeof(char *));
@@ -238,6 +242,13 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 			if (cafs_parse_bool(optarg, &holes) < 0)
 				return cafs_usage_error(cmd, "expected yes or no, got '%s'", optarg);
 			a->no_holes = !holes;
+			break;
+		}
+		case OPT_REFLINK: {
+			bool reflink;
+			if (cafs_parse_bool(optarg, &reflink) < 0)
+				return cafs_usage_error(cmd, "expected yes or no, got '%s'", optarg);
+			a->no_reflink = !reflink;
 			break;
 		}
 		case OPT_DELETE: {
@@ -282,6 +293,7 @@ static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind k
 	                            .lru_bytes = kind == CA_IMAGE_BLOB_INDEX ? 0 : CA_ARCHIVE_READER_LRU,
 	                            .http = &http };
 	struct ca_image *im = NULL;
+	struct ca_reflink *reflink = NULL;
 	struct cafs_progress prog = { .label = "extract" };
 	char *seed_tmp = NULL;
 	bool busy = false;
@@ -299,23 +311,37 @@ static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind k
 			r = ca_log_error_errno(EINVAL, "%s: --seed and --cache need an index (.caidx), not a .catar", a->in);
 			goto out;
 		}
-		r = cafs_extract_cache_seeds(ca_image_chunksrc(im), ca_image_index(im), a, &seed_tmp);
+		/* a blob's chunks found in seed files are cloned from them
+		 * where the file system can (casync's --reflink=yes) */
+		if (kind == CA_IMAGE_BLOB_INDEX && a->n_seeds > 0 && !a->no_reflink &&
+		    (r = ca_reflink_new(ca_digest_type_from_flags(ca_index_feature_flags(ca_image_index(im))), &reflink)) <
+		            0) {
+			ca_log_error_errno(r, "%s", a->in);
+			goto out;
+		}
+		r = cafs_extract_cache_seeds(ca_image_chunksrc(im), ca_image_index(im), a, &seed_tmp, reflink);
 		if (r < 0)
 			goto out;
 	}
 	struct ca_image_extract_opts o = {
 		.path = a->path, .threads = a->threads, .no_delete = a->no_delete, .uid_shift = a->uid_shift,
 		.undo_immutable = a->undo_immutable, .no_holes = a->no_holes,
+		.clone = reflink ? ca_reflink_clone : NULL, .clone_userdata = reflink,
 		.cancel = cafs_interrupt_flag(),
 		.progress_start = progress_start, .progress = cafs_progress_update, .progress_end = progress_end,
 		.progress_userdata = &prog,
 	};
 	r = ca_image_extract(im, a->out, &o); /* logs its errors */
+	if (r == 0 && reflink && ca_reflink_bytes(reflink))
+		ca_log_info("%llu bytes shared with the seeds (reflinked), not written",
+		            (unsigned long long)ca_reflink_bytes(reflink));
 	/* a fetch stuck after an interrupt still uses the image: the exit frees it */
 	busy = r == -EBUSY;
 out:
-	if (!busy)
+	if (!busy) {
 		ca_image_free(im);
+		ca_reflink_free(reflink);
+	}
 	cafs_extract_seed_cleanup(seed_tmp);
 	return r < 0 ? 1 : 0;
 }

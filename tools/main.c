@@ -50,7 +50,9 @@ static const struct cafs_command commands[] = {
 	  "      --uid-range=N       ... modulo N (default 65536; or yes/no), as casync\n"
 	  "      --undo-immutable=yes  archives: replace and remove files of OUT that are\n"
 	  "                          chattr +i (clearing the flag), as casync\n"
-	  "      --punch-holes=no    write zero blocks too (default: left as holes)\n" },
+	  "      --punch-holes=no    write zero blocks too (default: left as holes)\n"
+	  "      --reflink=no        blob: copy what seed files have (default: clone their\n"
+	  "                          blocks where the file system can)\n" },
 	{ "digest", cafs_cmd_digest, "digest [OPTIONS] FILE|DIR|INDEX|ARCHIVE [PATH]",
 	  "  -s, --store=DIR|URL     chunk store for an index (repeatable; default: default.castr\n"
 	  "                          beside it)\n"
