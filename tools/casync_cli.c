@@ -8,10 +8,13 @@
  * struct casync_args, and each verb builds the argv of the cafs command
  * that does the work (cafs make, extract, list, mtree, digest, gc, mount),
  * which then runs in-process with its own parser. So a behaviour lives in
- * one place, whichever name the user typed. What casync has and cafs does
- * not (NBD devices, hardlinks/reflinks from seeds, the encoder cache, uid
- * shifting, hole punching choices) is accepted and ignored, as casync ignores options that do not
- * apply to a verb; docs/cafs.1 ("CASYNC COMPATIBILITY") lists them.
+ * one place, whichever name the user typed. Where a cafs command goes by a
+ * name's suffix and casync by --what= or by standard input and output, the
+ * command is given a suffixed name for the same bytes (struct stage). What
+ * casync has and cafs does not (NBD devices, hardlinks from seed
+ * directories, the encoder cache) is accepted and ignored, as casync
+ * ignores options that do not apply to a verb; docs/cafs.1 ("CASYNC
+ * COMPATIBILITY") lists them.
  */
 #include "config.h"
 
@@ -149,12 +152,17 @@ static const char casync_help[] =
 	"     --seed=PATH             Additional file, device or index to take chunks from\n"
 	"     --cache=PATH            casync's encoder cache: accepted, not used\n"
 	"  -c --cache-auto            Accepted, not used\n"
-	"     --rate-limit-bps=LIMIT  Accepted, not used\n"
+	"     --rate-limit-bps=LIMIT  Maximum bandwidth in bytes/s for each transfer\n"
 	"     --exclude-nodump=no, --exclude-submounts=yes, --exclude-file=no\n"
 	"     --seed-output=no        Don't add the existing output (a blob) as seed\n"
 	"     --recursive=no          List non-recursively\n"
-	"     --reflink=, --hardlink=, --punch-holes=, --delete=, --undo-immutable=,\n"
-	"     --mkdir=, --uid-shift=, --uid-range=  Accepted, not used\n"
+	"     --reflink=no            Copy chunks from seed files instead of cloning them\n"
+	"     --punch-holes=no        Write zero blocks instead of leaving holes\n"
+	"     --delete=no             Keep extra entries in the output directory\n"
+	"     --undo-immutable=yes    Replace and remove immutable files when extracting\n"
+	"     --mkdir=no              Don't make a missing mount point\n"
+	"     --uid-shift=UID, --uid-range=N  Shift owners by UID, modulo N\n"
+	"     --hardlink=             Accepted, not used\n"
 	"     --what=archive|archive-index|blob|blob-index|directory|help\n"
 	"     --with=FEATURE, --without=FEATURE  casync's feature and group names\n"
 	"                             (best, unix, fat, chattr, fat-attrs, privileged,\n"

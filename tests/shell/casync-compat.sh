@@ -310,6 +310,7 @@ ok "extract - | a pipe" bash -c 'cd "$1" && "$2" extract zeros.caibx - | cmp - z
 # an index on stdout is the index alone: casync appends its digest line
 # (which casync digest then refuses)
 ok "make - <blob >stdout: casync's bytes but its digest line" bash -c 'cd "$1" && "$2" make - <blob.img >"$4/i.real" && "$3" make - <blob.img >"$4/i.fake" && head -c -65 "$4/i.real" | cmp - "$4/i.fake"' _ "$FX" "$REAL" "$FAKE" "$T"
+ok "mount --mkdir=no: a missing mount point is not made" bash -c 'cd "$1" && ! "$2" --mkdir=no mount img.caidx "$3/nomnt" 2>/dev/null && [ ! -e "$3/nomnt" ]' _ "$FX" "$FAKE" "$T"
 ok "mkdev: one line, exit 1" bash -c '! "$1" mkdev blob.caibx 2>"$2/err" && [ "$(wc -l <"$2/err")" = 1 ]' _ "$FAKE" "$T"
 ok "--help on stdout, exit 0" bash -c '"$1" --help | grep -q "casync \[OPTIONS...\] extract"' _ "$FAKE"
 ok "cafs: casync's options before the command" bash -c 'cd "$1" && "$2" -v --store=default.castr --digest=sha512-256 list img.caidx | cmp - <(casync list img.caidx)' _ "$FX" "$CAFS"
@@ -343,10 +344,11 @@ if [ "$(id -u)" -eq 0 ] && command -v losetup >/dev/null && head -c 2097152 /dev
 fi
 
 # mount: casync's stays in the foreground until unmounted; the tree it
-# shows is the one made (casync 2's own mount is not run: FUSE 2)
+# shows is the one made (casync 2's own mount is not run: FUSE 2); a
+# missing mount point is made (--mkdir=yes, casync's default)
 mount_check() {
 	local mnt=$T/mnt pid rc=0 i
-	mkdir -p "$mnt"
+	rmdir "$mnt" 2>/dev/null
 	(cd "$FX" && exec "$FAKE" mount img.caidx "$mnt") 2>"$T/mount.err" &
 	pid=$!
 	at_cleanup "fusermount3 -u -z '$mnt'; kill $pid"
