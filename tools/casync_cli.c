@@ -1056,17 +1056,59 @@ static int verb_simple(const struct casync_args *a, const char *verb, char **pos
 	r = strv_add(&out, "%s", verb);
 	if (r == 0)
 		r = add_options(a, takes, &out);
-	if (r == 0 && !strcmp(verb, "mount"))
-		r = strv_add(&out, "--foreground"); /* casync mount stays until unmounted */
-	/* casync mount makes a missing mount point (--mkdir=no: not) */
-	if (r == 0 && !strcmp(verb, "mount") && a->mkdir && mkdir(pos[1], 0777) < 0 && errno != EEXIST)
-		r = -errno;
+	/* gc: casync's store for the first index: --store, else $CASYNC_STORE */
+	if (r == 0 && !strcmp(verb, "gc") && !a->store && getenv("CASYNC_STORE"))
+		r = strv_add(&out, "--store=%s", getenv("CASYNC_STORE"));
 	for (int i = 0; r == 0 && i < npos; i++)
 		r = strv_add(&out, "%s", pos[i]);
 	if (r == 0 && npos == 0 && dflt)
 		r = strv_add(&out, "%s", dflt);
 	r = r < 0 ? (ca_log_error_errno(r, "%s", verb), 1) : run(&out);
 	strv_release(&out);
+	return r;
+}
+
+/* mount [IN] MOUNTPOINT: IN an archive (standard input without it), or an
+ * index by --what or its suffix; a .caibx (cafs's: one file) as it is */
+static int verb_mount(const struct casync_args *a, char **pos, int npos)
+{
+	struct strv out = { 0 };
+	struct stage st = { 0 };
+	struct casync_args b = *a;
+	const char *in = npos > 1 && strcmp(pos[0], "-") ? pos[0] : NULL, *mnt = pos[npos - 1];
+	enum what w = a->what;
+	unsigned takes = 0;
+	int r = 0;
+	if (npos < 1 || npos > 2)
+		return usage(a, "mount: an archive path/URL expected, followed by a mount path");
+	if (w != WHAT_ANY && w != WHAT_ARCHIVE && w != WHAT_ARCHIVE_INDEX)
+		return usage(a, "\"mount\" operation may only be combined with --what=archive and --what=archive-index.");
+	if (w == WHAT_ANY)
+		w = in && what_of_name(in) != WHAT_ANY ? what_of_name(in) : WHAT_ARCHIVE;
+	if (is_index(w))
+		r = stage_store(a, &st, in) < 0 ? -EIO : 0;
+	b.store = st.store ? st.store : a->store;
+	if (r == 0 && stage_input(&st, in, w, &in) < 0)
+		r = -EIO;
+	(void)command_takes("mount", &takes);
+	if (r == 0)
+		r = strv_add(&out, "mount");
+	if (r == 0)
+		r = add_options(&b, takes, &out);
+	if (r == 0)
+		r = strv_add(&out, "--foreground"); /* casync mount stays until unmounted */
+	/* casync mount makes a missing mount point (--mkdir=no: not) */
+	if (r == 0 && a->mkdir && mkdir(mnt, 0777) < 0 && errno != EEXIST)
+		r = ca_log_error_errno(errno, "%s", mnt);
+	if (r == 0)
+		r = strv_add(&out, "%s", in);
+	if (r == 0)
+		r = strv_add(&out, "%s", mnt);
+	if (r == -ENOMEM)
+		ca_log_error_errno(r, "mount");
+	r = r < 0 ? 1 : run(&out);
+	strv_release(&out);
+	stage_release(&st);
 	return r;
 }
 
@@ -1088,7 +1130,7 @@ static int casync_verb(const struct casync_args *a, char **pos, int npos)
 	if (!strcmp(verb, "gc"))
 		return verb_simple(a, "gc", pos, npos, 1, -1, NULL);
 	if (!strcmp(verb, "mount"))
-		return verb_simple(a, "mount", pos, npos, 2, 2, NULL);
+		return verb_mount(a, pos, npos);
 	if (!strcmp(verb, "mkdev")) {
 		if (npos > 2)
 			return usage(a, "mkdev: input path/URL and node expected");

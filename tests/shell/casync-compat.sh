@@ -346,10 +346,15 @@ fi
 # mount: casync's stays in the foreground until unmounted; the tree it
 # shows is the one made (casync 2's own mount is not run: FUSE 2); a
 # missing mount point is made (--mkdir=yes, casync's default)
+# env_store S CMD...: CMD with $CASYNC_STORE=S
+env_store() { local CASYNC_STORE=$1; export CASYNC_STORE; shift; "$@"; }
+# mount_check [ARGS...]: casync mount ARGS MNT (default ARGS: img.caidx),
+# standard input from $MOUNT_STDIN (default /dev/null)
 mount_check() {
 	local mnt=$T/mnt pid rc=0 i
 	rmdir "$mnt" 2>/dev/null
-	(cd "$FX" && exec "$FAKE" mount img.caidx "$mnt") 2>"$T/mount.err" &
+	[ $# -gt 0 ] || set -- img.caidx
+	(cd "$FX" && exec "$FAKE" mount "$@" "$mnt") 2>"$T/mount.err" <"${MOUNT_STDIN:-/dev/null}" &
 	pid=$!
 	at_cleanup "fusermount3 -u -z '$mnt'; kill $pid"
 	for ((i = 0; i < 200; i++)); do
@@ -365,6 +370,13 @@ mount_check() {
 }
 if [ -c /dev/fuse ] && [ -w /dev/fuse ] && command -v fusermount3 >/dev/null && grep -qw fuse /proc/filesystems; then
 	ok "mount img.caidx MNT: in the foreground, the tree" mount_check
+	cp "$FX/img.caidx" "$FX/img.bin"
+	ok "mount --what=archive-index img.bin MNT" mount_check --what=archive-index img.bin
+	# standard input: an index with $CASYNC_STORE, an archive
+	mount_stdin() { local f=$1; shift; MOUNT_STDIN=$f mount_check "$@"; }
+	ok "CASYNC_STORE=S mount --what=archive-index - MNT <img.caidx" \
+		env_store "$FX/default.castr" mount_stdin "$FX/img.caidx" --what=archive-index -
+	ok "mount - MNT <tree.catar" mount_stdin "$FX/tree.catar" -
 fi
 
 done_testing
