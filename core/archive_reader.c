@@ -247,7 +247,7 @@ int ca_archive_reader_digest_start(struct ca_archive_reader *a, enum ca_digest_t
 {
 	if (a->digest)
 		return -EBUSY;
-	a->next_off = 0;
+	a->next_off = a->window_base; /* a subtree's stream starts at its ENTRY */
 	a->digest_error = 0;
 	return ca_digest_pipe_new(type, &a->digest);
 }

@@ -79,7 +79,8 @@ void ca_archive_reader_stream(struct ca_archive_reader *a, struct ca_catar_sourc
 int ca_archive_reader_subtree(struct ca_archive_reader *a, const char *path, struct ca_catar_source *ret);
 
 /* Hash every byte the stream source reads from now on (before the first
- * stream read, for the digest of the whole stream). Not logged. */
+ * stream read, for the digest of the whole stream, or of the subtree
+ * window's once ca_archive_reader_subtree set it). Not logged. */
 int ca_archive_reader_digest_start(struct ca_archive_reader *a, enum ca_digest_type type);
 /* Stop hashing; ret_digest gets the digest of the bytes read. -EIO when
  * the stream skipped bytes (the digest would be wrong), or the digest's

@@ -50,12 +50,26 @@ static void proc_path(char *out, size_t n, int dfd, const char *name)
 /* One ACL xattr: on the node itself (fd), else through its /proc path
  * (follows the final component, as libacl's acl_set_file did; callers
  * never pass a symlink). */
-static int set_acl(const struct ca_catar_node *n, bool dflt, int fd, const char *ppath)
+static int set_acl(const struct ex *x, const struct ca_catar_node *n, bool dflt, int fd, const char *ppath)
 {
 	const char *name = dflt ? CA_ACL_XATTR_DEFAULT : CA_ACL_XATTR_ACCESS;
 	uint8_t *v = NULL;
 	size_t size = 0;
-	int r = ca_acl_node_xattr(n, dflt, &v, &size);
+	int r;
+	if (x->o->uid_shift.on) {
+		/* --uid-shift: the entries' ids too */
+		struct ca_acl a;
+		r = ca_acl_from_node(n, dflt, &a);
+		for (size_t i = 0; r == 0 && i < a.n_users + a.n_groups; i++) {
+			struct ca_acl_entry *e = i < a.n_users ? &a.users[i] : &a.groups[i - a.n_users];
+			r = ca_uid_shift_decode(&x->o->uid_shift, e->id, &e->id);
+		}
+		if (r == 0)
+			r = ca_acl_to_xattr(&a, &v, &size);
+		ca_acl_release(&a);
+	} else {
+		r = ca_acl_node_xattr(n, dflt, &v, &size);
+	}
 	if (r < 0)
 		return r;
 	if ((fd >= 0 ? fsetxattr(fd, name, v, size, 0) : setxattr(ppath, name, v, size, 0)) < 0)
@@ -72,11 +86,11 @@ static int apply_acls(struct ex *x, const struct ca_catar_node *n, int fd, const
 	int r = 0;
 	if (!(x->flags & CA_FORMAT_WITH_ACL))
 		return 0;
-	r = set_acl(n, false, fd, ppath);
+	r = set_acl(x, n, false, fd, ppath);
 	if (r == -ENODATA)
 		r = 0;
 	if (r == 0 && S_ISDIR(n->mode)) {
-		r = set_acl(n, true, fd, ppath);
+		r = set_acl(x, n, true, fd, ppath);
 		if (r == -ENODATA) {
 			r = 0;
 			/* as libacl's acl_delete_def_file: none, or no ACLs here, is fine */

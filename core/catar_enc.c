@@ -638,6 +638,7 @@ int ca_catar_encode(int dir_fd, const struct ca_catar_enc_opts *o, uint64_t *ret
 		return ca_log_error_errno(-EINVAL, "feature flags 0x%016llx", (unsigned long long)o->feature_flags);
 	e.out = malloc(CA_CATAR_ENC_BUFSIZE);
 	r = e.out ? ca_meta_ctx_init(&e.meta, o->feature_flags) : -ENOMEM;
+	e.meta.uid_shift = o->uid_shift;
 	if (r == 0)
 		r = ca_exclude_rules_new(&e.rules);
 	if (r < 0) {

@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "uidshift.h"
+
 #define CA_CATAR_ENC_BUFSIZE (1u << 20)
 
 struct ca_catar_enc_opts {
@@ -38,6 +40,9 @@ struct ca_catar_enc_opts {
 	void *userdata;
 	/* Used in error messages as the root's name ("DIR/sub/file: ..."). */
 	const char *root_name;
+	/* casync's --uid-shift/--uid-range: owners and ACL ids as stored
+	 * (uidshift.h); an id below the shift fails the walk (-EINVAL) */
+	struct ca_uid_shift uid_shift;
 };
 
 /* Walk the directory open at dir_fd (not closed, position untouched) and

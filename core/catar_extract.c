@@ -76,43 +76,45 @@ static bool same_mount(int a, int b)
 	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev;
 }
 
-/* Lift chattr +i / +a from fd: extract may have set them on what it made,
- * and neither the node nor (for a directory) its entries can go then. */
-static void unpin(int fd)
+/* Lift chattr +i / +a from fd: extract may have set them on what it made
+ * (and --undo-immutable lifts them from what is in the way), and neither
+ * the node nor (for a directory) its entries can go then. true: lifted. */
+static bool unpin(int fd)
 {
 	unsigned f;
-	if (ioctl(fd, FS_IOC_GETFLAGS, &f) == 0 && (f & (FS_IMMUTABLE_FL | FS_APPEND_FL))) {
-		f &= ~(unsigned)(FS_IMMUTABLE_FL | FS_APPEND_FL);
-		(void)ioctl(fd, FS_IOC_SETFLAGS, &f);
-	}
+	if (ioctl(fd, FS_IOC_GETFLAGS, &f) < 0 || !(f & (FS_IMMUTABLE_FL | FS_APPEND_FL)))
+		return false;
+	f &= ~(unsigned)(FS_IMMUTABLE_FL | FS_APPEND_FL);
+	return ioctl(fd, FS_IOC_SETFLAGS, &f) == 0;
 }
 
-/* The same for a regular file name in dfd (only those and directories get
+/* The same for a regular file or directory name in dfd (only those get
  * flags; opening a device node could have side effects). */
 static bool unpin_at(int dfd, const char *name)
 {
 	struct stat st;
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+	bool r = false;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)))
 		return false;
 	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-		unpin(fd);
+	if (fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+		r = unpin(fd);
 	close(fd);
-	return true;
+	return r;
 }
 
 /* Remove name in dfd, recursively, never following symlinks, crossing
- * mounts or leaving dfd. ours: a tree extract made (its hidden one): the
- * chattr flags it set are lifted; elsewhere (--delete in DEST) an
- * immutable file stays, and its error says so. */
-static int rm_rf_at(int dfd, const char *name, unsigned depth, bool ours)
+ * mounts or leaving dfd. unpin_ok: a tree extract made (its hidden one),
+ * or --undo-immutable: chattr +i/+a flags are lifted; elsewhere (--delete
+ * in DEST) an immutable file stays, and its error says so. */
+static int rm_rf_at(int dfd, const char *name, unsigned depth, bool unpin_ok)
 {
 	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
 		return 0;
 	int e = errno;
-	if (e == EPERM && ours && unpin_at(dfd, name)) {
+	if (e == EPERM && unpin_ok && unpin_at(dfd, name)) {
 		if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
 			return 0;
 		e = errno;
@@ -131,8 +133,8 @@ static int rm_rf_at(int dfd, const char *name, unsigned depth, bool ours)
 		close(fd);
 		return -EXDEV;
 	}
-	if (ours)
-		unpin(fd);
+	if (unpin_ok)
+		(void)unpin(fd);
 	struct stat st;
 	if (fstat(fd, &st) == 0 && (st.st_mode & 0300) != 0300) /* without write, nothing in it can go */
 		(void)fchmod(fd, (st.st_mode & 07777) | 0700);
@@ -147,7 +149,7 @@ static int rm_rf_at(int dfd, const char *name, unsigned depth, bool ours)
 	while (r == 0 && (errno = 0, de = readdir(dir))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		r = rm_rf_at(fd, de->d_name, depth + 1, ours);
+		r = rm_rf_at(fd, de->d_name, depth + 1, unpin_ok);
 	}
 	if (r == 0 && errno)
 		r = -errno;
@@ -171,14 +173,14 @@ static int tmp_name(struct ex *x, char out[48])
 
 /* Make room for a new non-directory at name: renameat replaces files,
  * symlinks and special files itself, but not directories. */
-static int clear_dir_at(int dfd, const char *name)
+static int clear_dir_at(int dfd, const char *name, bool undo)
 {
 	struct stat st;
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	if (!S_ISDIR(st.st_mode))
 		return 0;
-	return rm_rf_at(dfd, name, 0, false);
+	return rm_rf_at(dfd, name, 0, undo);
 }
 
 /* The process umask without changing it (umask() would, for every thread):
@@ -211,8 +213,10 @@ mode_t ca_ex_create_mode(const struct ex *x, const struct dir *p, uint64_t m)
 	return 0600;
 }
 
+/* A fresh file's contents; zero blocks left as holes unless --punch-holes=no. */
 static int write_payload(struct ex *x, int fd)
 {
+	uint64_t off = 0;
 	for (;;) {
 		if (x->o->cancel && *x->o->cancel)
 			return -ECANCELED;
@@ -222,10 +226,12 @@ static int write_payload(struct ex *x, int fd)
 			return (int)k;
 		}
 		if (k == 0)
-			return 0;
-		int r = ca_write_all(fd, x->buf, (size_t)k);
+			/* a file that ends in a hole gets its size */
+			return !x->o->no_holes && ftruncate(fd, (off_t)off) < 0 ? -errno : 0;
+		int r = x->o->no_holes ? ca_write_all(fd, x->buf, (size_t)k) : ca_write_sparse(fd, x->buf, (size_t)k, off);
 		if (r < 0)
 			return r;
+		off += (uint64_t)k;
 		x->done += (uint64_t)k;
 		if (x->o->progress)
 			x->o->progress(x->o->progress_userdata, x->done);
@@ -327,14 +333,16 @@ static int make_leaf(struct ex *x, const struct ca_catar_node *n, struct dir *p,
 	if (r < 0)
 		goto undo_log;
 	if (!p->fresh) {
-		r = clear_dir_at(dfd, n->name);
+		r = clear_dir_at(dfd, n->name, x->o->undo_immutable);
 		if (r < 0)
 			goto undo_log;
 	}
-	if (renameat(dfd, tmp, dfd, n->name) < 0) {
-		r = -errno;
+	r = renameat(dfd, tmp, dfd, n->name) < 0 ? -errno : 0;
+	/* an immutable file is in the way: casync's --undo-immutable */
+	if (r == -EPERM && x->o->undo_immutable && unpin_at(dfd, n->name))
+		r = renameat(dfd, tmp, dfd, n->name) < 0 ? -errno : 0;
+	if (r < 0)
 		goto undo_log;
-	}
 	if (fd >= 0) {
 		ca_ex_apply_projid(x, n, fd, !p->projinherit);
 		ca_ex_apply_chattr(x, n, fd, true);
@@ -548,7 +556,7 @@ static int delete_extra(struct ex *x, struct dir *d, const char *path)
 	}
 	closedir(dir);
 	for (size_t i = 0; r == 0 && i < extra.n; i++) {
-		r = rm_rf_at(d->fd, extra.v[i], 0, false);
+		r = rm_rf_at(d->fd, extra.v[i], 0, x->o->undo_immutable);
 		if (r == -EXDEV)
 			ca_log_error("%s/%s%s%s: something is mounted there: not removed", x->dest, path, *path ? "/" : "",
 			             extra.v[i]);
@@ -677,6 +685,18 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 		}
 		if (r == CA_CATAR_DEC_DONE)
 			break;
+		/* --uid-shift: the owners on disk; a copy of the node (its
+		 * buffers stay the decoder's, valid until the next step) */
+		struct ca_catar_node shifted;
+		if (x.o->uid_shift.on) {
+			shifted = *n;
+			if (ca_uid_shift_decode(&x.o->uid_shift, n->uid, &shifted.uid) < 0 ||
+			    ca_uid_shift_decode(&x.o->uid_shift, n->gid, &shifted.gid) < 0) {
+				r = ca_ex_fail(&x, -EINVAL, path);
+				break;
+			}
+			n = &shifted;
+		}
 		if (r == CA_CATAR_DEC_DIR_END) {
 			r = dir_done(&x, n, path);
 			if (r < 0)

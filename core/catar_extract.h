@@ -47,10 +47,20 @@
 #include <stdbool.h>
 
 #include "catar_dec.h"
+#include "uidshift.h"
 
 struct ca_catar_extract_opts {
 	bool no_delete;           /* keep entries of DEST the archive does not have */
 	bool overlay_xattrs;      /* apply trusted.overlay.* / user.overlay.* too (xattr_policy.h) */
+	/* casync's --uid-shift/--uid-range: owners and ACL ids on disk from
+	 * those stored (uidshift.h); an id that overflows fails (-EINVAL) */
+	struct ca_uid_shift uid_shift;
+	/* casync's --undo-immutable: a file chattr +i in DEST that is to be
+	 * replaced or removed loses the flag first (else: EPERM) */
+	bool undo_immutable;
+	/* casync's --punch-holes=no: write files' zero blocks too (by
+	 * default they are left as holes: sparse files) */
+	bool no_holes;
 	const char *archive_name; /* for messages about the archive (default "archive") */
 	/* when non-NULL and it becomes non-zero (a signal handler sets it), the
 	 * extract stops between blocks and fails with -ECANCELED, unlogged; no

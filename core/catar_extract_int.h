@@ -96,6 +96,7 @@ struct job {
 	int dfd;
 	mode_t create_mode, mode;
 	bool chown, chmod, times;
+	bool sparse; /* zero blocks as holes */
 	uid_t uid;
 	gid_t gid;
 	struct timespec ts[2];

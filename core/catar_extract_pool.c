@@ -21,7 +21,9 @@ static int run_job(struct job *j)
 	int fd = openat(j->dfd, j->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, j->create_mode);
 	if (fd < 0)
 		return -errno;
-	int r = ca_write_all(fd, j->data, j->size);
+	int r = j->sparse ? ca_write_sparse(fd, j->data, j->size, 0) : ca_write_all(fd, j->data, j->size);
+	if (r == 0 && j->sparse && ftruncate(fd, (off_t)j->size) < 0)
+		r = -errno;
 	if (r == 0 && j->chown && fchown(fd, j->uid, j->gid) < 0)
 		r = -errno;
 	if (r == 0 && j->chmod && fchmod(fd, j->mode) < 0)
@@ -202,7 +204,7 @@ int ca_ex_submit_job(struct ex *x, const struct ca_catar_node *n, struct dir *p,
 	struct job *j = malloc(sizeof(*j) + size);
 	if (!j)
 		return ca_ex_fail(x, -ENOMEM, path);
-	*j = (struct job){ .track = p->track, .dfd = p->fd, .size = size };
+	*j = (struct job){ .track = p->track, .dfd = p->fd, .size = size, .sparse = !x->o->no_holes };
 	j->path = malloc(pl_len + 1 + nl + 1); /* path, then name */
 	if (!j->path) {
 		free(j);

@@ -468,9 +468,9 @@ static int acl_ids(struct ca_meta_ctx *c, struct ca_acl_entry *v, size_t n, bool
 {
 	for (size_t k = 0; k < n; k++) {
 		uint64_t id = v[k].id;
-		if (id == UINT16_MAX)
+		if (id == UINT16_MAX || ca_uid_shift_encode(&c->uid_shift, id, &v[k].id) < 0)
 			return -EINVAL;
-		if ((c->flags & CA_FORMAT_WITH_16BIT_UIDS) && id > UINT16_MAX)
+		if ((c->flags & CA_FORMAT_WITH_16BIT_UIDS) && v[k].id > UINT16_MAX)
 			return -EPROTONOSUPPORT;
 		if (!(c->flags & UID_FLAGS))
 			v[k].id = 0;
@@ -576,10 +576,12 @@ static int gather_entry(struct gather *g)
 		if (st->st_uid == UINT16_MAX || st->st_uid == UINT32_MAX || st->st_gid == UINT16_MAX ||
 		    st->st_gid == UINT32_MAX)
 			return -EINVAL;
-		if ((f & CA_FORMAT_WITH_16BIT_UIDS) && (st->st_uid > UINT16_MAX || st->st_gid > UINT16_MAX))
+		/* casync stores shifted ids, and checks those */
+		if (ca_uid_shift_encode(&c->uid_shift, st->st_uid, &i->uid) < 0 ||
+		    ca_uid_shift_encode(&c->uid_shift, st->st_gid, &i->gid) < 0)
+			return -EINVAL;
+		if ((f & CA_FORMAT_WITH_16BIT_UIDS) && (i->uid > UINT16_MAX || i->gid > UINT16_MAX))
 			return -EPROTONOSUPPORT;
-		i->uid = st->st_uid;
-		i->gid = st->st_gid;
 	}
 	if (isreg || isdir) {
 		if (f & CHATTR_MASK)

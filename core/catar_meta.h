@@ -24,6 +24,7 @@
 
 #include "acl.h"
 #include "buf.h"
+#include "uidshift.h"
 
 struct ca_meta_ctx {
 	uint64_t flags;
@@ -36,6 +37,7 @@ struct ca_meta_ctx {
 	char *cached_user, *cached_group; /* NULL: no record */
 	char *pwbuf;
 	size_t pwbuf_size;
+	struct ca_uid_shift uid_shift; /* owners and ACL ids as stored (uidshift.h) */
 };
 
 struct ca_meta_node {

@@ -34,6 +34,7 @@ struct extract_job {
 	int fd;
 	bool seq_out; /* not seekable: write in order */
 	bool holes;   /* unwritten ranges read as zeros (a fresh regular file), so zeros need no write */
+	bool regular; /* a regular file: chunks may be cloned into it */
 	uint8_t zero_id[CA_CHUNK_ID_SIZE]; /* id of a max-size run of zeros */
 	uint64_t zero_size;
 
@@ -53,12 +54,6 @@ struct extract_job {
 	size_t slot_mask;
 	uint8_t *done;         /* per chunk, under lock: its bytes are in the output */
 };
-
-static bool all_zero(const uint8_t *p, size_t n)
-{
-	/* compare the buffer against itself shifted by one byte after checking the first */
-	return n == 0 || (p[0] == 0 && !memcmp(p, p + 1, n - 1));
-}
 
 static size_t slot_of(const uint8_t *id, size_t mask)
 {
@@ -137,7 +132,7 @@ static int copy_repeat(struct extract_job *x, size_t f, uint64_t start, uint64_t
 	ssize_t k = ca_pread_full(x->fd, buf->data, len, fstart);
 	if (k < 0 || (uint64_t)k != len)
 		return -EIO;
-	return x->holes && all_zero(buf->data, len) ? 0 : ca_pwrite_all(x->fd, buf->data, len, start);
+	return x->holes ? ca_pwrite_sparse(x->fd, buf->data, len, start) : ca_pwrite_all(x->fd, buf->data, len, start);
 }
 
 static bool is_zero_chunk(const struct extract_job *x, uint64_t start, uint64_t end, const uint8_t *id)
@@ -187,7 +182,13 @@ static void *worker(void *arg)
 			if (f != i && copy_repeat(x, f, start, end - start, &copy_buf) == 0)
 				zero = true; /* nothing left to do for it */
 		}
-		if (!zero) {
+		if (!zero && x->o->clone && x->regular && !x->seq_out) {
+			r = x->o->clone(x->o->clone_userdata, id, end - start, x->fd, start);
+			zero = r > 0; /* in place: nothing to fetch */
+			if (r > 0)
+				r = 0;
+		}
+		if (!zero && r == 0) {
 			r = ca_chunksrc_get(x->src, id, end - start, &c);
 			if (r < 0) {
 				/* one line for the user: only the first failure is reported */
@@ -213,8 +214,10 @@ static void *worker(void *arg)
 			pthread_mutex_unlock(&x->lock);
 			if (!x->err)
 				r = ca_write_all(x->fd, c->data, c->size);
-		} else if (r == 0 && c && !(x->holes && all_zero(c->data, c->size))) {
-			r = ca_pwrite_all(x->fd, c->data, c->size, start);
+		} else if (r == 0 && c) {
+			/* zero blocks of a fresh file stay holes, as casync punches them */
+			r = x->holes ? ca_pwrite_sparse(x->fd, c->data, c->size, start)
+			             : ca_pwrite_all(x->fd, c->data, c->size, start);
 		}
 		ca_chunksrc_put(x->src, c);
 
@@ -286,7 +289,8 @@ static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, boo
 		return r;
 	}
 	x->seq_out = seq || (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode));
-	x->holes = S_ISREG(st.st_mode);
+	x->holes = S_ISREG(st.st_mode) && !o->no_holes;
+	x->regular = S_ISREG(st.st_mode);
 	if (n == 0) {
 		long c = sysconf(_SC_NPROCESSORS_ONLN);
 		n = c > 2 ? (unsigned)c : 2;
@@ -314,7 +318,7 @@ static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, boo
 	/* only a fresh file of the right size is known to read zero where we skip */
 	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size != ca_index_blob_size(idx))
 		x->zero_size = 0;
-	if (S_ISBLK(st.st_mode))
+	if (S_ISBLK(st.st_mode) || o->no_holes)
 		x->zero_size = 0;
 
 	pthread_mutex_init(&x->lock, NULL);

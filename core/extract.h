@@ -23,6 +23,14 @@ struct ca_extract_opts {
 	/* when non-NULL and it becomes non-zero (a signal handler sets it), the
 	 * workers stop and the extract fails with -ECANCELED, output removed */
 	const volatile sig_atomic_t *cancel;
+	/* casync's --punch-holes=no: write the zeros of a new regular file too
+	 * (by default they are left as holes) */
+	bool no_holes;
+	/* casync's --reflink: asked, before a chunk is fetched for a regular
+	 * file, to put it there by other means (reflink.h ca_reflink_clone):
+	 * 1 done, 0 fetch and write it, < 0 fail. NULL: never. */
+	int (*clone)(void *userdata, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size, int fd, uint64_t off);
+	void *clone_userdata;
 };
 
 /* Extract the blob of idx to path (a regular file, replaced atomically; or

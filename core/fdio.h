@@ -14,4 +14,14 @@ int ca_pwrite_all(int fd, const void *p, size_t n, uint64_t off);
 ssize_t ca_read_full(int fd, void *p, size_t n);
 ssize_t ca_pread_full(int fd, void *p, size_t n, uint64_t off);
 
+/* ca_write_all at fd's position, which is off in the file, but each part
+ * of a 4 KiB block of the file that p fills with zeros is skipped with
+ * lseek: in a file that is fresh (nothing there yet), a block only zeros
+ * were meant for stays a hole. The caller sets
+ * the size at the end (ftruncate), since a file ending in a hole is short.
+ * 0 or negative errno. */
+int ca_write_sparse(int fd, const void *p, size_t n, uint64_t off);
+/* The same with pwrite at off (the file already has its size). */
+int ca_pwrite_sparse(int fd, const void *p, size_t n, uint64_t off);
+
 #endif

@@ -48,7 +48,9 @@ static int extract_blob(struct ca_image *im, const char *dest, const struct ca_i
 {
 	struct ca_index *idx = ca_image_index(im);
 	struct ca_extract_opts eo = { .threads = o->threads, .progress = o->progress,
-	                              .progress_userdata = o->progress_userdata, .cancel = o->cancel };
+	                              .progress_userdata = o->progress_userdata, .cancel = o->cancel,
+	                              .no_holes = o->no_holes, .clone = o->clone,
+	                              .clone_userdata = o->clone_userdata };
 	progress_start(o, ca_index_blob_size(idx));
 	int r = ca_extract_blob(idx, ca_image_chunksrc(im), dest, &eo); /* logs its errors */
 	progress_end(o);
@@ -76,7 +78,9 @@ static int extract_archive(struct ca_image *im, const char *dest, const struct c
 	}
 	struct ca_catar_extract_opts xo = { .archive_name = ca_image_name(im), .no_delete = o->no_delete,
 		                            .overlay_xattrs = o->overlay_xattrs, .cancel = o->cancel,
-		                            .progress = o->progress, .progress_userdata = o->progress_userdata };
+		                            .progress = o->progress, .progress_userdata = o->progress_userdata,
+		                            .uid_shift = o->uid_shift, .undo_immutable = o->undo_immutable,
+		                            .no_holes = o->no_holes };
 	progress_start(o, 0);
 	r = ca_catar_extract(d, dest, &xo); /* the reader explained its own failures */
 	progress_end(o);

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "location.h"
+#include "uidshift.h"
 #include "source.h"
 
 struct ca_image_extract_opts {
@@ -44,6 +45,12 @@ struct ca_image_extract_opts {
 	unsigned threads; /* a blob's workers (0: one per CPU); archives size their threads by CPU */
 	bool no_delete;   /* archives: keep entries of an existing dest the archive does not have */
 	bool overlay_xattrs; /* archives: apply trusted.overlay.* / user.overlay.* too (xattr_policy.h) */
+	struct ca_uid_shift uid_shift; /* archives: casync's --uid-shift/--uid-range (uidshift.h) */
+	bool undo_immutable; /* archives: replace or remove what is chattr +i in dest */
+	bool no_holes;       /* write zeros too: no sparse files (casync's --punch-holes=no) */
+	/* blobs: chunks put in place by other means first, as ca_extract_opts.clone */
+	int (*clone)(void *userdata, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size, int fd, uint64_t off);
+	void *clone_userdata;
 	/* progress_start (may be NULL) is called once before anything is
 	 * written, with the bytes to write (0 if unknown: an archive); then
 	 * progress (may be NULL) now and then, from any thread, with the bytes

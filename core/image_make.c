@@ -199,6 +199,7 @@ static int make_caidx(struct make_ctx *c, const char *store, uint8_t ret_digest[
 	}
 	struct ca_catar_enc_opts eo = {
 		.feature_flags = c->flags, .write = maker_sink_write, .userdata = &s, .root_name = c->in_name,
+		.uid_shift = c->o->uid_shift,
 	};
 	r = ca_catar_encode(c->in_fd, &eo, NULL);
 	if (r < 0) {
@@ -228,6 +229,7 @@ static int encode_to(struct make_ctx *c, int fd, uint8_t ret_digest[CA_CHUNK_ID_
 		return make_fail(c, r, "digest");
 	struct ca_catar_enc_opts eo = {
 		.feature_flags = c->flags, .write = file_sink_write, .userdata = &s, .root_name = c->in_name,
+		.uid_shift = c->o->uid_shift,
 	};
 	r = ca_catar_encode(c->in_fd, &eo, ret_size);
 	if (r < 0) {

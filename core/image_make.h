@@ -37,6 +37,7 @@
 #include "format.h"
 #include "location.h"
 #include "make.h"
+#include "uidshift.h"
 
 struct ca_image_make_opts {
 	const char *store; /* a local path; NULL: default.castr beside OUT (unused for .catar) */
@@ -48,6 +49,7 @@ struct ca_image_make_opts {
 	bool with_set;
 	uint64_t without;
 	bool exclude_nodump, exclude_submounts, exclude_file;
+	struct ca_uid_shift uid_shift; /* archives: casync's --uid-shift/--uid-range (uidshift.h) */
 	unsigned threads; /* make pipeline workers; 0 = number of CPUs */
 	bool no_sidecar;  /* .caidx: no X.caidx.cameta beside it (sidecar.h) */
 	/* progress_start (may be NULL) is called once before any byte is read,

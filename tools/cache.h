@@ -42,7 +42,9 @@ struct cafs_seed_stats {
  * seed_store (default: default.castr beside it) when its chunking matches
  * idx's, and otherwise read back and re-chunked; or, for an archive index,
  * a directory (encoded as a .catar with idx's feature flags). Logs its errors. */
+struct ca_reflink;
+/* reflink (may be NULL): also note where in seed files the chunks are */
 int cafs_seed_cache(struct ca_store *cache, const struct ca_index *idx, char **seeds, size_t n_seeds,
-                    const char *seed_store, struct cafs_seed_stats *ret_stats);
+                    const char *seed_store, struct ca_reflink *reflink, struct cafs_seed_stats *ret_stats);
 
 #endif

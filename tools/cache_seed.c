@@ -32,6 +32,7 @@
 #include "idset.h"
 #include "index.h"
 #include "log.h"
+#include "reflink.h"
 #include "seed.h"
 #include "store.h"
 
@@ -45,6 +46,8 @@ struct seed_ctx {
 	struct ca_codec *codec;
 	struct ca_buf buf;
 	struct cafs_seed_stats *stats;
+	struct ca_reflink *reflink; /* NULL, or where chunks are in seed files */
+	int seed;                   /* the seed file being chunked (reflink's), or -1 */
 };
 
 static int put_found(struct seed_ctx *x, const uint8_t *id, uint64_t v, const void *raw, size_t n, bool compressed)
@@ -77,7 +80,14 @@ static int on_chunk(const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t offset, const v
 	uint64_t v;
 	(void)offset;
 	x->stats->seed_bytes += size;
-	if (!ca_idset_get(x->needed, id, &v) || (v & FOUND))
+	if (!ca_idset_get(x->needed, id, &v))
+		return 0;
+	if (x->reflink && x->seed >= 0) {
+		int r = ca_reflink_note(x->reflink, (unsigned)x->seed, id, offset);
+		if (r < 0)
+			return r;
+	}
+	if (v & FOUND)
 		return 0;
 	return put_found(x, id, v, data, size, false);
 }
@@ -228,8 +238,15 @@ static int seed_one(struct seed_ctx *x, const struct ca_index *idx, const char *
 	int r = fstat(fd, &st) < 0 ? -errno : 0;
 	if (r == 0 && S_ISDIR(st.st_mode))
 		r = seed_dir(x, idx, fd, path);
-	else if (r == 0)
+	else if (r == 0) {
+		/* a regular file can lend its blocks (--reflink) */
+		unsigned seed;
+		x->seed = -1;
+		if (x->reflink && S_ISREG(st.st_mode) && ca_reflink_add_seed(x->reflink, fd, &seed) == 0)
+			x->seed = (int)seed;
 		r = seed_fd(x, idx, fd);
+		x->seed = -1;
+	}
 	close(fd);
 	if (r == -EISDIR) {
 		ca_log_error("seed %s: a directory can only seed an archive index (.caidx)", path);
@@ -241,9 +258,9 @@ static int seed_one(struct seed_ctx *x, const struct ca_index *idx, const char *
 }
 
 int cafs_seed_cache(struct ca_store *cache, const struct ca_index *idx, char **seeds, size_t n_seeds,
-                    const char *seed_store, struct cafs_seed_stats *ret_stats)
+                    const char *seed_store, struct ca_reflink *reflink, struct cafs_seed_stats *ret_stats)
 {
-	struct seed_ctx x = { .cache = cache, .stats = ret_stats };
+	struct seed_ctx x = { .cache = cache, .stats = ret_stats, .reflink = reflink, .seed = -1 };
 	int r, failed = 0;
 	memset(ret_stats, 0, sizeof(*ret_stats));
 	r = ca_idset_new(ca_index_n_chunks(idx), &x.needed);
@@ -332,7 +349,7 @@ int cafs_cache_seed(int argc, char **argv)
 		ca_log_error_errno(ENOMEM, "%s", dir);
 		goto out;
 	}
-	k = cafs_seed_cache(cache, idx, argv + optind + 1, (size_t)(argc - optind - 1), seed_store, &st);
+	k = cafs_seed_cache(cache, idx, argv + optind + 1, (size_t)(argc - optind - 1), seed_store, NULL, &st);
 	if (verbosity >= 0) {
 		char h1[32], h2[32];
 		cafs_format_size(st.bytes, h1, sizeof(h1));
@@ -364,7 +381,7 @@ void cafs_extract_seed_cleanup(char *tmp)
 }
 
 int cafs_extract_cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx, const struct cafs_extract_args *a,
-                             char **ret_tmp)
+                             char **ret_tmp, struct ca_reflink *reflink)
 {
 	struct ca_store *cache = NULL, *target = NULL;
 	struct cafs_seed_stats st;
@@ -402,7 +419,7 @@ int cafs_extract_cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx
 	ca_chunksrc_set_cache(src, cache, a->cache != NULL);
 	cache = NULL;
 	if (a->n_seeds > 0) {
-		r = cafs_seed_cache(target, idx, a->seeds, a->n_seeds, NULL, &st);
+		r = cafs_seed_cache(target, idx, a->seeds, a->n_seeds, NULL, reflink, &st);
 		if (r < 0)
 			goto fail;
 		ca_log_info("seeds gave %llu chunks (%llu bytes)", (unsigned long long)st.chunks,

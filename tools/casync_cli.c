@@ -8,10 +8,13 @@
  * struct casync_args, and each verb builds the argv of the cafs command
  * that does the work (cafs make, extract, list, mtree, digest, gc, mount),
  * which then runs in-process with its own parser. So a behaviour lives in
- * one place, whichever name the user typed. What casync has and cafs does
- * not (NBD devices, hardlinks/reflinks from seeds, the encoder cache, uid
- * shifting, hole punching choices) is accepted and ignored, as casync ignores options that do not
- * apply to a verb; docs/cafs.1 ("CASYNC COMPATIBILITY") lists them.
+ * one place, whichever name the user typed. Where a cafs command goes by a
+ * name's suffix and casync by --what= or by standard input and output, the
+ * command is given a suffixed name for the same bytes (struct stage). What
+ * casync has and cafs does not (NBD devices, hardlinks from seed
+ * directories, the encoder cache) is accepted and ignored, as casync
+ * ignores options that do not apply to a verb; docs/cafs.1 ("CASYNC
+ * COMPATIBILITY") lists them.
  */
 #include "config.h"
 
@@ -25,8 +28,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "casync_cli.h"
 #include "cmd.h"
+#include "fdio.h"
 #include "location.h"
 #include "log.h"
 
@@ -51,11 +56,11 @@ struct casync_args {
 	enum cafs_casync_mode mode;
 	int verbosity; /* cafs's scale: -1 errors only .. 2 debug */
 	bool dry_run;
-	const char *store, *chunk_size, *digest, *compression, *cache;
+	const char *store, *chunk_size, *digest, *compression, *cache, *rate_limit, *uid_shift, *uid_range;
 	const char *exclude_nodump, *exclude_submounts, *exclude_file;
 	enum what what;
 	struct strv extra_stores, seeds, with, without;
-	bool seed_output, recursive, delete_extra;
+	bool seed_output, recursive, delete_extra, mkdir, undo_immutable, punch_holes, reflink;
 };
 
 enum {
@@ -147,12 +152,17 @@ static const char casync_help[] =
 	"     --seed=PATH             Additional file, device or index to take chunks from\n"
 	"     --cache=PATH            casync's encoder cache: accepted, not used\n"
 	"  -c --cache-auto            Accepted, not used\n"
-	"     --rate-limit-bps=LIMIT  Accepted, not used\n"
+	"     --rate-limit-bps=LIMIT  Maximum bandwidth in bytes/s for each transfer\n"
 	"     --exclude-nodump=no, --exclude-submounts=yes, --exclude-file=no\n"
 	"     --seed-output=no        Don't add the existing output (a blob) as seed\n"
 	"     --recursive=no          List non-recursively\n"
-	"     --reflink=, --hardlink=, --punch-holes=, --delete=, --undo-immutable=,\n"
-	"     --mkdir=, --uid-shift=, --uid-range=  Accepted, not used\n"
+	"     --reflink=no            Copy chunks from seed files instead of cloning them\n"
+	"     --punch-holes=no        Write zero blocks instead of leaving holes\n"
+	"     --delete=no             Keep extra entries in the output directory\n"
+	"     --undo-immutable=yes    Replace and remove immutable files when extracting\n"
+	"     --mkdir=no              Don't make a missing mount point\n"
+	"     --uid-shift=UID, --uid-range=N  Shift owners by UID, modulo N\n"
+	"     --hardlink=             Accepted, not used\n"
 	"     --what=archive|archive-index|blob|blob-index|directory|help\n"
 	"     --with=FEATURE, --without=FEATURE  casync's feature and group names\n"
 	"                             (best, unix, fat, chattr, fat-attrs, privileged,\n"
@@ -245,7 +255,7 @@ static int parse_args(int argc, char **argv, struct casync_args *a, int *ret_ver
 	bool b;
 	int c, r;
 
-	a->seed_output = a->recursive = a->delete_extra = true;
+	a->seed_output = a->recursive = a->delete_extra = a->mkdir = a->punch_holes = a->reflink = true;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, shortopts, casync_opts, NULL)) >= 0) {
 		struct strv *list = NULL;
@@ -270,12 +280,24 @@ static int parse_args(int argc, char **argv, struct casync_args *a, int *ret_ver
 		case 'n':
 			a->dry_run = true;
 			break;
-		case 'c':
-		case OPT_RATE_LIMIT_BPS:
+		case OPT_RATE_LIMIT_BPS: {
+			uint64_t v;
+			if (cafs_parse_size(optarg, &v) < 0 || v == 0)
+				return usage(a, "bad rate limit '%s'", optarg);
+			a->rate_limit = optarg;
+			break;
+		}
 		case OPT_UID_SHIFT:
-		case OPT_UID_RANGE:
-			/* no encoder cache, no remote transfer by casync's
-			 * protocols, no uid shifting: nothing to change */
+		case OPT_UID_RANGE: {
+			struct ca_uid_shift u = { 0 };
+			if ((c == OPT_UID_SHIFT ? cafs_parse_uid_shift(optarg, &u) : cafs_parse_uid_range(optarg, &u)) < 0)
+				return usage(a, "bad %s '%s'", c == OPT_UID_SHIFT ? "--uid-shift" : "--uid-range", optarg);
+			*(c == OPT_UID_SHIFT ? &a->uid_shift : &a->uid_range) = optarg;
+			break;
+		}
+		case 'c':
+			/* casync's encoder cache: make's output is the same
+			 * without it (see the man page) */
 			break;
 		case OPT_STORE:
 			a->store = optarg;
@@ -337,11 +359,19 @@ static int parse_args(int argc, char **argv, struct casync_args *a, int *ret_ver
 		case OPT_DELETE:
 			bp = &a->delete_extra;
 			break;
-		case OPT_UNDO_IMMUTABLE:
-		case OPT_PUNCH_HOLES:
-		case OPT_REFLINK:
-		case OPT_HARDLINK:
 		case OPT_MKDIR:
+			bp = &a->mkdir;
+			break;
+		case OPT_UNDO_IMMUTABLE:
+			bp = &a->undo_immutable;
+			break;
+		case OPT_PUNCH_HOLES:
+			bp = &a->punch_holes;
+			break;
+		case OPT_REFLINK:
+			bp = &a->reflink;
+			break;
+		case OPT_HARDLINK:
 			/* cafs extracts into place without these choices (see
 			 * the man page); the value is still checked */
 			bp = &b;
@@ -370,6 +400,8 @@ enum {
 	T_DRY_RUN = 1 << 5,
 	T_CACHE = 1 << 6,  /* cafs's chunk cache: only when not named casync */
 	T_DELETE = 1 << 7, /* --delete=no */
+	T_RATE = 1 << 8,   /* --rate-limit-bps */
+	T_UIDS = 1 << 9,   /* --uid-shift, --uid-range (make: with T_MAKE) */
 };
 
 static const struct {
@@ -377,13 +409,13 @@ static const struct {
 	unsigned takes;
 } commands[] = {
 	{ "make", T_STORE | T_MAKE },
-	{ "extract", T_STORES | T_SEED | T_CACHE | T_DELETE },
+	{ "extract", T_STORES | T_SEED | T_CACHE | T_DELETE | T_RATE | T_UIDS },
 	{ "list", T_STORES },
-	{ "mtree", T_STORES },
+	{ "mtree", T_STORES | T_DIGEST },
 	{ "stat", T_STORES },
 	{ "digest", T_STORES | T_DIGEST },
 	{ "gc", T_STORE | T_DRY_RUN },
-	{ "mount", T_STORES | T_CACHE },
+	{ "mount", T_STORES | T_CACHE | T_RATE },
 	{ "mkdev", 0 },
 	{ "info", T_STORE },
 };
@@ -414,6 +446,18 @@ static int add_options(const struct casync_args *a, unsigned takes, struct strv 
 		r = strv_add(out, "--cache=%s", a->cache);
 	if (r == 0 && (takes & T_DELETE) && !a->delete_extra)
 		r = strv_add(out, "--delete=no");
+	if (r == 0 && (takes & T_DELETE) && a->undo_immutable)
+		r = strv_add(out, "--undo-immutable=yes");
+	if (r == 0 && (takes & T_DELETE) && !a->punch_holes)
+		r = strv_add(out, "--punch-holes=no");
+	if (r == 0 && (takes & T_DELETE) && !a->reflink)
+		r = strv_add(out, "--reflink=no");
+	if (r == 0 && (takes & (T_UIDS | T_MAKE)) && a->uid_shift)
+		r = strv_add(out, "--uid-shift=%s", a->uid_shift);
+	if (r == 0 && (takes & (T_UIDS | T_MAKE)) && a->uid_range)
+		r = strv_add(out, "--uid-range=%s", a->uid_range);
+	if (r == 0 && (takes & T_RATE) && a->rate_limit)
+		r = strv_add(out, "--rate-limit-bps=%s", a->rate_limit);
 	if (r == 0 && (takes & T_DRY_RUN) && a->dry_run)
 		r = strv_add(out, "--dry-run");
 	if (r == 0 && (takes & (T_DIGEST | T_MAKE)) && a->digest)
@@ -458,84 +502,226 @@ static int run(const struct strv *out)
 
 /* ---- casync's verbs: its defaults, then the cafs command ---- */
 
-static bool is_dir(const char *path)
+/* What a name says it is, by suffix (casync's ca_locator_has_suffix). */
+static enum what what_of_name(const char *name)
 {
-	struct stat st;
-	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	switch (ca_location_image_kind(name)) {
+	case CA_IMAGE_ARCHIVE:
+		return WHAT_ARCHIVE;
+	case CA_IMAGE_ARCHIVE_INDEX:
+		return WHAT_ARCHIVE_INDEX;
+	case CA_IMAGE_BLOB_INDEX:
+		return WHAT_BLOB_INDEX;
+	default:
+		return WHAT_ANY;
+	}
 }
 
-static bool has_suffix(const char *s, const char *suffix)
+static const char *what_suffix(enum what w)
 {
-	size_t n = strlen(s), k = strlen(suffix);
-	return n >= k && !strcmp(s + n - k, suffix);
+	return w == WHAT_ARCHIVE ? ".catar" : w == WHAT_ARCHIVE_INDEX ? ".caidx" : w == WHAT_BLOB_INDEX ? ".caibx" : "";
 }
 
-/* list/mtree/stat of a directory are of the archive casync would make of
- * it: make that .catar (cafs make, its digest line silenced) in a private
- * temporary directory. *ret_dir is that directory, for tree_archive_remove. */
-static int tree_archive_make(const struct casync_args *a, const char *dir, char **ret_dir, char **ret_catar)
+static bool is_index(enum what w)
+{
+	return w == WHAT_ARCHIVE_INDEX || w == WHAT_BLOB_INDEX;
+}
+
+/*
+ * cafs commands tell a file's kind by its suffix; casync also by --what= and
+ * by what the input or output is (standard input, a directory). When the
+ * two disagree, the cafs command is given a name with the right suffix for
+ * the same bytes, in a private directory: a symbolic link to the input (to
+ * /proc/self/fd/0 for standard input: the command runs in this process),
+ * standard input copied there when it is a pipe, or make's output, renamed
+ * to OUT or copied to standard output when made.
+ */
+struct stage {
+	char *dir;   /* mkdtemp'd; removed, with what it holds, by stage_release */
+	char *in;    /* the input under its suffixed name */
+	char *out;   /* make's output under its suffixed name */
+	char *store; /* the store casync uses for an index (set_default_store) */
+};
+
+static int stage_dir(struct stage *st, const char *beside)
 {
 	const char *tmp = getenv("TMPDIR");
-	struct strv mk = { 0 };
-	char *d = NULL, *catar = NULL;
-	int saved = -1, null = -1, r;
-
-	if (asprintf(&d, "%s/cafs-casync.XXXXXX", tmp && *tmp ? tmp : "/var/tmp") < 0) {
-		d = NULL;
-		r = ca_log_error_errno(ENOMEM, "%s", dir);
-		goto out;
+	char *d;
+	int r;
+	if (st->dir)
+		return 0;
+	if (beside) {
+		/* beside OUT, so that the made file is renamed into place */
+		const char *slash = strrchr(beside, '/');
+		r = slash ? asprintf(&d, "%.*s/.cafs-casync.XXXXXX", (int)(slash - beside + 1), beside) :
+		            asprintf(&d, ".cafs-casync.XXXXXX");
+	} else {
+		r = asprintf(&d, "%s/cafs-casync.XXXXXX", tmp && *tmp ? tmp : "/var/tmp");
 	}
+	if (r < 0)
+		return -ENOMEM;
 	if (!mkdtemp(d)) {
-		r = ca_log_error_errno(errno, "%s", d);
-		goto out;
+		r = -errno;
+		free(d);
+		return r;
 	}
-	if (asprintf(&catar, "%s/tree.catar", d) < 0) {
-		catar = NULL;
-		r = ca_log_error_errno(ENOMEM, "%s", dir);
-		goto out;
+	st->dir = d;
+	return 0;
+}
+
+static void stage_release(struct stage *st)
+{
+	if (st->in)
+		unlink(st->in);
+	if (st->out)
+		unlink(st->out);
+	if (st->dir)
+		rmdir(st->dir);
+	free(st->in);
+	free(st->out);
+	free(st->dir);
+	free(st->store);
+	*st = (struct stage){ 0 };
+}
+
+/* Copies from fd in to fd out until in's end. */
+static int copy_fd(int in, int out)
+{
+	static const size_t size = 1 << 20;
+	char *buf = malloc(size);
+	int r = buf ? 0 : -ENOMEM;
+	while (r == 0) {
+		ssize_t k = ca_read_full(in, buf, size);
+		if (k < 0)
+			r = (int)k;
+		else if (k == 0)
+			break;
+		else
+			r = ca_write_all(out, buf, (size_t)k);
 	}
-	r = strv_add(&mk, "make");
-	if (r == 0)
-		r = add_options(a, T_MAKE, &mk);
-	if (r == 0)
-		r = strv_add(&mk, "%s", catar);
-	if (r == 0)
-		r = strv_add(&mk, "%s", dir);
-	if (r < 0) {
-		ca_log_error_errno(r, "%s", dir);
-		goto out;
+	free(buf);
+	return r;
+}
+
+/* *ret: in (NULL: standard input) under a name a cafs command reads as w.
+ * A pipe on standard input is copied (extract streams; casync reads it). */
+static int stage_input(struct stage *st, const char *in, enum what w, const char **ret)
+{
+	struct stat s;
+	char *target = NULL;
+	int fd, r;
+	if (in && (what_of_name(in) == w || ((w == WHAT_BLOB || w == WHAT_DIRECTORY) && what_of_name(in) == WHAT_ANY))) {
+		*ret = in;
+		return 0;
 	}
-	/* make prints the archive's digest: not part of list's output */
+	if (in && ca_location_kind(in) != CA_LOCATION_PATH)
+		return ca_log_error_errno(EINVAL, "%s: --what=%s needs a URL ending in %s", in,
+		                          w == WHAT_BLOB ? "blob" : "...", what_suffix(w));
+	r = stage_dir(st, NULL);
+	if (r < 0)
+		return ca_log_error_errno(r, "temporary directory");
+	if (asprintf(&st->in, "%s/in%s", st->dir, what_suffix(w)) < 0) {
+		st->in = NULL;
+		return ca_log_error_errno(ENOMEM, "temporary directory");
+	}
+	if (in) {
+		in = ca_location_path(in);
+		if (in[0] == '/') {
+			target = strdup(in);
+		} else {
+			char *cwd = getcwd(NULL, 0);
+			if (cwd && asprintf(&target, "%s/%s", cwd, in) < 0)
+				target = NULL;
+			free(cwd);
+		}
+		if (!target)
+			return ca_log_error_errno(ENOMEM, "%s", in);
+		r = symlink(target, st->in) < 0 ? -errno : 0;
+		free(target);
+	} else if (fstat(STDIN_FILENO, &s) == 0 && (S_ISREG(s.st_mode) || S_ISBLK(s.st_mode) || S_ISDIR(s.st_mode))) {
+		r = symlink("/proc/self/fd/0", st->in) < 0 ? -errno : 0;
+	} else {
+		fd = open(st->in, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		r = fd < 0 ? -errno : copy_fd(STDIN_FILENO, fd);
+		if (fd >= 0 && close(fd) < 0 && r == 0)
+			r = -errno;
+	}
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", in ? in : "standard input");
+	*ret = st->in;
+	return 0;
+}
+
+/* casync's set_default_store: --store, else $CASYNC_STORE, else
+ * default.castr beside the index (in the current directory for standard
+ * input or output). Given to the cafs command explicitly, because its
+ * name for the index may be staged, and because casync adds it to the
+ * --extra-store's. */
+static int stage_store(const struct casync_args *a, struct stage *st, const char *index)
+{
+	const char *e = getenv("CASYNC_STORE");
+	if (a->store)
+		st->store = strdup(a->store);
+	else if (e)
+		st->store = strdup(e);
+	else if (index && strcmp(index, "-"))
+		st->store = ca_location_default_store(index);
+	else
+		st->store = strdup("default.castr");
+	return st->store ? 0 : ca_log_error_errno(ENOMEM, "store");
+}
+
+/* Runs out with standard output on /dev/null (make's digest line where
+ * casync prints none). */
+static int run_quiet(const struct strv *out)
+{
+	int saved, null, r;
 	fflush(stdout);
 	saved = dup(STDOUT_FILENO);
 	null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (saved < 0 || null < 0 || dup2(null, STDOUT_FILENO) < 0) {
 		r = ca_log_error_errno(errno, "stdout");
-		goto out;
+		r = 1;
+	} else {
+		r = run(out);
+		fflush(stdout);
+		if (dup2(saved, STDOUT_FILENO) < 0 && r == 0)
+			r = (ca_log_error_errno(errno, "stdout"), 1);
 	}
-	r = run(&mk) == 0 ? 0 : -EIO; /* make logged why */
-	fflush(stdout);
-	if (dup2(saved, STDOUT_FILENO) < 0 && r == 0)
-		r = ca_log_error_errno(errno, "stdout");
-out:
 	if (saved >= 0)
 		close(saved);
 	if (null >= 0)
 		close(null);
-	strv_release(&mk);
-	*ret_dir = d;
-	*ret_catar = catar;
 	return r;
 }
 
-static void tree_archive_remove(char *dir, char *catar)
+/* list/mtree/stat of a directory are of the archive casync would make of
+ * it: make that .catar (cafs make, its digest line silenced) in st's
+ * private directory. */
+static int tree_archive_make(const struct casync_args *a, struct stage *st, const char *dir, const char **ret)
 {
-	if (catar)
-		unlink(catar);
-	if (dir)
-		rmdir(dir);
-	free(catar);
-	free(dir);
+	struct strv mk = { 0 };
+	int r = stage_dir(st, NULL);
+	if (r < 0)
+		return ca_log_error_errno(r, "temporary directory");
+	if (asprintf(&st->out, "%s/tree.catar", st->dir) < 0) {
+		st->out = NULL;
+		return ca_log_error_errno(ENOMEM, "%s", dir);
+	}
+	r = strv_add(&mk, "make");
+	if (r == 0)
+		r = add_options(a, T_MAKE, &mk);
+	if (r == 0)
+		r = strv_add(&mk, "%s", st->out);
+	if (r == 0)
+		r = strv_add(&mk, "%s", dir);
+	if (r < 0)
+		ca_log_error_errno(r, "%s", dir);
+	else
+		r = run_quiet(&mk) == 0 ? 0 : -EIO; /* make logged why */
+	strv_release(&mk);
+	*ret = st->out;
+	return r;
 }
 
 /* stat has no cafs command of its own: the function behind it, with the
@@ -557,46 +743,115 @@ static int verb_stat(const struct casync_args *a, const char *in, const char *su
 	return r;
 }
 
-/* list, mtree, stat: INPUT defaults to "."; a directory is archived first */
+/* What an input named in (NULL: standard input) is to list, mtree, stat
+ * and digest, as casync decides: --what, the suffix, then what the file
+ * is. Returns -1 to go on, else an exit code. */
+static int read_what(const struct casync_args *a, const char *verb, const char *in, bool digest, bool seek,
+                     enum what *ret)
+{
+	enum what w = a->what;
+	struct stat s;
+	int r;
+	if (!digest && (w == WHAT_BLOB || w == WHAT_BLOB_INDEX))
+		return usage(a, "\"%s\" operation may only be combined with --what=archive, archive-index, or directory.",
+		             verb);
+	if (w == WHAT_ANY && in) {
+		w = what_of_name(in);
+		if (w == WHAT_BLOB_INDEX && !digest)
+			w = WHAT_ANY; /* list goes by .catar and .caidx only */
+	}
+	if (in && ca_location_kind(in) != CA_LOCATION_PATH) {
+		if (w == WHAT_DIRECTORY)
+			return usage(a, "Input must be local path: %s", in);
+		if (w == WHAT_ANY)
+			return usage(a, "%s: cannot tell what to read: use --what=", in);
+		*ret = w;
+		return -1;
+	}
+	r = in ? stat(ca_location_path(in), &s) : fstat(STDIN_FILENO, &s);
+	if (r < 0)
+		return ca_log_error_errno(errno, "%s", in ? in : "standard input"), 1;
+	if (S_ISDIR(s.st_mode)) {
+		if (w == WHAT_ANY)
+			w = WHAT_DIRECTORY;
+		else if (w != WHAT_DIRECTORY)
+			return ca_log_error("%s: a directory, but not read as one (--what=)", in ? in : "standard input"), 1;
+	} else if (S_ISREG(s.st_mode) || (digest && S_ISBLK(s.st_mode))) {
+		if (w == WHAT_ANY && digest)
+			w = seek ? WHAT_ARCHIVE : WHAT_BLOB;
+		else if (w == WHAT_ANY && in)
+			return ca_log_error("%s: input should be a directory, .catar or .caidx file", in), 1;
+		else if (w == WHAT_ANY)
+			w = WHAT_ARCHIVE;
+		else if (w == WHAT_DIRECTORY)
+			return ca_log_error("%s: a file, but --what=directory", in ? in : "standard input"), 1;
+	} else {
+		return ca_log_error("%s: neither a directory nor a regular file", in ? in : "standard input"), 1;
+	}
+	if (seek && w != WHAT_ARCHIVE && w != WHAT_ARCHIVE_INDEX)
+		return usage(a, "%s: subtree path only supported for an archive or archive index", verb);
+	*ret = w;
+	return -1;
+}
+
+/* list, mtree, stat, digest: INPUT defaults to "." (standard input with a
+ * --what= other than directory); a directory is archived first */
 static int verb_read(const struct casync_args *a, const char *verb, char **pos, int npos)
 {
 	struct strv out = { 0 };
-	char *tmpdir = NULL, *catar = NULL;
-	const char *in = npos > 0 ? pos[0] : ".";
+	struct stage st = { 0 };
+	struct casync_args b = *a;
+	bool digest = !strcmp(verb, "digest");
+	const char *in = npos > 0 ? pos[0] : NULL, *sub = npos > 1 ? pos[1] : NULL;
 	unsigned takes = 0;
+	enum what w = WHAT_ANY;
 	int r;
 
 	if (npos > 2)
 		return usage(a, "%s: input path/URL and subtree path expected", verb);
-	if (!strcmp(in, "-"))
-		return usage(a, "%s: reading an archive from standard input is not supported", verb);
-	if (a->what == WHAT_DIRECTORY || (a->what == WHAT_ANY && !has_suffix(in, ".catar") && !has_suffix(in, ".caidx") &&
-	                                  is_dir(in))) {
-		if (npos > 1)
-			return usage(a, "%s: subtree path only supported when listing archive or archive index", verb);
-		if (tree_archive_make(a, in, &tmpdir, &catar) < 0) {
+	if (!in && (a->what == WHAT_ANY || a->what == WHAT_DIRECTORY))
+		in = ".";
+	if (in && !strcmp(in, "-"))
+		in = NULL;
+	r = read_what(a, verb, in, digest, sub != NULL, &w);
+	if (r >= 0)
+		return r;
+	if (w == WHAT_DIRECTORY && sub)
+		return usage(a, "%s: subtree path only supported for an archive or archive index", verb);
+	if (is_index(w)) {
+		if (stage_store(a, &st, in) < 0) {
 			r = 1;
 			goto out;
 		}
-		in = catar;
-	} else if (a->what == WHAT_BLOB || a->what == WHAT_BLOB_INDEX) {
-		return usage(a, "\"%s\" operation may only be combined with --what=archive, archive-index, or directory.",
-		             verb);
+		b.store = st.store;
+	}
+	if (w == WHAT_BLOB && !in) {
+		in = "-"; /* cafs digest reads standard input */
+	} else if (w == WHAT_DIRECTORY && !digest) {
+		if (tree_archive_make(&b, &st, in ? in : "/proc/self/fd/0", &in) < 0) {
+			r = 1;
+			goto out;
+		}
+	} else if (stage_input(&st, in, w, &in) < 0) {
+		r = 1;
+		goto out;
 	}
 	if (!strcmp(verb, "stat")) {
-		r = verb_stat(a, in, npos > 1 ? pos[1] : NULL);
+		r = verb_stat(&b, in, sub);
 		goto out;
 	}
 	(void)command_takes(verb, &takes);
 	r = strv_add(&out, "%s", verb);
 	if (r == 0)
-		r = add_options(a, takes, &out);
+		r = add_options(&b, takes, &out);
 	if (r == 0)
 		r = strv_add(&out, "%s", in);
 	if (r == 0 && !a->recursive && !strcmp(verb, "list"))
 		r = strv_add(&out, "--recursive=no");
-	if (r == 0 && npos > 1)
-		r = strv_add(&out, "%s", pos[1]);
+	if (r == 0 && sub && !digest)
+		r = strv_add(&out, "%s", sub);
+	if (r == 0 && sub && digest)
+		r = strv_add(&out, "%s", sub);
 	if (r < 0) {
 		ca_log_error_errno(r, "%s", verb);
 		r = 1;
@@ -605,82 +860,192 @@ static int verb_read(const struct casync_args *a, const char *verb, char **pos, 
 	r = run(&out);
 out:
 	strv_release(&out);
-	tree_archive_remove(tmpdir, catar);
+	stage_release(&st);
 	return r;
 }
 
 static int verb_make(const struct casync_args *a, char **pos, int npos)
 {
 	struct strv out = { 0 };
+	struct stage st = { 0 };
+	struct casync_args b = *a;
+	const char *dst = npos > 0 && strcmp(pos[0], "-") ? pos[0] : NULL, *in = npos > 1 ? pos[1] : NULL;
+	enum what w = a->what;
+	struct stat s;
 	int r;
+
 	if (npos > 2)
 		return usage(a, "make: a pair of output and input path/URL expected");
-	if (npos < 1)
-		return usage(a, "make: writing to standard output is not supported: name the output");
+	if (w == WHAT_BLOB || w == WHAT_DIRECTORY)
+		return usage(a, "\"make\" operation may only be combined with --what=archive, --what=archive-index or "
+		                "--what=blob-index.");
+	if (w == WHAT_ANY && dst) {
+		w = what_of_name(dst);
+		if (w == WHAT_ANY)
+			return usage(a, "%s: output must end in .catar, .caidx or .caibx", dst);
+	}
 	if (a->compression && strcmp(a->compression, "zstd") && strcmp(a->compression, "default"))
 		return usage(a, "make: --compression=%s: cafs writes zstd chunks only", a->compression);
-	r = strv_add(&out, "make");
+	if (!in && (w == WHAT_ARCHIVE || w == WHAT_ARCHIVE_INDEX))
+		in = ".";
+	if (in && !strcmp(in, "-"))
+		in = NULL;
+	if (in && ca_location_kind(in) != CA_LOCATION_PATH)
+		return usage(a, "make: input must be local path: %s", in);
+	if (in ? stat(ca_location_path(in), &s) < 0 : fstat(STDIN_FILENO, &s) < 0)
+		return ca_log_error_errno(errno, "%s", in ? in : "standard input"), 1;
+	if (S_ISDIR(s.st_mode)) {
+		if (w == WHAT_ANY)
+			w = WHAT_ARCHIVE;
+		else if (w == WHAT_BLOB_INDEX)
+			return ca_log_error("%s: a directory, but the output is a blob index", in ? in : "standard input"), 1;
+		if (!in)
+			in = "/proc/self/fd/0";
+	} else if (S_ISREG(s.st_mode) || S_ISBLK(s.st_mode) || !in) {
+		/* cafs make also reads a pipe, where casync refuses */
+		if (w == WHAT_ANY)
+			w = WHAT_BLOB_INDEX;
+		else if (w != WHAT_BLOB_INDEX)
+			return ca_log_error("%s: a file, but the output is an archive", in ? in : "standard input"), 1;
+		if (!in)
+			in = "-";
+	} else {
+		return ca_log_error("%s: neither a directory, a regular file, nor a block device", in), 1;
+	}
+	r = 0;
+	if (is_index(w)) {
+		r = stage_store(a, &st, dst);
+		b.store = st.store;
+	}
+	/* made under the suffix of w: in a private directory for standard
+	 * output, else beside OUT, to be renamed */
+	if (r == 0 && (!dst || what_of_name(dst) != w)) {
+		r = stage_dir(&st, dst ? ca_location_path(dst) : NULL);
+		if (r < 0)
+			ca_log_error_errno(r, "%s", dst ? dst : "temporary directory");
+		else if (asprintf(&st.out, "%s/out%s", st.dir, what_suffix(w)) < 0)
+			r = ca_log_error_errno(ENOMEM, "make"), st.out = NULL;
+	}
 	if (r == 0)
-		r = add_options(a, T_STORE | T_MAKE, &out);
+		r = strv_add(&out, "make");
 	if (r == 0)
-		r = strv_add(&out, "%s", pos[0]);
-	/* as casync: archives default to the current directory, a blob to
-	 * standard input */
+		r = add_options(&b, T_STORE | T_MAKE, &out);
 	if (r == 0)
-		r = strv_add(&out, "%s", npos > 1 ? pos[1] : has_suffix(pos[0], ".caibx") ? "-" : ".");
-	r = r < 0 ? (ca_log_error_errno(r, "make"), 1) : run(&out);
+		r = strv_add(&out, "%s", st.out ? st.out : dst);
+	if (r == 0)
+		r = strv_add(&out, "%s", in);
+	if (r < 0) {
+		r = 1;
+		goto out;
+	}
+	/* casync prints no digest when the archive goes to standard output */
+	r = dst ? run(&out) : run_quiet(&out);
+	if (r == 0 && st.out && dst && rename(st.out, ca_location_path(dst)) < 0)
+		r = (ca_log_error_errno(errno, "%s", dst), 1);
+	if (r == 0 && !dst) {
+		int fd = open(st.out, O_RDONLY | O_CLOEXEC);
+		int k = fd < 0 ? -errno : copy_fd(fd, STDOUT_FILENO);
+		if (fd >= 0)
+			close(fd);
+		if (k < 0)
+			r = (ca_log_error_errno(k, "standard output"), 1);
+	}
+out:
 	strv_release(&out);
+	stage_release(&st);
 	return r;
 }
 
 static int verb_extract(const struct casync_args *a, char **pos, int npos)
 {
 	struct strv out = { 0 };
-	struct stat st;
-	const char *dest;
+	struct stage st = { 0 };
+	struct casync_args b = *a;
+	struct stat s;
+	const char *in = npos > 0 && strcmp(pos[0], "-") ? pos[0] : NULL, *dest = npos > 1 ? pos[1] : NULL;
+	enum what w = a->what;
 	unsigned takes = 0;
-	bool blob;
 	int r;
 	if (npos > 3)
 		return usage(a, "extract: input path/URL, output path, and subtree path expected");
-	(void)command_takes("extract", &takes);
-	if (npos < 1)
-		return usage(a, "extract: reading from standard input is not supported: name the input");
-	blob = a->what == WHAT_BLOB_INDEX || (a->what == WHAT_ANY && has_suffix(pos[0], ".caibx"));
+	if (w == WHAT_BLOB || w == WHAT_DIRECTORY)
+		return usage(a, "\"extract\" operation may only be combined with --what=archive, --what=archive-index, "
+		                "--what=blob-index.");
+	if (w == WHAT_ANY && in) {
+		w = what_of_name(in);
+		if (w == WHAT_ANY)
+			return usage(a, "%s: input must end in .catar, .caidx or .caibx", in);
+	}
 	/* as casync: an archive into the current directory, a blob to stdout */
-	dest = npos > 1 ? pos[1] : blob ? "-" : ".";
-	r = strv_add(&out, "extract");
+	if (!dest && (w == WHAT_ARCHIVE || w == WHAT_ARCHIVE_INDEX))
+		dest = ".";
+	if (dest && !strcmp(dest, "-"))
+		dest = NULL;
+	/* what the output is decides when nothing else did */
+	r = dest ? stat(dest, &s) : fstat(STDOUT_FILENO, &s);
+	if (r == 0 && S_ISDIR(s.st_mode)) {
+		if (w == WHAT_ANY)
+			w = WHAT_ARCHIVE_INDEX;
+		else if (w == WHAT_BLOB_INDEX)
+			return ca_log_error("%s: a directory, but the input is a blob index", dest ? dest : "standard output"), 1;
+	} else if (r == 0 && (S_ISREG(s.st_mode) || S_ISBLK(s.st_mode))) {
+		if (w == WHAT_ANY)
+			w = WHAT_BLOB_INDEX;
+		else if (w != WHAT_BLOB_INDEX)
+			return ca_log_error("%s: a file, but the input is an archive", dest ? dest : "standard output"), 1;
+	} else if (r == 0 && dest) {
+		return ca_log_error("%s: neither a directory, a regular file, nor a block device", dest), 1;
+	}
+	if (w == WHAT_ANY)
+		return usage(a, "extract: cannot tell what to extract: use --what=archive, --what=archive-index or "
+		                "--what=blob-index");
+	if (npos > 2 && w == WHAT_BLOB_INDEX)
+		return usage(a, "extract: subtree path only supported for an archive or archive index");
+	(void)command_takes("extract", &takes);
+	r = 0;
+	if (is_index(w)) {
+		r = stage_store(a, &st, in);
+		b.store = st.store;
+	}
 	if (r == 0)
-		r = add_options(a, takes, &out);
+		r = stage_input(&st, in, w, &in) < 0 ? -EIO : 0;
+	if (r == 0)
+		r = strv_add(&out, "extract");
+	if (r == 0)
+		r = add_options(&b, takes, &out);
 	/* casync seeds from what the output already holds (--seed-output=yes):
 	 * for a blob, that file or device is one more seed */
-	if (r == 0 && blob && a->seed_output && strcmp(dest, "-") && stat(dest, &st) == 0 &&
-	    ((S_ISREG(st.st_mode) && st.st_size > 0) || S_ISBLK(st.st_mode)))
+	if (r == 0 && w == WHAT_BLOB_INDEX && a->seed_output && dest && stat(dest, &s) == 0 &&
+	    ((S_ISREG(s.st_mode) && s.st_size > 0) || S_ISBLK(s.st_mode)))
 		r = strv_add(&out, "--seed=%s", dest);
 	if (r == 0)
-		r = strv_add(&out, "%s", pos[0]);
+		r = strv_add(&out, "%s", in);
 	if (r == 0 && npos < 3) {
-		r = strv_add(&out, "%s", dest);
+		r = strv_add(&out, "%s", dest ? dest : "-");
 	} else if (r == 0) {
 		/* casync extracts SUBTREE as OUT/<its last component>, making
 		 * OUT if need be; cafs extract puts SUBTREE's contents in OUT */
 		const char *sub = pos[2], *e = sub + strlen(sub);
 		while (e > sub && e[-1] == '/')
 			e--;
-		const char *b = e;
-		while (b > sub && b[-1] != '/')
-			b--;
+		const char *bn = e;
+		while (bn > sub && bn[-1] != '/')
+			bn--;
 		if (mkdir(dest, 0777) < 0 && errno != EEXIST)
 			r = -errno;
-		else if (b == e || (e - b == 1 && *b == '.'))
+		else if (bn == e || (e - bn == 1 && *bn == '.'))
 			r = strv_add(&out, "%s", dest);
 		else
-			r = strv_add(&out, "%s/%.*s", dest, (int)(e - b), b);
+			r = strv_add(&out, "%s/%.*s", dest, (int)(e - bn), bn);
 		if (r == 0)
 			r = strv_add(&out, "%s", sub);
 	}
-	r = r < 0 ? (ca_log_error_errno(r, "extract"), 1) : run(&out);
+	if (r == -EIO)
+		r = 1; /* stage_input logged */
+	else
+		r = r < 0 ? (ca_log_error_errno(r, "extract"), 1) : run(&out);
 	strv_release(&out);
+	stage_release(&st);
 	return r;
 }
 
@@ -696,14 +1061,59 @@ static int verb_simple(const struct casync_args *a, const char *verb, char **pos
 	r = strv_add(&out, "%s", verb);
 	if (r == 0)
 		r = add_options(a, takes, &out);
-	if (r == 0 && !strcmp(verb, "mount"))
-		r = strv_add(&out, "--foreground"); /* casync mount stays until unmounted */
+	/* gc: casync's store for the first index: --store, else $CASYNC_STORE */
+	if (r == 0 && !strcmp(verb, "gc") && !a->store && getenv("CASYNC_STORE"))
+		r = strv_add(&out, "--store=%s", getenv("CASYNC_STORE"));
 	for (int i = 0; r == 0 && i < npos; i++)
 		r = strv_add(&out, "%s", pos[i]);
 	if (r == 0 && npos == 0 && dflt)
 		r = strv_add(&out, "%s", dflt);
 	r = r < 0 ? (ca_log_error_errno(r, "%s", verb), 1) : run(&out);
 	strv_release(&out);
+	return r;
+}
+
+/* mount [IN] MOUNTPOINT: IN an archive (standard input without it), or an
+ * index by --what or its suffix; a .caibx (cafs's: one file) as it is */
+static int verb_mount(const struct casync_args *a, char **pos, int npos)
+{
+	struct strv out = { 0 };
+	struct stage st = { 0 };
+	struct casync_args b = *a;
+	const char *in = npos > 1 && strcmp(pos[0], "-") ? pos[0] : NULL, *mnt = pos[npos - 1];
+	enum what w = a->what;
+	unsigned takes = 0;
+	int r = 0;
+	if (npos < 1 || npos > 2)
+		return usage(a, "mount: an archive path/URL expected, followed by a mount path");
+	if (w != WHAT_ANY && w != WHAT_ARCHIVE && w != WHAT_ARCHIVE_INDEX)
+		return usage(a, "\"mount\" operation may only be combined with --what=archive and --what=archive-index.");
+	if (w == WHAT_ANY)
+		w = in && what_of_name(in) != WHAT_ANY ? what_of_name(in) : WHAT_ARCHIVE;
+	if (is_index(w))
+		r = stage_store(a, &st, in) < 0 ? -EIO : 0;
+	b.store = st.store ? st.store : a->store;
+	if (r == 0 && stage_input(&st, in, w, &in) < 0)
+		r = -EIO;
+	(void)command_takes("mount", &takes);
+	if (r == 0)
+		r = strv_add(&out, "mount");
+	if (r == 0)
+		r = add_options(&b, takes, &out);
+	if (r == 0)
+		r = strv_add(&out, "--foreground"); /* casync mount stays until unmounted */
+	/* casync mount makes a missing mount point (--mkdir=no: not) */
+	if (r == 0 && a->mkdir && mkdir(mnt, 0777) < 0 && errno != EEXIST)
+		r = ca_log_error_errno(errno, "%s", mnt);
+	if (r == 0)
+		r = strv_add(&out, "%s", in);
+	if (r == 0)
+		r = strv_add(&out, "%s", mnt);
+	if (r == -ENOMEM)
+		ca_log_error_errno(r, "mount");
+	r = r < 0 ? 1 : run(&out);
+	strv_release(&out);
+	stage_release(&st);
 	return r;
 }
 
@@ -720,14 +1130,12 @@ static int casync_verb(const struct casync_args *a, char **pos, int npos)
 		return verb_make(a, pos, npos);
 	if (!strcmp(verb, "extract"))
 		return verb_extract(a, pos, npos);
-	if (!strcmp(verb, "list") || !strcmp(verb, "mtree") || !strcmp(verb, "stat"))
+	if (!strcmp(verb, "list") || !strcmp(verb, "mtree") || !strcmp(verb, "stat") || !strcmp(verb, "digest"))
 		return verb_read(a, verb, pos, npos);
-	if (!strcmp(verb, "digest"))
-		return verb_simple(a, "digest", pos, npos, 0, 1, ".");
 	if (!strcmp(verb, "gc"))
 		return verb_simple(a, "gc", pos, npos, 1, -1, NULL);
 	if (!strcmp(verb, "mount"))
-		return verb_simple(a, "mount", pos, npos, 2, 2, NULL);
+		return verb_mount(a, pos, npos);
 	if (!strcmp(verb, "mkdev")) {
 		if (npos > 2)
 			return usage(a, "mkdev: input path/URL and node expected");

@@ -18,6 +18,7 @@
 #include "format.h"
 #include "minisign.h"
 #include "source.h"
+#include "uidshift.h"
 
 #define EXIT_USAGE 2
 
@@ -70,6 +71,11 @@ int cafs_common_option(const char *cmd, int c, int *verbosity);
 /* yes/no as casync's parse_boolean reads it (1/0, y/n, true/false, t/f,
  * on/off, any case): 0, or -EINVAL. */
 int cafs_parse_bool(const char *s, bool *ret);
+/* casync's --uid-shift (a uid, or yes/no) and --uid-range (1..2^32, or
+ * yes/no) into u, which starts zeroed: either turns the mapping on (range
+ * 65536 unless given). 0 or -EINVAL. */
+int cafs_parse_uid_shift(const char *s, struct ca_uid_shift *u);
+int cafs_parse_uid_range(const char *s, struct ca_uid_shift *u);
 /* -j/--threads: 0..64 */
 int cafs_parse_threads(const char *s, unsigned *ret);
 
@@ -110,22 +116,33 @@ struct cafs_extract_args {
 	struct cafs_trusted_keys trusted; /* --trusted-key */
 	bool offline;      /* --offline: only the cache (and the index kept there by URL) */
 	bool overlay_xattrs; /* --overlay-xattrs: apply trusted.overlay.* / user.overlay.* too */
+	uint64_t rate_limit_bps; /* --rate-limit-bps: per HTTP transfer, 0 = none */
+	struct ca_uid_shift uid_shift; /* --uid-shift, --uid-range */
+	bool undo_immutable;           /* --undo-immutable */
+	bool no_holes;                 /* --punch-holes=no */
+	bool no_reflink;               /* --reflink=no */
 };
 
+struct ca_reflink;
 /* cache_seed.c: extract --cache and --seed. Makes a->cache (or, for seeds
  * without a cache, a private temporary store) src's cache and puts the
  * chunks idx needs that the seeds yield into it. *ret_tmp is that temporary
- * store, to pass to cafs_extract_seed_cleanup when done. Logs its errors. */
+ * store, to pass to cafs_extract_seed_cleanup when done. With reflink
+ * (may be NULL), where each chunk found in a seed file is, too. Logs its
+ * errors. */
 int cafs_extract_cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx, const struct cafs_extract_args *a,
-                             char **ret_tmp);
+                             char **ret_tmp, struct ca_reflink *reflink);
 void cafs_extract_seed_cleanup(char *tmp); /* removes and frees; accepts NULL */
 
 /* cmd_tree_make.c: print the digest casync digest would for a directory or an
- * archive(-index). */
-int cafs_digest_tree(const char *path, char **stores, size_t n_stores, const struct cafs_trusted_keys *tk);
+ * archive(-index), or sub inside the archive (NULL: all of it). */
+int cafs_digest_tree(const char *path, char **stores, size_t n_stores, const char *sub,
+                     const struct cafs_trusted_keys *tk);
 /* cmd_tree_read.c: decode and validate an archive (.catar, .caidx) and print
- * the digest of its stream, as casync digest does; 0 or an exit code. */
-int cafs_digest_archive(const char *path, char **stores, size_t n_stores, const struct cafs_trusted_keys *tk);
+ * the digest of its stream, as casync digest does; with sub, of that
+ * directory's stream or that file's contents. 0 or an exit code. */
+int cafs_digest_archive(const char *path, char **stores, size_t n_stores, const char *sub,
+                        const struct cafs_trusted_keys *tk);
 /* cmd_tree_read.c: print one entry of an archive (sub, or the root when
  * NULL) as casync stat does; 0 or an exit code. */
 int cafs_stat_archive(const char *in, char **stores, size_t n_stores, const char *sub,

@@ -17,6 +17,7 @@
 
 #include "archive_reader.h"
 #include "blob.h"
+#include "cache.h"
 #include "chunker.h"
 #include "cmd.h"
 #include "feature.h"
@@ -27,6 +28,7 @@
 #include "make.h"
 #include "interrupt.h"
 #include "progress.h"
+#include "reflink.h"
 
 enum {
 	OPT_CHUNK_SIZE = 0x100,
@@ -37,11 +39,18 @@ enum {
 	OPT_EXCLUDE_SUBMOUNTS,
 	OPT_EXCLUDE_FILE,
 	OPT_META,
+	OPT_OFFLINE,
+	OPT_OVERLAY_XATTRS,
+	/* from here on: extract's own */
 	OPT_SEED,
 	OPT_CACHE,
 	OPT_DELETE,
-	OPT_OFFLINE,
-	OPT_OVERLAY_XATTRS,
+	OPT_RATE_LIMIT_BPS,
+	OPT_UID_SHIFT,
+	OPT_UID_RANGE,
+	OPT_UNDO_IMMUTABLE,
+	OPT_PUNCH_HOLES,
+	OPT_REFLINK,
 };
 
 /* The progress bar's life follows the core's calls: begun with the total
@@ -69,6 +78,8 @@ int cafs_cmd_make(int argc, char **argv)
 		{ "exclude-submounts", required_argument, NULL, OPT_EXCLUDE_SUBMOUNTS },
 		{ "exclude-file", required_argument, NULL, OPT_EXCLUDE_FILE },
 		{ "meta", required_argument, NULL, OPT_META },
+		{ "uid-shift", required_argument, NULL, OPT_UID_SHIFT },
+		{ "uid-range", required_argument, NULL, OPT_UID_RANGE },
 		{ "threads", required_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -124,6 +135,14 @@ int cafs_cmd_make(int argc, char **argv)
 			o.no_sidecar = !meta;
 			break;
 		}
+		case OPT_UID_SHIFT:
+			if (cafs_parse_uid_shift(optarg, &o.uid_shift) < 0)
+				return cafs_usage_error("make", "invalid uid shift '%s'", optarg);
+			break;
+		case OPT_UID_RANGE:
+			if (cafs_parse_uid_range(optarg, &o.uid_shift) < 0)
+				return cafs_usage_error("make", "invalid uid range '%s'", optarg);
+			break;
 		case 'j':
 			if (cafs_parse_threads(optarg, &o.threads) < 0)
 				return cafs_usage_error("make", "invalid thread count '%s'", optarg);
@@ -187,6 +206,12 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		CAFS_TRUSTED_KEY_OPTION,
 		{ "offline", no_argument, NULL, OPT_OFFLINE },
 		{ "overlay-xattrs", no_argument, NULL, OPT_OVERLAY_XATTRS },
+		{ "rate-limit-bps", required_argument, NULL, OPT_RATE_LIMIT_BPS },
+		{ "uid-shift", required_argument, NULL, OPT_UID_SHIFT },
+		{ "uid-range", required_argument, NULL, OPT_UID_RANGE },
+		{ "undo-immutable", required_argument, NULL, OPT_UNDO_IMMUTABLE },
+		{ "punch-holes", required_argument, NULL, OPT_PUNCH_HOLES },
+		{ "reflink", required_argument, NULL, OPT_REFLINK },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -194,9 +219,10 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 	};
 	int c, verbosity = 0;
 	while ((c = getopt_long(argc, argv, "s:j:vqh", opts, NULL)) >= 0) {
-		if ((c == OPT_SEED || c == OPT_CACHE || c == OPT_DELETE || c == OPT_OFFLINE || c == OPT_OVERLAY_XATTRS) &&
-		    strcmp(cmd, "extract"))
-			return cafs_usage_error(cmd, "--seed, --cache, --delete, --offline and --overlay-xattrs are for extract");
+		if ((c >= OPT_SEED || c == OPT_OFFLINE || c == OPT_OVERLAY_XATTRS) && strcmp(cmd, "extract"))
+			return cafs_usage_error(cmd, "--seed, --cache, --delete, --offline, --overlay-xattrs, "
+			                             "--rate-limit-bps, --uid-shift, --uid-range, --undo-immutable, "
+			                             "--punch-holes and --reflink are for extract");
 		switch (c) {
 		case OPT_SEED: {
 			char **n = realloc(a->seeds, (a->n_seeds + 1) * sizeof(char *));
@@ -221,6 +247,36 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		case OPT_OVERLAY_XATTRS:
 			a->overlay_xattrs = true;
 			break;
+		case OPT_RATE_LIMIT_BPS:
+			if (cafs_parse_size(optarg, &a->rate_limit_bps) < 0 || a->rate_limit_bps == 0)
+				return cafs_usage_error(cmd, "invalid rate '%s'", optarg);
+			break;
+		case OPT_UID_SHIFT:
+			if (cafs_parse_uid_shift(optarg, &a->uid_shift) < 0)
+				return cafs_usage_error(cmd, "invalid uid shift '%s'", optarg);
+			break;
+		case OPT_UID_RANGE:
+			if (cafs_parse_uid_range(optarg, &a->uid_shift) < 0)
+				return cafs_usage_error(cmd, "invalid uid range '%s'", optarg);
+			break;
+		case OPT_UNDO_IMMUTABLE:
+			if (cafs_parse_bool(optarg, &a->undo_immutable) < 0)
+				return cafs_usage_error(cmd, "expected yes or no, got '%s'", optarg);
+			break;
+		case OPT_PUNCH_HOLES: {
+			bool holes;
+			if (cafs_parse_bool(optarg, &holes) < 0)
+				return cafs_usage_error(cmd, "expected yes or no, got '%s'", optarg);
+			a->no_holes = !holes;
+			break;
+		}
+		case OPT_REFLINK: {
+			bool reflink;
+			if (cafs_parse_bool(optarg, &reflink) < 0)
+				return cafs_usage_error(cmd, "expected yes or no, got '%s'", optarg);
+			a->no_reflink = !reflink;
+			break;
+		}
 		case OPT_DELETE: {
 			bool del;
 			if (cafs_parse_bool(optarg, &del) < 0)
@@ -259,15 +315,19 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind kind)
 {
 	/* the cache also keeps a URL's index (and reads it back --offline) */
+	struct ca_http_opts http;
 	struct ca_image_opts io = { .stores = a->stores, .n_stores = a->n_stores,
 	                            .lru_bytes = kind == CA_IMAGE_BLOB_INDEX ? 0 : CA_ARCHIVE_READER_LRU,
 	                            .cache_mode = a->cache ? CA_CACHE_DIR : CA_CACHE_NONE, .cache_dir = a->cache,
-	                            .offline = a->offline };
+	                            .offline = a->offline, .http = &http };
 	struct ca_image *im = NULL;
+	struct ca_reflink *reflink = NULL;
 	struct cafs_progress prog = { .label = "extract" };
 	cafs_trusted_keys_apply(&a->trusted, &io);
 	char *seed_tmp = NULL;
 	bool busy = false;
+	ca_source_http_opts(&http);
+	http.max_recv_speed = a->rate_limit_bps;
 	/* refuse a bad destination before any download or seeding */
 	int r = ca_image_extract_check_dest(kind, a->out);
 	if (r < 0)
@@ -280,22 +340,38 @@ static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind k
 			r = ca_log_error_errno(EINVAL, "%s: --seed and --cache need an index (.caidx), not a .catar", a->in);
 			goto out;
 		}
-		r = cafs_extract_cache_seeds(ca_image_chunksrc(im), ca_image_index(im), a, &seed_tmp);
+		/* a blob's chunks found in seed files are cloned from them
+		 * where the file system can (casync's --reflink=yes) */
+		if (kind == CA_IMAGE_BLOB_INDEX && a->n_seeds > 0 && !a->no_reflink &&
+		    (r = ca_reflink_new(ca_digest_type_from_flags(ca_index_feature_flags(ca_image_index(im))), &reflink)) <
+		            0) {
+			ca_log_error_errno(r, "%s", a->in);
+			goto out;
+		}
+		r = cafs_extract_cache_seeds(ca_image_chunksrc(im), ca_image_index(im), a, &seed_tmp, reflink);
 		if (r < 0)
 			goto out;
 	}
 	struct ca_image_extract_opts o = {
-		.path = a->path, .threads = a->threads, .no_delete = a->no_delete,
-		.overlay_xattrs = a->overlay_xattrs, .cancel = cafs_interrupt_flag(),
+		.path = a->path, .threads = a->threads, .no_delete = a->no_delete, .uid_shift = a->uid_shift,
+		.overlay_xattrs = a->overlay_xattrs,
+		.undo_immutable = a->undo_immutable, .no_holes = a->no_holes,
+		.clone = reflink ? ca_reflink_clone : NULL, .clone_userdata = reflink,
+		.cancel = cafs_interrupt_flag(),
 		.progress_start = progress_start, .progress = cafs_progress_update, .progress_end = progress_end,
 		.progress_userdata = &prog,
 	};
 	r = ca_image_extract(im, a->out, &o); /* logs its errors */
+	if (r == 0 && reflink && ca_reflink_bytes(reflink))
+		ca_log_info("%llu bytes shared with the seeds (reflinked), not written",
+		            (unsigned long long)ca_reflink_bytes(reflink));
 	/* a fetch stuck after an interrupt still uses the image: the exit frees it */
 	busy = r == -EBUSY;
 out:
-	if (!busy)
+	if (!busy) {
 		ca_image_free(im);
+		ca_reflink_free(reflink);
+	}
 	cafs_extract_seed_cleanup(seed_tmp);
 	return r < 0 ? 1 : 0;
 }
@@ -456,22 +532,27 @@ int cafs_cmd_digest(int argc, char **argv)
 		}
 	}
 	cafs_set_verbosity(verbosity);
-	if (argc - optind != 1) {
-		r = cafs_usage_error("digest", "expected one INPUT");
+	if (argc - optind != 1 && argc - optind != 2) {
+		r = cafs_usage_error("digest", "expected INPUT [PATH]");
 		goto out;
 	}
-	const char *in = argv[optind];
-	switch (ca_location_image_kind(in)) {
+	const char *in = argv[optind], *sub = argc - optind == 2 ? argv[optind + 1] : NULL;
+	enum ca_image_kind kind = ca_location_image_kind(in);
+	if (sub && kind != CA_IMAGE_ARCHIVE && kind != CA_IMAGE_ARCHIVE_INDEX) {
+		r = cafs_usage_error("digest", "%s: PATH is for archives (.catar, .caidx)", in);
+		goto out;
+	}
+	switch (kind) {
 	case CA_IMAGE_BLOB_INDEX:
 		r = digest_blob_index(in, stores, n_stores, &tk);
 		break;
 	case CA_IMAGE_ARCHIVE:
 	case CA_IMAGE_ARCHIVE_INDEX:
-		r = cafs_digest_tree(in, stores, n_stores, &tk);
+		r = cafs_digest_tree(in, stores, n_stores, sub, &tk);
 		break;
 	default:
 		if (strcmp(in, "-") && stat(in, &st) == 0 && S_ISDIR(st.st_mode))
-			r = cafs_digest_tree(in, stores, n_stores, &tk);
+			r = cafs_digest_tree(in, stores, n_stores, NULL, &tk);
 		else
 			r = digest_file(in, t);
 	}

@@ -48,6 +48,7 @@ enum {
 	OPT_THREADS,
 	OPT_READAHEAD,
 	OPT_LOG,
+	OPT_RATE_LIMIT_BPS,
 };
 
 struct mount_args {
@@ -63,6 +64,7 @@ struct mount_args {
 	int verbosity;
 	const char *log_file; /* where messages go once detached (default: nowhere) */
 	struct cafs_trusted_keys trusted; /* --trusted-key, -o trusted_key= */
+	uint64_t rate_limit_bps; /* per HTTP transfer, 0 = none */
 };
 
 /* The daemon's start-up state, shared with the INIT callback. */
@@ -175,6 +177,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 		{ "readahead", required_argument, NULL, OPT_READAHEAD },
 		{ "log", required_argument, NULL, OPT_LOG },
 		CAFS_TRUSTED_KEY_OPTION,
+		{ "rate-limit-bps", required_argument, NULL, OPT_RATE_LIMIT_BPS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -222,6 +225,10 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 			r = cafs_trusted_key_add(cmd, &a->trusted, optarg);
 			if (r)
 				return r;
+			break;
+		case OPT_RATE_LIMIT_BPS:
+			if (cafs_parse_size(optarg, &a->rate_limit_bps) < 0 || a->rate_limit_bps == 0)
+				return cafs_usage_error(cmd, "invalid rate '%s'", optarg);
 			break;
 		case OPT_READAHEAD:
 			if (parse_count(optarg, 1024, &a->readahead_chunks) < 0)
@@ -323,6 +330,7 @@ static void image_release(struct image *im)
 /* Everything up to a ready fs. Logs its errors. */
 static int image_open(const struct mount_args *a, struct daemon *d, struct image *im)
 {
+	struct ca_http_opts http;
 	struct ca_image_opts io = {
 		.stores = a->stores,
 		.n_stores = a->n_stores,
@@ -331,6 +339,7 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 		.cache_touch = true,
 		.offline = a->offline,
 		.lru_bytes = a->lru_bytes,
+		.http = &http,
 	};
 	cafs_trusted_keys_apply(&a->trusted, &io);
 	struct cafs_fs_options o = {
@@ -340,6 +349,8 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 		.ready_userdata = d,
 	};
 	char *name = NULL;
+	ca_source_http_opts(&http);
+	http.max_recv_speed = a->rate_limit_bps;
 	int r = ca_image_open(a->source, &io, &im->im);
 	if (r < 0)
 		return r;

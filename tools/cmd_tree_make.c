@@ -35,13 +35,14 @@ static int digest_dir(const char *path)
 	return 0;
 }
 
-int cafs_digest_tree(const char *path, char **stores, size_t n_stores, const struct cafs_trusted_keys *tk)
+int cafs_digest_tree(const char *path, char **stores, size_t n_stores, const char *sub,
+                     const struct cafs_trusted_keys *tk)
 {
 	switch (ca_location_image_kind(path)) {
 	case CA_IMAGE_ARCHIVE:
 	case CA_IMAGE_ARCHIVE_INDEX:
 		/* decoded and validated on the way (cmd_tree_read.c) */
-		return cafs_digest_archive(path, stores, n_stores, tk);
+		return cafs_digest_archive(path, stores, n_stores, sub, tk);
 	default:
 		return digest_dir(path);
 	}

@@ -134,6 +134,7 @@ struct printer {
 	bool mtree, long_format;
 	bool flat; /* list --recursive=no: the top and its entries, as casync */
 	struct ca_digest *digest; /* mtree: file content digests */
+	const char *digest_label;  /* mtree: the field's name (--digest) */
 };
 
 static const char *user_of(const struct ca_catar_node *n, bool group)
@@ -239,11 +240,11 @@ static void print_node(const struct printer *p, const struct ca_catar_node *n, c
 		printf(" time=%" PRIu64 ".%09" PRIu64, n->mtime / UINT64_C(1000000000), n->mtime % UINT64_C(1000000000));
 }
 
-static void print_digest_end(const uint8_t d[CA_CHUNK_ID_SIZE])
+static void print_digest_end(const struct printer *p, const uint8_t d[CA_CHUNK_ID_SIZE])
 {
 	char hex[2 * CA_CHUNK_ID_SIZE + 1];
 	ca_id_to_hex(d, hex);
-	printf(" sha512256digest=%s\n", hex);
+	printf(" %s=%s\n", p->digest_label, hex);
 }
 
 /* ---- list/mtree over the whole archive: the streaming decoder ---- */
@@ -291,7 +292,7 @@ static int walk_stream(struct archive *a, const struct printer *p)
 		}
 		uint8_t out[CA_CHUNK_ID_SIZE];
 		ca_digest_final(p->digest, out);
-		print_digest_end(out);
+		print_digest_end(p, out);
 	}
 	r = 0;
 out:
@@ -341,7 +342,7 @@ static int ra_print(struct ra_walk *w, const struct ca_catar_node *n)
 	}
 	uint8_t out[CA_CHUNK_ID_SIZE];
 	ca_digest_final(w->p->digest, out);
-	print_digest_end(out);
+	print_digest_end(w->p, out);
 	return 0;
 }
 
@@ -516,12 +517,14 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 		CAFS_TRUSTED_KEY_OPTION,
 		{ "cache", required_argument, NULL, 'C' },
 		{ "offline", no_argument, NULL, 'O' },
+		{ "digest", required_argument, NULL, 'D' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	struct printer p = { .mtree = mtree };
+	struct printer p = { .mtree = mtree, .digest_label = "sha512256digest" };
+	enum ca_digest_type label;
 	struct cafs_trusted_keys tk = { 0 };
 	struct cache_args ca = { 0 };
 	char **stores = NULL;
@@ -565,6 +568,15 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 			if (r)
 				goto out;
 			break;
+		case 'D':
+			/* casync names the field after --digest, whatever
+			 * digest the archive's contents are hashed with */
+			if (!mtree || ca_digest_type_parse(optarg, &label) < 0) {
+				r = cafs_usage_error(cmd, mtree ? "unknown digest '%s'" : "--digest is for mtree", optarg);
+				goto out;
+			}
+			p.digest_label = label == CA_DIGEST_SHA256 ? "sha256digest" : "sha512256digest";
+			break;
 		default: {
 			r = cafs_common_option(cmd, c, &verbosity);
 			if (r >= 0)
@@ -588,7 +600,7 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 	r = archive_open_cached(&a, in, stores, n_stores, &tk, !mtree, &ca);
 	if (r == 0 && mtree)
 		/* casync hashes contents with the archive's digest, and labels
-		 * the field with its own default (sha512256digest) regardless */
+		 * the field after --digest (sha512256digest by default) */
 		r = ca_digest_new(ca_digest_type_from_flags(ca_image_feature_flags(a.im)), &p.digest);
 	if (r == 0 && ca_image_sidecar(a.im))
 		r = walk_sidecar(&a, &p, sub ? sub : "");
@@ -801,7 +813,41 @@ out:
 	return r < 0 ? 1 : 0;
 }
 
-int cafs_digest_archive(const char *path, char **stores, size_t n_stores, const struct cafs_trusted_keys *tk)
+/* digest IN PATH of a file: its contents' digest, as casync's payload digest */
+static int digest_payload(struct archive *a, const char *sub, uint8_t ret[CA_CHUNK_ID_SIZE])
+{
+	struct ra_walk w = { .a = a };
+	struct ca_catar_ra_node *node = NULL;
+	struct ca_catar_source s;
+	uint8_t hl[CA_CHUNK_ID_SIZE];
+	int r;
+	ca_archive_reader_random(a->rd, &s);
+	r = ca_catar_ra_open(&s, &w.ra);
+	if (r == 0)
+		r = path_set(&w, sub);
+	if (r == 0)
+		r = ca_catar_ra_lookup_path(w.ra, w.path, &node);
+	if (r == -ENOENT || r == -ENOTDIR || r == -EINVAL) {
+		ca_log_error("%s: %s: not in the archive", a->path, w.path ? w.path : sub);
+		r = -ENOENT;
+	} else if (r < 0) {
+		report(a, r, w.path);
+	} else if (S_ISDIR(ca_catar_ra_node_get(node)->mode)) {
+		r = 1; /* a directory: the digest of its stream, by the caller */
+	} else if (!S_ISREG(ca_catar_ra_node_get(node)->mode)) {
+		r = ca_log_error_errno(ENOTTY, "%s: %s: not a file or directory", a->path, w.path);
+	} else if ((r = stat_digests(&w, &s, ca_catar_ra_node_get(node), ret, hl)) < 0) {
+		report(a, r, w.path);
+	}
+	ca_catar_ra_node_unref(node);
+	ca_catar_ra_free(w.ra);
+	free(w.buf);
+	free(w.path);
+	return r;
+}
+
+int cafs_digest_archive(const char *path, char **stores, size_t n_stores, const char *sub,
+                        const struct cafs_trusted_keys *tk)
 {
 	struct archive a;
 	struct ca_catar_dec *d = NULL;
@@ -810,13 +856,25 @@ int cafs_digest_archive(const char *path, char **stores, size_t n_stores, const 
 	int r = archive_open(&a, path, stores, n_stores, tk, false);
 	if (r < 0)
 		goto out;
+	if (sub && *sub) {
+		/* casync: a file's contents, or the stream of a directory */
+		r = digest_payload(&a, sub, out);
+		if (r == 0)
+			cafs_print_digest(out);
+		if (r <= 0)
+			goto out;
+		r = ca_archive_reader_subtree(a.rd, sub, &s); /* logs */
+		if (r < 0)
+			goto out;
+	} else {
+		ca_archive_reader_stream(a.rd, &s);
+	}
 	r = ca_archive_reader_digest_start(a.rd, ca_digest_type_from_flags(ca_image_feature_flags(a.im)));
 	if (r < 0) {
 		report(&a, r, NULL);
 		goto out;
 	}
 	buf = malloc(1 << 20);
-	ca_archive_reader_stream(a.rd, &s);
 	if (!buf || (r = ca_catar_dec_new(&s, &d)) < 0) {
 		r = report(&a, buf ? r : -ENOMEM, NULL);
 		goto out;

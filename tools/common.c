@@ -113,3 +113,54 @@ int cafs_parse_bool(const char *s, bool *ret)
 	}
 	return -EINVAL;
 }
+
+/* casync's uid range when only --uid-shift is given */
+#define DEFAULT_UID_RANGE 0x10000u
+
+static int parse_u64(const char *s, uint64_t *ret)
+{
+	char *end;
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+int cafs_parse_uid_shift(const char *s, struct ca_uid_shift *u)
+{
+	uint64_t v;
+	bool b;
+	if (!u->on && !u->range)
+		u->range = DEFAULT_UID_RANGE;
+	/* a uid (not the two that mean "none"), else yes/no */
+	if (parse_u64(s, &v) == 0 && v < UINT32_MAX && v != UINT16_MAX) {
+		u->shift = (uint32_t)v;
+		u->on = true;
+		return 0;
+	}
+	if (cafs_parse_bool(s, &b) < 0)
+		return -EINVAL;
+	u->on = b;
+	return 0;
+}
+
+int cafs_parse_uid_range(const char *s, struct ca_uid_shift *u)
+{
+	uint64_t v;
+	bool b;
+	if (parse_u64(s, &v) == 0 && v >= 1 && v <= UINT64_C(0x100000000)) {
+		u->range = v == UINT64_C(0x100000000) ? 0 : v;
+		u->on = true;
+		return 0;
+	}
+	if (cafs_parse_bool(s, &b) < 0)
+		return -EINVAL;
+	if (!u->on && !u->range)
+		u->range = DEFAULT_UID_RANGE;
+	u->on = b;
+	return 0;
+}

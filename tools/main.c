@@ -34,6 +34,8 @@ static const struct cafs_command commands[] = {
 	  "      --exclude-submounts=yes  leave out other filesystems mounted below INPUT\n"
 	  "      --exclude-file=no   ignore .caexclude files\n"
 	  "      --meta=no           .caidx: no metadata sidecar OUT.cameta beside it\n"
+	  "      --uid-shift=UID     archives: store owners as their ids minus UID\n"
+	  "      --uid-range=N       ... modulo N (default 65536; or yes/no), as casync\n"
 	  "  -j, --threads=N         worker threads (default: number of CPUs)\n"
 	  "Prints the digest of the whole stream, as casync make does.\n" },
 	{ "extract", cafs_cmd_extract, "extract [OPTIONS] IN.caibx|IN.caidx|IN.catar OUT [PATH]",
@@ -49,13 +51,22 @@ static const struct cafs_command commands[] = {
 	  "                          see SECURITY in cafs(1))\n"
 	  "      --offline           only the --cache (and the index kept there for a URL)\n"
 	  "      --overlay-xattrs    archives: apply trusted.overlay.* and user.overlay.* too\n"
-	  "                          (overlayfs instructions; man cafs: SECURITY)\n" },
-	{ "digest", cafs_cmd_digest, "digest [OPTIONS] FILE|DIR|INDEX|ARCHIVE",
+	  "                          (overlayfs instructions; man cafs: SECURITY)\n"
+	  "      --rate-limit-bps=SIZE  cap each HTTP transfer's download rate (bytes/s)\n"
+	  "      --uid-shift=UID     archives: owners on disk are those stored plus UID\n"
+	  "      --uid-range=N       ... modulo N (default 65536; or yes/no), as casync\n"
+	  "      --undo-immutable=yes  archives: replace and remove files of OUT that are\n"
+	  "                          chattr +i (clearing the flag), as casync\n"
+	  "      --punch-holes=no    write zero blocks too (default: left as holes)\n"
+	  "      --reflink=no        blob: copy what seed files have (default: clone their\n"
+	  "                          blocks where the file system can)\n" },
+	{ "digest", cafs_cmd_digest, "digest [OPTIONS] FILE|DIR|INDEX|ARCHIVE [PATH]",
 	  "  -s, --store=DIR|URL     chunk store for an index (repeatable; default: default.castr\n"
 	  "                          beside it)\n"
 	  "      --digest=NAME       for a plain file: sha512-256 (default) or sha256\n"
 	  "      --trusted-key=FILE  only an index signed by this minisign key (repeatable;\n"
-	  "                          see SECURITY in cafs(1))\n" },
+	  "                          see SECURITY in cafs(1))\n"
+	  "PATH: in an archive, that directory's stream or that file's contents.\n" },
 	{ "info", cafs_cmd_info, "info [OPTIONS] INDEX",
 	  "  -s, --store=DIR|URL     also report how much of the index this store holds\n"
 	  "                          (only the first one given is looked at)\n"
@@ -78,6 +89,7 @@ static const struct cafs_command commands[] = {
 	  "                       (default: they are dropped)\n"
 	  "      --trusted-key=FILE  only an index signed by this minisign key\n"
 	  "                       (repeatable; see SECURITY in cafs(1))\n"
+	  "      --rate-limit-bps=SIZE  cap each HTTP transfer's download rate\n"
 	  "  -o, --options=OPT[,OPT...]  FUSE mount options (allow_other, ...), and\n"
 	  "                       store=, cache=, offline, no_cache, lru_size=, threads=,\n"
 	  "                       log=, trusted_key=, overlay_xattrs; defaults, rw, ro, auto, noauto,\n"
@@ -145,6 +157,8 @@ static const struct cafs_command commands[] = {
 	  "                          see SECURITY in cafs(1))\n"
 	  "      --cache=DIR         keep fetched chunks and a URL's index here, and use them\n"
 	  "      --offline           only the cache: nothing is downloaded\n"
+	  "      --digest=NAME       name the contents' digest field after NAME (sha256:\n"
+	  "                          sha256digest), as casync does; the digest is the archive's\n"
 	  "Prints the tree in BSD mtree(5) format, as casync mtree does.\n" },
 };
 

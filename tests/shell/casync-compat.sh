@@ -18,6 +18,8 @@
 #  - list --recursive=no of a directory: casync 2 fails half-way, cafs lists;
 #  - extract to stdout: casync 2 refuses a pipe and leaves a file opened
 #    with >> untouched; cafs writes to both (checked on their own);
+#  - make of an index to stdout: casync appends the digest line to the
+#    index, cafs writes the index alone (checked on its own);
 #  - --version: "casync 2 (cafs VERSION)".
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 need casync
@@ -204,6 +206,85 @@ compat '$C stat img.caidx sub/deep/z'
 compat '$C stat tree.catar no-such'
 compat '$C stat tree.catar sub'
 
+# ---- --what=, standard input and output, $CASYNC_STORE ----
+compat '$C make --what=archive-index x.bin tree'
+compat '$C make --what=archive x.bin tree'
+compat '$C make --what=blob-index --store=s.castr x.bin blob.img'
+compat '$C make --what=blob x.caidx tree'
+compat '$C make --what=archive x.catar blob.img'
+compat '$C make --what=blob-index x.caibx tree'
+compat '$C make - tree >x.catar'
+compat 'cd tree && $C make --what=archive >../x.catar'
+# an index on stdout: casync appends the digest line to it (cafs-only check below)
+compat '$C make - <blob.img >/dev/null' files
+compat '$C make --what=archive-index --store=s.castr - tree >/dev/null' files
+compat 'CASYNC_STORE=s.castr $C make x.caibx blob.img'
+compat 'CASYNC_STORE=default.castr $C extract --store=empty.castr blob.caibx e.img'
+compat 'CASYNC_STORE=other.castr $C extract blob.caibx e.img'
+compat '$C extract --extra-store=empty.castr blob.caibx e.img'
+compat 'cp img.caidx img.bin && $C extract --what=archive-index img.bin out'
+compat 'cp tree.catar t.bin && $C extract --what=archive t.bin out sub'
+compat '$C extract --what=blob-index - out.img <blob.caibx'
+compat 'cat tree.catar | $C extract --what=archive - out'
+compat 'cat blob.caibx | $C extract --what=blob-index - >out.img'
+compat 'mkdir out && $C extract - out <img.caidx'
+compat '$C extract <blob.caibx >out.img'
+compat '$C extract - out <tree.catar'
+compat '$C extract --what=blob img.caidx out'
+compat '$C extract --what=archive img.caidx out; r=$?; rmdir out; exit $r'
+compat '$C extract --what=blob-index img.caidx out'
+compat '$C list - <tree.catar'
+compat 'cat tree.catar | $C list -'
+compat '$C list --what=archive-index - <img.caidx'
+compat '$C list --what=archive-index - <img.caidx sub'
+compat 'cp tree.catar t.bin && $C list --what=archive t.bin'
+compat '$C list blob.img'
+compat '$C list blob.caibx'
+compat '$C list --what=archive img.caidx'
+compat '$C mtree --what=archive - <tree.catar'
+compat '$C mtree --digest=sha256 img.caidx'
+compat '$C mtree --digest=sha256 tree'
+compat '$C make --digest=sha256 s.caidx tree >/dev/null && $C mtree s.caidx sub'
+compat '$C stat - <tree.catar'
+compat '$C stat --what=archive-index - sub/b <img.caidx'
+compat '$C digest - <tree.catar'
+compat '$C digest - <blob.img'
+compat '$C digest --what=blob tree.catar'
+compat '$C digest --what=blob-index - <blob.caibx'
+compat '$C digest --what=directory tree'
+compat '$C digest --what=archive tree'
+compat '$C digest tree.catar sub'
+compat '$C digest img.caidx sub/b'
+compat '$C digest img.caidx /'
+compat '$C digest img.caidx no-such'
+compat '$C digest blob.caibx sub'
+
+# ---- owners shifted (--uid-shift, --uid-range), the rate limit, mount's --mkdir ----
+compat 'chown -R 100000:100000 tree && chown 100005:100007 tree/a && $C make --uid-shift=100000 u.caidx tree && $C mtree u.caidx'
+compat 'chown -R 100000:100000 tree && $C make --uid-shift=100000 --uid-range=65536 u.catar tree && $C mtree u.catar && $C stat u.catar a'
+compat 'chown 5:5 tree/a && $C make --uid-shift=100 u.caidx tree'
+compat 'chown 70000:70000 tree/a && $C make --uid-range=65536 u.catar tree && $C mtree u.catar'
+compat '$C make --uid-shift=maybe u.caidx tree'
+compat '$C extract --uid-shift=200000 img.caidx out && find out -printf "%p %U %G\n" | sort'
+compat '$C extract --uid-shift=7 --uid-range=10 tree.catar out && find out -printf "%p %U %G\n" | sort'
+compat '$C extract --uid-shift=yes img.caidx out && find out -printf "%p %U %G\n" | sort'
+compat '$C extract --uid-range=0 img.caidx out'
+# immutable files in the way (chattr +i): refused, or cleared with --undo-immutable
+# (casync leaves its temporary file behind there: removed before comparing)
+compat '$C extract img.caidx out && chattr +i out/a && $C extract img.caidx out; r=$?; lsattr out/a | cut -c1-20; chattr -i out/a; rm -f out/.#*; exit $r'
+compat '$C extract img.caidx out && chattr +i out/a && $C extract --undo-immutable=yes img.caidx out; r=$?; lsattr out/a | cut -c1-20; chattr -i out/a; exit $r'
+compat 'mkdir -p out/extra && touch out/extra/x && chattr +i out/extra/x && $C extract img.caidx out; r=$?; chattr -i out/extra/x; exit $r'
+compat 'mkdir -p out/extra && touch out/extra/x && chattr +i out/extra/x && $C extract --undo-immutable=yes img.caidx out; r=$?; chattr -i out/extra/x 2>/dev/null; exit $r'
+compat '$C extract --undo-immutable=maybe img.caidx out'
+# zero blocks: holes by default (casync punches them), written with --punch-holes=no
+compat '$C extract img.caidx out && stat -c "%n %s %b" out/sub/deep/z'
+compat '$C extract --punch-holes=no img.caidx out && stat -c "%n %s %b" out/sub/deep/z'
+compat '$C extract zeros.caibx o.img && [ $(($(stat -c %b o.img) * 512)) -lt 700000 ] && echo sparse'
+compat '$C extract --punch-holes=no zeros.caibx o.img && stat -c "%s %b" o.img'
+compat '$C extract --punch-holes=no tree.catar out sub && stat -c "%n %s %b" out/sub/deep/z'
+compat '$C extract --rate-limit-bps=1M img.caidx out'
+compat '$C extract --rate-limit-bps=0 img.caidx out'
+
 # ---- gc: the store is compared; the summary line is cafs's own ----
 compat '$C gc -n img.caidx' files
 compat '$C -n gc img.caidx blob.caibx' files
@@ -226,6 +307,10 @@ compat '$C --mkdir=no --recursive=yes list img.caidx'
 ok "extract into an existing blob, itself a seed" bash -c 'cd "$1" && cp seed.img d.img && "$2" extract blob.caibx d.img && cmp d.img blob.img' _ "$FX" "$FAKE"
 ok "extract - >>FILE appends" bash -c 'cd "$1" && cp seed.img d.img && "$2" extract zeros.caibx - >>d.img && cat seed.img zeros.img | cmp - d.img' _ "$FX" "$FAKE"
 ok "extract - | a pipe" bash -c 'cd "$1" && "$2" extract zeros.caibx - | cmp - zeros.img' _ "$FX" "$FAKE"
+# an index on stdout is the index alone: casync appends its digest line
+# (which casync digest then refuses)
+ok "make - <blob >stdout: casync's bytes but its digest line" bash -c 'cd "$1" && "$2" make - <blob.img >"$4/i.real" && "$3" make - <blob.img >"$4/i.fake" && head -c -65 "$4/i.real" | cmp - "$4/i.fake"' _ "$FX" "$REAL" "$FAKE" "$T"
+ok "mount --mkdir=no: a missing mount point is not made" bash -c 'cd "$1" && ! "$2" --mkdir=no mount img.caidx "$3/nomnt" 2>/dev/null && [ ! -e "$3/nomnt" ]' _ "$FX" "$FAKE" "$T"
 ok "mkdev: one line, exit 1" bash -c '! "$1" mkdev blob.caibx 2>"$2/err" && [ "$(wc -l <"$2/err")" = 1 ]' _ "$FAKE" "$T"
 ok "--help on stdout, exit 0" bash -c '"$1" --help | grep -q "casync \[OPTIONS...\] extract"' _ "$FAKE"
 ok "cafs: casync's options before the command" bash -c 'cd "$1" && "$2" -v --store=default.castr --digest=sha512-256 list img.caidx | cmp - <(casync list img.caidx)' _ "$FX" "$CAFS"
@@ -259,11 +344,17 @@ if [ "$(id -u)" -eq 0 ] && command -v losetup >/dev/null && head -c 2097152 /dev
 fi
 
 # mount: casync's stays in the foreground until unmounted; the tree it
-# shows is the one made (casync 2's own mount is not run: FUSE 2)
+# shows is the one made (casync 2's own mount is not run: FUSE 2); a
+# missing mount point is made (--mkdir=yes, casync's default)
+# env_store S CMD...: CMD with $CASYNC_STORE=S
+env_store() { local CASYNC_STORE=$1; export CASYNC_STORE; shift; "$@"; }
+# mount_check [ARGS...]: casync mount ARGS MNT (default ARGS: img.caidx),
+# standard input from $MOUNT_STDIN (default /dev/null)
 mount_check() {
 	local mnt=$T/mnt pid rc=0 i
-	mkdir -p "$mnt"
-	(cd "$FX" && exec "$FAKE" mount img.caidx "$mnt") 2>"$T/mount.err" &
+	rmdir "$mnt" 2>/dev/null
+	[ $# -gt 0 ] || set -- img.caidx
+	(cd "$FX" && exec "$FAKE" mount "$@" "$mnt") 2>"$T/mount.err" <"${MOUNT_STDIN:-/dev/null}" &
 	pid=$!
 	at_cleanup "fusermount3 -u -z '$mnt'; kill $pid"
 	for ((i = 0; i < 200; i++)); do
@@ -279,6 +370,13 @@ mount_check() {
 }
 if [ -c /dev/fuse ] && [ -w /dev/fuse ] && command -v fusermount3 >/dev/null && grep -qw fuse /proc/filesystems; then
 	ok "mount img.caidx MNT: in the foreground, the tree" mount_check
+	cp "$FX/img.caidx" "$FX/img.bin"
+	ok "mount --what=archive-index img.bin MNT" mount_check --what=archive-index img.bin
+	# standard input: an index with $CASYNC_STORE, an archive
+	mount_stdin() { local f=$1; shift; MOUNT_STDIN=$f mount_check "$@"; }
+	ok "CASYNC_STORE=S mount --what=archive-index - MNT <img.caidx" \
+		env_store "$FX/default.castr" mount_stdin "$FX/img.caidx" --what=archive-index -
+	ok "mount - MNT <tree.catar" mount_stdin "$FX/tree.catar" -
 fi
 
 done_testing
