@@ -49,7 +49,8 @@ static void same_node(struct ca_catar_ra *ra, const struct ca_sidecar *sc, size_
 		       a->children_offset == s.children_offset;
 	char l1[4096], l2[4096];
 	size_t n1 = 0, n2 = 0;
-	same = same && ca_catar_node_listxattr(a, l1, sizeof(l1), &n1) == ca_catar_node_listxattr(&s, l2, sizeof(l2), &n2) &&
+	same = same && ca_catar_node_listxattr(a, NULL, l1, sizeof(l1), &n1) ==
+	                   ca_catar_node_listxattr(&s, NULL, l2, sizeof(l2), &n2) &&
 	       n1 == n2 && memcmp(l1, l2, n1) == 0;
 	check(same);
 	if (!same)
