@@ -67,7 +67,9 @@ static const struct cafs_command commands[] = {
 	  "                       (default: they are dropped)\n"
 	  "  -o, --options=OPT[,OPT...]  FUSE mount options (allow_other, ...), and\n"
 	  "                       store=, cache=, offline, no_cache, lru_size=, threads=,\n"
-	  "                       log=; defaults, rw, ro, auto, noauto, user, users,\n"
+	  "                       log=, and for a .caibx uid=, gid=, mode= (the file's\n"
+	  "                       owner and mode; default: the index file's, read-only);\n"
+	  "                       defaults, rw, ro, auto, noauto, user, users,\n"
 	  "                       nouser, nofail, _netdev, x-*, comment= are ignored\n"
 	  "A .caibx shows as one file named after it; .caidx and .catar show the tree.\n"
 	  "Also: mount.cafs SOURCE DIR -o OPTS; mount -t fuse.cafs SOURCE DIR.\n" },
