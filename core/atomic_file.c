@@ -52,14 +52,40 @@ int ca_atomic_file_open(struct ca_atomic_file *f, const char *path, mode_t mode)
 	return 0;
 }
 
+/* fsync the directory holding path (after a rename in it). */
+static int sync_parent(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+	if (!dir)
+		return -ENOMEM;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int r = fd < 0 || fsync(fd) < 0 ? -errno : 0;
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	return r;
+}
+
 int ca_atomic_file_commit(struct ca_atomic_file *f)
 {
 	int r = 0;
-	if (close(f->fd) < 0)
+	if (f->durable && fsync(f->fd) < 0)
+		r = -errno;
+	if (close(f->fd) < 0 && r == 0)
 		r = -errno;
 	f->fd = -1;
 	if (r == 0 && rename(f->tmp_path, f->final_path) < 0)
 		r = -errno;
+	if (r == 0 && f->durable) {
+		r = sync_parent(f->final_path);
+		if (r < 0) { /* renamed already: nothing to abort */
+			free(f->tmp_path);
+			free(f->final_path);
+			f->tmp_path = f->final_path = NULL;
+			return r;
+		}
+	}
 	if (r < 0) {
 		ca_atomic_file_abort(f);
 		return r;

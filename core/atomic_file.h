@@ -8,12 +8,17 @@
 #ifndef CA_ATOMIC_FILE_H
 #define CA_ATOMIC_FILE_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 struct ca_atomic_file {
 	int fd;
 	char *tmp_path;
 	char *final_path;
+	/* set by the caller after open: commit fsyncs the file before the
+	 * rename and the directory after it, so that after a crash the final
+	 * name holds either the old file or the whole new one */
+	bool durable;
 };
 
 /* Creates the temporary file (O_EXCL) with mode. 0 or negative errno. */

@@ -340,8 +340,10 @@ static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, boo
 		 * to the exit that follows a cancel */
 		for (unsigned i = 0; i < started; i++)
 			pthread_detach(th[i]);
-		*ret_logged = false;
-		return -ECANCELED;
+		/* -EBUSY, as the archive path says it: the caller must not free
+		 * src, which the stuck worker wakes up into when it is freed */
+		*ret_logged = true;
+		return -EBUSY;
 	}
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(th[i], NULL);

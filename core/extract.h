@@ -36,7 +36,9 @@ struct ca_extract_opts {
 /* Extract the blob of idx to path (a regular file, replaced atomically; or
  * an existing block device, written in place up to the image size), or
  * to "-" for stdout. On failure nothing is left under path, and one line is
- * logged: the first chunk that failed, or the output's error. */
+ * logged: the first chunk that failed, or the output's error. -EBUSY
+ * (not logged): cancelled while a worker is stuck in a fetch; src is still
+ * in use and must be left to the exit. */
 int ca_extract_blob(struct ca_index *idx, struct ca_chunksrc *src, const char *path,
                     const struct ca_extract_opts *o);
 

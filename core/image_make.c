@@ -253,6 +253,7 @@ static int make_catar(struct make_ctx *c, uint8_t ret_digest[CA_CHUNK_ID_SIZE], 
 		make_fail(c, r, c->out);
 		goto out;
 	}
+	af.durable = true;
 	r = encode_to(c, af.fd, ret_digest, &size);
 	if (r < 0)
 		goto out;

@@ -217,6 +217,7 @@ int ca_index_writer_open(const char *path, uint64_t flags, uint64_t min, uint64_
 		free(w);
 		return r;
 	}
+	w->file.durable = true; /* an index is published: it must not name lost chunks */
 	w->max = max;
 	ca_le64_write(head, sizeof(struct ca_format_index));
 	ca_le64_write(head + 8, CA_FORMAT_INDEX);

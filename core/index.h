@@ -10,7 +10,8 @@
  * A ca_index is immutable after open, so any number of threads may read it.
  *
  * Writing appends items to a temporary file and renames it into place on
- * commit, as casync writes ".#<name><16 hex>".
+ * commit, as casync writes ".#<name><16 hex>"; the file is fsynced before
+ * the rename and its directory after it.
  */
 #ifndef CA_INDEX_H
 #define CA_INDEX_H

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "remote.h"
 #include "source.h"
+#include "store.h"
 #include "trust.h"
 
 /* as source.c: an index is 40 bytes a chunk, so this is a huge image */
@@ -70,15 +71,50 @@ static int read_file(const char *path, size_t cap, struct ca_buf *b)
 	return r;
 }
 
+/* CACHE/indexes, checked as the chunk cache is (store.h: the cache root
+ * ours and private, else refused with one line), and made with create.
+ * The copies are trusted no more than the cache that holds them. */
+static int kept_dir(const char *cache_dir, bool create)
+{
+	struct ca_store *s = NULL;
+	struct stat st;
+	char *dir = NULL;
+	int r = ca_store_open_private(cache_dir, create, &s); /* logs */
+	ca_store_free(s);
+	if (r < 0)
+		return r;
+	if (asprintf(&dir, "%s/indexes", cache_dir) < 0)
+		return ca_log_error_errno(ENOMEM, "cache %s", cache_dir);
+	if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
+		r = ca_log_error_errno(errno, "cache %s", dir);
+	else if (lstat(dir, &st) < 0)
+		r = errno == ENOENT ? -ENOENT : ca_log_error_errno(errno, "cache %s", dir);
+	else if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+		r = ca_log_error_errno(EPERM, "cache %s: not a private directory of ours: refusing to use it", dir);
+	free(dir);
+	return r;
+}
+
+/* A kept copy (offline): -ENOENT when there is none. */
+static int read_kept(const char *cache_dir, const char *url, const char *suffix, size_t cap, struct ca_buf *b)
+{
+	char *path = NULL;
+	int r = cache_dir ? kept_dir(cache_dir, false) : -ENOENT;
+	if (r == 0) {
+		path = ca_index_cache_path(cache_dir, url, suffix);
+		r = path ? read_file(path, cap, b) : -ENOMEM;
+	}
+	free(path);
+	return r;
+}
+
 /* Keep a copy: CACHE/indexes/ (0700) gets the file (0600), atomically. */
 static void keep(const char *cache_dir, const char *url, const char *suffix, const void *data, size_t size)
 {
 	char *dir = NULL, *path = ca_index_cache_path(cache_dir, url, suffix);
 	int r = path && asprintf(&dir, "%s/indexes", cache_dir) >= 0 ? 0 : -ENOMEM;
 	if (r == 0)
-		r = ca_source_mkdir_p(cache_dir);
-	if (r == 0 && mkdir(dir, 0700) < 0 && errno != EEXIST)
-		r = -errno;
+		r = kept_dir(cache_dir, true);
 	if (r == 0)
 		r = ca_sidecar_write(path, data, size, 0600);
 	if (r < 0)
@@ -112,9 +148,7 @@ static int check_signature(const char *name, const char *url, const char *suffix
 	if (ca_location_kind(name) != CA_LOCATION_HTTP) {
 		r = ca_trust_read_file(ca_location_path(sig_name), CA_MINISIGN_SIG_FILE_MAX, &sig);
 	} else if (offline) {
-		char *path = cache_dir ? ca_index_cache_path(cache_dir, url, kept) : NULL;
-		r = path ? read_file(path, CA_MINISIGN_SIG_FILE_MAX, &sig) : -ENOENT;
-		free(path);
+		r = read_kept(cache_dir, url, kept, CA_MINISIGN_SIG_FILE_MAX, &sig);
 	} else {
 		r = ca_remote_get_file(sig_name, CA_MINISIGN_SIG_FILE_MAX, http, &sig);
 	}
@@ -151,9 +185,7 @@ int ca_index_cache_open(const char *source, const struct ca_http_opts *http, con
 		http = &ho;
 	}
 	if (offline) {
-		char *path = ca_index_cache_path(cache_dir, source, index_suffix(source));
-		r = path ? read_file(path, INDEX_MAX, &b) : -ENOMEM;
-		free(path);
+		r = read_kept(cache_dir, source, index_suffix(source), INDEX_MAX, &b);
 		if (r == -ENOENT)
 			return ca_log_error_errno(ENOMEDIUM, "%s: offline, and the cache %s has no copy of the index "
 			                          "(run cafs cache fill first)", source, cache_dir);
@@ -205,10 +237,7 @@ static int sidecar_bytes(const char *source, const struct ca_http_opts *http, co
 		return r;
 	}
 	if (offline) {
-		char *path = cache_dir ? ca_index_cache_path(cache_dir, source, ".caidx" CA_SIDECAR_SUFFIX) : NULL;
-		r = path ? read_file(path, CA_SIDECAR_FILE_MAX, ret) : -ENOENT;
-		free(path);
-		return r;
+		return read_kept(cache_dir, source, ".caidx" CA_SIDECAR_SUFFIX, CA_SIDECAR_FILE_MAX, ret);
 	}
 	if (!http) {
 		ca_source_http_opts(&ho);

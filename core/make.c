@@ -499,6 +499,13 @@ int ca_maker_finish(struct ca_maker *m, uint8_t ret_digest[CA_CHUNK_ID_SIZE], st
 	r = m->err;
 	if (r == 0)
 		r = ca_digest_final(m->stream_digest, ret_digest);
+	/* the chunks reach the disk before the index that names them: one
+	 * syncfs for the store rather than an fsync per chunk */
+	if (r == 0 && m->store && m->index) {
+		r = ca_store_sync(m->store);
+		if (r < 0)
+			m->err_path = m->o.store_path;
+	}
 	if (r == 0 && m->index) {
 		r = ca_index_writer_commit(m->index);
 		m->index = NULL;

@@ -48,8 +48,9 @@ struct ca_maker;
 int ca_maker_new(const struct ca_make_opts *o, struct ca_maker **ret);
 /* Push n bytes. Returns 0 or the first error of any pipeline stage. */
 int ca_maker_feed(struct ca_maker *m, const void *p, size_t n);
-/* Flush, wait for every stage, commit the index. ret_digest gets the digest
- * of everything fed. */
+/* Flush, wait for every stage, sync the store (syncfs) and commit the
+ * index (fsynced), so the index never names chunks a crash could lose.
+ * ret_digest gets the digest of everything fed. */
 int ca_maker_finish(struct ca_maker *m, uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats);
 /* Stop and clean up; an unfinished index is removed. Accepts NULL. */
 void ca_maker_free(struct ca_maker *m);

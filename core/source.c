@@ -102,32 +102,13 @@ char *ca_source_default_cache_dir(void)
 		struct passwd *pw = getpwuid(geteuid());
 		home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
 	}
-	if (!home)
-		return strdup("/var/tmp/cafs-cache"); /* no home: still somewhere sane */
-	return asprintf(&r, "%s/.cache/cafs", home) < 0 ? NULL : r;
-}
-
-int ca_source_mkdir_p(const char *path)
-{
-	char *p = strdup(path);
-	int r = 0;
-	if (!p)
-		return -ENOMEM;
-	for (char *s = p + 1;; s++) {
-		if (*s != '/' && *s != 0)
-			continue;
-		char c = *s;
-		*s = 0;
-		if (mkdir(p, 0777) < 0 && errno != EEXIST) {
-			r = -errno;
-			break;
-		}
-		*s = c;
-		if (!c)
-			break;
+	/* no home: no shared fallback such as /var/tmp/cafs-cache, where
+	 * another user could make the directory first */
+	if (!home) {
+		errno = ENOENT;
+		return NULL;
 	}
-	free(p);
-	return r;
+	return asprintf(&r, "%s/.cache/cafs", home) < 0 ? NULL : r;
 }
 
 /* The caller's HTTP settings, or the environment's (filled into *buf). */
@@ -379,15 +360,15 @@ static int add_cache(struct ca_chunksrc *src, const char *index_name, const stru
 		dir = ca_source_default_cache_dir();
 	else if (o->cache_mode == CA_CACHE_AUTO)
 		return 0; /* everything is local: a cache would only copy it */
+	if (!dir && errno == ENOENT)
+		return ca_log_error("cache: no home directory to keep it in: give a cache directory or set "
+		                    "XDG_CACHE_HOME"),
+		       -ENOENT;
 	if (!dir)
 		return ca_log_error_errno(ENOMEM, "cache");
-	r = ca_source_mkdir_p(dir);
-	if (r == 0)
-		r = ca_store_open(dir, &cs);
-	if (r < 0) {
-		ca_log_error_errno(r, "cache %s", dir);
+	r = ca_store_open_private(dir, true, &cs);
+	if (r < 0)
 		goto out;
-	}
 	r = ca_chunksrc_set_cache(src, cs, o->cache_touch);
 	if (r < 0)
 		ca_log_error_errno(r, "cache %s", dir);

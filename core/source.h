@@ -64,11 +64,10 @@
 void ca_source_http_opts(struct ca_http_opts *o);
 
 /* The chunk cache when none is given: $XDG_CACHE_HOME/cafs, /var/cache/cafs
- * for root, else ~/.cache/cafs (malloc'd; NULL on ENOMEM). */
+ * for root, else ~/.cache/cafs (malloc'd). NULL with errno ENOMEM, or
+ * ENOENT when the user has no home directory: there is no shared fallback
+ * (open it with ca_store_open_private). */
 char *ca_source_default_cache_dir(void);
-
-/* mkdir -p (0777 minus umask). */
-int ca_source_mkdir_p(const char *path);
 
 struct ca_image_opts;
 

@@ -18,20 +18,38 @@
 #include "store.h"
 #include "atomic_file.h"
 
+/* The smallest file that can hold a compressed chunk: a zstd frame of one
+ * byte is longer (magic, frame header, block header, the byte); gzip and xz
+ * frames are longer still. A shorter .cacnk is a torn write, not a chunk. */
+#define MIN_CACNK_SIZE 9
+
 struct ca_store {
 	char *path;
+	int dfd;      /* the store directory; -1 until it exists (atomic) */
+	bool priv;    /* a cache: 0700 dirs, 0400 files, ownership checked */
+	int odd_seen; /* a non-file at a chunk path was logged (atomic) */
 };
 
-int ca_store_open(const char *path, struct ca_store **ret)
+static struct ca_store *store_new(const char *path, bool priv)
 {
 	struct ca_store *s = calloc(1, sizeof(*s));
 	if (!s)
-		return -ENOMEM;
+		return NULL;
 	s->path = strdup(path);
 	if (!s->path) {
 		free(s);
-		return -ENOMEM;
+		return NULL;
 	}
+	s->dfd = -1;
+	s->priv = priv;
+	return s;
+}
+
+int ca_store_open(const char *path, struct ca_store **ret)
+{
+	struct ca_store *s = store_new(path, false);
+	if (!s)
+		return -ENOMEM;
 	*ret = s;
 	return 0;
 }
@@ -40,6 +58,8 @@ void ca_store_free(struct ca_store *s)
 {
 	if (!s)
 		return;
+	if (s->dfd >= 0)
+		close(s->dfd);
 	free(s->path);
 	free(s);
 }
@@ -47,6 +67,175 @@ void ca_store_free(struct ca_store *s)
 const char *ca_store_path(const struct ca_store *s)
 {
 	return s->path;
+}
+
+/* ---- private stores (caches) ---- */
+
+/* Is this directory fit to hold a cache? Ours, and nobody else may write
+ * in it; one that others may only read (made by an older cafs under umask
+ * 022) is tightened. 0, 1 if it was tightened, or -EPERM (logged). */
+static int check_private_dir(const char *what, int fd, const struct stat *st)
+{
+	if (st->st_uid != geteuid())
+		return ca_log_error("cache %s: owned by uid %u, not by you (uid %u): refusing to use it", what,
+		                    (unsigned)st->st_uid, (unsigned)geteuid()),
+		       -EPERM;
+	if (st->st_mode & 022)
+		return ca_log_error("cache %s: writable by group or others (mode %04o): refusing to use it; "
+		                    "chmod 0700 it or give another cache",
+		                    what, (unsigned)(st->st_mode & 07777)),
+		       -EPERM;
+	if (!(st->st_mode & 077))
+		return 0;
+	if (fchmod(fd, st->st_mode & 0700) < 0)
+		return ca_log_error_errno(-errno, "cache %s: cannot make it private", what);
+	return 1;
+}
+
+/* mkdir -p of path's parents and path itself, new ones 0700. */
+static int mkdir_private(const char *path)
+{
+	char *p = strdup(path);
+	int r = 0;
+	if (!p)
+		return -ENOMEM;
+	for (char *c = p + 1;; c++) {
+		if (*c != '/' && *c != 0)
+			continue;
+		char was = *c;
+		*c = 0;
+		if (mkdir(p, 0700) < 0 && errno != EEXIST) {
+			r = -errno;
+			break;
+		}
+		*c = was;
+		if (!was)
+			break;
+	}
+	free(p);
+	return r;
+}
+
+static int tighten_one(const struct ca_store_entry *e, void *userdata)
+{
+	(void)userdata;
+	if ((e->st.st_mode & 077) && fchmodat(e->dirfd, e->name, e->st.st_mode & 0700, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+int ca_store_open_private(const char *path, bool create, struct ca_store **ret)
+{
+	struct ca_store *s = NULL;
+	struct stat st;
+	int r = create ? mkdir_private(path) : 0;
+	if (r < 0)
+		return ca_log_error_errno(r, "cache %s", path);
+	s = store_new(path, true);
+	if (!s)
+		return ca_log_error_errno(-ENOMEM, "cache %s", path);
+	/* the checks are made on the directory we then use, not on a path
+	 * that could be swapped between the check and the use */
+	s->dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (s->dfd < 0) {
+		r = -errno;
+		if (r == -ENOENT && !create) { /* an empty cache */
+			*ret = s;
+			return 0;
+		}
+		struct stat lst; /* O_DIRECTORY | O_NOFOLLOW says ENOTDIR for a symlink */
+		if (r == -ENOTDIR && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
+			r = -ELOOP;
+		if (r == -ELOOP)
+			ca_log_error("cache %s: is a symbolic link: give the directory it points to", path);
+		else if (r == -ENOTDIR)
+			ca_log_error("cache %s: not a directory", path);
+		else
+			ca_log_error_errno(r, "cache %s", path);
+		goto fail;
+	}
+	if (fstat(s->dfd, &st) < 0) {
+		r = ca_log_error_errno(-errno, "cache %s", path);
+		goto fail;
+	}
+	r = check_private_dir(path, s->dfd, &st);
+	if (r < 0)
+		goto fail;
+	if (r == 1) {
+		/* a cache from an older cafs: now that nobody else can enter it,
+		 * make what is inside private too (the walk tightens prefixes) */
+		r = ca_store_walk(s, tighten_one, NULL);
+		if (r < 0) {
+			ca_log_error_errno(r, "cache %s: cannot make it private", path);
+			goto fail;
+		}
+		ca_log_warning("cache %s: was readable by others (mode %04o); made it private (0700)", path,
+		               (unsigned)(st.st_mode & 07777));
+	}
+	*ret = s;
+	return 0;
+fail:
+	ca_store_free(s);
+	return r;
+}
+
+/* ---- directories ---- */
+
+/* The store's directory, opened on first use (made if create). -ENOENT if
+ * it does not exist. The fd belongs to the store. */
+static int root_fd(struct ca_store *s, bool create)
+{
+	int fd = __atomic_load_n(&s->dfd, __ATOMIC_ACQUIRE);
+	if (fd >= 0)
+		return fd;
+	if (s->priv) /* opened (and checked) by ca_store_open_private, or absent */
+		return -ENOENT;
+	fd = open(s->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && create) {
+		if (mkdir(s->path, 0777) < 0 && errno != EEXIST)
+			return -errno;
+		fd = open(s->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return errno == ENOTDIR && !create ? -ENOENT : -errno;
+	int none = -1;
+	if (!__atomic_compare_exchange_n(&s->dfd, &none, fd, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		close(fd); /* another thread was first */
+		fd = none;
+	}
+	return fd;
+}
+
+/* Open the prefix directory <first 4 hex> (made if create), checked like
+ * the cache itself in a private store. Returns an fd the caller closes,
+ * -ENOENT if it is not there. */
+static int prefix_fd(struct ca_store *s, const char *prefix, bool create)
+{
+	int dfd = root_fd(s, create);
+	if (dfd < 0)
+		return dfd;
+	int fd = openat(dfd, prefix, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && create) {
+		if (mkdirat(dfd, prefix, s->priv ? 0700 : 0777) < 0 && errno != EEXIST)
+			return -errno;
+		fd = openat(dfd, prefix, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return errno == ENOTDIR || errno == ELOOP ? -ENOENT : -errno;
+	if (s->priv) {
+		struct stat st;
+		char what[PATH_MAX];
+		int r = fstat(fd, &st) < 0 ? -errno : 0;
+		if (r == 0 && (st.st_uid != geteuid() || (st.st_mode & 077))) {
+			snprintf(what, sizeof(what), "%s/%s", s->path, prefix);
+			r = check_private_dir(what, fd, &st);
+		}
+		if (r < 0) {
+			close(fd);
+			return r;
+		}
+	}
+	return fd;
 }
 
 void ca_store_rel_path(const uint8_t id[CA_CHUNK_ID_SIZE], char out[CA_STORE_REL_PATH_LEN + 1])
@@ -59,52 +248,70 @@ void ca_store_rel_path(const uint8_t id[CA_CHUNK_ID_SIZE], char out[CA_STORE_REL
 	memcpy(out + 69, ".cacnk", 7);
 }
 
-/* full path of the chunk; bare=true drops the suffix */
-static int chunk_path(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], bool bare, char *out, size_t len)
-{
+/* A chunk's place: its prefix ("abcd") and file name ("<id>.cacnk", or
+ * "<id>" when bare). */
+struct chunk_name {
 	char rel[CA_STORE_REL_PATH_LEN + 1];
-	ca_store_rel_path(id, rel);
+	const char *name;
+};
+
+static void chunk_name(const uint8_t id[CA_CHUNK_ID_SIZE], bool bare, struct chunk_name *n)
+{
+	ca_store_rel_path(id, n->rel);
 	if (bare)
-		rel[69] = 0;
-	int n = snprintf(out, len, "%s/%s", s->path, rel);
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+		n->rel[69] = 0;
+	n->rel[4] = 0;
+	n->name = n->rel + 5;
 }
 
-/* A regular file at the path: a symlink there is casync's "known missing" marker. */
-static int regular_at(const char *p)
+/* Something that is not a regular file sits at a chunk path (a FIFO, a
+ * device, a directory; in a cache also a symlink): a miss, said once per
+ * store; writing the chunk replaces it. */
+static void odd_file(struct ca_store *s, const struct chunk_name *n)
+{
+	if (__atomic_exchange_n(&s->odd_seen, 1, __ATOMIC_RELAXED))
+		return;
+	ca_log_warning("%s/%s/%s: not a regular file; treated as missing, replaced when the chunk is written", s->path,
+	               n->rel, n->name);
+}
+
+/* 1 if a usable chunk file is at n in the directory pfd (a regular file
+ * long enough to be one), 0 if not, or negative errno. */
+static int usable_at(struct ca_store *s, int pfd, const struct chunk_name *n, bool bare)
 {
 	struct stat st;
-	if (fstatat(AT_FDCWD, p, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		return S_ISREG(st.st_mode) ? 1 : 0;
-	return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+	if (fstatat(pfd, n->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+	/* a symlink in a store is casync's "known missing" marker */
+	if (!S_ISREG(st.st_mode) && (s->priv || !S_ISLNK(st.st_mode)))
+		odd_file(s, n);
+	return S_ISREG(st.st_mode) && st.st_size >= (bare ? 1 : MIN_CACNK_SIZE);
 }
 
 int ca_store_has(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE])
 {
-	char p[PATH_MAX];
-	int r = chunk_path(s, id, false, p, sizeof(p));
-	if (r < 0)
-		return r;
-	r = regular_at(p);
-	if (r != 0)
-		return r;
-	p[strlen(p) - 6] = 0;
-	return regular_at(p);
+	struct chunk_name n;
+	chunk_name(id, false, &n);
+	int pfd = prefix_fd(s, n.rel, false);
+	if (pfd < 0)
+		return pfd == -ENOENT ? 0 : pfd;
+	int r = usable_at(s, pfd, &n, false);
+	if (r == 0) {
+		chunk_name(id, true, &n);
+		r = usable_at(s, pfd, &n, true);
+	}
+	close(pfd);
+	return r;
 }
 
-static int read_file(int fd, struct ca_buf *out)
+static int read_file(int fd, const struct stat *st, struct ca_buf *out)
 {
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EBADMSG;
 	/* a compressed chunk larger than the largest chunk is not one of ours;
 	 * incompressible data grows by a few bytes, gzip/xz by a bit more */
-	if ((uint64_t)st.st_size > (uint64_t)CA_CHUNK_SIZE_LIMIT_MAX + CA_CHUNK_SIZE_LIMIT_MAX / 64)
+	if ((uint64_t)st->st_size > (uint64_t)CA_CHUNK_SIZE_LIMIT_MAX + CA_CHUNK_SIZE_LIMIT_MAX / 64)
 		return -EBADMSG;
 	out->size = 0;
-	int r = ca_buf_reserve(out, st.st_size + 1, SIZE_MAX);
+	int r = ca_buf_reserve(out, st->st_size + 1, SIZE_MAX);
 	if (r < 0)
 		return r;
 	for (;;) {
@@ -124,30 +331,50 @@ static int read_file(int fd, struct ca_buf *out)
 		out->size += k;
 		/* chunk files are immutable once renamed into place: stop at the
 		 * size fstat saw instead of paying another read for EOF */
-		if (out->size == (size_t)st.st_size)
+		if (out->size == (size_t)st->st_size)
 			return 0;
 	}
+}
+
+/* Read the chunk file n in pfd. -ENOENT if it is absent or not a regular
+ * file: O_NONBLOCK so a FIFO cannot block the open, O_NOFOLLOW so a
+ * symlink is not followed, and the type is checked on the open file. */
+static int read_at(struct ca_store *s, int pfd, const struct chunk_name *n, struct ca_buf *out)
+{
+	struct stat st;
+	int fd = openat(pfd, n->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno == ELOOP && s->priv)
+			odd_file(s, n);
+		return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? -ENOENT : -errno;
+	}
+	int r = fstat(fd, &st) < 0 ? -errno : 0;
+	if (r == 0 && !S_ISREG(st.st_mode)) {
+		odd_file(s, n);
+		r = -ENOENT;
+	}
+	if (r == 0)
+		r = read_file(fd, &st, out);
+	close(fd);
+	return r;
 }
 
 int ca_store_get_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_buf *out,
                      bool *ret_compressed)
 {
-	char p[PATH_MAX];
-	int r = chunk_path(s, id, false, p, sizeof(p));
-	if (r < 0)
-		return r;
-	/* O_NOFOLLOW: a symlink at a chunk path means "known missing" to casync */
-	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	struct chunk_name n;
 	bool compressed = true;
-	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
-		p[strlen(p) - 6] = 0;
-		fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	chunk_name(id, false, &n);
+	int pfd = prefix_fd(s, n.rel, false);
+	if (pfd < 0)
+		return pfd;
+	int r = read_at(s, pfd, &n, out);
+	if (r == -ENOENT) {
+		chunk_name(id, true, &n);
+		r = read_at(s, pfd, &n, out);
 		compressed = false;
 	}
-	if (fd < 0)
-		return errno == ENOTDIR || errno == ELOOP ? -ENOENT : -errno;
-	r = read_file(fd, out);
-	close(fd);
+	close(pfd);
 	if (r < 0)
 		return r;
 	if (ret_compressed)
@@ -155,138 +382,156 @@ int ca_store_get_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], str
 	return 0;
 }
 
-/* Make <store>/<prefix>/ for a chunk path; `final` is modified and restored. */
-static int make_prefix_dir(struct ca_store *s, char *final)
+/* Take away what is at a chunk path that is not a usable chunk (a torn
+ * or empty file, a FIFO, a symlink, an empty directory). */
+static int remove_unusable(int pfd, const char *name)
 {
-	char *slash = strrchr(final, '/');
-	int r = 0;
-	*slash = 0;
-	if (mkdir(final, 0777) < 0) {
-		r = errno == EEXIST ? 0 : -errno;
-		if (r == -ENOENT) { /* the store itself is new */
-			r = 0;
-			if (mkdir(s->path, 0777) < 0 && errno != EEXIST)
-				r = -errno;
-			else if (mkdir(final, 0777) < 0 && errno != EEXIST)
-				r = -errno;
-		}
-	}
-	*slash = '/';
-	return r;
+	if (unlinkat(pfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno == EISDIR && unlinkat(pfd, name, AT_REMOVEDIR) == 0)
+		return 0;
+	return -errno;
 }
 
-/* Link the anonymous file fd at final without replacing anything. 0, 1 if
- * a file was already there, or negative errno. */
-static int link_anonymous(int fd, const char *final)
+/* Link the anonymous file fd as name in pfd without replacing anything.
+ * 0, 1 if a file was already there, or negative errno. */
+static int link_anonymous(int fd, int pfd, const char *name)
 {
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	if (linkat(AT_FDCWD, proc, AT_FDCWD, final, AT_SYMLINK_FOLLOW) == 0)
+	if (linkat(AT_FDCWD, proc, pfd, name, AT_SYMLINK_FOLLOW) == 0)
 		return 0;
 	return errno == EEXIST ? 1 : -errno;
 }
 
-int ca_store_put_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], const void *p, size_t n)
+/* Write p into an O_TMPFILE in pfd and link it at n. 1 written, 0 a usable
+ * chunk was there, negative errno; -EOPNOTSUPP (and the like) when the
+ * file system or /proc does not allow it. */
+static int put_tmpfile(struct ca_store *s, int pfd, const struct chunk_name *n, const void *p, size_t len,
+                       mode_t mode)
 {
-	char final[PATH_MAX], tmp[PATH_MAX], rnd[17];
-	/* no existence check first: callers that care (make) check before
-	 * compressing, and the no-replace link or rename settles races anyway */
-	int r = chunk_path(s, id, false, final, sizeof(final));
-	if (r < 0)
-		return r;
-
 	/* An O_TMPFILE inode has no name until it is complete, so a crash can
 	 * leave nothing behind, and linkat() refuses to replace: one directory
 	 * operation instead of a create and a rename. */
-	char *slash = strrchr(final, '/');
-	*slash = 0;
-	errno = 0;
-	int fd = open(final, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0444);
-	if (fd < 0 && errno == ENOENT) {
-		*slash = '/';
-		r = make_prefix_dir(s, final);
-		if (r < 0)
-			return r;
-		*slash = 0;
-		fd = open(final, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0444);
-	}
-	*slash = '/';
-	if (fd >= 0) {
-		r = ca_write_all(fd, p, n);
-		if (r == 0)
-			r = link_anonymous(fd, final);
-		/* ...unless what is there is a "known missing" symlink: replace it */
-		if (r == 1 && regular_at(final) == 0 && unlink(final) == 0)
-			r = link_anonymous(fd, final);
-		if (close(fd) < 0 && r == 0)
-			r = -errno;
-		if (r >= 0 || (r != -ENOENT && r != -EXDEV && r != -EPERM))
-			return r < 0 ? r : r == 0 ? 1 : 0;
-		/* no /proc: fall back to a named temporary file */
-	} else if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
-		return -errno;
-	}
-
-	r = ca_random_hex16(rnd);
-	if (r < 0)
-		return r;
-	/* "<prefix>/<id>.<16 hex>.tmp", the name casync uses */
-	int k = snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp", (int)(strlen(final) - 6), final, rnd);
-	if (k < 0 || (size_t)k >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-	if (fd < 0 && errno == ENOENT) {
-		r = make_prefix_dir(s, final);
-		if (r < 0)
-			return r;
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-	}
+	int fd = openat(pfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
 	if (fd < 0)
-		return -errno;
-	r = ca_write_all(fd, p, n);
+		return errno == EISDIR || errno == EINVAL ? -EOPNOTSUPP : -errno;
+	int r = ca_write_all(fd, p, len);
+	if (r == 0)
+		r = link_anonymous(fd, pfd, n->name);
+	/* ...unless what is there is not a usable chunk: replace it */
+	if (r == 1 && usable_at(s, pfd, n, false) == 0 && remove_unusable(pfd, n->name) == 0)
+		r = link_anonymous(fd, pfd, n->name);
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
-	if (r == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) < 0) {
+	if (r == -ENOENT || r == -EXDEV || r == -EPERM) /* no /proc */
+		return -EOPNOTSUPP;
+	return r < 0 ? r : r == 0 ? 1 : 0;
+}
+
+/* The same with a named temporary file "<id>.<16 hex>.tmp" (casync's name). */
+static int put_named(struct ca_store *s, int pfd, const struct chunk_name *n, const void *p, size_t len, mode_t mode)
+{
+	char tmp[CA_STORE_REL_PATH_LEN + 32], rnd[17];
+	int r = ca_random_hex16(rnd);
+	if (r < 0)
+		return r;
+	snprintf(tmp, sizeof(tmp), "%.64s.%s.tmp", n->name, rnd);
+	int fd = openat(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0)
+		return -errno;
+	r = ca_write_all(fd, p, len);
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && renameat2(pfd, tmp, pfd, n->name, RENAME_NOREPLACE) < 0) {
 		r = errno == EEXIST ? 1 : -errno; /* a concurrent writer won: same bytes */
-		if (r == 1 && regular_at(final) == 0 && unlink(final) == 0 &&
-		    renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) == 0)
+		if (r == 1 && usable_at(s, pfd, n, false) == 0 && remove_unusable(pfd, n->name) == 0 &&
+		    renameat2(pfd, tmp, pfd, n->name, RENAME_NOREPLACE) == 0)
 			r = 0;
 	}
 	if (r != 0) {
-		unlink(tmp);
+		unlinkat(pfd, tmp, 0);
 		return r == 1 ? 0 : r;
 	}
 	return 1;
 }
 
+int ca_store_put_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], const void *p, size_t n)
+{
+	struct chunk_name cn;
+	/* a cache's files are for their owner only; a store made for
+	 * publishing follows the umask, as casync's */
+	mode_t mode = s->priv ? 0400 : 0444;
+	/* no existence check first: callers that care (make) check before
+	 * compressing, and the no-replace link or rename settles races anyway */
+	chunk_name(id, false, &cn);
+	int pfd = prefix_fd(s, cn.rel, true);
+	if (pfd < 0)
+		return pfd;
+	int r = put_tmpfile(s, pfd, &cn, p, n, mode);
+	if (r == -EOPNOTSUPP)
+		r = put_named(s, pfd, &cn, p, n, mode);
+	close(pfd);
+	return r;
+}
+
+/* Apply fn(pfd, name) to the chunk's .cacnk and bare files; 0 if at least
+ * one was there, -ENOENT if neither. */
+static int each_name(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], int (*fn)(int pfd, const char *name))
+{
+	struct chunk_name n;
+	int found = 0, r = 0;
+	chunk_name(id, false, &n);
+	int pfd = prefix_fd(s, n.rel, false);
+	if (pfd < 0)
+		return pfd;
+	for (int bare = 0; bare < 2 && r >= 0; bare++) {
+		chunk_name(id, bare, &n);
+		r = fn(pfd, n.name);
+		if (r == 0)
+			found = 1;
+		else if (r == -ENOENT)
+			r = 0;
+	}
+	close(pfd);
+	return r < 0 ? r : found ? 0 : -ENOENT;
+}
+
+static int unlink_one(int pfd, const char *name)
+{
+	return unlinkat(pfd, name, 0) < 0 ? -errno : 0;
+}
+
+static int touch_one(int pfd, const char *name)
+{
+	return utimensat(pfd, name, NULL, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+}
+
 int ca_store_remove(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE])
 {
-	char p[PATH_MAX];
-	int r = chunk_path(s, id, false, p, sizeof(p));
-	if (r < 0)
-		return r;
-	int found = 0;
-	if (unlink(p) == 0)
-		found = 1;
-	else if (errno != ENOENT)
-		return -errno;
-	p[strlen(p) - 6] = 0;
-	if (unlink(p) == 0)
-		found = 1;
-	else if (errno != ENOENT)
-		return -errno;
-	return found ? 0 : -ENOENT;
+	return each_name(s, id, unlink_one);
 }
 
 int ca_store_touch(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE])
 {
-	char p[PATH_MAX];
-	int r = chunk_path(s, id, false, p, sizeof(p));
-	if (r < 0)
-		return r;
-	if (utimensat(AT_FDCWD, p, NULL, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
-	return 0;
+	struct chunk_name n;
+	chunk_name(id, false, &n);
+	int pfd = prefix_fd(s, n.rel, false);
+	if (pfd < 0)
+		return pfd;
+	int r = touch_one(pfd, n.name);
+	close(pfd);
+	return r;
+}
+
+int ca_store_sync(struct ca_store *s)
+{
+	int fd = root_fd(s, false);
+	if (fd == -ENOENT)
+		return 0; /* nothing was written */
+	if (fd < 0)
+		return fd;
+	return syncfs(fd) < 0 ? -errno : 0;
 }
 
 static bool is_hex(const char *s, size_t n)
@@ -297,37 +542,33 @@ static bool is_hex(const char *s, size_t n)
 	return true;
 }
 
-/* The path of one exact file of a chunk: its .cacnk or its bare form. */
-static int file_path(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], enum ca_store_kind kind, char *p,
-                     size_t len)
-{
-	if (kind != CA_STORE_CHUNK && kind != CA_STORE_BARE)
-		return -EINVAL;
-	return chunk_path(s, id, kind == CA_STORE_BARE, p, len);
-}
-
 int ca_store_get_file(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], enum ca_store_kind kind,
                       struct ca_buf *out)
 {
-	char p[PATH_MAX];
-	int r = file_path(s, id, kind, p, sizeof(p));
-	if (r < 0)
-		return r;
-	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (fd < 0)
-		return errno == ENOTDIR || errno == ELOOP ? -ENOENT : -errno;
-	r = read_file(fd, out);
-	close(fd);
+	struct chunk_name n;
+	if (kind != CA_STORE_CHUNK && kind != CA_STORE_BARE)
+		return -EINVAL;
+	chunk_name(id, kind == CA_STORE_BARE, &n);
+	int pfd = prefix_fd(s, n.rel, false);
+	if (pfd < 0)
+		return pfd;
+	int r = read_at(s, pfd, &n, out);
+	close(pfd);
 	return r;
 }
 
 int ca_store_remove_file(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], enum ca_store_kind kind)
 {
-	char p[PATH_MAX];
-	int r = file_path(s, id, kind, p, sizeof(p));
-	if (r < 0)
-		return r;
-	return unlink(p) < 0 ? -errno : 0;
+	struct chunk_name n;
+	if (kind != CA_STORE_CHUNK && kind != CA_STORE_BARE)
+		return -EINVAL;
+	chunk_name(id, kind == CA_STORE_BARE, &n);
+	int pfd = prefix_fd(s, n.rel, false);
+	if (pfd < 0)
+		return pfd;
+	int r = unlink_one(pfd, n.name);
+	close(pfd);
+	return r;
 }
 
 static bool has_suffix(const char *s, const char *suffix)
@@ -385,24 +626,35 @@ static int walk_prefix(int dfd, const char *prefix, ca_store_walk_fn fn, void *u
 
 int ca_store_walk(struct ca_store *s, ca_store_walk_fn fn, void *userdata)
 {
-	DIR *top = opendir(s->path);
+	int dfd = root_fd(s, false);
+	if (dfd == -ENOENT)
+		return 0;
+	if (dfd < 0)
+		return dfd;
+	/* a DIR of its own: readdir moves the offset of the fd it is given */
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *top = fd < 0 ? NULL : fdopendir(fd);
 	int r = 0;
-	if (!top)
-		return errno == ENOENT ? 0 : -errno;
+	if (!top) {
+		r = -errno;
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
 	struct dirent *de;
 	/* callbacks may unlink files in a prefix directory while it is read:
 	 * readdir copes, it may just not report entries added meanwhile */
 	while (r == 0 && (errno = 0, de = readdir(top))) {
 		if (strlen(de->d_name) != 4 || !is_hex(de->d_name, 4))
 			continue;
-		int dfd = openat(dirfd(top), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-		if (dfd < 0) {
-			if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
-				continue;
-			r = -errno;
+		int pfd = prefix_fd(s, de->d_name, false);
+		if (pfd == -ENOENT)
+			continue;
+		if (pfd < 0) {
+			r = pfd;
 			break;
 		}
-		r = walk_prefix(dfd, de->d_name, fn, userdata);
+		r = walk_prefix(pfd, de->d_name, fn, userdata);
 	}
 	if (r == 0 && errno != 0)
 		r = -errno;

@@ -8,6 +8,19 @@
  * into verified data. Writes are atomic (O_EXCL temp file, then
  * renameat2(RENAME_NOREPLACE)) so any number of processes and threads may
  * write the same store at once. All functions are thread-safe.
+ *
+ * Only regular files are chunks: a chunk file is opened O_NOFOLLOW |
+ * O_NONBLOCK and checked on the open fd, so a FIFO, device, directory or
+ * symlink at a chunk path is a miss (logged once per store), and writing
+ * that chunk replaces it. So does writing over an empty or torn .cacnk.
+ *
+ * Two kinds of store:
+ *  - a published store (ca_store_open, what make writes and casync reads):
+ *    directories 0777 and chunk files 0444, minus the umask, as casync's;
+ *  - a private store (ca_store_open_private, a chunk cache): directories
+ *    0700 and chunk files 0400, and a directory owned by someone else or
+ *    writable by group or others is refused. The checks are made with
+ *    fstat on the O_NOFOLLOW | O_DIRECTORY fd then used, never on a path.
  */
 #ifndef CA_STORE_H
 #define CA_STORE_H
@@ -25,9 +38,24 @@ struct ca_store;
  * yet, it is made by the first write. Returns 0 or a negative errno. */
 int ca_store_open(const char *path, struct ca_store **ret);
 void ca_store_free(struct ca_store *s); /* accepts NULL */
+
+/* Opens a private store (a cache) at path; with create, makes it and its
+ * missing parents (0700). The directory must be owned by the effective
+ * user and not writable by group or others (-EPERM); a symlink there is
+ * refused (-ELOOP). One of ours that others may read (a cache of an older
+ * cafs, 0755 and 0444) is made private, with a warning. Without create, a
+ * missing directory is an empty store that cannot be written. Logs its
+ * errors ("cache <path>: <why>"). */
+int ca_store_open_private(const char *path, bool create, struct ca_store **ret);
+
+/* Make what was written to the store durable: syncfs(2) on its file
+ * system. 0 (also when the store does not exist) or negative errno. */
+int ca_store_sync(struct ca_store *s);
 const char *ca_store_path(const struct ca_store *s);
 
-/* 1 if the chunk is present (compressed or bare), 0 if not, negative errno on error. */
+/* 1 if the chunk is present (compressed or bare), 0 if not, negative errno
+ * on error. Present means a regular file, a .cacnk at least as long as the
+ * smallest compressed frame, a bare file not empty. */
 int ca_store_has(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE]);
 
 /* Read the chunk file into out. *ret_compressed says whether it is a

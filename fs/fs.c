@@ -111,7 +111,7 @@ static int new_blob(struct ca_image *im, const struct cafs_fs_options *o, struct
 	root->parent = FUSE_ROOT_ID;
 	file->st = root->st;
 	file->st.st_ino = CAFS_BLOB_FILE_INO;
-	file->st.st_mode = S_IFREG | 0444;
+	file->st.st_mode = S_IFREG | (o->blob_st.st_mode & 0555);
 	file->st.st_nlink = 1;
 	file->st.st_size = (off_t)size;
 	file->st.st_blocks = (blkcnt_t)((size + 511) / 512);

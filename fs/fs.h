@@ -38,9 +38,9 @@
 struct cafs_fs;
 
 struct cafs_fs_options {
-	/* Blob mount: the name of the one file (required) and the attributes
-	 * of the root (mode is forced to a 0555 directory; the file gets
-	 * 0444 and the same owner and times). */
+	/* Blob mount: the name of the one file (required) and its attributes:
+	 * owner, times and permission bits (write bits are dropped). The root
+	 * is a 0555 directory with the same owner and times. */
 	const char *blob_name;
 	struct stat blob_st;
 	/* Read-ahead for sequential reads: this many chunks (0: the default,

@@ -124,6 +124,28 @@ wait_until() {
 # the FIFO to find out would wake the reader up; /proc does not.
 opening_fifo() { grep -qx wait_for_partner /proc/"$1"/task/*/wchan 2>/dev/null; }
 
+# mute_start: a TCP server on 127.0.0.1 that accepts connections and never
+# answers, so a chunk fetched from a store there blocks (until the HTTP
+# stall timeout); sets MUTE_PORT and MUTE_LOG (one line per connection: see
+# mute_accepted). Stopped at exit. (A FIFO in a local store no longer
+# blocks: chunk files are opened O_NONBLOCK.)
+mute_start() {
+	MUTE_LOG=$(mktemp "$T/mute.XXXXXX")
+	python3 -c 'import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
+print(s.getsockname()[1], flush=True)
+held = []
+while True:
+    c, _ = s.accept(); held.append(c)
+    with open(sys.argv[1], "a") as f: f.write("accepted\n")' "$MUTE_LOG" >"$MUTE_LOG.port" &
+	local pid=$! i
+	at_cleanup "kill $pid; wait $pid"
+	for ((i = 0; i < 100; i++)); do [ -s "$MUTE_LOG.port" ] && break; sleep 0.05; done
+	MUTE_PORT=$(cat "$MUTE_LOG.port")
+}
+# mute_accepted: the mute server has had a connection
+mute_accepted() { [ -s "$MUTE_LOG" ]; }
+
 # interrupted_by STDERR SIGNAME: STDERR (a file) has the line a cafs command
 # prints when SIGNAME stopped it (tools/interrupt.c): proof that it caught
 # the signal, which 128+N alone is not (the default action gives that too).

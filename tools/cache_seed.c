@@ -338,17 +338,11 @@ int cafs_cache_seed(int argc, char **argv)
 	char *dir = cafs_cache_dir(cache_opt);
 	if (!dir)
 		return 1;
-	int k = ca_source_mkdir_p(dir);
-	if (k < 0) {
-		ca_log_error_errno(k, "%s", dir);
-		goto out;
-	}
+	int k;
 	if (ca_source_open_index(argv[optind], NULL, &idx) < 0)
 		goto out;
-	if (ca_store_open(dir, &cache) < 0) {
-		ca_log_error_errno(ENOMEM, "%s", dir);
+	if (ca_store_open_private(dir, true, &cache) < 0)
 		goto out;
-	}
 	k = cafs_seed_cache(cache, idx, argv + optind + 1, (size_t)(argc - optind - 1), seed_store, NULL, &st);
 	if (verbosity >= 0) {
 		char h1[32], h2[32];
@@ -394,10 +388,11 @@ int cafs_extract_cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx
 		dir = strdup(a->cache);
 		if (!dir)
 			return ca_log_error_errno(ENOMEM, "cache");
-		r = ca_source_mkdir_p(dir);
+		r = 0;
 	} else {
 		/* seeded chunks need a place to wait for the extraction: a private
-		 * store, where casync keeps its temporary caches too */
+		 * store, where casync keeps its temporary caches too (mkdtemp: a
+		 * new 0700 directory, never one another user made first) */
 		const char *t = getenv("TMPDIR");
 		if (asprintf(&dir, "%s/cafs-seed.XXXXXX", t && *t ? t : "/var/tmp") < 0)
 			return ca_log_error_errno(ENOMEM, "seed");
@@ -409,13 +404,11 @@ int cafs_extract_cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx
 		ca_log_error_errno(r, "%s", dir);
 		goto fail;
 	}
-	r = ca_store_open(dir, &cache);
+	r = ca_store_open_private(dir, true, &cache);
 	if (r == 0)
-		r = ca_store_open(dir, &target);
-	if (r < 0) {
-		ca_log_error_errno(r, "%s", dir);
+		r = ca_store_open_private(dir, false, &target);
+	if (r < 0)
 		goto fail;
-	}
 	ca_chunksrc_set_cache(src, cache, a->cache != NULL);
 	cache = NULL;
 	if (a->n_seeds > 0) {

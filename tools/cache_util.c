@@ -14,7 +14,9 @@
 char *cafs_cache_dir(const char *opt)
 {
 	char *d = opt ? strdup(opt) : ca_source_default_cache_dir();
-	if (!d)
+	if (!d && errno == ENOENT)
+		ca_log_error("cache: no home directory to keep it in: give --cache DIR or set XDG_CACHE_HOME");
+	else if (!d)
 		ca_log_error_errno(ENOMEM, "cache directory");
 	return d;
 }

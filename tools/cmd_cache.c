@@ -101,9 +101,10 @@ static int cache_stat(int argc, char **argv)
 	char h1[32], h2[32];
 	if (!dir)
 		return 1;
-	r = ca_store_open(dir, &cache);
-	if (r == 0)
-		r = ca_store_walk(cache, stat_one, &a);
+	r = ca_store_open_private(dir, false, &cache);
+	if (r < 0)
+		goto out;
+	r = ca_store_walk(cache, stat_one, &a);
 	if (r < 0) {
 		ca_log_error_errno(r, "%s", dir);
 		goto out;
@@ -217,9 +218,10 @@ static int cache_prune(int argc, char **argv)
 	}
 	struct ca_cache_prune_opts po = { .max_size = max_size, .keep = pinned, .min_age = min_age };
 	struct ca_cache_prune_stats st;
-	int k = ca_store_open(dir, &cache);
-	if (k == 0)
-		k = ca_cache_prune_plan(cache, &po, &plan);
+	int k = ca_store_open_private(dir, false, &cache);
+	if (k < 0)
+		goto out;
+	k = ca_cache_prune_plan(cache, &po, &plan);
 	if (k < 0) {
 		ca_log_error_errno(k, "%s", dir);
 		goto out;
@@ -312,9 +314,10 @@ static int cache_verify(int argc, char **argv)
 	char *dir = cafs_cache_dir(cache_opt);
 	if (!dir)
 		return 1;
-	r = ca_store_open(dir, &cache);
-	if (r == 0)
-		r = ca_store_verify(cache, &vo, &st);
+	r = ca_store_open_private(dir, false, &cache);
+	if (r < 0)
+		goto out;
+	r = ca_store_verify(cache, &vo, &st);
 	if (r < 0) {
 		ca_log_error_errno(r, "%s", dir);
 		goto out;

@@ -77,11 +77,9 @@ static int fill_source(const struct source *s, char **stores, size_t n_stores, c
 	int r = ca_source_open_chunksrc(s->name, s->idx, &io, &src);
 	if (r < 0)
 		return r;
-	r = ca_store_open(dir, &cache);
-	if (r < 0) {
-		ca_log_error_errno(r, "%s", dir);
+	r = ca_store_open_private(dir, true, &cache);
+	if (r < 0)
 		goto out;
-	}
 	ca_chunksrc_set_cache(src, cache, false);
 	r = ca_cache_fill_run(s->plan, src, o, st);
 out:
@@ -194,18 +192,15 @@ int cafs_cache_fill(int argc, char **argv)
 	dir = cafs_cache_dir(cache_opt);
 	if (!dir)
 		goto out;
-	k = ca_source_mkdir_p(dir);
-	if (k < 0) {
-		ca_log_error_errno(k, "%s", dir);
-		goto out;
-	}
 	rep.cache_dir = dir;
 	n_sources = (size_t)(argc - optind);
 	sources = calloc(n_sources, sizeof(*sources));
-	if (!sources || ca_idset_new(4096, &queued) < 0 || ca_store_open(dir, &cache) < 0) {
+	if (!sources || ca_idset_new(4096, &queued) < 0) {
 		ca_log_error_errno(ENOMEM, "cache");
 		goto out;
 	}
+	if (ca_store_open_private(dir, true, &cache) < 0)
+		goto out;
 	/* the cache keeps each URL's index and sidecar too, for --offline */
 	io.cache_mode = CA_CACHE_DIR;
 	io.cache_dir = dir;

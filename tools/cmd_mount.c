@@ -15,8 +15,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +67,8 @@ struct mount_args {
 	const char *log_file; /* where messages go once detached (default: nowhere) */
 	struct cafs_trusted_keys trusted; /* --trusted-key, -o trusted_key= */
 	uint64_t rate_limit_bps; /* per HTTP transfer, 0 = none */
+	/* -o uid=,gid=,mode= for the blob mount's file; -1: the default */
+	long long blob_uid, blob_gid, blob_mode;
 };
 
 /* The daemon's start-up state, shared with the INIT callback. */
@@ -82,6 +86,39 @@ static int parse_count(const char *s, unsigned max, unsigned *ret)
 		return -EINVAL;
 	*ret = (unsigned)v;
 	return 0;
+}
+
+/* uid=/gid= take a number or a name; mode= an octal mode. -1 if bad. */
+static long long parse_id(const char *s, size_t len, bool group)
+{
+	char buf[256], *end;
+	if (len == 0 || len >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	errno = 0;
+	unsigned long v = strtoul(buf, &end, 10);
+	if (!errno && !*end && buf[0] != '-' && v < UINT32_MAX)
+		return (long long)v;
+	if (group) {
+		struct group *g = getgrnam(buf);
+		return g ? (long long)g->gr_gid : -1;
+	}
+	struct passwd *pw = getpwnam(buf);
+	return pw ? (long long)pw->pw_uid : -1;
+}
+
+static long long parse_mode(const char *s, size_t len)
+{
+	long long v = 0;
+	if (len == 0 || len > 4)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '7')
+			return -1;
+		v = v * 8 + (s[i] - '0');
+	}
+	return v <= 0777 ? v : -1;
 }
 
 static int add_store(struct mount_args *a, const char *s)
@@ -146,6 +183,15 @@ static int parse_o(const char *cmd, struct mount_args *a, char *arg)
 		} else if (!strncmp(opt, "lru_size=", 9)) {
 			if (cafs_parse_size(opt + 9, &a->lru_bytes) < 0)
 				return cafs_usage_error(cmd, "invalid size '%s'", opt + 9);
+		} else if (!strncmp(opt, "uid=", 4) || !strncmp(opt, "gid=", 4)) {
+			long long v = parse_id(opt + 4, len - 4, opt[0] == 'g');
+			if (v < 0)
+				return cafs_usage_error(cmd, "invalid %.3s '%.*s'", opt, (int)len - 4, opt + 4);
+			*(opt[0] == 'g' ? &a->blob_gid : &a->blob_uid) = v;
+		} else if (!strncmp(opt, "mode=", 5)) {
+			if ((a->blob_mode = parse_mode(opt + 5, len - 5)) < 0)
+				return cafs_usage_error(cmd, "invalid mode '%.*s' (octal, at most 0777)", (int)len - 5,
+				                        opt + 5);
 		} else if (!strncmp(opt, "threads=", 8)) {
 			if (parse_count(opt + 8, MAX_THREADS, &a->threads) < 0)
 				return cafs_usage_error(cmd, "invalid thread count '%s'", opt + 8);
@@ -354,17 +400,30 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 	int r = ca_image_open(a->source, &io, &im->im);
 	if (r < 0)
 		return r;
-	if (ca_image_kind(im->im) == CA_IMAGE_BLOB_INDEX) {
-		/* the one file looks like the index it came from */
+	bool blob = ca_image_kind(im->im) == CA_IMAGE_BLOB_INDEX;
+	if (!blob && (a->blob_uid >= 0 || a->blob_gid >= 0 || a->blob_mode >= 0))
+		return ca_log_error("%s: uid=, gid= and mode= are for blob mounts (a .caibx)", a->source), -EINVAL;
+	if (blob) {
+		/* the one file looks like the index it came from: its owner, its
+		 * mode without the write bits, its times; an index by URL has no
+		 * file mode, so the file is the mounting user's and private */
 		const char *p = ca_image_local_path(im->im);
 		struct stat st;
 		if (!p || stat(p, &st) < 0) {
 			memset(&st, 0, sizeof(st));
 			st.st_mtim.tv_sec = time(NULL);
 			st.st_atim = st.st_ctim = st.st_mtim;
+			st.st_uid = getuid();
+			st.st_gid = getgid();
+			st.st_mode = 0400;
 		}
-		st.st_uid = getuid();
-		st.st_gid = getgid();
+		st.st_mode &= 0555;
+		if (a->blob_uid >= 0)
+			st.st_uid = (uid_t)a->blob_uid;
+		if (a->blob_gid >= 0)
+			st.st_gid = (gid_t)a->blob_gid;
+		if (a->blob_mode >= 0)
+			st.st_mode = (mode_t)a->blob_mode & 0555;
 		name = ca_location_basename(a->source);
 		if (!name)
 			return ca_log_error_errno(ENOMEM, "mount");
@@ -403,7 +462,9 @@ static int run(const struct mount_args *a, struct daemon *d)
 int cafs_cmd_mount(int argc, char **argv)
 {
 	const char *cmd = "mount";
-	struct mount_args a = { .lru_bytes = DEFAULT_LRU_BYTES, .threads = DEFAULT_THREADS };
+	struct mount_args a = {
+		.lru_bytes = DEFAULT_LRU_BYTES, .threads = DEFAULT_THREADS, .blob_uid = -1, .blob_gid = -1, .blob_mode = -1
+	};
 	struct daemon d = { .ready_fd = -1, .log_fd = -1 };
 	char *source = NULL, *mountpoint = NULL;
 	size_t n_abs = 0; /* a.stores[0..n_abs) are ours to free */

@@ -92,9 +92,11 @@ static const struct cafs_command commands[] = {
 	  "      --rate-limit-bps=SIZE  cap each HTTP transfer's download rate\n"
 	  "  -o, --options=OPT[,OPT...]  FUSE mount options (allow_other, ...), and\n"
 	  "                       store=, cache=, offline, no_cache, lru_size=, threads=,\n"
-	  "                       log=, trusted_key=, overlay_xattrs; defaults, rw, ro, auto, noauto,\n"
-	  "                       user, users, nouser, nofail, _netdev, x-*, comment= are\n"
-	  "                       ignored\n"
+	  "                       log=, trusted_key=, overlay_xattrs, and for a .caibx\n"
+	  "                       uid=, gid=, mode= (the file's owner and mode; default:\n"
+	  "                       the index file's, read-only); defaults, rw, ro, auto,\n"
+	  "                       noauto, user, users, nouser, nofail, _netdev, x-*,\n"
+	  "                       comment= are ignored\n"
 	  "A .caibx shows as one file named after it; .caidx and .catar show the tree.\n"
 	  "Also: mount.cafs SOURCE DIR -o OPTS; mount -t fuse.cafs SOURCE DIR.\n" },
 	{ "stats", cafs_cmd_stats, "stats MOUNTPOINT",

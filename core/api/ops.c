@@ -144,13 +144,9 @@ int cafs_image_fill_cache(struct cafs_image *img, const struct cafs_fill_options
 		fo.rate_limit_bps = o->rate_limit_bps;
 		f.p = (struct progress){ o->progress, o->progress_userdata, 0 };
 	}
-	r = img->ctx->cancelled ? -ECANCELED : ca_store_open(dir, &cache);
-	if (r == -ECANCELED)
+	r = img->ctx->cancelled ? -ECANCELED : ca_store_open_private(dir, true, &cache);
+	if (r < 0) /* logged by ca_store_open_private */
 		goto out;
-	if (r < 0) {
-		ca_log_error_errno(r, "cache %s", dir);
-		goto out;
-	}
 	r = ca_cache_fill_plan(cache, ca_image_index(img->im), NULL, &plan, &st);
 	if (r < 0) {
 		ca_log_error_errno(r, "cache %s", dir);

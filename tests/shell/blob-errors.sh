@@ -164,15 +164,16 @@ ok "interrupted make: no index" test ! -e "$T/int.caibx"
 ok "interrupted make: no temporary files" bash -c '! find "$1" \( -name ".#*" -o -name "*.tmp" \) | grep .' _ "$T"
 find "$T" \( -name '.#*' -o -name '*.tmp' \) -delete
 
-# extract: one chunk file is a FIFO nobody writes, so a worker blocks
-# opening it; the signal goes once it does
+# extract: one chunk is only in a store whose server never answers, so a
+# worker blocks fetching it; the signal goes once it does
 cp -a "$T/s" "$T/s-fifo"
 rm -f "$T/s-fifo/$rel"
-mkfifo "$T/s-fifo/$rel"
-"$CAFS" extract --store="$T/s-fifo" "$T/good.caibx" "$T/int.out" >/dev/null 2>"$T/int.err" &
+mute_start
+CAFS_HTTP_TIMEOUT=120 "$CAFS" extract --store="$T/s-fifo" --store="http://127.0.0.1:$MUTE_PORT/s" \
+	"$T/good.caibx" "$T/int.out" >/dev/null 2>"$T/int.err" &
 pid=$!
 at_cleanup "kill $pid"
-ok "interrupted extract: cafs waits for the stuck chunk (before the signal)" wait_until 10 "$pid" opening_fifo "$pid"
+ok "interrupted extract: cafs waits for the stuck chunk (before the signal)" wait_until 10 "$pid" mute_accepted
 kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?

@@ -104,6 +104,149 @@ static unsigned count_files(const char *dir, const char *suffix)
 	return n;
 }
 
+/* ---- what is not a chunk file, private stores ---- */
+
+static mode_t mode_of(const char *p)
+{
+	struct stat st;
+	return lstat(p, &st) < 0 ? (mode_t)-1 : st.st_mode;
+}
+
+/* A FIFO, an empty or torn .cacnk, a directory or a symlink at a chunk
+ * path: absent to has and get (a FIFO must not block), replaced by put. */
+static void odd_files(struct ca_store *s, const char *dir, bool priv)
+{
+	struct ca_codec *codec = NULL;
+	struct ca_buf z = CA_BUF_INIT, raw = CA_BUF_INIT;
+	struct chunk c[5];
+	bool compressed;
+	check_int(ca_codec_new(CA_DIGEST_SHA512_256, &codec), ==, 0);
+	for (int i = 0; i < 5; i++) {
+		chunk_make(&c[i], 5000 + i, 900 + i + (priv ? 10 : 0));
+		check_int(write_file(path_of(dir, c[i].id, false), "", 0), ==, 0); /* prefix dir */
+		unlink(path_of(dir, c[i].id, false));
+	}
+	check_int(mkfifo(path_of(dir, c[0].id, false), 0600), ==, 0);
+	check_int(write_file(path_of(dir, c[1].id, false), "", 0), ==, 0);
+	check_int(write_file(path_of(dir, c[2].id, false), "\x28\xb5\x2f\xfd", 4), ==, 0);
+	check_int(mkdir(path_of(dir, c[3].id, false), 0700), ==, 0);
+	check_int(symlink("/dev/zero", path_of(dir, c[4].id, false)), ==, 0);
+	for (int i = 0; i < 5; i++) {
+		check_int(ca_store_has(s, c[i].id), ==, 0);
+		if (i != 1 && i != 2) /* a short regular file is read, and fails to decode */
+			check_int(ca_store_get_raw(s, c[i].id, &raw, &compressed), ==, -ENOENT);
+		check_int(ca_codec_compress(codec, c[i].data, c[i].size, &z), ==, 0);
+		check_int(ca_store_put_raw(s, c[i].id, z.data, z.size), ==, 1);
+		check(S_ISREG(mode_of(path_of(dir, c[i].id, false))));
+		check_int(ca_store_has(s, c[i].id), ==, 1);
+		check_int(ca_store_get_raw(s, c[i].id, &raw, &compressed), ==, 0);
+		check(raw.size == z.size && !memcmp(raw.data, z.data, z.size));
+		check_int(mode_of(path_of(dir, c[i].id, false)) & 07777, ==, priv ? 0400 : 0444);
+	}
+	for (int i = 0; i < 5; i++)
+		chunk_free(&c[i]);
+	ca_buf_release(&z);
+	ca_buf_release(&raw);
+	ca_codec_free(codec);
+}
+
+static void test_odd_files(void)
+{
+	char dir[4096];
+	struct ca_store *s = NULL;
+	mode_t old = umask(022);
+	snprintf(dir, sizeof(dir), "%s/odd", tmpdir);
+	check_int(ca_store_open(dir, &s), ==, 0);
+	odd_files(s, dir, false);
+	ca_store_free(s);
+	snprintf(dir, sizeof(dir), "%s/odd-private", tmpdir);
+	check_int(ca_store_open_private(dir, true, &s), ==, 0);
+	odd_files(s, dir, true);
+	check_int(ca_store_sync(s), ==, 0);
+	ca_store_free(s);
+	umask(old);
+}
+
+static void test_private(void)
+{
+	char dir[4096], sub[4096];
+	struct ca_store *s = NULL;
+	struct ca_buf z = CA_BUF_INIT;
+	struct ca_codec *codec = NULL;
+	struct chunk c;
+	mode_t old = umask(0);
+	chunk_make(&c, 3000, 77);
+	check_int(ca_codec_new(CA_DIGEST_SHA512_256, &codec), ==, 0);
+	check_int(ca_codec_compress(codec, c.data, c.size, &z), ==, 0);
+
+	/* made private, parents too, whatever the umask */
+	snprintf(dir, sizeof(dir), "%s/priv/a/cache", tmpdir);
+	check_int(ca_store_open_private(dir, true, &s), ==, 0);
+	check_int(ca_store_put_raw(s, c.id, z.data, z.size), ==, 1);
+	ca_store_free(s);
+	check_int(mode_of(dir) & 07777, ==, 0700);
+	snprintf(sub, sizeof(sub), "%s/priv/a", tmpdir);
+	check_int(mode_of(sub) & 07777, ==, 0700);
+	snprintf(sub, sizeof(sub), "%s", path_of(dir, c.id, false));
+	check_int(mode_of(sub) & 07777, ==, 0400);
+	*strrchr(sub, '/') = 0;
+	check_int(mode_of(sub) & 07777, ==, 0700);
+
+	/* an older cafs's cache (0755 dirs, 0444 files) is tightened */
+	check_int(chmod(dir, 0755), ==, 0);
+	check_int(chmod(sub, 0755), ==, 0);
+	check_int(chmod(path_of(dir, c.id, false), 0444), ==, 0);
+	check_int(ca_store_open_private(dir, false, &s), ==, 0);
+	check_int(ca_store_has(s, c.id), ==, 1);
+	ca_store_free(s);
+	check_int(mode_of(dir) & 07777, ==, 0700);
+	check_int(mode_of(sub) & 07777, ==, 0700);
+	check_int(mode_of(path_of(dir, c.id, false)) & 07777, ==, 0400);
+
+	/* writable by group or others: refused, nothing changed */
+	check_int(chmod(dir, 0770), ==, 0);
+	check_int(ca_store_open_private(dir, false, &s), ==, -EPERM);
+	check_int(chmod(dir, 01777), ==, 0);
+	check_int(ca_store_open_private(dir, true, &s), ==, -EPERM);
+	check_int(mode_of(dir) & 07777, ==, 01777);
+	check_int(chmod(dir, 0700), ==, 0);
+
+	/* a prefix dir writable by others is refused when it is used */
+	check_int(chmod(sub, 0777), ==, 0);
+	check_int(ca_store_open_private(dir, false, &s), ==, 0);
+	check_int(ca_store_has(s, c.id), ==, -EPERM);
+	ca_store_free(s);
+	check_int(chmod(sub, 0700), ==, 0);
+
+	/* owned by someone else (as root: chown it away) */
+	if (geteuid() == 0) {
+		check_int(chown(dir, 65534, 65534), ==, 0);
+		check_int(ca_store_open_private(dir, false, &s), ==, -EPERM);
+		check_int(chown(dir, 0, 0), ==, 0);
+		check_int(chown(sub, 65534, 65534), ==, 0);
+		check_int(ca_store_open_private(dir, false, &s), ==, 0);
+		check_int(ca_store_has(s, c.id), ==, -EPERM);
+		ca_store_free(s);
+		check_int(chown(sub, 0, 0), ==, 0);
+	}
+
+	/* a symlink is not followed; a missing cache without create is empty */
+	snprintf(sub, sizeof(sub), "%s/priv/link", tmpdir);
+	check_int(symlink(dir, sub), ==, 0);
+	check_int(ca_store_open_private(sub, true, &s), ==, -ELOOP);
+	snprintf(sub, sizeof(sub), "%s/priv/none", tmpdir);
+	check_int(ca_store_open_private(sub, false, &s), ==, 0);
+	check_int(ca_store_has(s, c.id), ==, 0);
+	check_int(ca_store_sync(s), ==, 0);
+	ca_store_free(s);
+	check_int(mode_of(sub), ==, (mode_t)-1);
+
+	ca_buf_release(&z);
+	ca_codec_free(codec);
+	chunk_free(&c);
+	umask(old);
+}
+
 /* ---- store + codec ---- */
 
 static void test_round_trip(void)
@@ -384,9 +527,11 @@ static void test_foreign(void)
 	check_int(symlink("/dev/null", path_of(dir, l.id, true)), ==, 0);
 	check_int(ca_store_get_raw(s, l.id, &raw, &compressed), ==, -ENOENT);
 
-	/* a directory where a chunk should be is not a chunk */
+	/* a directory where a chunk should be is not a chunk: a miss for the
+	 * .cacnk name, so the bare copy is found */
 	check_int(mkdir(path_of(dir, bare.id, false), 0755), ==, 0);
-	check(ca_store_get_raw(s, bare.id, &raw, &compressed) < 0);
+	check_int(ca_store_get_raw(s, bare.id, &raw, &compressed), ==, 0);
+	check(!compressed);
 
 	ca_buf_release(&raw);
 	ca_buf_release(&out);
@@ -998,6 +1143,8 @@ int main(void)
 	test_corrupt();
 	test_foreign();
 	test_concurrent_writers();
+	test_odd_files();
+	test_private();
 	snprintf(back, sizeof(back), "%s/back", tmpdir);
 	test_lru(back);
 	test_in_flight(back);

@@ -41,6 +41,10 @@ enum cafs_cache_mode {
 	CAFS_CACHE_AUTO, /* cache_dir, or the user's default cache (as the cafs
 	                    command uses it) when anything is remote */
 };
+/* A cache is private to its owner (made 0700, chunks 0400); one owned by
+ * another user, writable by group or others, or a symlink is refused
+ * (-EPERM; -ELOOP for a symlink; the reason is logged); see cafs(1) "Cache
+ * permissions". */
 
 /* Zero-initialize, then set what you need: all zero means default.castr
  * beside the index, no cache, online, no memory cache. */
