@@ -56,7 +56,8 @@
 #define CA_SIDECAR_SUFFIX ".cameta"
 #define CA_SIDECAR_HEADER_SIZE 128u
 /* Decompressed body cap (about 2.5 million entries); also caps the file. */
-#define CA_SIDECAR_BODY_MAX ((size_t)256 << 20)
+/* within the readers' memory budget (cafs(1), SECURITY): ~1 million entries */
+#define CA_SIDECAR_BODY_MAX ((size_t)128 << 20)
 #define CA_SIDECAR_FILE_MAX (CA_SIDECAR_HEADER_SIZE + CA_SIDECAR_BODY_MAX)
 
 struct ca_sidecar;

@@ -51,6 +51,7 @@ enum {
 	OPT_UNDO_IMMUTABLE,
 	OPT_PUNCH_HOLES,
 	OPT_REFLINK,
+	OPT_EXTRACT_END, /* end of extract's own */
 };
 
 /* The progress bar's life follows the core's calls: begun with the total
@@ -219,7 +220,8 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 	};
 	int c, verbosity = 0;
 	while ((c = getopt_long(argc, argv, "s:j:vqh", opts, NULL)) >= 0) {
-		if ((c >= OPT_SEED || c == OPT_OFFLINE || c == OPT_OVERLAY_XATTRS) && strcmp(cmd, "extract"))
+		if (((c >= OPT_SEED && c < OPT_EXTRACT_END) || c == OPT_OFFLINE || c == OPT_OVERLAY_XATTRS) &&
+		    strcmp(cmd, "extract"))
 			return cafs_usage_error(cmd, "--seed, --cache, --delete, --offline, --overlay-xattrs, "
 			                             "--rate-limit-bps, --uid-shift, --uid-range, --undo-immutable, "
 			                             "--punch-holes and --reflink are for extract");
