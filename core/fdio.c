@@ -85,7 +85,13 @@ static bool block_zero(const uint8_t *p, size_t n)
 	return p[0] == 0 && !memcmp(p, p + 1, n - 1);
 }
 
-int ca_write_sparse(int fd, const void *p, size_t n, uint64_t off)
+/* at the file offset (seq) or at off */
+static int put(int fd, const uint8_t *p, size_t n, uint64_t off, bool seq)
+{
+	return seq ? ca_write_all(fd, p, n) : ca_pwrite_all(fd, p, n, off);
+}
+
+static int write_sparse(int fd, const void *p, size_t n, uint64_t off, bool seq)
 {
 	const uint8_t *b = p;
 	size_t i = 0, data = 0; /* [data, i): bytes not written yet */
@@ -96,32 +102,23 @@ int ca_write_sparse(int fd, const void *p, size_t n, uint64_t off)
 			len = n - i;
 		/* a block's zeros split over two calls are skipped in both */
 		if (block_zero(b + i, len)) {
-			if (i > data && (r = ca_write_all(fd, b + data, i - data)) < 0)
+			if (i > data && (r = put(fd, b + data, i - data, off + data, seq)) < 0)
 				return r;
-			if (lseek(fd, (off_t)len, SEEK_CUR) < 0)
+			if (seq && lseek(fd, (off_t)len, SEEK_CUR) < 0)
 				return -errno;
 			data = i + len;
 		}
 		i += len;
 	}
-	return n > data ? ca_write_all(fd, b + data, n - data) : 0;
+	return n > data ? put(fd, b + data, n - data, off + data, seq) : 0;
+}
+
+int ca_write_sparse(int fd, const void *p, size_t n, uint64_t off)
+{
+	return write_sparse(fd, p, n, off, true);
 }
 
 int ca_pwrite_sparse(int fd, const void *p, size_t n, uint64_t off)
 {
-	const uint8_t *b = p;
-	size_t i = 0, data = 0;
-	int r;
-	while (i < n) {
-		size_t len = SPARSE_BLOCK - (size_t)((off + i) % SPARSE_BLOCK);
-		if (len > n - i)
-			len = n - i;
-		if (block_zero(b + i, len)) {
-			if (i > data && (r = ca_pwrite_all(fd, b + data, i - data, off + data)) < 0)
-				return r;
-			data = i + len;
-		}
-		i += len;
-	}
-	return n > data ? ca_pwrite_all(fd, b + data, n - data, off + data) : 0;
+	return write_sparse(fd, p, n, off, false);
 }

@@ -165,6 +165,24 @@ static int sc_lookup(struct cafs_fs *fs, struct cafs_node *dir, const char *name
 	return 0;
 }
 
+/* Hand entry i (the new node n) to a listing; false: the listing is full.
+ * readdirplus gives the kernel a reference; plain readdir none. */
+static bool emit(struct cafs_fs *fs, struct cafs_node *n, uint64_t i, const char *name, bool plus,
+                 cafs_tree_dir_fn fn, void *userdata)
+{
+	if (plus) {
+		n = cafs_inode_add(fs->inodes, n, 1);
+		if (!fn(userdata, i, name, n)) {
+			cafs_inode_forget(fs->inodes, n->ino, 1);
+			return false;
+		}
+		return true;
+	}
+	bool more = fn(userdata, i, name, n);
+	cafs_node_free(n);
+	return more;
+}
+
 static int sc_readdir(struct cafs_fs *fs, struct cafs_dirh *dh, uint64_t from, bool plus, cafs_tree_dir_fn fn,
                       void *userdata)
 {
@@ -177,18 +195,8 @@ static int sc_readdir(struct cafs_fs *fs, struct cafs_dirh *dh, uint64_t from, b
 		if (!n)
 			return -ENOMEM;
 		const char *name = n->cn->name; /* in the sidecar: outlives n */
-		if (plus) {
-			n = cafs_inode_add(fs->inodes, n, 1);
-			if (!fn(userdata, i, name, n)) {
-				cafs_inode_forget(fs->inodes, n->ino, 1);
-				break;
-			}
-		} else {
-			bool more = fn(userdata, i, name, n);
-			cafs_node_free(n);
-			if (!more)
-				break;
-		}
+		if (!emit(fs, n, i, name, plus, fn, userdata))
+			break;
 	}
 	return 0;
 }
@@ -280,18 +288,8 @@ int cafs_tree_readdir(struct cafs_fs *fs, struct cafs_dirh *dh, uint64_t from, b
 		struct cafs_node *n = node_from(fs, rn, dh->node->ino);
 		if (!n)
 			return -ENOMEM;
-		if (plus) {
-			n = cafs_inode_add(fs->inodes, n, 1);
-			if (!fn(userdata, i, name, n)) {
-				cafs_inode_forget(fs->inodes, n->ino, 1);
-				break;
-			}
-		} else {
-			bool more = fn(userdata, i, name, n);
-			cafs_node_free(n);
-			if (!more)
-				break;
-		}
+		if (!emit(fs, n, i, name, plus, fn, userdata))
+			break;
 	}
 	return 0;
 }
