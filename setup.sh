@@ -4,7 +4,8 @@
 #   ./setup.sh demo    install build deps, build cafs, and mount a demo image
 #                      lazily over HTTP on 127.0.0.1 (see docs/demo.md)
 #   ./setup.sh check   install deps, build, run the whole test suite, the sanitizer
-#                      build and make distcheck (what CI runs); ends with "N passed, N failed"
+#                      build, each fuzzer for a minute (make fuzz) and make distcheck
+#                      (what CI runs); ends with "N passed, N failed"
 #   ./setup.sh build   install deps and build only
 #   ./setup.sh packages  print the Debian packages the build and tests need
 #
@@ -20,7 +21,7 @@ packages=(
 	liblzma-dev zlib1g-dev libattr1-dev
 	attr acl libcap2-bin xz-utils python3 e2fsprogs xfsprogs
 	casync nginx-light curl rsync valgrind strace time openssl
-	minisign
+	minisign clang libclang-rt-14-dev
 )
 
 install_deps() {
@@ -75,6 +76,14 @@ check() {
 	make -j"$(nproc)" check || { rc=1; cat test-suite.log || true; }
 	make check-sanitizers >sanitizers.log 2>&1 ||
 		{ rc=1; tail -n 50 sanitizers.log; cat sanitizers-build/test-suite.log 2>/dev/null || true; }
+	# each libFuzzer harness for FUZZ_SECONDS (a minute) on top of its seed
+	# corpus: one test result each (fuzz-build/fuzz-NAME.trs)
+	make fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}" >fuzz.log 2>&1 || {
+		rc=1
+		tail -n 80 fuzz.log
+		# no harness ran (no clang, a build failure): still a counted failure
+		ls fuzz-build/fuzz-*.trs >/dev/null 2>&1 || echo ":test-result: FAIL fuzz" >fuzz.trs
+	}
 	# the release tarball builds, passes its tests out of a read-only source
 	# tree, installs and uninstalls cleanly: counted as one test
 	if make -j"$(nproc)" distcheck >distcheck.log 2>&1; then

@@ -407,7 +407,12 @@ static void easy_release(struct ca_http *h, struct req *q)
 {
 	if (!q->easy)
 		return;
-	if (h->n_idle < MAX_IDLE_HANDLES)
+	/* libcurl before 8.1.0 keeps a pointer to the previous response's last
+	 * header across curl_easy_reset: a server whose next answer on the
+	 * reused handle starts with a folded header line makes it write to
+	 * freed memory (curl#11101; found by tests/fuzz/fuzz-http). A fresh
+	 * handle costs little: connections and DNS live in the multi handle. */
+	if (LIBCURL_VERSION_NUM >= 0x080100 && h->n_idle < MAX_IDLE_HANDLES)
 		h->idle[h->n_idle++] = q->easy;
 	else
 		curl_easy_cleanup(q->easy);

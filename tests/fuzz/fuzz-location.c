@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * fuzz-location - the source-string parser (location.c): what a command
+ * line or an API caller names, path or URL, and the names derived from it.
+ *
+ * Input: the string (up to its first NUL). Properties: the predicates
+ * agree with each other (a path has a local path, a URL other than file://
+ * is remote, https is HTTP); the default store is "<dir>/default.castr"
+ * with <dir> a prefix of the input; the base name is a usable file name
+ * (non-empty, no '/', not "." or "..").
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "fuzz.h"
+#include "location.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size > 8192)
+		return 0;
+	char *s = strndup((const char *)data, size);
+	if (!s)
+		return 0;
+	enum ca_location_kind kind = ca_location_kind(s);
+	bool url = ca_location_is_url(s), remote = ca_location_is_remote(s), https = ca_location_is_https(s);
+	const char *path = ca_location_path(s);
+
+	fuzz_check(remote == (kind != CA_LOCATION_PATH), "is_remote vs kind");
+	fuzz_check(!https || kind == CA_LOCATION_HTTP, "https but not HTTP");
+	fuzz_check((path != NULL) == (kind == CA_LOCATION_PATH), "path vs kind");
+	fuzz_check(url || (kind == CA_LOCATION_PATH && path == s), "not a URL but not its own path");
+	if (path)
+		fuzz_check(path >= s && path <= s + strlen(s), "path points outside the string");
+	if (url)
+		fuzz_check(strstr(s, "://") != NULL, "a URL without ://");
+
+	enum ca_image_kind ik = ca_location_image_kind(s);
+	fuzz_check(ik >= CA_IMAGE_UNKNOWN && ik <= CA_IMAGE_ARCHIVE, "image kind");
+
+	char *store = ca_location_default_store(s);
+	if (store) {
+		size_t n = strlen(store), k = strlen("default.castr");
+		fuzz_check(n >= k && !strcmp(store + n - k, "default.castr"), "default store '%s'", store);
+		fuzz_check(!memcmp(store, s, n - k), "the default store's directory is not the input's");
+		fuzz_check(n == k || store[n - k - 1] == '/', "default store '%s': no '/' before the name", store);
+	}
+	char *base = ca_location_basename(s);
+	if (base) {
+		fuzz_check(base[0] && !strchr(base, '/') && strcmp(base, ".") && strcmp(base, ".."),
+		           "basename '%s'", base);
+	}
+	free(store);
+	free(base);
+	free(s);
+	return 0;
+}
