@@ -67,7 +67,7 @@ static void attrs(const struct ca_catar_node *n)
 	size_t len = 0, got = 0;
 	ca_catar_node_stat(n, &st);
 	fuzz_check(st.st_mode == (mode_t)n->mode, "stat mode");
-	int r = ca_catar_node_listxattr(n, NULL, 0, &len);
+	int r = ca_catar_node_listxattr(n, NULL, NULL, 0, &len);
 	if (r < 0) {
 		fuzz_check(r == -ENOMEM, "listxattr size: %d", r);
 		return;
@@ -75,10 +75,10 @@ static void attrs(const struct ca_catar_node *n)
 	char *names = malloc(len + 1);
 	if (!names)
 		return;
-	r = ca_catar_node_listxattr(n, names, len, &got);
+	r = ca_catar_node_listxattr(n, NULL, names, len, &got);
 	fuzz_check(r == 0 && got == len, "listxattr: %d, %zu of %zu", r, got, len);
 	if (len > 0) {
-		r = ca_catar_node_listxattr(n, names, len - 1, &got);
+		r = ca_catar_node_listxattr(n, NULL, names, len - 1, &got);
 		fuzz_check(r == -ERANGE, "listxattr into a short buffer: %d", r);
 	}
 	for (size_t i = 0; i < len;) {
@@ -86,12 +86,12 @@ static void attrs(const struct ca_catar_node *n)
 		size_t nl = strnlen(name, len - i);
 		fuzz_check(nl < len - i && nl > 0, "listxattr: names not NUL-separated");
 		size_t vlen = 0, vgot = 0;
-		r = ca_catar_node_getxattr(n, name, NULL, 0, &vlen);
+		r = ca_catar_node_getxattr(n, NULL, name, NULL, 0, &vlen);
 		fuzz_check(r == 0 || r == -ENOMEM, "getxattr(%s) of a listed name: %d", name, r);
 		if (r == 0) {
 			uint8_t *v = malloc(vlen + 1);
 			if (v) {
-				r = ca_catar_node_getxattr(n, name, v, vlen, &vgot);
+				r = ca_catar_node_getxattr(n, NULL, name, v, vlen, &vgot);
 				fuzz_check((r == 0 && vgot == vlen) || r == -ENOMEM, "getxattr(%s): %d", name, r);
 				free(v);
 			}
@@ -99,7 +99,7 @@ static void attrs(const struct ca_catar_node *n)
 		i += nl + 1;
 	}
 	size_t vlen;
-	r = ca_catar_node_getxattr(n, "user.fuzz-absent\x01", NULL, 0, &vlen);
+	r = ca_catar_node_getxattr(n, NULL, "user.fuzz-absent\x01", NULL, 0, &vlen);
 	fuzz_check(r == -ENODATA || r == -ENOMEM, "getxattr of an absent name: %d", r);
 	free(names);
 }
