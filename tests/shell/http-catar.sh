@@ -2,7 +2,7 @@
 # http-catar.sh - a .catar behind http:// read by range requests: list,
 # mtree, digest equal the local file's (and casync's); extract whole and of
 # one directory equal the tree; list of a small directory fetches a small
-# part of the archive; a mount reads files; a 404 URL, a server that ignores
+# part of the archive, list of all no payload block after a header; a mount reads files; a 404 URL, a server that ignores
 # Range, a file truncated on the server and one truncated under a mount
 # fail cleanly, with one line; a file replaced by another of the same size
 # under a mount, or between a command's reads, is EIO / one line, never
@@ -88,6 +88,15 @@ reqs=$(nginx_log | wc -l)
 echo "# list small/deep: $reqs requests, $got bytes of a $size-byte archive"
 ok "... fetched a small part of the archive ($got of $size bytes, $reqs requests)" \
 	test "$got" -gt 0 -a "$got" -le $((size / 8)) -a "$reqs" -le 8
+
+# list of the whole archive skips payloads: it fetches the blocks holding
+# headers (here one per 512 KiB file, so about half), not the ones after
+nginx_log_reset
+ok "list URL of the whole archive" sh -c '"$0" list "$1" >/dev/null' "$CAFS" "$U/x.catar"
+got=$(bytes_sent)
+reqs=$(nginx_log | wc -l)
+echo "# list of all: $reqs requests, $got bytes of a $size-byte archive"
+ok "... fetched no payload block past a header ($got of $size bytes)" test "$got" -le $((size * 6 / 10))
 
 mnt=$T/mnt
 nginx_log_reset
