@@ -52,7 +52,7 @@ struct req {
 	int64_t retry_after_ms; /* the last response's Retry-After, capped; -1: none */
 	CURL *easy;
 	int body_err;    /* why the write callback refused data */
-	struct curl_slist *headers; /* the If-Range line while the attempt runs */
+	struct curl_slist *headers; /* the If-Range line of the last attempt */
 	char errbuf[CURL_ERROR_SIZE];
 	struct req *next;
 };
@@ -380,6 +380,7 @@ static int easy_setup(struct ca_http *h, struct req *q)
 	q->cr_seen = false;
 	q->retry_after_ms = -1;
 	q->etag[0] = q->last_modified[0] = 0;
+	curl_slist_free_all(q->headers); /* the previous attempt's */
 	q->headers = NULL;
 #define SET(opt, val)                                \
 	do {                                         \
@@ -427,7 +428,7 @@ static int easy_setup(struct ca_http *h, struct req *q)
 			q->headers = curl_slist_append(NULL, line); /* copied by curl */
 			if (!q->headers)
 				c = CURLE_OUT_OF_MEMORY;
-			SET(CURLOPT_HTTPHEADER, q->headers); /* not copied: freed by easy_release */
+			SET(CURLOPT_HTTPHEADER, q->headers); /* not copied: freed by the next attempt or complete */
 		}
 	} else {
 		SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)q->cap);
@@ -451,8 +452,6 @@ static int easy_setup(struct ca_http *h, struct req *q)
 
 static void easy_release(struct ca_http *h, struct req *q)
 {
-	curl_slist_free_all(q->headers);
-	q->headers = NULL;
 	if (!q->easy)
 		return;
 	if (h->n_idle < MAX_IDLE_HANDLES)
@@ -481,6 +480,7 @@ static void complete(struct ca_http *h, struct req *q, int r)
 	else
 		q->fn(q->userdata, r, &q->body);
 	ca_buf_release(&q->body);
+	curl_slist_free_all(q->headers);
 	free(q->url);
 	free(q);
 }
@@ -971,7 +971,13 @@ int ca_http_get(struct ca_http *h, const char *url, size_t cap, struct ca_buf *o
 }
 
 int ca_http_get_range(struct ca_http *h, const char *url, uint64_t start, size_t len, struct ca_buf *out,
-                      uint64_t *ret_total, char *ret_validator)
+                      uint64_t *ret_total)
+{
+	return ca_http_get_range_validator(h, url, start, len, out, ret_total, NULL);
+}
+
+int ca_http_get_range_validator(struct ca_http *h, const char *url, uint64_t start, size_t len, struct ca_buf *out,
+                                uint64_t *ret_total, char *ret_validator)
 {
 	if (ret_validator)
 		ret_validator[0] = 0;

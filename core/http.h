@@ -137,10 +137,13 @@ int ca_http_submit_range(struct ca_http *h, const char *url, uint64_t start, siz
  * for a validator too long or holding a line break. */
 int ca_http_submit_range_if(struct ca_http *h, const char *url, uint64_t start, size_t len, const char *validator,
                             ca_http_range_fn fn, void *userdata);
-/* Submit a range GET and wait; out must be empty; ret_total may be NULL,
- * ret_validator too (else CA_HTTP_VALIDATOR_MAX bytes, gets the answer's). */
+/* Submit a range GET and wait; out must be empty; ret_total may be NULL. */
 int ca_http_get_range(struct ca_http *h, const char *url, uint64_t start, size_t len, struct ca_buf *out,
-                      uint64_t *ret_total, char *ret_validator);
+                      uint64_t *ret_total);
+/* The same, and the answer's validator into ret_validator
+ * (CA_HTTP_VALIDATOR_MAX bytes; may be NULL). */
+int ca_http_get_range_validator(struct ca_http *h, const char *url, uint64_t start, size_t len, struct ca_buf *out,
+                                uint64_t *ret_total, char *ret_validator);
 
 void ca_http_get_stats(struct ca_http *h, struct ca_http_stats *ret);
 

@@ -260,7 +260,7 @@ int ca_remote_file_open(const char *url, const struct ca_http_opts *o, size_t ca
 		goto fail;
 	}
 	/* the first block tells the size, and holds the root ENTRY anyway */
-	r = ca_http_get_range(f->http, url, 0, BLOCK, &first, &total, f->validator);
+	r = ca_http_get_range_validator(f->http, url, 0, BLOCK, &first, &total, f->validator);
 	if (r == -ENOENT) {
 		ca_log_error("%s: not found on the server", url);
 		goto fail;
