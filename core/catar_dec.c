@@ -148,8 +148,14 @@ static int ensure(struct ca_catar_dec *d, size_t n)
 		d->cap = c;
 	}
 	while (d->len < n) {
-		uint64_t left = d->src.size - (d->base + d->len);
-		size_t want = d->cap - d->len;
+		uint64_t at = d->base + d->len, left = d->src.size - at;
+		size_t want = d->cap - d->len, to_block = BLOCK - (size_t)(at % BLOCK);
+		/* what is needed, else no further than the aligned block's end: a
+		 * header near a block's end must not pull in the next block, which
+		 * a reader skipping payloads (list of a remote .catar, blocks of
+		 * the same size) would otherwise download for nothing */
+		if (want > to_block)
+			want = to_block > n - d->len ? to_block : n - d->len;
 		if (want > left)
 			want = (size_t)left;
 		ssize_t k = d->src.read(d->src.userdata, d->buf + d->len, want, d->base + d->len);

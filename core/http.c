@@ -40,6 +40,10 @@ struct req {
 	 * (UINT64_MAX for a '*'); cr_seen when there was one we could parse */
 	bool cr_seen;
 	uint64_t cr_first, cr_last, cr_total;
+	/* a range GET of a file that must not have changed: the validator sent
+	 * in If-Range ("" = none); the last response's ETag and Last-Modified */
+	char if_range[CA_HTTP_VALIDATOR_MAX];
+	char etag[CA_HTTP_VALIDATOR_MAX], last_modified[CA_HTTP_VALIDATOR_MAX];
 	struct ca_buf body;
 	unsigned attempts;
 	uint64_t due_ms;      /* when a retry may start */
@@ -48,6 +52,7 @@ struct req {
 	int64_t retry_after_ms; /* the last response's Retry-After, capped; -1: none */
 	CURL *easy;
 	int body_err;    /* why the write callback refused data */
+	struct curl_slist *headers; /* the If-Range line of the last attempt */
 	char errbuf[CURL_ERROR_SIZE];
 	struct req *next;
 };
@@ -195,6 +200,10 @@ static size_t on_data(char *p, size_t size, size_t n, void *userdata)
 	/* a 200 to a range GET is the whole file: acceptable only when the
 	 * range starts at 0 and the file fits in it; anything else means the
 	 * server ignores Range, and reading on would download the whole file */
+	if (status == 200 && q->range_fn && q->if_range[0]) {
+		q->body_err = -ESTALE; /* If-Range's "not the same file any more" */
+		return 0;
+	}
 	if (status == 200 && q->range_fn && q->start != 0) {
 		q->body_err = -EOPNOTSUPP;
 		return 0;
@@ -298,18 +307,45 @@ static void parse_retry_after(struct req *q, const char *v, size_t n)
 	q->retry_after_ms = ms > MAX_RETRY_AFTER_MS ? MAX_RETRY_AFTER_MS : ms;
 }
 
-/* Headers: Content-Range (range GETs) and Retry-After, only the last
- * response's (a redirect's headers come first). */
+/* A header's value without the blanks around it, or "" when it does not
+ * fit (a validator too long to keep is no validator). */
+static void header_value(char out[CA_HTTP_VALIDATOR_MAX], const char *v, size_t n)
+{
+	while (n > 0 && (*v == ' ' || *v == '\t'))
+		v++, n--;
+	while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\r' || v[n - 1] == '\n'))
+		n--;
+	if (n >= CA_HTTP_VALIDATOR_MAX || memchr(v, 0, n))
+		n = 0;
+	memcpy(out, v, n);
+	out[n] = 0;
+}
+
+/* The strong ETag, else Last-Modified (RFC 9110 13.1.5: a weak ETag may
+ * not go in If-Range); "" when neither. */
+static const char *validator_of(const struct req *q)
+{
+	return q->etag[0] == '"' ? q->etag : q->last_modified;
+}
+
+/* Headers: Content-Range, ETag and Last-Modified (range GETs) and
+ * Retry-After, only the last response's (a redirect's headers come
+ * first). */
 static size_t on_header(char *p, size_t size, size_t n, void *userdata)
 {
 	struct req *q = userdata;
 	size_t len = size * n;
-	static const char cr[] = "content-range:", ra[] = "retry-after:";
+	static const char cr[] = "content-range:", ra[] = "retry-after:", et[] = "etag:", lm[] = "last-modified:";
 	if (len >= 5 && !memcmp(p, "HTTP/", 5)) {
 		q->cr_seen = false;
 		q->retry_after_ms = -1;
+		q->etag[0] = q->last_modified[0] = 0;
 	} else if (q->range_fn && len > sizeof(cr) - 1 && !strncasecmp(p, cr, sizeof(cr) - 1)) {
 		parse_content_range(q, p + sizeof(cr) - 1, len - (sizeof(cr) - 1));
+	} else if (q->range_fn && len > sizeof(et) - 1 && !strncasecmp(p, et, sizeof(et) - 1)) {
+		header_value(q->etag, p + sizeof(et) - 1, len - (sizeof(et) - 1));
+	} else if (q->range_fn && len > sizeof(lm) - 1 && !strncasecmp(p, lm, sizeof(lm) - 1)) {
+		header_value(q->last_modified, p + sizeof(lm) - 1, len - (sizeof(lm) - 1));
 	} else if (len > sizeof(ra) - 1 && !strncasecmp(p, ra, sizeof(ra) - 1)) {
 		parse_retry_after(q, p + sizeof(ra) - 1, len - (sizeof(ra) - 1));
 	}
@@ -343,6 +379,9 @@ static int easy_setup(struct ca_http *h, struct req *q)
 	q->body.size = 0;
 	q->cr_seen = false;
 	q->retry_after_ms = -1;
+	q->etag[0] = q->last_modified[0] = 0;
+	curl_slist_free_all(q->headers); /* the previous attempt's */
+	q->headers = NULL;
 #define SET(opt, val)                                \
 	do {                                         \
 		if (c == CURLE_OK)                   \
@@ -383,6 +422,14 @@ static int easy_setup(struct ca_http *h, struct req *q)
 		char range[64];
 		snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64, q->start, q->start + q->cap - 1);
 		SET(CURLOPT_RANGE, range); /* copied by curl */
+		if (q->if_range[0]) {
+			char line[sizeof("If-Range: ") + CA_HTTP_VALIDATOR_MAX];
+			snprintf(line, sizeof(line), "If-Range: %s", q->if_range);
+			q->headers = curl_slist_append(NULL, line); /* copied by curl */
+			if (!q->headers)
+				c = CURLE_OUT_OF_MEMORY;
+			SET(CURLOPT_HTTPHEADER, q->headers); /* not copied: freed by the next attempt or complete */
+		}
 	} else {
 		SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)q->cap);
 	}
@@ -434,10 +481,11 @@ static void complete(struct ca_http *h, struct req *q, int r)
 	if (r < 0)
 		ca_buf_release(&q->body);
 	if (q->range_fn)
-		q->range_fn(q->userdata, r, &q->body, r < 0 ? 0 : q->cr_total);
+		q->range_fn(q->userdata, r, &q->body, r < 0 ? 0 : q->cr_total, r < 0 ? "" : validator_of(q));
 	else
 		q->fn(q->userdata, r, &q->body);
 	ca_buf_release(&q->body);
+	curl_slist_free_all(q->headers);
 	free(q->url);
 	free(q);
 }
@@ -566,6 +614,13 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 		if (q->range_fn && (status == 200 || status == 206 || status == 416)) {
 			r = range_check(q, status);
 			checked = true; /* a status we wanted: range_check said what was wrong (debug) */
+			if (r == 0 && q->if_range[0] && (status != 206 || strcmp(validator_of(q), q->if_range))) {
+				/* a 200 is If-Range's "changed"; a 206 of another version
+				 * comes from a server that ignores If-Range */
+				ca_log_debug("GET %s: HTTP %ld, validator '%s', expected '%s'", q->url, status,
+				             validator_of(q), q->if_range);
+				r = -ESTALE;
+			}
 		} else if (status == 200) {
 			r = 0;
 		} else if (status == 404 || status == 410) {
@@ -832,12 +887,22 @@ int ca_http_submit_flags(struct ca_http *h, const char *url, size_t cap, unsigne
 int ca_http_submit_range(struct ca_http *h, const char *url, uint64_t start, size_t len, ca_http_range_fn fn,
                          void *userdata)
 {
+	return ca_http_submit_range_if(h, url, start, len, NULL, fn, userdata);
+}
+
+int ca_http_submit_range_if(struct ca_http *h, const char *url, uint64_t start, size_t len, const char *validator,
+                            ca_http_range_fn fn, void *userdata)
+{
 	struct req *q;
 	if (len == 0 || start > UINT64_MAX - len)
+		return -EINVAL;
+	if (validator && (strlen(validator) >= CA_HTTP_VALIDATOR_MAX || strpbrk(validator, "\r\n")))
 		return -EINVAL;
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
+	if (validator)
+		strcpy(q->if_range, validator);
 	q->cap = len;
 	q->start = start;
 	q->range_fn = fn;
@@ -852,6 +917,7 @@ struct sync_wait {
 	int r;
 	struct ca_buf *out;
 	uint64_t total;
+	char *validator; /* NULL or CA_HTTP_VALIDATOR_MAX bytes */
 };
 
 static void sync_done(void *userdata, int r, struct ca_buf *body)
@@ -869,18 +935,20 @@ static void sync_done(void *userdata, int r, struct ca_buf *body)
 	pthread_mutex_unlock(&w->lock);
 }
 
-static void sync_range_done(void *userdata, int r, struct ca_buf *body, uint64_t total)
+static void sync_range_done(void *userdata, int r, struct ca_buf *body, uint64_t total, const char *validator)
 {
 	struct sync_wait *w = userdata;
-	w->total = total; /* before done: sync_done publishes it under the lock */
+	w->total = total; /* before done: sync_done publishes these under the lock */
+	if (w->validator)
+		strcpy(w->validator, validator);
 	sync_done(userdata, r, body);
 }
 
 /* Submit with sync_done or sync_range_done and wait. */
 static int sync_run(struct ca_http *h, const char *url, size_t cap, uint64_t start, bool range, struct ca_buf *out,
-                    uint64_t *ret_total)
+                    uint64_t *ret_total, char *ret_validator)
 {
-	struct sync_wait w = { .out = out };
+	struct sync_wait w = { .out = out, .validator = ret_validator };
 	int r;
 	pthread_mutex_init(&w.lock, NULL);
 	pthread_cond_init(&w.cond, NULL);
@@ -904,13 +972,21 @@ static int sync_run(struct ca_http *h, const char *url, size_t cap, uint64_t sta
 
 int ca_http_get(struct ca_http *h, const char *url, size_t cap, struct ca_buf *out)
 {
-	return sync_run(h, url, cap, 0, false, out, NULL);
+	return sync_run(h, url, cap, 0, false, out, NULL, NULL);
 }
 
 int ca_http_get_range(struct ca_http *h, const char *url, uint64_t start, size_t len, struct ca_buf *out,
                       uint64_t *ret_total)
 {
-	return sync_run(h, url, len, start, true, out, ret_total);
+	return ca_http_get_range_validator(h, url, start, len, out, ret_total, NULL);
+}
+
+int ca_http_get_range_validator(struct ca_http *h, const char *url, uint64_t start, size_t len, struct ca_buf *out,
+                                uint64_t *ret_total, char *ret_validator)
+{
+	if (ret_validator)
+		ret_validator[0] = 0;
+	return sync_run(h, url, len, start, true, out, ret_total, ret_validator);
 }
 
 void ca_http_get_stats(struct ca_http *h, struct ca_http_stats *ret)

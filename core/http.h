@@ -36,6 +36,7 @@
  *   -EIO          other status/error  -ECANCELED    engine freed before the end
  *   -EOPNOTSUPP   a range GET answered with the whole file (see below)
  *   -EREMCHG      an https request redirected to another scheme (refused)
+ *   -ESTALE       a range GET with If-Range: the file is another version
  * curl's own message is logged at debug level.
  *
  * Threads: every function may be called from any thread, except that
@@ -119,12 +120,30 @@ int ca_http_get(struct ca_http *h, const char *url, size_t cap, struct ca_buf *o
  * transport errors as for ca_http_submit. The callback gets the file's
  * size in total (from Content-Range, or the 200's body; UINT64_MAX when
  * the server gave '*'); total is 0 on error. */
-typedef void (*ca_http_range_fn)(void *userdata, int r, struct ca_buf *body, uint64_t total);
+typedef void (*ca_http_range_fn)(void *userdata, int r, struct ca_buf *body, uint64_t total,
+                                 const char *validator);
 int ca_http_submit_range(struct ca_http *h, const char *url, uint64_t start, size_t len, ca_http_range_fn fn,
                          void *userdata);
+
+/* A range answer's validator (RFC 9110 8.8), given to the callback: its
+ * strong ETag as sent (quotes included), else its Last-Modified, else ""
+ * (also "" on error, or when longer than CA_HTTP_VALIDATOR_MAX - 1). */
+#define CA_HTTP_VALIDATOR_MAX 128
+/* A range GET of the version of url that validator names (NULL or "":
+ * ca_http_submit_range): sends If-Range: validator, and the answer must be
+ * a 206 with the same validator. A 200 (the server's "that is not the file
+ * any more", refused before its body is read) or a 206 with another or no
+ * validator (a server ignoring If-Range) is -ESTALE, not retried. -EINVAL
+ * for a validator too long or holding a line break. */
+int ca_http_submit_range_if(struct ca_http *h, const char *url, uint64_t start, size_t len, const char *validator,
+                            ca_http_range_fn fn, void *userdata);
 /* Submit a range GET and wait; out must be empty; ret_total may be NULL. */
 int ca_http_get_range(struct ca_http *h, const char *url, uint64_t start, size_t len, struct ca_buf *out,
                       uint64_t *ret_total);
+/* The same, and the answer's validator into ret_validator
+ * (CA_HTTP_VALIDATOR_MAX bytes; may be NULL). */
+int ca_http_get_range_validator(struct ca_http *h, const char *url, uint64_t start, size_t len, struct ca_buf *out,
+                                uint64_t *ret_total, char *ret_validator);
 
 void ca_http_get_stats(struct ca_http *h, struct ca_http_stats *ret);
 

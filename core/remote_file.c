@@ -40,6 +40,7 @@ struct ca_remote_file {
 	char *url;
 	struct ca_http *http;
 	uint64_t size;
+	char validator[CA_HTTP_VALIDATOR_MAX]; /* the first answer's ("" = none: only the size is compared) */
 	size_t budget;
 
 	pthread_mutex_t lock; /* guards everything below, and the blocks' fields but data */
@@ -49,7 +50,7 @@ struct ca_remote_file {
 	struct block lru;     /* sentinel */
 	size_t used;          /* len of every block in the table */
 	unsigned n_loading;
-	bool changed;         /* the server gave another size: every read fails */
+	bool changed;         /* the server gave another size or version: every read fails */
 };
 
 static size_t block_len(const struct ca_remote_file *f, uint64_t no)
@@ -123,12 +124,19 @@ static void evict(struct ca_remote_file *f)
 		table_remove(f, f->lru.prev);
 }
 
-static void block_done(void *userdata, int r, struct ca_buf *body, uint64_t total)
+static void block_done(void *userdata, int r, struct ca_buf *body, uint64_t total, const char *validator)
 {
 	struct block *b = userdata;
 	struct ca_remote_file *f = b->f;
+	(void)validator; /* http compared it with ours (If-Range) */
 	pthread_mutex_lock(&f->lock);
-	if (r == 0 && total != f->size && !f->changed) {
+	if (r == -ESTALE && !f->changed) {
+		/* same size perhaps, but another version: its bytes must not be
+		 * mixed with the ones read before */
+		f->changed = true;
+		ca_log_error("%s: the file changed on the server while being read (its %s is not the same)", f->url,
+		             f->validator[0] == '"' ? "ETag" : "Last-Modified");
+	} else if (r == 0 && total != f->size && !f->changed) {
 		/* truncated, grown or replaced: what we read before may not fit
 		 * with what we would read now. Said once, here, so that a mount's
 		 * log explains its EIOs (the reads themselves say no more) */
@@ -185,7 +193,7 @@ static int start_block(struct ca_remote_file *f, uint64_t no, struct block **ret
 	evict(f);
 	/* the callback takes f->lock on the engine thread, which never holds
 	 * the engine's own lock then: submitting under f->lock is safe */
-	r = ca_http_submit_range(f->http, f->url, no * BLOCK, b->len, block_done, b);
+	r = ca_http_submit_range_if(f->http, f->url, no * BLOCK, b->len, f->validator, block_done, b);
 	if (r < 0) {
 		f->n_loading--;
 		b->loading = false;
@@ -252,7 +260,7 @@ int ca_remote_file_open(const char *url, const struct ca_http_opts *o, size_t ca
 		goto fail;
 	}
 	/* the first block tells the size, and holds the root ENTRY anyway */
-	r = ca_http_get_range(f->http, url, 0, BLOCK, &first, &total);
+	r = ca_http_get_range_validator(f->http, url, 0, BLOCK, &first, &total, f->validator);
 	if (r == -ENOENT) {
 		ca_log_error("%s: not found on the server", url);
 		goto fail;

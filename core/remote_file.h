@@ -11,12 +11,14 @@
  * readahead() starts downloads and returns at once; nothing is read ahead
  * unasked (a caller streaming the file hints its way forward).
  *
- * The file's size is learned at open from the first block's answer, and
- * every later answer must agree with it (and with the block's length): a
- * file that changed on the server is -EIO from then on, never a short read
- * in the middle (only its size is compared: a file replaced by another of
- * the same size is not noticed). The server must honour Range unless the whole file fits
- * in the first block.
+ * The file's size and validator (strong ETag, else Last-Modified) are
+ * learned at open from the first block's answer; every later range GET
+ * sends If-Range with that validator, and its answer must agree with both
+ * (and with the block's length): a file that changed on the server, even
+ * to another of the same size, is -EIO from then on, said once, never a
+ * short read or bytes of two versions mixed (a server that gives no
+ * validator leaves only the size to compare). The server must honour
+ * Range unless the whole file fits in the first block.
  *
  * Errors (reads): -EIO (and the transport errnos of http.h: -ETIMEDOUT,
  * -ECONNREFUSED, ...) for anything the server did wrong, -ENOENT never

@@ -2,9 +2,11 @@
 # http-catar.sh - a .catar behind http:// read by range requests: list,
 # mtree, digest equal the local file's (and casync's); extract whole and of
 # one directory equal the tree; list of a small directory fetches a small
-# part of the archive; a mount reads files; a 404 URL, a server that ignores
+# part of the archive, list of all no payload block after a header; a mount reads files; a 404 URL, a server that ignores
 # Range, a file truncated on the server and one truncated under a mount
-# fail cleanly, with one line.
+# fail cleanly, with one line; a file replaced by another of the same size
+# under a mount, or between a command's reads, is EIO / one line, never
+# bytes of both (If-Range and the 206's validator).
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
@@ -33,6 +35,12 @@ printf 'tiny\n' >"$T/tiny/t"
 cp "$W/x.catar" "$W/norange/big.catar"
 head -c $((size / 2)) "$W/x.catar" >"$W/trunc.catar"
 cp "$W/x.catar" "$W/shrinks.catar"
+cp "$W/x.catar" "$W/swaps.catar"
+# the same tree but for one file's bytes: an archive of the same size
+cp -a "$src" "$T/src2"
+"$GEN" 512K 999 >"$T/src2/big/f20"
+"$CAFS" make "$W/y.catar" "$T/src2" >/dev/null || exit 1
+[ "$(stat -c %s "$W/y.catar")" = "$size" ] || { echo "y.catar is not $size bytes"; exit 1; }
 : >"$W/empty.catar"
 
 NGINX_EXTRA='location /norange/ { max_ranges 0; }'
@@ -81,6 +89,15 @@ echo "# list small/deep: $reqs requests, $got bytes of a $size-byte archive"
 ok "... fetched a small part of the archive ($got of $size bytes, $reqs requests)" \
 	test "$got" -gt 0 -a "$got" -le $((size / 8)) -a "$reqs" -le 8
 
+# list of the whole archive skips payloads: it fetches the blocks holding
+# headers (here one per 512 KiB file, so about half), not the ones after
+nginx_log_reset
+ok "list URL of the whole archive" sh -c '"$0" list "$1" >/dev/null' "$CAFS" "$U/x.catar"
+got=$(bytes_sent)
+reqs=$(nginx_log | wc -l)
+echo "# list of all: $reqs requests, $got bytes of a $size-byte archive"
+ok "... fetched no payload block past a header ($got of $size bytes)" test "$got" -le $((size * 6 / 10))
+
 mnt=$T/mnt
 nginx_log_reset
 mount_start "mount URL" "$mnt" "$T/log1" "$U/x.catar"
@@ -120,6 +137,26 @@ ok "... still mounted" is_mounted "$mnt"
 ok "... and the daemon said why" grep -q "changed on the server" "$T/log2"
 mount_stop "unmount" "$mnt"
 
+# Replaced on the server by another archive of the same size under a
+# running mount (another mtime, so another ETag and Last-Modified): the
+# next range GET's If-Range gets a 200, refused; reads are EIO, never the
+# new file's bytes among the old's.
+mount_start "mount of an archive about to be replaced" "$mnt" "$T/log3" --lru-size=4M "$U/swaps.catar"
+ok "it reads before" cmp "$mnt/small/a.txt" "$src/small/a.txt"
+cp "$W/y.catar" "$W/swaps.tmp"
+touch -d '2001-02-03 04:05:06' "$W/swaps.tmp"
+mv "$W/swaps.tmp" "$W/swaps.catar"
+ok "after a same-size replacement, reading another file is EIO" \
+	timeout 20 python3 -c "$EXPECT_ERRNO_PY" EIO cat "$mnt/big/f20"
+ok "... still mounted" is_mounted "$mnt"
+ok "... and the daemon said why" grep -q "changed on the server while being read" "$T/log3"
+ok "... once" test "$(grep -c "changed on the server" "$T/log3")" -eq 1
+mount_stop "unmount" "$mnt"
+mount_start "mount of the replacing archive" "$mnt" "$T/log4" --lru-size=4M "$U/swaps.catar"
+ok "... its changed file reads right" cmp "$mnt/big/f20" "$T/src2/big/f20"
+ok "... and the whole tree equals its source" diff -r "$T/src2" "$mnt"
+mount_stop "unmount" "$mnt"
+
 # A server whose 206s lie: every lie is caught, one line, no hang.
 cat >"$T/liar.py" <<'PY'
 import http.server, os, re, sys
@@ -131,10 +168,23 @@ class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         mode, name = self.path.strip("/").split("/", 1)
         data = open(os.path.join(root, name), "rb").read()
+        # etag: honest with an ETag; swap200, swap206: another file of the
+        # same size after the first request, answered as If-Range asks
+        # (200, whole file) or ignoring it (206 with the new ETag)
+        etag = '"v1"'
+        if mode.startswith("swap") and self.headers.get("If-Range"):
+            data, etag = open(os.path.join(root, "y.catar"), "rb").read(), '"v2"'
+            if mode == "swap200":
+                self.send_response(200)
+                self.send_header("ETag", etag)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
         m = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
         first, last = int(m.group(1)), min(int(m.group(2)), len(data) - 1)
         body, cr = data[first:last + 1], "bytes %d-%d/%d" % (first, last, len(data))
-        lie = mode == "later" and first > 0 or mode not in ("later", "honest")
+        lie = mode == "later" and first > 0 or mode not in ("later", "honest", "etag", "swap200", "swap206")
         if lie and mode in ("offset", "later"):
             cr = "bytes %d-%d/%d" % (first + 1, last + 1, len(data))
         elif lie and mode == "short":
@@ -146,6 +196,8 @@ class H(http.server.BaseHTTPRequestHandler):
             cr = "bytes %d-%d/*" % (first, last)
         self.send_response(206)
         self.send_header("Content-Range", cr)
+        if mode in ("etag", "swap200", "swap206"):
+            self.send_header("ETag", etag)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -164,5 +216,12 @@ for m in offset short long nototal later; do
 	ok "a 206 that lies ($m): one line" fails_cleanly "$CAFS" list "$L/$m/x.catar"
 done
 ok "... the last one names the bytes" mentions "bytes "
+ok "with ETags and If-Range, unchanged: list works" diff <("$CAFS" list "$W/x.catar") <("$CAFS" list "$L/etag/x.catar")
+ok "replaced by a same-size file between reads (If-Range: 200): one line" fails_cleanly "$CAFS" list "$L/swap200/x.catar"
+ok "... that says so" mentions "changed on the server while being read"
+ok "replaced, the server ignoring If-Range (206, another ETag): one line" fails_cleanly "$CAFS" list "$L/swap206/x.catar"
+ok "... that says so" mentions "changed on the server while being read"
+ok "... extract too, leaving nothing behind" fails_cleanly "$CAFS" extract "$L/swap206/x.catar" "$T/sw"
+ok "... (no directory)" test ! -e "$T/sw"
 
 done_testing
