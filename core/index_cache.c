@@ -131,12 +131,9 @@ static void forget(const char *cache_dir, const char *url, const char *suffix)
 	free(path);
 }
 
-/* The signature of the bytes of file `name` (kept under suffix + ".minisig"
- * for url in the cache): online downloaded (and kept when it verifies),
- * offline the kept copy. 0 or one line logged and -EKEYREJECTED/-errno. */
-static int check_signature(const char *name, const char *url, const char *suffix, const void *data, size_t size,
-                           const struct ca_http_opts *http, const char *cache_dir, bool offline,
-                           const struct ca_minisign_key *keys, size_t n_keys)
+int ca_index_cache_check_signature(const char *name, const char *url, const char *suffix, const void *data,
+                                   size_t size, const struct ca_http_opts *http, const char *cache_dir, bool offline,
+                                   const struct ca_minisign_key *keys, size_t n_keys)
 {
 	struct ca_buf sig = CA_BUF_INIT;
 	char *sig_name = ca_trust_signature_name(name), *kept = NULL;
@@ -200,7 +197,7 @@ int ca_index_cache_open(const char *source, const struct ca_http_opts *http, con
 	}
 	/* the copy kept is one that verified, and is checked again when used */
 	if (n_keys) {
-		r = check_signature(source, source, index_suffix(source), b.data, b.size, http, cache_dir, offline, keys,
+		r = ca_index_cache_check_signature(source, source, index_suffix(source), b.data, b.size, http, cache_dir, offline, keys,
 		                    n_keys);
 		if (r < 0) {
 			ca_buf_release(&b);
@@ -272,7 +269,7 @@ int ca_index_cache_sidecar(const char *source, const struct ca_index *idx, const
 	/* trusted like the index: a sidecar that does not verify is not used
 	 * (the archive, covered by the index's signature, is walked instead) */
 	if (r == 0 && n_keys &&
-	    check_signature(name, source, ".caidx" CA_SIDECAR_SUFFIX, b.data, b.size, http, cache_dir, offline, keys,
+	    ca_index_cache_check_signature(name, source, ".caidx" CA_SIDECAR_SUFFIX, b.data, b.size, http, cache_dir, offline, keys,
 	                    n_keys) < 0) {
 		ca_log_warning("%s: not used (walking the archive instead)", name);
 		r = -ENOENT;

@@ -34,6 +34,16 @@
 /* CACHE/indexes/<sha256 of url><suffix>, malloc'd (NULL: ENOMEM). */
 char *ca_index_cache_path(const char *cache_dir, const char *url, const char *suffix);
 
+/* Is data (the bytes of file name) signed by one of keys[0..n_keys)? Its
+ * signature name.minisig is read beside a local file, downloaded for a URL
+ * (and, with cache_dir, kept under url's hash + suffix + ".minisig" once
+ * it verifies), or offline the kept one. 0, or one line logged and
+ * -EKEYREJECTED (missing, not a minisign signature, no trusted key signed
+ * it) or another -errno. url/suffix matter only with cache_dir. */
+int ca_index_cache_check_signature(const char *name, const char *url, const char *suffix, const void *data,
+                                   size_t size, const struct ca_http_opts *http, const char *cache_dir, bool offline,
+                                   const struct ca_minisign_key *keys, size_t n_keys);
+
 /* The index at URL source, kept in cache_dir: online, download it and
  * keep a copy; offline, the copy (-ENOMEDIUM when none). With trusted
  * keys (n_keys > 0), the bytes must verify against source's signature

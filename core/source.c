@@ -175,8 +175,7 @@ static int fetch_whole(const char *source, size_t cap, const struct ca_http_opts
 static int open_signed_index(const char *source, const struct ca_http_opts *http, const struct ca_minisign_key *keys,
                              size_t n, struct ca_index **ret)
 {
-	struct ca_buf sig = CA_BUF_INIT, b = CA_BUF_INIT;
-	char *sig_name = ca_trust_signature_name(source);
+	struct ca_buf b = CA_BUF_INIT;
 	int r = fetch_whole(source, INDEX_DOWNLOAD_MAX, http, &b);
 	if (r == -ENOENT && ca_location_kind(source) == CA_LOCATION_HTTP)
 		ca_log_error("%s: not found on the server", source);
@@ -186,19 +185,7 @@ static int open_signed_index(const char *source, const struct ca_http_opts *http
 		ca_log_error_errno(r, "%s", source);
 	if (r < 0)
 		goto out;
-	r = sig_name ? fetch_whole(sig_name, CA_MINISIGN_SIG_FILE_MAX, http, &sig) : -ENOMEM;
-	if (r == -ENOENT) {
-		ca_log_error("%s: refused: not signed (no %s)", source, sig_name);
-		r = -EKEYREJECTED;
-	} else if (r == -EFBIG || r == -EINVAL || r == -EISDIR) { /* too large, not a regular file */
-		ca_log_error("%s: refused: its signature is not a minisign signature", source);
-		r = -EKEYREJECTED;
-	} else if (r < 0) {
-		ca_log_error_errno(r, "%s", sig_name ? sig_name : source);
-	}
-	if (r < 0)
-		goto out;
-	r = ca_trust_check(source, b.data, b.size, sig.data, sig.size, keys, n);
+	r = ca_index_cache_check_signature(source, source, "", b.data, b.size, http, NULL, false, keys, n);
 	if (r < 0)
 		goto out;
 	r = ca_index_adopt(b.data, b.size, ret); /* takes b.data */
@@ -207,8 +194,6 @@ static int open_signed_index(const char *source, const struct ca_http_opts *http
 		ca_log_error_errno(r, r == -EBADMSG ? "%s: not a valid casync index" : "%s", source);
 out:
 	ca_buf_release(&b);
-	ca_buf_release(&sig);
-	free(sig_name);
 	return r;
 }
 
