@@ -542,14 +542,22 @@ static bool is_hex(const char *s, size_t n)
 	return true;
 }
 
+/* The name of one file of a chunk (kind CHUNK or BARE) and its prefix
+ * directory, opened: the fd, or a negative errno. */
+static int file_prefix(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], enum ca_store_kind kind,
+                       struct chunk_name *n)
+{
+	if (kind != CA_STORE_CHUNK && kind != CA_STORE_BARE)
+		return -EINVAL;
+	chunk_name(id, kind == CA_STORE_BARE, n);
+	return prefix_fd(s, n->rel, false);
+}
+
 int ca_store_get_file(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], enum ca_store_kind kind,
                       struct ca_buf *out)
 {
 	struct chunk_name n;
-	if (kind != CA_STORE_CHUNK && kind != CA_STORE_BARE)
-		return -EINVAL;
-	chunk_name(id, kind == CA_STORE_BARE, &n);
-	int pfd = prefix_fd(s, n.rel, false);
+	int pfd = file_prefix(s, id, kind, &n);
 	if (pfd < 0)
 		return pfd;
 	int r = read_at(s, pfd, &n, out);
@@ -560,10 +568,7 @@ int ca_store_get_file(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], en
 int ca_store_remove_file(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], enum ca_store_kind kind)
 {
 	struct chunk_name n;
-	if (kind != CA_STORE_CHUNK && kind != CA_STORE_BARE)
-		return -EINVAL;
-	chunk_name(id, kind == CA_STORE_BARE, &n);
-	int pfd = prefix_fd(s, n.rel, false);
+	int pfd = file_prefix(s, id, kind, &n);
 	if (pfd < 0)
 		return pfd;
 	int r = unlink_one(pfd, n.name);
