@@ -46,7 +46,6 @@ bytes=$(stat -c %s img)
 chunks=$(find www/default.castr -name '*.cacnk' | wc -l)
 echo "image: $(awk -v b="$bytes" 'BEGIN { printf "%.0f MiB", b / 1048576 }'), $chunks distinct chunks"
 
-now() { date +%s.%N; }
 mbps() { awk -v b="$bytes" -v t="$1" 'BEGIN { printf "%.1f", b / t / 1e6 }'; }
 # run NAME CMD...: time CMD, check its output file out.NAME, print a row; sets $secs
 run() {

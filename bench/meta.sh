@@ -32,10 +32,6 @@ bench_workdir meta || die "cannot make a work dir"
 need() { :; }
 . "$top_srcdir/tests/lib-http.sh"
 cd "$T" || exit 1
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
-drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
-is_mounted() { awk -v d="$1" '$5 == d { f = 1 } END { exit !f }' /proc/self/mountinfo; }
 
 src=${BENCH_ROOTFS:-/usr/include}
 [ -d "$src" ] || die "$src is not a directory"

@@ -63,10 +63,6 @@ need() { :; }
 . "$top_srcdir/tests/lib-http.sh"
 
 cd "$T" || exit 1
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
-drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
-is_mounted() { awk -v d="$1" '$5 == d { f = 1 } END { exit !f }' /proc/self/mountinfo; }
 
 echo "# bench/mount.sh: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs ($(lscpu | sed -n 's/^Model name: *//p' | head -n 1)), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# cafs: $("$CAFS" --version)  casync: $(casync --version 2>&1 | head -n 1) (Debian $(dpkg-query -W -f='${Version}' casync 2>/dev/null)), kernel $(uname -r)"

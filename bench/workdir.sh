@@ -6,6 +6,9 @@
 #                                the at_cleanup commands run, last first, then
 #                                T is removed
 #   at_cleanup CMD               (what tests/lib-http.sh and friends call)
+#   now; since T0                the time; seconds since T0 (3 decimals)
+#   drop_caches                  the page cache dropped (root)
+#   is_mounted DIR               whether DIR is a mount point
 
 _cleanups=()
 at_cleanup() { _cleanups+=("$1"); }
@@ -20,3 +23,8 @@ bench_workdir() {
 	trap _bench_cleanup EXIT
 	trap 'exit 130' INT TERM
 }
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+is_mounted() { awk -v d="$1" '$5 == d { f = 1 } END { exit !f }' /proc/self/mountinfo; }
