@@ -198,6 +198,22 @@ sys.exit("%s %s: succeeded, expected %s" % (op, path, want))
 '
 expect_errno() { python3 -c "$EXPECT_ERRNO_PY" "$@"; }
 
+# index_chunk_after OFFSET INDEX: the id (hex) of the first chunk of INDEX
+# (.caidx/.caibx) that starts at or past OFFSET and is not the last one;
+# nothing when there is none.
+index_chunk_after() {
+	python3 - "$1" "$2" <<'PY'
+import struct, sys
+off, b = int(sys.argv[1]), open(sys.argv[2], 'rb').read()
+items = b[48 + 16:-40]
+ends = [struct.unpack('<Q', items[i:i + 8])[0] for i in range(0, len(items), 40)]
+for i in range(1, len(ends) - 1):
+    if ends[i - 1] >= off:
+        print(items[i * 40 + 8:i * 40 + 40].hex())
+        break
+PY
+}
+
 # gen_data FILE SIZE SEED [MODE]: deterministic test data, from the one
 # generator (tests/unit/testdata.h through tests/gen-data; $GEN): MODE
 # random (default: the xorshift32 stream), text, zeros or mixed.

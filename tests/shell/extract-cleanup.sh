@@ -29,17 +29,7 @@ chattr -i "$src/a/imm" "$src/a/pinned"
 chattr -a "$src/a/app"
 
 # a chunk in the middle of z/ (starting past 500000, a/ ends near 250000; not the last)
-mid=$(python3 - "$T/s.caidx" <<'PY'
-import struct, sys
-b = open(sys.argv[1], 'rb').read()
-items = b[48 + 16:-40]
-ends = [struct.unpack('<Q', items[i:i + 8])[0] for i in range(0, len(items), 40)]
-for i in range(1, len(ends) - 1):
-    if ends[i - 1] >= 500000:
-        print(items[i * 40 + 8:i * 40 + 40].hex())
-        break
-PY
-)
+mid=$(index_chunk_after 500000 "$T/s.caidx")
 ok "a chunk in the middle was found" test -n "$mid"
 chunk=${mid:0:4}/$mid.cacnk
 cp -a "$T/st" "$T/flipped"

@@ -343,17 +343,7 @@ chmod 555 "$T/late/a/ro"  # the clean-up must get through it
 casync make --store="$T/late.castr" "$T/late.caidx" "$T/late" >/dev/null
 last=$(python3 -c "import sys; b = open(sys.argv[1], 'rb').read(); print(b[-40 - 32:-40].hex())" "$T/late.caidx")
 # and a chunk in the middle of z/ (starting past 500000, a/ ends near 250000; not the last)
-mid=$(python3 - "$T/late.caidx" <<'PY'
-import struct, sys
-b = open(sys.argv[1], 'rb').read()
-items = b[48 + 16:-40]
-ends = [struct.unpack('<Q', items[i:i + 8])[0] for i in range(0, len(items), 40)]
-for i in range(1, len(ends) - 1):
-    if ends[i - 1] >= 500000:
-        print(items[i * 40 + 8:i * 40 + 40].hex())
-        break
-PY
-)
+mid=$(index_chunk_after 500000 "$T/late.caidx")
 cp -a "$T/late.castr" "$T/mid.castr"
 rm -f "$T/mid.castr/${mid:0:4}/$mid.cacnk"
 rm -f "$T/late.castr/${last:0:4}/$last.cacnk"
