@@ -19,30 +19,6 @@
 #include "catar_dec.h"
 #include "fuzz.h"
 
-struct reader {
-	const uint8_t *p;
-	size_t n;
-	uint64_t seed; /* 0: whole reads */
-};
-
-static ssize_t mem_read(void *userdata, void *buf, size_t len, uint64_t off)
-{
-	struct reader *rd = userdata;
-	if (off >= rd->n)
-		return 0;
-	if (len > rd->n - off)
-		len = rd->n - off;
-	if (rd->seed && len > 1) {
-		/* a short read: often tiny, sometimes up to the whole request */
-		uint64_t x = fuzz_rand(&rd->seed);
-		size_t cut = (x & 3) == 0 ? len : 1 + (size_t)((x >> 2) % ((x & 4) ? 64 : len));
-		if (cut < len)
-			len = cut;
-	}
-	memcpy(buf, rd->p + off, len);
-	return (ssize_t)len;
-}
-
 static uint64_t mix(uint64_t h, uint64_t v)
 {
 	return (h ^ v) * 1099511628211ull;
@@ -51,8 +27,8 @@ static uint64_t mix(uint64_t h, uint64_t v)
 /* Decode all; the trace hash of every event and byte seen in *ret_trace. */
 static int decode(const uint8_t *data, size_t size, uint64_t seed, uint64_t *ret_trace, unsigned *ret_events)
 {
-	struct reader rd = { data, size, seed };
-	struct ca_catar_source src = { mem_read, NULL, &rd, size, UINT64_MAX };
+	struct fuzz_mem rd = { data, size, seed };
+	struct ca_catar_source src = { fuzz_mem_read, NULL, &rd, size, UINT64_MAX };
 	struct ca_catar_dec *d;
 	uint64_t h = 1469598103934665603ull, pick = 0x9e3779b97f4a7c15ull; /* same picks in both runs */
 	unsigned events = 0;

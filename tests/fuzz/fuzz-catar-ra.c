@@ -24,22 +24,6 @@
 
 #define NODES_MAX 3000u
 
-struct reader {
-	const uint8_t *p;
-	size_t n;
-};
-
-static ssize_t mem_read(void *userdata, void *buf, size_t len, uint64_t off)
-{
-	struct reader *rd = userdata;
-	if (off >= rd->n)
-		return 0;
-	if (len > rd->n - off)
-		len = rd->n - off;
-	memcpy(buf, rd->p + off, len);
-	return (ssize_t)len;
-}
-
 static void readahead_hint(void *userdata, uint64_t off, uint64_t len)
 {
 	(void)userdata;
@@ -211,8 +195,8 @@ static unsigned stream_nodes(const struct ca_catar_source *src)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct reader rd = { data, size };
-	struct ca_catar_source src = { mem_read, readahead_hint, &rd, size, UINT64_MAX };
+	struct fuzz_mem rd = { data, size, 0 };
+	struct ca_catar_source src = { fuzz_mem_read, readahead_hint, &rd, size, UINT64_MAX };
 	struct walk w = { .seed = fuzz_hash(data, size) };
 	struct ca_catar_ra_node *root = NULL, *again = NULL;
 	fuzz_log_quiet();

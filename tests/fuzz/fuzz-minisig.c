@@ -5,15 +5,13 @@
  * and an (unencrypted: no password, so no scrypt) secret key file;
  * whatever parses is run through the verifier against a fixed message, so
  * the crypto path sees hostile keys and signatures too.
- *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Icore -Ibuild \
- *       tests/fuzz/fuzz-minisig.c core/minisign.c core/log.c -lcrypto -o fuzz-minisig
- *   ./fuzz-minisig -max_total_time=60 tests/fuzz/corpus/minisig
+ * Built and run like the other harnesses (make fuzz; replayed by make check).
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "minisign.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
 
 #include "log.h"
 
@@ -70,6 +72,33 @@ static inline uint64_t fuzz_rand(uint64_t *s)
 	*s ^= *s >> 7;
 	*s ^= *s << 17;
 	return *s;
+}
+
+/* An archive in memory as a ca_catar_source read function (userdata: a
+ * struct fuzz_mem). seed 0: whole reads; else short reads at points drawn
+ * from it, as a network or a pipe gives them. */
+struct fuzz_mem {
+	const uint8_t *p;
+	size_t n;
+	uint64_t seed;
+};
+
+static inline ssize_t fuzz_mem_read(void *userdata, void *buf, size_t len, uint64_t off)
+{
+	struct fuzz_mem *rd = userdata;
+	if (off >= rd->n)
+		return 0;
+	if (len > rd->n - off)
+		len = rd->n - off;
+	if (rd->seed && len > 1) {
+		/* a short read: often tiny, sometimes up to the whole request */
+		uint64_t x = fuzz_rand(&rd->seed);
+		size_t cut = (x & 3) == 0 ? len : 1 + (size_t)((x >> 2) % ((x & 4) ? 64 : len));
+		if (cut < len)
+			len = cut;
+	}
+	memcpy(buf, rd->p + off, len);
+	return (ssize_t)len;
 }
 
 static inline uint64_t fuzz_hash(const uint8_t *p, size_t n)
