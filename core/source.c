@@ -208,32 +208,48 @@ static char *index_cache_dir(const char *name, const struct ca_image_opts *o)
 	return o->cache_mode == CA_CACHE_AUTO ? ca_source_default_cache_dir() : NULL;
 }
 
-int ca_source_open_index(const char *source, const struct ca_image_opts *o, struct ca_index **ret)
-{
+/* What opening an index and its sidecar share, worked out once: the HTTP
+ * settings, the trusted keys (the key directory is read once) and the
+ * cache a URL's copies are kept in. */
+struct index_src {
 	struct ca_http_opts buf;
-	bool remote = ca_location_kind(source) == CA_LOCATION_HTTP;
-	const struct ca_http_opts *http = remote ? http_opts_or_env(o ? o->http : NULL, &buf) : NULL;
-	struct ca_minisign_key *keys = NULL;
-	size_t n_keys = 0;
-	const char *path;
-	int r;
+	const struct ca_http_opts *http;
+	struct ca_minisign_key *keys;
+	size_t n_keys;
+	char *cache;
+	bool remote;
+};
+
+static int index_src_init(const char *source, const struct ca_image_opts *o, struct index_src *c)
+{
+	*c = (struct index_src){ .remote = ca_location_kind(source) == CA_LOCATION_HTTP };
 	if (ca_location_kind(source) == CA_LOCATION_OTHER)
 		return ca_log_error_errno(-EPROTONOSUPPORT, "%s", source);
-	r = trusted_keys(o, &keys, &n_keys);
-	if (r < 0)
-		return r;
-	char *cache = o && remote ? index_cache_dir(source, o) : NULL;
-	if (cache || n_keys) {
-		if (cache)
-			r = ca_index_cache_open(source, http, cache, o->offline, keys, n_keys, ret);
-		else
-			r = open_signed_index(source, http, keys, n_keys, ret);
-		free(cache);
-		free(keys);
-		return r;
-	}
-	if (remote)
-		return open_remote_index(source, http, ret);
+	if (c->remote)
+		c->http = http_opts_or_env(o ? o->http : NULL, &c->buf);
+	int r = trusted_keys(o, &c->keys, &c->n_keys);
+	if (r == 0 && o && c->remote)
+		c->cache = index_cache_dir(source, o);
+	return r;
+}
+
+static void index_src_release(struct index_src *c)
+{
+	free(c->keys);
+	free(c->cache);
+}
+
+static int open_index(const char *source, const struct ca_image_opts *o, const struct index_src *c,
+                      struct ca_index **ret)
+{
+	const char *path;
+	int r;
+	if (c->cache)
+		return ca_index_cache_open(source, c->http, c->cache, o->offline, c->keys, c->n_keys, ret);
+	if (c->n_keys)
+		return open_signed_index(source, c->http, c->keys, c->n_keys, ret);
+	if (c->remote)
+		return open_remote_index(source, c->http, ret);
 	path = ca_location_path(source);
 	r = ca_index_open(path, ret);
 	if (r == -EBADMSG)
@@ -243,22 +259,25 @@ int ca_source_open_index(const char *source, const struct ca_image_opts *o, stru
 	return 0;
 }
 
+int ca_source_open_index(const char *source, const struct ca_image_opts *o, struct ca_index **ret)
+{
+	struct index_src c;
+	int r = index_src_init(source, o, &c);
+	if (r == 0)
+		r = open_index(source, o, &c, ret);
+	index_src_release(&c);
+	return r;
+}
+
 int ca_source_open_sidecar(const char *source, const struct ca_index *idx, const struct ca_image_opts *o,
                            struct ca_sidecar **ret)
 {
-	struct ca_http_opts buf;
-	struct ca_minisign_key *keys = NULL;
-	size_t n_keys = 0;
-	bool remote = ca_location_kind(source) == CA_LOCATION_HTTP;
-	const struct ca_http_opts *http = remote ? http_opts_or_env(o->http, &buf) : NULL;
-	int r = trusted_keys(o, &keys, &n_keys);
+	struct index_src c;
+	int r = index_src_init(source, o, &c);
 	*ret = NULL;
-	if (r < 0)
-		return r;
-	char *cache = remote ? index_cache_dir(source, o) : NULL;
-	r = ca_index_cache_sidecar(source, idx, http, cache, o->offline, keys, n_keys, ret);
-	free(cache);
-	free(keys);
+	if (r == 0)
+		r = ca_index_cache_sidecar(source, idx, c.http, c.cache, o->offline, c.keys, c.n_keys, ret);
+	index_src_release(&c);
 	return r;
 }
 
@@ -485,9 +504,14 @@ static int open_archive_file(struct ca_image *im, const struct ca_image_opts *o)
 
 static int open_indexed(struct ca_image *im, const struct ca_image_opts *o)
 {
-	int r = ca_source_open_index(im->name, o, &im->idx);
+	struct index_src c;
+	int r = index_src_init(im->name, o, &c);
+	if (r == 0)
+		r = open_index(im->name, o, &c, &im->idx);
 	if (r == 0 && im->kind == CA_IMAGE_ARCHIVE_INDEX && !o->no_sidecar)
-		r = ca_source_open_sidecar(im->name, im->idx, o, &im->sidecar);
+		r = ca_index_cache_sidecar(im->name, im->idx, c.http, c.cache, o->offline, c.keys, c.n_keys,
+		                           &im->sidecar);
+	index_src_release(&c);
 	if (r < 0)
 		return r;
 	im->index_flags = ca_index_feature_flags(im->idx);
