@@ -155,16 +155,17 @@ static int decompress_zstd(struct ca_codec *c, const uint8_t *p, size_t n, struc
 	ZSTD_DCtx_reset(c->dctx, ZSTD_reset_session_only);
 	/* room for all it may hold (the caller knew the size): decoded in one
 	 * call straight into place, where streaming copies out of its window;
-	 * more output than limit fails in libzstd (dst too small). Not for
-	 * limit 0: nothing was reserved then, and libzstd's one-shot and
-	 * streaming decoders disagree on some frames that decode to nothing,
-	 * so one path for all empty chunks keeps every caller's answer the same */
+	 * more output than limit fails in libzstd (dst too small). libzstd's
+	 * streaming decoder accepts some frames its one-shot decoder refuses
+	 * (make fuzz found them): on a failure the streaming decoder has the
+	 * last word, so a chunk gets one answer whether its size is known */
 	if (limit > 0 && out->cap >= limit) {
 		size_t rc = ZSTD_decompressDCtx(c->dctx, out->data, limit, p, n);
-		if (ZSTD_isError(rc))
-			return zstd_fail(rc, "decompress");
-		out->size = rc;
-		return 0;
+		if (!ZSTD_isError(rc)) {
+			out->size = rc;
+			return 0;
+		}
+		ZSTD_DCtx_reset(c->dctx, ZSTD_reset_session_only);
 	}
 	/* a frame that states its size lets us size the buffer once */
 	unsigned long long fs = ZSTD_getFrameContentSize(p, n);
