@@ -60,6 +60,8 @@ struct req {
 struct ca_http {
 	struct ca_http_opts o;
 	char *ca_file; /* o.ca_file points here */
+	char *owned[6]; /* o's other strings point here (opts_copy) */
+	struct curl_slist *extra_headers; /* o.headers, copied */
 	CURLM *multi;
 	pthread_t thread;
 	bool thread_started;
@@ -412,6 +414,15 @@ static int easy_setup(struct ca_http *h, struct req *q)
 	SET(CURLOPT_XFERINFODATA, q);
 	SET(CURLOPT_HEADERFUNCTION, on_header);
 	SET(CURLOPT_HEADERDATA, q);
+	/* the store settings' headers: a fresh list per attempt, which an
+	 * If-Range line may join */
+	for (struct curl_slist *x = h->extra_headers; x && c == CURLE_OK; x = x->next) {
+		struct curl_slist *n = curl_slist_append(q->headers, x->data);
+		if (!n)
+			c = CURLE_OUT_OF_MEMORY;
+		else
+			q->headers = n;
+	}
 	if (h->o.max_recv_speed)
 		SET(CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)h->o.max_recv_speed);
 	if (q->flags & CA_HTTP_HEAD) {
@@ -425,10 +436,11 @@ static int easy_setup(struct ca_http *h, struct req *q)
 		if (q->if_range[0]) {
 			char line[sizeof("If-Range: ") + CA_HTTP_VALIDATOR_MAX];
 			snprintf(line, sizeof(line), "If-Range: %s", q->if_range);
-			q->headers = curl_slist_append(NULL, line); /* copied by curl */
-			if (!q->headers)
+			struct curl_slist *n = curl_slist_append(q->headers, line); /* copied by curl */
+			if (!n)
 				c = CURLE_OUT_OF_MEMORY;
-			SET(CURLOPT_HTTPHEADER, q->headers); /* not copied: freed by the next attempt or complete */
+			else
+				q->headers = n;
 		}
 	} else {
 		SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)q->cap);
@@ -440,7 +452,21 @@ static int easy_setup(struct ca_http *h, struct req *q)
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
 	if (h->o.ca_file)
 		SET(CURLOPT_CAINFO, h->o.ca_file);
-	SET(CURLOPT_NETRC, (long)CURL_NETRC_OPTIONAL);
+	if (q->headers)
+		SET(CURLOPT_HTTPHEADER, q->headers); /* not copied: freed by the next attempt or complete */
+	SET(CURLOPT_NETRC, h->o.netrc < 0 ? (long)CURL_NETRC_IGNORED : (long)CURL_NETRC_OPTIONAL);
+	if (h->o.netrc >= 0 && h->o.netrc_file)
+		SET(CURLOPT_NETRC_FILE, h->o.netrc_file);
+	if (h->o.username)
+		SET(CURLOPT_USERNAME, h->o.username);
+	if (h->o.password)
+		SET(CURLOPT_PASSWORD, h->o.password);
+	if (h->o.ssl_cert)
+		SET(CURLOPT_SSLCERT, h->o.ssl_cert);
+	if (h->o.ssl_key)
+		SET(CURLOPT_SSLKEY, h->o.ssl_key);
+	if (h->o.ssl_key_password)
+		SET(CURLOPT_KEYPASSWD, h->o.ssl_key_password);
 	SET(CURLOPT_USERAGENT, PACKAGE_NAME "/" PACKAGE_VERSION);
 #undef SET
 	if (c != CURLE_OK) {
@@ -760,6 +786,42 @@ static void *loop(void *arg)
 /* libcurl's own process-wide state: curl_global_init must run once per
  * process before any handle exists, and a library cannot know whether its
  * caller did it, so the first engine does it (the only global in core). */
+/* The store settings' strings and headers, copied: the caller's may go
+ * as soon as ca_http_new returns. */
+static int opts_copy(struct ca_http *h)
+{
+	const char **f[] = { &h->o.username, &h->o.password, &h->o.netrc_file,
+		             &h->o.ssl_cert, &h->o.ssl_key,  &h->o.ssl_key_password };
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		if (!*f[i])
+			continue;
+		if (!(h->owned[i] = strdup(*f[i])))
+			return -ENOMEM;
+		*f[i] = h->owned[i];
+	}
+	for (size_t i = 0; i < h->o.n_headers; i++) {
+		struct curl_slist *n = curl_slist_append(h->extra_headers, h->o.headers[i]);
+		if (!n)
+			return -ENOMEM;
+		h->extra_headers = n;
+	}
+	h->o.headers = NULL; /* the caller's */
+	return 0;
+}
+
+/* They may hold secrets: wiped before they are freed. */
+static void opts_copy_free(struct ca_http *h)
+{
+	for (size_t i = 0; i < sizeof(h->owned) / sizeof(h->owned[0]); i++)
+		if (h->owned[i]) {
+			explicit_bzero(h->owned[i], strlen(h->owned[i]));
+			free(h->owned[i]);
+		}
+	for (struct curl_slist *x = h->extra_headers; x; x = x->next)
+		explicit_bzero(x->data, strlen(x->data));
+	curl_slist_free_all(h->extra_headers);
+}
+
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static CURLcode global_result;
 
@@ -796,6 +858,9 @@ int ca_http_new(const struct ca_http_opts *o, struct ca_http **ret)
 			goto fail;
 		}
 	}
+	r = opts_copy(h);
+	if (r < 0)
+		goto fail;
 	h->multi = curl_multi_init();
 	if (!h->multi) {
 		r = -ENOMEM;
@@ -838,6 +903,7 @@ void ca_http_free(struct ca_http *h)
 		curl_multi_cleanup(h->multi);
 	pthread_mutex_destroy(&h->lock);
 	free(h->ca_file);
+	opts_copy_free(h);
 	free(h);
 }
 

@@ -26,8 +26,10 @@
  *  - redirects: at most 10, http(s) only, and a request that starts on
  *    https:// follows redirects to https:// only (never downgraded to
  *    plain http: -EREMCHG, which ca_strerror words as such);
- *  - credentials come from the URL or ~/.netrc (curl's --netrc-optional);
- *    libcurl does not send them on to another host after a redirect.
+ *  - credentials come from the options (the store settings file,
+ *    storeconf.h), the URL or ~/.netrc (curl's --netrc-optional); libcurl
+ *    does not send them, nor an Authorization or Cookie header of the
+ *    options, on to another host after a redirect (other headers go).
  *
  * Results are 0 or a negative errno, converted once from curl's codes:
  *   -ENOENT       404/410             -ETIMEDOUT    connect, stall or deadline
@@ -63,6 +65,14 @@ struct ca_http_opts {
 	unsigned retry_delay_ms;     /* shortest back-off (see above); 0 = 250 */
 	uint64_t max_recv_speed;     /* bytes/s per transfer, 0 = unlimited */
 	const char *ca_file;         /* CA bundle for https (copied); NULL = the system's */
+	/* per-store settings (storeconf.h); every string is copied by
+	 * ca_http_new, and none is ever put in a message */
+	const char *const *headers;  /* "Name: value" lines added to every request */
+	size_t n_headers;
+	const char *username, *password; /* basic auth; NULL: the URL's, or netrc */
+	int netrc;                   /* 0: optional (netrc_file or ~/.netrc), < 0: not read */
+	const char *netrc_file;      /* NULL: ~/.netrc */
+	const char *ssl_cert, *ssl_key, *ssl_key_password; /* TLS client certificate (PEM) */
 };
 
 /* The defaults above, written out. */

@@ -15,6 +15,7 @@
 #include "location.h"
 #include "remote.h"
 #include "store.h"
+#include "storeconf.h"
 
 #define PF_BUCKETS 256
 #define PF_MAX_ENTRIES 1024              /* downloads tracked at once (running or parked) */
@@ -44,6 +45,7 @@ struct ca_remote_store {
 	char *base;
 	struct ca_http *http;
 	size_t file_max; /* a .cacnk download's cap: set_file_max, else CA_REMOTE_CHUNK_FILE_MAX */
+	char *query;     /* "?..." after each chunk URL (store-query = yes), or NULL */
 
 	pthread_mutex_t lock; /* guards everything below */
 	pthread_cond_t cond;  /* broadcast when a download settles */
@@ -187,7 +189,7 @@ static void chunk_url(const struct ca_remote_store *rs, const uint8_t *id, char 
 {
 	char rel[CA_STORE_REL_PATH_LEN + 1];
 	ca_store_rel_path(id, rel);
-	if (asprintf(ret, "%s/%s", rs->base, rel) < 0)
+	if (asprintf(ret, "%s/%s%s", rs->base, rel, rs->query ? rs->query : "") < 0)
 		*ret = NULL;
 }
 
@@ -326,9 +328,16 @@ int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = ca_http_new(o, &rs->http);
+	bool keep_query = false;
+	r = ca_storeconf_http_new(url, o, &rs->http, &keep_query);
 	if (r < 0)
 		goto fail;
+	/* a store whose settings say so: its query goes on (a CDN's token) */
+	const char *q = strchr(url, '?');
+	if (keep_query && q && q[1] != '#' && q[1] && !(rs->query = strndup(q, strcspn(q, "#")))) {
+		r = -ENOMEM;
+		goto fail;
+	}
 	*ret = rs;
 	return 0;
 fail:
@@ -359,6 +368,7 @@ void ca_remote_store_free(struct ca_remote_store *rs)
 	pthread_cond_destroy(&rs->cond);
 	pthread_mutex_destroy(&rs->lock);
 	free(rs->base);
+	free(rs->query);
 	free(rs);
 }
 
@@ -476,7 +486,7 @@ int ca_remote_get_file(const char *url, size_t cap, const struct ca_http_opts *o
 	int r;
 	if (ca_location_kind(url) != CA_LOCATION_HTTP)
 		return -EINVAL;
-	r = ca_http_new(o, &h);
+	r = ca_storeconf_http_new(url, o, &h, NULL);
 	if (r < 0)
 		return r;
 	r = ca_http_get(h, url, cap, out);

@@ -15,6 +15,7 @@
 #include "location.h"
 #include "log.h"
 #include "remote_file.h"
+#include "storeconf.h"
 
 #define BLOCK CA_REMOTE_FILE_BLOCK
 /* downloads running at once for readahead (a reader's own never waits) */
@@ -254,7 +255,7 @@ int ca_remote_file_open(const char *url, const struct ca_http_opts *o, size_t ca
 		r = ca_log_error_errno(ENOMEM, "%s", url);
 		goto fail;
 	}
-	r = ca_http_new(o, &f->http);
+	r = ca_storeconf_http_new(url, o, &f->http, NULL);
 	if (r < 0) {
 		ca_log_error_errno(r, "%s", url);
 		goto fail;

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "remote_file.h"
 #include "source.h"
+#include "storeconf.h"
 #include "trust.h"
 
 /* An index downloaded whole; indexes list 40 bytes per chunk, so this is a
@@ -428,7 +429,7 @@ static int open_chain(const char *index_name, const struct ca_index *idx, const 
 	if (r < 0)
 		return ca_log_error_errno(r, "chunk source");
 	if (n_stores == 0) {
-		def = ca_location_default_store(index_name);
+		def = ca_storeconf_default_store(index_name); /* the index's query too, if configured */
 		if (!def) {
 			r = ca_log_error_errno(ENOMEM, "%s", index_name);
 			goto fail;

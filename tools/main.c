@@ -22,6 +22,7 @@
 #include "cmd.h"
 #include "location.h"
 #include "log.h"
+#include "storeconf.h"
 
 static const struct cafs_command commands[] = {
 	{ "make", cafs_cmd_make, "make [OPTIONS] OUT.caibx|OUT.caidx|OUT.catar INPUT",
@@ -243,6 +244,12 @@ int main(int argc, char **argv)
 	base = base ? base + 1 : argv[0];
 	ensure_std_fds();
 	ca_log_use(&logger);
+	/* a bad store settings file (storeconf.h) is one line before any
+	 * work; help needs none */
+	bool just_help = argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "-h") ||
+	                 !strcmp(argv[1], "--help") || !strcmp(argv[1], "--version");
+	if (!just_help && ca_storeconf_check() < 0)
+		return 1;
 
 	if (!strcmp(base, "mount.cafs")) {
 		const struct cafs_command *m = cafs_command_find("mount");
