@@ -60,7 +60,8 @@ char *ca_location_basename(const char *s);
  * userinfo ("user:password@") becomes "***@" and its query (with any
  * fragment) becomes "?***". Everything else is kept, so the user still
  * sees which server and file it is about. Credentials belong in ~/.netrc
- * (curl's --netrc-optional), where they are never shown.
+ * (curl's --netrc-optional) or the store settings file (storeconf.h),
+ * where they are never shown.
  *
  * ca_location_redact: one location (a path is copied as it is); malloc'd,
  * NULL on ENOMEM.
