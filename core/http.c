@@ -783,9 +783,6 @@ static void *loop(void *arg)
 	return NULL;
 }
 
-/* libcurl's own process-wide state: curl_global_init must run once per
- * process before any handle exists, and a library cannot know whether its
- * caller did it, so the first engine does it (the only global in core). */
 /* The store settings' strings and headers, copied: the caller's may go
  * as soon as ca_http_new returns. */
 static int opts_copy(struct ca_http *h)
@@ -822,6 +819,9 @@ static void opts_copy_free(struct ca_http *h)
 	curl_slist_free_all(h->extra_headers);
 }
 
+/* libcurl's own process-wide state: curl_global_init must run once per
+ * process before any handle exists, and a library cannot know whether its
+ * caller did it, so the first engine does it (the only global in core). */
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static CURLcode global_result;
 
