@@ -180,4 +180,9 @@ bool ca_image_remote_stats(const struct ca_image *im, struct ca_remote_store_sta
  * index, which chunk and whether it was missing or corrupt. Returns err. */
 int ca_image_log_read_error(struct ca_image *im, int err, uint64_t off, size_t len);
 
+/* The failover groups among the image's stores (failover.h), in chain
+ * order: the i-th, or NULL past the last. Borrowed, as long as im lives. */
+struct ca_failover;
+struct ca_failover *ca_image_failover(const struct ca_image *im, size_t i);
+
 #endif
