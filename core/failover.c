@@ -75,6 +75,40 @@ int ca_failover_split(const char *s, char ***ret, size_t *ret_n)
 	return 0;
 }
 
+char *ca_failover_map(const char *s, char *(*fn)(const char *member))
+{
+	char **v = NULL, *out = NULL;
+	size_t n = 0, len = 0;
+	if (!ca_failover_is_group(s))
+		return fn(s);
+	/* an unsplittable group goes through as it is: opening it says why */
+	if (ca_failover_split(s, &v, &n) < 0)
+		return strdup(s);
+	for (size_t i = 0; i < n; i++) {
+		char *m = fn(v[i]);
+		free(v[i]);
+		v[i] = m;
+		if (!m) {
+			for (size_t j = i + 1; j < n; j++) /* the rest, behind the NULL */
+				free(v[j]);
+			goto out;
+		}
+		len += strlen(m) + 1;
+	}
+	out = malloc(len + 1); /* (+1: the compiler cannot tell n > 0) */
+	if (!out)
+		goto out;
+	out[0] = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			strcat(out, "|");
+		strcat(out, v[i]);
+	}
+out:
+	ca_failover_strv_free(v);
+	return out;
+}
+
 int ca_failover_new(struct ca_failover **ret)
 {
 	struct ca_failover *g = calloc(1, sizeof(*g));

@@ -47,6 +47,11 @@ bool ca_failover_is_group(const char *s);
 int ca_failover_split(const char *s, char ***ret, size_t *ret_n);
 void ca_failover_strv_free(char **v); /* accepts NULL */
 
+/* s with fn applied to each member (to s itself when it is no group),
+ * joined again with '|': e.g. to make local members absolute. malloc'd;
+ * NULL when fn returns NULL or on ENOMEM. */
+char *ca_failover_map(const char *s, char *(*fn)(const char *member));
+
 struct ca_failover;
 
 int ca_failover_new(struct ca_failover **ret);

@@ -324,9 +324,42 @@ static int remote_presence(const char *store, const struct ca_index *idx, uint8_
 	return r < 0 ? ca_log_error_errno(r, "%s", store) : 0;
 }
 
+/* A group's presence: its first member that answers (they are mirrors). */
+static int group_presence(const char *store, const struct ca_index *idx, uint8_t *ret_have)
+{
+	char **members = NULL;
+	size_t n = 0;
+	int r = ca_failover_split(store, &members, &n);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", store);
+	r = -ENOENT;
+	for (size_t i = 0; r < 0 && i < n; i++)
+		r = ca_source_store_presence(members[i], idx, ret_have); /* logs */
+	ca_failover_strv_free(members);
+	return r;
+}
+
+int ca_source_stores_presence(char *const *stores, size_t n_stores, const struct ca_index *idx,
+                              uint8_t *ret_have)
+{
+	size_t n = ca_index_n_chunks(idx);
+	uint8_t *one = n_stores > 1 ? malloc(n ? n : 1) : NULL;
+	int r = n_stores > 1 && !one ? ca_log_error_errno(ENOMEM, "%s", stores[0]) : 0;
+	memset(ret_have, 0, n);
+	for (size_t s = 0; r == 0 && s < n_stores; s++) {
+		r = ca_source_store_presence(stores[s], idx, one ? one : ret_have);
+		for (size_t i = 0; r == 0 && one && i < n; i++)
+			ret_have[i] |= one[i];
+	}
+	free(one);
+	return r;
+}
+
 int ca_source_store_presence(const char *store, const struct ca_index *idx, uint8_t *ret_have)
 {
 	struct ca_store *st;
+	if (ca_failover_is_group(store))
+		return group_presence(store, idx, ret_have);
 	if (ca_location_kind(store) == CA_LOCATION_HTTP)
 		return remote_presence(store, idx, ret_have);
 	int r = ca_source_open_store(store, &st);

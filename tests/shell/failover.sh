@@ -100,6 +100,23 @@ ok "cache fill with the three stores over HTTP: every chunk" "$CAFS" cache fill 
 	"${URL[one]}/img.caidx"
 ok "... the cache holds them all" test "$(find "$T/fillcache" -name '*.cacnk' | wc -l)" -ge "$n_chunks"
 
+# info: how much the stores hold together
+have_line() { "$CAFS" info "$@" 2>/dev/null | grep '^In '; }
+got=$(have_line --store="$W/first.castr" --store="${URL[one]}/second.castr" "$W/img.caidx")
+ok "info with two stores: what either holds ($got)" test "${got%%,*}" = \
+	"In the stores given: $((n_chunks - 1)) of $n_chunks chunks"
+got=$(have_line --store="http://127.0.0.1:1/full.castr|$W/full.castr" "$W/img.caidx")
+ok "info with a group whose first member is down: the second's ($got)" test "${got%%,*}" = \
+	"In store http://127.0.0.1:1/full.castr|$W/full.castr: $n_chunks of $n_chunks chunks"
+
+# a group of relative local paths, mounted (the daemon leaves the directory)
+cd "$W" || exit 1
+mount_start "mount with a group of relative local stores" "$mnt" "$T/logr" --no-cache \
+	--store="full.castr|first.castr" img.caidx
+cd - >/dev/null || exit 1
+ok "... reads right" diff -r "$src" "$mnt"
+mount_stop "... unmount" "$mnt"
+
 # ---- a failover group: the first server is killed half-way ----
 
 srv two
