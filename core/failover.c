@@ -30,6 +30,9 @@ struct ca_failover {
 	bool untold;
 	size_t told_from;
 	int told_err;
+	/* the active member has served a fetch since it became active:
+	 * only then does it get prefetches (see group_prefetch) */
+	bool proven;
 };
 
 bool ca_failover_is_group(const char *s)
@@ -157,6 +160,8 @@ static bool member_failed(int r)
 static void tell_switch(struct ca_failover *g, size_t i)
 {
 	pthread_mutex_lock(&g->lock);
+	if (g->active == i)
+		g->proven = true;
 	bool say = g->untold && g->active == i;
 	size_t from = g->told_from;
 	int err = g->told_err;
@@ -201,6 +206,7 @@ static int group_fetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_b
 		if (moved) {
 			g->active = (i + 1) % g->n;
 			g->switches++;
+			g->proven = false;
 			if (!g->untold) {
 				g->untold = true;
 				g->told_from = i;
@@ -213,12 +219,19 @@ static int group_fetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_b
 	}
 }
 
+/* Prefetches go to the active member once it has answered a fetch: a
+ * reader's prefetch window (extract asks for hundreds of chunks ahead)
+ * sent to a member that answers 503 would be one failed request per
+ * chunk before the first fetch finds out and moves the group on. */
 static void group_prefetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE])
 {
 	struct ca_failover *g = be;
 	pthread_mutex_lock(&g->lock);
 	const struct member *m = &g->members[g->active];
+	bool proven = g->proven;
 	pthread_mutex_unlock(&g->lock);
+	if (!proven)
+		return;
 	if (m->ops->has && m->ops->has(m->be, id) > 0)
 		return;
 	if (m->ops->prefetch)

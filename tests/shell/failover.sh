@@ -153,6 +153,15 @@ ok "a bounded number of requests to the 503 member ($n503)" test "$n503" -ge 1 -
 "$CAFS" stats "$mnt" >"$T/stats3"
 ok "stats: the second member is active" grep -qx "failover_active: ${URL[two]}/full.castr" "$T/stats3"
 mount_stop "503 group: unmount" "$mnt"
+# extract asks for hundreds of chunks ahead: none of that goes to a member
+# before it has answered
+: >"$T/nginx-bad/access.log"
+ok "extract through the group whose first member answers 503: the whole tree" "$CAFS" extract \
+	--store="${URL[bad]}/full.castr|${URL[two]}/full.castr" "$W/img.caidx" "$T/x503"
+ok "... equals the source" diff -r "$src" "$T/x503"
+n503=$(slog bad | grep -c ' 503 ')
+ok "... with a bounded number of requests to the 503 member ($n503 for $n_chunks chunks)" \
+	test "$n503" -ge 1 -a "$n503" -le 16
 
 # ---- a group whose every member is down ----
 
