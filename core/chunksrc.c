@@ -500,3 +500,20 @@ void ca_chunksrc_get_stats(struct ca_chunksrc *src, struct ca_chunksrc_stats *re
 	*ret = src->stats;
 	pthread_mutex_unlock(&src->lock);
 }
+
+const struct ca_chunk_backend_ops *ca_chunksrc_store_backend(void)
+{
+	return &store_ops;
+}
+
+size_t ca_chunksrc_n_backends(const struct ca_chunksrc *src)
+{
+	return src->n_backends;
+}
+
+void *ca_chunksrc_backend(const struct ca_chunksrc *src, size_t i, const struct ca_chunk_backend_ops **ret_ops)
+{
+	if (ret_ops)
+		*ret_ops = src->backends[i].ops;
+	return src->backends[i].be;
+}

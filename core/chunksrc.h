@@ -101,4 +101,12 @@ int ca_chunksrc_is_local(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_S
 
 void ca_chunksrc_get_stats(struct ca_chunksrc *src, struct ca_chunksrc_stats *ret);
 
+/* The local-store backend ca_chunksrc_add_store uses (be: a struct
+ * ca_store *, owned), for wrappers such as failover groups. */
+const struct ca_chunk_backend_ops *ca_chunksrc_store_backend(void);
+/* The backends in chain order (the cache not included): i < n, *ret_ops
+ * may be NULL. Borrowed; they live as long as src. */
+size_t ca_chunksrc_n_backends(const struct ca_chunksrc *src);
+void *ca_chunksrc_backend(const struct ca_chunksrc *src, size_t i, const struct ca_chunk_backend_ops **ret_ops);
+
 #endif

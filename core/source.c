@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "failover.h"
 #include "fdio.h"
 #include "format.h"
 #include "index_cache.h"
@@ -324,9 +325,42 @@ static int remote_presence(const char *store, const struct ca_index *idx, uint8_
 	return r < 0 ? ca_log_error_errno(r, "%s", store) : 0;
 }
 
+/* A group's presence: its first member that answers (they are mirrors). */
+static int group_presence(const char *store, const struct ca_index *idx, uint8_t *ret_have)
+{
+	char **members = NULL;
+	size_t n = 0;
+	int r = ca_failover_split(store, &members, &n);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", store);
+	r = -ENOENT;
+	for (size_t i = 0; r < 0 && i < n; i++)
+		r = ca_source_store_presence(members[i], idx, ret_have); /* logs */
+	ca_failover_strv_free(members);
+	return r;
+}
+
+int ca_source_stores_presence(char *const *stores, size_t n_stores, const struct ca_index *idx,
+                              uint8_t *ret_have)
+{
+	size_t n = ca_index_n_chunks(idx);
+	uint8_t *one = n_stores > 1 ? malloc(n ? n : 1) : NULL;
+	int r = n_stores > 1 && !one ? ca_log_error_errno(ENOMEM, "%s", stores[0]) : 0;
+	memset(ret_have, 0, n);
+	for (size_t s = 0; r == 0 && s < n_stores; s++) {
+		r = ca_source_store_presence(stores[s], idx, one ? one : ret_have);
+		for (size_t i = 0; r == 0 && one && i < n; i++)
+			ret_have[i] |= one[i];
+	}
+	free(one);
+	return r;
+}
+
 int ca_source_store_presence(const char *store, const struct ca_index *idx, uint8_t *ret_have)
 {
 	struct ca_store *st;
+	if (ca_failover_is_group(store))
+		return group_presence(store, idx, ret_have);
 	if (ca_location_kind(store) == CA_LOCATION_HTTP)
 		return remote_presence(store, idx, ret_have);
 	int r = ca_source_open_store(store, &st);
@@ -386,6 +420,66 @@ out:
 	return r;
 }
 
+/* A failover group "STORE1|STORE2|..." (failover.h) as one store of the
+ * chain; its http(s) members are also appended to *remotes. */
+static int add_group(struct ca_chunksrc *src, const char *store, const struct ca_http_opts *http,
+                     struct ca_remote_store ***remotes, size_t *n_remotes)
+{
+	struct ca_failover *g = NULL;
+	struct ca_http_opts mo = *http;
+	char **members = NULL;
+	size_t n = 0;
+	bool logged = false;
+	int r = ca_failover_split(store, &members, &n);
+	if (r == -EINVAL)
+		return ca_log_error_errno(r, "%s: a failover group with an empty member", store);
+	if (r == -E2BIG)
+		return ca_log_error_errno(r, "%s: more than %d stores in a failover group", store,
+		                          CA_FAILOVER_MAX_MEMBERS);
+	if (r == 0)
+		r = ca_failover_new(&g);
+	if (r < 0)
+		goto out;
+	/* the next member is the retry (failover.h) */
+	if (n > 1)
+		mo.retries = 0;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		struct ca_remote_store *rs = NULL, **nr;
+		struct ca_store *s;
+		if (ca_location_kind(members[i]) != CA_LOCATION_HTTP) {
+			r = ca_source_open_store(members[i], &s);
+			if (r < 0) {
+				logged = true; /* it said which member */
+				goto out;
+			}
+			r = ca_failover_add(g, members[i], ca_chunksrc_store_backend(), s);
+			continue;
+		}
+		r = ca_remote_store_new(members[i], &mo, &rs);
+		if (r == 0)
+			r = ca_failover_add(g, members[i], &ca_remote_store_ops, rs);
+		if (r < 0 || !remotes)
+			continue;
+		nr = realloc(*remotes, (*n_remotes + 1) * sizeof(*nr));
+		if (!nr) {
+			r = -ENOMEM;
+			continue;
+		}
+		*remotes = nr;
+		nr[(*n_remotes)++] = rs;
+	}
+	if (r == 0) {
+		r = ca_chunksrc_add_backend(src, &ca_failover_ops, g); /* frees g on failure */
+		g = NULL;
+	}
+out:
+	ca_failover_free(g);
+	ca_failover_strv_free(members);
+	if (r < 0 && !logged)
+		ca_log_error_errno(r, "%s", store);
+	return r < 0 ? r : 0;
+}
+
 /* One store of the chain; an http(s) one is also appended to *remotes
  * when remotes is not NULL. */
 static int add_store(struct ca_chunksrc *src, const char *store, const struct ca_http_opts *http,
@@ -394,6 +488,8 @@ static int add_store(struct ca_chunksrc *src, const char *store, const struct ca
 	struct ca_remote_store *rs = NULL, **n;
 	struct ca_store *s;
 	int r;
+	if (ca_failover_is_group(store))
+		return add_group(src, store, http, remotes, n_remotes);
 	if (ca_location_kind(store) != CA_LOCATION_HTTP) {
 		r = ca_source_open_store(store, &s);
 		if (r < 0)
@@ -705,4 +801,16 @@ int ca_image_log_read_error(struct ca_image *im, int err, uint64_t off, size_t l
 		return err;
 	}
 	return ca_log_error_errno(err, "%s", im->name);
+}
+
+struct ca_failover *ca_image_failover(const struct ca_image *im, size_t i)
+{
+	size_t n = im->src ? ca_chunksrc_n_backends(im->src) : 0;
+	for (size_t k = 0; k < n; k++) {
+		const struct ca_chunk_backend_ops *ops;
+		void *be = ca_chunksrc_backend(im->src, k, &ops);
+		if (ops == &ca_failover_ops && i-- == 0)
+			return be;
+	}
+	return NULL;
 }

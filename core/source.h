@@ -96,6 +96,11 @@ int ca_source_open_store(const char *store, struct ca_store **ret);
  * ret_have[i] = 1 or 0 for chunk i (remote stores are asked with HEAD
  * requests, nothing is downloaded). Logs. */
 int ca_source_store_presence(const char *store, const struct ca_index *idx, uint8_t *ret_have);
+/* The same for a store list: ret_have[i] = 1 when any of them holds chunk
+ * i. A failover group (failover.h) is asked through its first member that
+ * answers. Logs. */
+int ca_source_stores_presence(char *const *stores, size_t n_stores, const struct ca_index *idx,
+                              uint8_t *ret_have);
 
 enum ca_cache_mode {
 	CA_CACHE_NONE, /* no chunk cache on disk */
@@ -179,5 +184,10 @@ bool ca_image_remote_stats(const struct ca_image *im, struct ca_remote_store_sta
 /* Say in one line why a read of [off, off+len) failed with err: for an
  * index, which chunk and whether it was missing or corrupt. Returns err. */
 int ca_image_log_read_error(struct ca_image *im, int err, uint64_t off, size_t len);
+
+/* The failover groups among the image's stores (failover.h), in chain
+ * order: the i-th, or NULL past the last. Borrowed, as long as im lives. */
+struct ca_failover;
+struct ca_failover *ca_image_failover(const struct ca_image *im, size_t i);
 
 #endif

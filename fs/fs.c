@@ -14,6 +14,7 @@
 #include <linux/fs.h>
 #include <sys/statvfs.h>
 
+#include "failover.h"
 #include "fs_private.h"
 #include "log.h"
 
@@ -199,6 +200,16 @@ size_t cafs_fs_stats_text(struct cafs_fs *fs, char *buf, size_t len)
 		             "prefetch_hits: %" PRIu64 "\n",
 		             rs.http.requests, rs.http.attempts, rs.http.retries, rs.http.ok, rs.http.missing,
 		             rs.http.errors, rs.http.bytes, rs.prefetches, rs.prefetch_hits);
+		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
+	}
+	struct ca_failover *g;
+	for (size_t i = 0; (g = ca_image_failover(fs->im, i)) && used + 1 < len; i++) {
+		struct ca_failover_stats fst;
+		char active[512];
+		ca_failover_get_stats(g, &fst);
+		ca_failover_active_name(g, active, sizeof(active));
+		n = snprintf(buf + used, len - used, "failover_active: %s\nfailover_switches: %" PRIu64 "\n", active,
+		             fst.switches);
 		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
 	}
 	return used;

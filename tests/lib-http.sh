@@ -11,6 +11,10 @@
 #
 # NGINX_EXTRA (optional) is pasted into the server block before starting,
 # e.g. NGINX_EXTRA='location /slow/ { limit_rate 1k; }'.
+# NGINX_HTTP_EXTRA (optional) is pasted into the http block (e.g. a
+# proxy_cache_path). NGINX_CONF_DIR (default $T/nginx) may be set to
+# another directory before nginx_start to run a second server; the caller
+# then keeps its NGINX_PID and kills it (nginx_stop stops the last one).
 # NGINX_SSL=1 (optional): https with HTTP/2 on a fresh self-signed
 # certificate for 127.0.0.1; NGINX_URL is then https://..., NGINX_CA the
 # certificate (CAFS_HTTP_CAINFO=$NGINX_CA makes cafs trust it), and each
@@ -24,7 +28,7 @@ NGINX_PID=
 NGINX_PORT=
 NGINX_URL=
 NGINX_CA=
-NGINX_CONF_DIR="$T/nginx"
+NGINX_CONF_DIR="${NGINX_CONF_DIR:-$T/nginx}"
 _nginx_cleanup_set=
 
 need nginx python3
@@ -91,6 +95,7 @@ http {
 	scgi_temp_path $NGINX_CONF_DIR/tmp/scgi;
 	default_type application/octet-stream;
 	keepalive_requests 100000;
+	${NGINX_HTTP_EXTRA:-}
 	server {
 		listen 127.0.0.1:$port$listen_opts;
 		$ssl_conf

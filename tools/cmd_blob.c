@@ -599,7 +599,7 @@ int cafs_cmd_info(int argc, char **argv)
 			ca_log_error_errno(ENOMEM, "%s", a.stores[0]);
 			goto out;
 		}
-		if (ca_source_store_presence(a.stores[0], idx, have) < 0)
+		if (ca_source_stores_presence(a.stores, a.n_stores, idx, have) < 0)
 			goto out;
 	}
 	sizes = malloc((n ? n : 1) * sizeof(uint64_t));
@@ -631,8 +631,9 @@ int cafs_cmd_info(int argc, char **argv)
 		       (unsigned long long)sizes[0], (unsigned long long)sizes[n / 2],
 		       (unsigned long long)(ca_index_blob_size(idx) / n), (unsigned long long)sizes[n - 1]);
 	if (have) {
-		char *shown = ca_location_redact(a.stores[0]);
-		printf("In store %s: %llu of %zu chunks, %llu of %llu bytes\n", shown ? shown : "(store)",
+		char *shown = a.n_stores == 1 ? ca_location_redact(a.stores[0]) : NULL;
+		printf("In %s%s: %llu of %zu chunks, %llu of %llu bytes\n", a.n_stores == 1 ? "store " : "the stores given",
+		       a.n_stores == 1 ? (shown ? shown : "(store)") : "",
 		       (unsigned long long)present, n, (unsigned long long)present_bytes,
 		       (unsigned long long)ca_index_blob_size(idx));
 		free(shown);

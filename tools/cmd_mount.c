@@ -33,6 +33,7 @@
 #include "cache.h"
 #include "cmd.h"
 #include "../fs/fs.h"
+#include "failover.h"
 #include "location.h"
 #include "log.h"
 #include "source.h"
@@ -501,7 +502,7 @@ int cafs_cmd_mount(int argc, char **argv)
 	a.source = source;
 	a.mountpoint = mountpoint;
 	for (size_t i = 0; i < a.n_stores; i++) {
-		char *s = absolute(a.stores[i]);
+		char *s = ca_failover_map(a.stores[i], absolute); /* each member of a group */
 		if (!s) {
 			ca_log_error_errno(ENOMEM, "%s", cmd);
 			goto out;

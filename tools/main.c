@@ -70,13 +70,14 @@ static const struct cafs_command commands[] = {
 	  "PATH: in an archive, that directory's stream or that file's contents.\n" },
 	{ "info", cafs_cmd_info, "info [OPTIONS] INDEX",
 	  "  -s, --store=DIR|URL     also report how much of the index this store holds\n"
-	  "                          (only the first one given is looked at)\n"
+	  "                          (repeatable: what any of them holds)\n"
 	  "  -j, --threads=N         accepted, as for extract; has no effect\n"
 	  "      --trusted-key=FILE  only an index signed by this minisign key (repeatable;\n"
 	  "                          see SECURITY in cafs(1))\n" },
 	{ "mount", cafs_cmd_mount, "mount [OPTIONS] SOURCE.caidx|SOURCE.caibx|SOURCE.catar MOUNTPOINT",
 	  "  -s, --store=DIR|URL  chunk store (repeatable, tried in order;\n"
-	  "                       default: default.castr beside SOURCE)\n"
+	  "                       default: default.castr beside SOURCE);\n"
+	  "                       'URL1|URL2': a failover group of mirrors\n"
 	  "      --cache=DIR      keep fetched chunks here (default when anything is\n"
 	  "                       remote: $XDG_CACHE_HOME/cafs, ~/.cache/cafs;\n"
 	  "                       /var/cache/cafs for root)\n"
