@@ -63,49 +63,13 @@ comm -23 "$T/ids.opt" "$T/ids.usr" | comm -23 - "$T/ids.read" >"$T/ids.app"
 ok "the unread files have chunks of their own (the test can tell)" test -s "$T/ids.unread" -a -s "$T/ids.app"
 
 # ---- the container runtime ----
-# crun refuses a hybrid cgroup layout (cgroup v1 controllers with a
-# cgroup2 at /sys/fs/cgroup/unified that has controllers too): there, run
-# it in a mount namespace where a tmpfs hides the unified hierarchy, so it
-# sees plain cgroup v1. --cgroup-manager=disabled: the test makes no
-# cgroup it would have to remove.
-crun_root=$T/crun
-crun_hybrid=
-if [ "$(stat -f -c %T /sys/fs/cgroup 2>/dev/null)" = tmpfs ] && [ -n "$(cat /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null)" ]; then
-	crun_hybrid=1
-fi
-run_crun() {
-	if [ -n "$crun_hybrid" ]; then
-		unshare -m sh -c 'mount -t tmpfs cafs-test /sys/fs/cgroup/unified && exec "$@"' sh \
-			crun --root="$crun_root" --cgroup-manager=disabled "$@"
-	else
-		crun --root="$crun_root" --cgroup-manager=disabled "$@"
-	fi
-}
-# bundle DIR ROOT ARGS...: a config.json (crun spec's defaults) running ARGS in ROOT, writable
-bundle() {
-	local dir=$1 root=$2
-	shift 2
-	mkdir -p "$dir"
-	(cd "$dir" && crun spec) || return 1
-	python3 - "$dir/config.json" "$root" "$@" <<'EOF'
-import json, sys
-path, root, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-c = json.load(open(path))
-c["root"] = {"path": root, "readonly": False}
-c["process"]["terminal"] = False
-c["process"]["args"] = args
-c["hostname"] = "cafs-test"
-json.dump(c, open(path, "w"), indent=1)
-EOF
-}
+. "$top_srcdir/tests/lib-crun.sh"
 # ctr NAME BUNDLE: crun run, its stdout in $T/NAME.out, stderr $T/NAME.err, status $T/NAME.rc
 ctr() {
 	local rc=0
-	at_cleanup "crun --root='$crun_root' delete -f '$1'"
-	run_crun run --bundle="$2" "$1" >"$T/$1.out" 2>"$T/$1.err" </dev/null || rc=$?
+	crun_run "$1" "$2" >"$T/$1.out" 2>"$T/$1.err" || rc=$?
 	echo "$rc" >"$T/$1.rc"
 }
-no_containers() { [ -z "$(crun --root="$crun_root" list -q 2>/dev/null)" ]; }
 
 # ---- mount, overlay, container ----
 mnt=$T/mnt merged=$T/merged
@@ -116,13 +80,13 @@ ok "overlayfs: the mount as lower layer, upper and work in the test dir" \
 	mount -t overlay overlay -o "lowerdir=$mnt,upperdir=$T/upper,workdir=$T/work" "$merged"
 
 nginx_log_reset
-bundle "$T/b1" "$merged" sh -c 'echo hello > /tmp/x; cat /etc/os-release; cat /tmp/x' || exit 1
+crun_bundle "$T/b1" "$merged" sh -c 'echo hello > /tmp/x; cat /etc/os-release; cat /tmp/x' || exit 1
 ctr c1 "$T/b1"
 ok "crun run exits 0" sh -c "test \"\$(cat '$T/c1.rc')\" = 0 || { cat '$T/c1.err'; exit 1; }"
 ok "the container printed os-release and what it wrote" \
 	sh -c "{ cat '$r/etc/os-release'; echo hello; } | cmp - '$T/c1.out'"
 ok "... and nothing on stderr" test ! -s "$T/c1.err"
-ok "crun removed the container" no_containers
+ok "crun removed the container" crun_none
 ok "the write landed in the upper dir" test "$(cat "$T/upper/tmp/x" 2>&1)" = hello
 ok "... not in the image (the mount has no tmp/x)" test ! -e "$mnt/tmp/x" -a ! -e "$r/tmp/x"
 fetched_ids >"$T/ids.c1"
@@ -142,7 +106,7 @@ gone=$(head -n 1 "$T/ids.app")
 gone_file=$(find "$W/default.castr" -name "$gone.cacnk")
 mv "$gone_file" "$T/held.cacnk"
 at_cleanup "mv '$T/held.cacnk' '$gone_file'"
-bundle "$T/b2" "$merged" sh -c 'cat /opt/app/app.conf >/dev/null' || exit 1
+crun_bundle "$T/b2" "$merged" sh -c 'cat /opt/app/app.conf >/dev/null' || exit 1
 ctr c2 "$T/b2"
 ok "a missing chunk: the container's read fails (non-zero exit)" test "$(cat "$T/c2.rc")" != 0
 ok "... with one error line, EIO (Input/output error)" \
@@ -176,5 +140,5 @@ ok "the overlay unmounts" umount "$merged"
 mount_stop "the FUSE mount unmounts, daemon exits 0" "$mnt"
 nginx_stop
 ok "nothing left: no container, no overlay, no FUSE mount" \
-	sh -c "test -z \"\$(crun --root='$crun_root' list -q 2>/dev/null)\" && ! grep -qF '$T/' /proc/self/mountinfo"
+	sh -c "test -z \"\$(crun --root='$CRUN_ROOT' list -q 2>/dev/null)\" && ! grep -qF '$T/' /proc/self/mountinfo"
 mount_done_testing
