@@ -22,6 +22,7 @@ packages=(
 	attr acl libcap2-bin xz-utils python3 e2fsprogs xfsprogs
 	casync nginx-light curl rsync valgrind strace time openssl
 	minisign clang libclang-rt-14-dev
+	busybox-static crun
 )
 
 install_deps() {
