@@ -217,6 +217,7 @@ mode_t ca_ex_create_mode(const struct ex *x, const struct dir *p, uint64_t m)
 static int write_payload(struct ex *x, int fd)
 {
 	uint64_t off = 0;
+	bool tail_hole = false; /* the last bytes written were left a hole */
 	for (;;) {
 		if (x->o->cancel && *x->o->cancel)
 			return -ECANCELED;
@@ -227,10 +228,11 @@ static int write_payload(struct ex *x, int fd)
 		}
 		if (k == 0)
 			/* a file that ends in a hole gets its size */
-			return !x->o->no_holes && ftruncate(fd, (off_t)off) < 0 ? -errno : 0;
+			return !x->o->no_holes && tail_hole && ftruncate(fd, (off_t)off) < 0 ? -errno : 0;
 		int r = x->o->no_holes ? ca_write_all(fd, x->buf, (size_t)k) : ca_write_sparse(fd, x->buf, (size_t)k, off);
 		if (r < 0)
 			return r;
+		tail_hole = !x->o->no_holes && ca_sparse_ends_in_hole(x->buf, (size_t)k, off);
 		off += (uint64_t)k;
 		x->done += (uint64_t)k;
 		if (x->o->progress)

@@ -473,6 +473,13 @@ void ca_chunksrc_prefetch(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_
 {
 	if (src->offline)
 		return;
+	/* Only a backend that can prefetch makes the checks below worth it: with
+	 * local stores alone they were three syscalls a chunk, under the lock. */
+	bool any = false;
+	for (unsigned i = 0; i < src->n_backends; i++)
+		any = any || src->backends[i].ops->prefetch;
+	if (!any)
+		return;
 	/* Under the lock from the table lookup to the backend's prefetch: a get()
 	 * of this id either registered itself before (we see it and stay out) or
 	 * comes after and joins the download we start. Between the two, the cache

@@ -122,3 +122,12 @@ int ca_pwrite_sparse(int fd, const void *p, size_t n, uint64_t off)
 {
 	return write_sparse(fd, p, n, off, false);
 }
+
+bool ca_sparse_ends_in_hole(const void *p, size_t n, uint64_t off)
+{
+	if (n == 0)
+		return false;
+	size_t in_block = (size_t)((off + n - 1) % SPARSE_BLOCK); /* bytes of the last block before its last byte */
+	size_t start = in_block < n ? n - 1 - in_block : 0;
+	return block_zero((const uint8_t *)p + start, n - start);
+}

@@ -3,6 +3,7 @@
 #ifndef CA_FDIO_H
 #define CA_FDIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -23,5 +24,8 @@ ssize_t ca_pread_full(int fd, void *p, size_t n, uint64_t off);
 int ca_write_sparse(int fd, const void *p, size_t n, uint64_t off);
 /* The same with pwrite at off (the file already has its size). */
 int ca_pwrite_sparse(int fd, const void *p, size_t n, uint64_t off);
+/* Whether ca_write_sparse(fd, p, n, off) leaves its last bytes a hole,
+ * i.e. whether a file it ends needs its size set. */
+bool ca_sparse_ends_in_hole(const void *p, size_t n, uint64_t off);
 
 #endif

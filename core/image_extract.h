@@ -12,7 +12,7 @@
  *                      (catar_extract.h: nothing partial under a final
  *                      name, DEST made whole or not at all)
  *
- * The caller opens the image (with lru_bytes CA_ARCHIVE_READER_LRU for an
+ * The caller opens the image (with lru_bytes CA_IMAGE_EXTRACT_LRU for an
  * archive) and may change its chunk source first, e.g. give it a cache
  * seeded with chunks from local data; the image is borrowed.
  *
@@ -76,5 +76,11 @@ int ca_image_extract_check_dest(enum ca_image_kind kind, const char *dest);
 
 /* Extract im to dest. o may be NULL (no options). */
 int ca_image_extract(struct ca_image *im, const char *dest, const struct ca_image_extract_opts *o);
+
+/* The memory LRU of an archive opened to be extracted: the decoder reads
+ * the stream once, in order, so only the few random reads that find a
+ * subtree use it; CA_ARCHIVE_READER_LRU (64 MiB, for list and mount) put
+ * extract over its memory budget and churned its pages. */
+#define CA_IMAGE_EXTRACT_LRU (8u << 20)
 
 #endif

@@ -319,7 +319,7 @@ static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind k
 	/* the cache also keeps a URL's index (and reads it back --offline) */
 	struct ca_http_opts http;
 	struct ca_image_opts io = { .stores = a->stores, .n_stores = a->n_stores,
-	                            .lru_bytes = kind == CA_IMAGE_BLOB_INDEX ? 0 : CA_ARCHIVE_READER_LRU,
+	                            .lru_bytes = kind == CA_IMAGE_BLOB_INDEX ? 0 : CA_IMAGE_EXTRACT_LRU,
 	                            .cache_mode = a->cache ? CA_CACHE_DIR : CA_CACHE_NONE, .cache_dir = a->cache,
 	                            .offline = a->offline, .http = &http };
 	struct ca_image *im = NULL;
