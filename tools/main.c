@@ -37,6 +37,7 @@ static const struct cafs_command commands[] = {
 	  "      --uid-shift=UID     archives: store owners as their ids minus UID\n"
 	  "      --uid-range=N       ... modulo N (default 65536; or yes/no), as casync\n"
 	  "  -j, --threads=N         worker threads (default: number of CPUs)\n"
+	  "      --compression=NAME  chunks in zstd (default), xz or gzip, as casync\n"
 	  "Prints the digest of the whole stream, as casync make does.\n" },
 	{ "extract", cafs_cmd_extract, "extract [OPTIONS] IN.caibx|IN.caidx|IN.catar OUT [PATH]",
 	  "PATH: only that directory of an archive (found by random access; only its chunks are read)\n"
