@@ -152,7 +152,7 @@ static const char casync_help[] =
 	"     --seed=PATH             Additional file, device or index to take chunks from\n"
 	"     --cache=PATH            casync's encoder cache: accepted, not used\n"
 	"  -c --cache-auto            Accepted, not used\n"
-	"     --rate-limit-bps=LIMIT  Maximum bandwidth in bytes/s for each transfer\n"
+	"     --rate-limit-bps=LIMIT  Maximum bandwidth in bytes/s (per store)\n"
 	"     --exclude-nodump=no, --exclude-submounts=yes, --exclude-file=no\n"
 	"     --seed-output=no        Don't add the existing output (a blob) as seed\n"
 	"     --recursive=no          List non-recursively\n"
