@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* compress.c - zstd chunk encoding; zstd/xz/gzip decoding by magic. */
+/* compress.c - zstd/xz/gzip chunk encoding as casync's; decoding by magic. */
 #include "config.h"
 
 #include <errno.h>
@@ -21,6 +21,7 @@ struct ca_codec {
 	ZSTD_CCtx *cctx;
 	ZSTD_DCtx *dctx;
 	struct ca_digest *digest;
+	enum ca_compression compression; /* what ca_codec_compress writes */
 };
 
 int ca_codec_new(enum ca_digest_type type, struct ca_codec **ret)
@@ -36,6 +37,7 @@ int ca_codec_new(enum ca_digest_type type, struct ca_codec **ret)
 	r = ca_digest_new(type, &c->digest);
 	if (r < 0)
 		goto fail;
+	c->compression = CA_COMPRESSION_ZSTD;
 	*ret = c;
 	return 0;
 fail:
@@ -84,8 +86,122 @@ static int zstd_fail(size_t rc, const char *what)
 	return ca_log_debug_errno(-EBADMSG, "zstd %s failed (%s)", what, ZSTD_getErrorName(rc));
 }
 
+#ifdef HAVE_LZMA
+/* casync: lzma_easy_encoder(LZMA_PRESET_DEFAULT, LZMA_CHECK_CRC64), input
+ * fed with LZMA_RUN then LZMA_FINISH; liblzma's output does not depend on
+ * how the input is split, so one call gives the same stream */
+static int compress_xz(const void *p, size_t n, struct ca_buf *out)
+{
+	lzma_stream s = LZMA_STREAM_INIT;
+	int r = 0;
+	if (lzma_easy_encoder(&s, LZMA_PRESET_DEFAULT, LZMA_CHECK_CRC64) != LZMA_OK)
+		return -ENOMEM;
+	s.next_in = p;
+	s.avail_in = n;
+	out->size = 0;
+	for (;;) {
+		if (out->size == out->cap && (r = ca_buf_reserve(out, out->cap < 65536 ? 65536 : out->cap * 2, SIZE_MAX)) < 0)
+			break;
+		s.next_out = out->data + out->size;
+		s.avail_out = out->cap - out->size;
+		lzma_ret lr = lzma_code(&s, LZMA_FINISH);
+		out->size = out->cap - s.avail_out;
+		if (lr == LZMA_STREAM_END)
+			break;
+		if (lr != LZMA_OK) {
+			r = lr == LZMA_MEM_ERROR ? -ENOMEM : -EIO;
+			break;
+		}
+	}
+	lzma_end(&s);
+	return r;
+}
+#endif
+
+#ifdef HAVE_ZLIB
+/* casync: deflateInit2(Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 | 16, 8,
+ * Z_DEFAULT_STRATEGY), Z_NO_FLUSH then Z_FINISH: a gzip member with no
+ * name and mtime 0, so the bytes depend on the data only */
+static int compress_gzip(const void *p, size_t n, struct ca_buf *out)
+{
+	z_stream s;
+	int r = 0;
+	memset(&s, 0, sizeof(s));
+	if (deflateInit2(&s, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 | 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	r = ca_buf_reserve(out, deflateBound(&s, n), SIZE_MAX);
+	s.next_in = (Bytef *)p;
+	s.avail_in = n;
+	out->size = 0;
+	while (r == 0) {
+		if (out->size == out->cap && (r = ca_buf_reserve(out, out->cap * 2, SIZE_MAX)) < 0)
+			break;
+		s.next_out = out->data + out->size;
+		s.avail_out = out->cap - out->size;
+		int zr = deflate(&s, Z_FINISH);
+		out->size = out->cap - s.avail_out;
+		if (zr == Z_STREAM_END)
+			break;
+		if (zr != Z_OK && zr != Z_BUF_ERROR)
+			r = -EIO;
+	}
+	deflateEnd(&s);
+	return r;
+}
+#endif
+
+int ca_codec_set_compression(struct ca_codec *c, enum ca_compression type)
+{
+	switch (type) {
+	case CA_COMPRESSION_ZSTD:
+		break;
+	case CA_COMPRESSION_XZ:
+#ifndef HAVE_LZMA
+		return -EOPNOTSUPP;
+#endif
+		break;
+	case CA_COMPRESSION_GZIP:
+#ifndef HAVE_ZLIB
+		return -EOPNOTSUPP;
+#endif
+		break;
+	default:
+		return -EINVAL;
+	}
+	c->compression = type;
+	return 0;
+}
+
+int ca_compression_parse(const char *name, enum ca_compression *ret)
+{
+	static const char *const names[] = {
+		[CA_COMPRESSION_ZSTD] = "zstd",
+		[CA_COMPRESSION_XZ] = "xz",
+		[CA_COMPRESSION_GZIP] = "gzip",
+	};
+	if (!strcmp(name, "default")) { /* casync's word for zstd */
+		*ret = CA_COMPRESSION_ZSTD;
+		return 0;
+	}
+	for (size_t i = CA_COMPRESSION_ZSTD; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i])) {
+			*ret = (enum ca_compression)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
 int ca_codec_compress(struct ca_codec *c, const void *p, size_t n, struct ca_buf *out)
 {
+#ifdef HAVE_LZMA
+	if (c->compression == CA_COMPRESSION_XZ)
+		return compress_xz(p, n, out);
+#endif
+#ifdef HAVE_ZLIB
+	if (c->compression == CA_COMPRESSION_GZIP)
+		return compress_gzip(p, n, out);
+#endif
+
 	/* casync streams each chunk through ZSTD_compressStream + ZSTD_endStream
 	 * without a pledged size; feeding the input with ZSTD_e_continue first
 	 * keeps libzstd from inferring one, which would change the frame header. */

@@ -37,7 +37,8 @@ enum ca_compression ca_compression_detect(const void *p, size_t n);
  * chunk_size bytes: zstd's bound plus room for headers. */
 size_t ca_compress_file_max(uint64_t chunk_size);
 
-/* Compress n bytes as a casync zstd chunk into out (replacing its contents). */
+/* Compress n bytes as a casync chunk into out (replacing its contents):
+ * zstd unless ca_codec_set_compression chose another. */
 int ca_codec_compress(struct ca_codec *c, const void *p, size_t n, struct ca_buf *out);
 
 /* The most an xz chunk's decoder may allocate. casync writes xz chunks
@@ -60,5 +61,16 @@ int ca_codec_decompress(struct ca_codec *c, const void *p, size_t n, struct ca_b
  * digest mismatch, other negative errno otherwise. */
 int ca_codec_decode_chunk(struct ca_codec *c, const void *p, size_t n, const uint8_t id[CA_CHUNK_ID_SIZE],
                           uint64_t expected_size, struct ca_buf *out);
+
+/* What ca_codec_compress writes from now on, as casync's --compression=
+ * (its .cacnk files hold whichever): zstd (the default), xz (preset 6,
+ * CRC64 check: casync's lzma_easy_encoder settings) or gzip (zlib level 6,
+ * window 15, memLevel 8: casync's deflateInit2 settings). With the same
+ * libraries the bytes are casync's. -EINVAL for NONE, -EOPNOTSUPP for a
+ * format this build has no library for. */
+int ca_codec_set_compression(struct ca_codec *c, enum ca_compression type);
+
+/* casync's names: "zstd", "xz", "gzip", "default" (zstd). -EINVAL for any other. */
+int ca_compression_parse(const char *name, enum ca_compression *ret);
 
 #endif

@@ -79,6 +79,7 @@ struct ca_http {
 	uint64_t rng;        /* back-off jitter: this engine's own xorshift state */
 	CURL *idle[MAX_IDLE_HANDLES];
 	unsigned n_idle;
+	uint64_t paced_ms; /* with o.max_recv_speed: no transfer starts before this */
 };
 
 void ca_http_opts_init(struct ca_http_opts *o)
@@ -629,9 +630,17 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 	/* HTTP/1.1 runs one transfer per connection, so more transfers than
 	 * connections would only wait inside curl with their connect timer
 	 * running; HTTP/2 multiplexes them, so allow more once it is in use */
-	if (code == CURLE_OK && curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version) == CURLE_OK &&
+	if (code == CURLE_OK && !h->o.max_recv_speed && curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version) == CURLE_OK &&
 	    version == CURL_HTTP_VERSION_2_0)
 		h->max_active = h->o.max_transfers * H2_STREAMS_PER_SLOT;
+	if (h->o.max_recv_speed) {
+		/* curl's own limit lets a short transfer burst; the next one
+		 * waits until this one's bytes took their time at the rate */
+		curl_off_t got = 0, took_us = 0;
+		curl_easy_getinfo(e, CURLINFO_SIZE_DOWNLOAD_T, &got);
+		curl_easy_getinfo(e, CURLINFO_TOTAL_TIME_T, &took_us);
+		h->paced_ms = now_ms() - (uint64_t)took_us / 1000 + (uint64_t)got * 1000 / h->o.max_recv_speed;
+	}
 	curl_multi_remove_handle(h->multi, e);
 	unlink_active(h, q);
 	easy_release(h, q);
@@ -711,11 +720,12 @@ static long start_ready(struct ca_http *h)
 {
 	uint64_t now = now_ms(), next = UINT64_MAX;
 	struct req **pp = &h->delayed;
+	bool paced = now < h->paced_ms; /* under --rate-limit-bps */
 
 	/* retries first: they have waited longest */
 	while (*pp) {
 		struct req *q = *pp;
-		if (q->due_ms <= now && h->n_active < h->max_active) {
+		if (q->due_ms <= now && !paced && h->n_active < h->max_active) {
 			*pp = q->next;
 			start(h, q);
 			continue;
@@ -724,12 +734,14 @@ static long start_ready(struct ca_http *h)
 			next = q->due_ms;
 		pp = &q->next;
 	}
-	while (h->n_active < h->max_active) {
+	while (!paced && h->n_active < h->max_active) {
 		struct req *q = queue_pop(h);
 		if (!q)
 			break;
 		start(h, q);
 	}
+	if (paced)
+		next = h->paced_ms; /* nothing starts before then; look again then */
 	if (next == UINT64_MAX)
 		return POLL_MAX_MS;
 	return next <= now ? (h->n_active < h->max_active ? 0 : POLL_MAX_MS) :
@@ -843,7 +855,9 @@ int ca_http_new(const struct ca_http_opts *o, struct ca_http **ret)
 	if (!h)
 		return -ENOMEM;
 	opts_fill(&h->o, o);
-	h->max_active = h->o.max_transfers;
+	/* a rate limit is the engine's, as casync's: its helper (casync-http)
+	 * fetches one chunk at a time from a store, each at most that fast */
+	h->max_active = h->o.max_recv_speed ? 1 : h->o.max_transfers;
 	/* a seed per engine: two clients (or stores) failing together do not
 	 * retry in step; never 0, xorshift's fixed point */
 	struct timespec ts;

@@ -63,7 +63,10 @@ struct ca_http_opts {
 	unsigned total_timeout_s;    /* a request's deadline, retries included (see above); 0 = 45 */
 	int retries;                 /* extra attempts after the first; < 0 = 3 */
 	unsigned retry_delay_ms;     /* shortest back-off (see above); 0 = 250 */
-	uint64_t max_recv_speed;     /* bytes/s per transfer, 0 = unlimited */
+	uint64_t max_recv_speed;     /* bytes/s, 0 = unlimited; when set, one transfer at a time
+	                              * (max_transfers ignored), each started when the bytes of
+	                              * the last took their time at this rate: it caps the
+	                              * engine (casync's --rate-limit-bps: one store's downloads) */
 	const char *ca_file;         /* CA bundle for https (copied); NULL = the system's */
 	/* per-store settings (storeconf.h); every string is copied by
 	 * ca_http_new, and none is ever put in a message */

@@ -138,6 +138,7 @@ static void maker_opts(const struct make_ctx *c, const char *store, struct ca_ma
 		.progress = c->o->progress,
 		.progress_userdata = c->o->progress_userdata,
 		.cancel = c->o->cancel,
+		.compression = c->o->compression,
 	};
 }
 

@@ -64,6 +64,7 @@ struct ca_image_make_opts {
 	/* when non-NULL and it becomes non-zero (a signal handler sets it),
 	 * make stops and returns -ECANCELED */
 	const volatile sig_atomic_t *cancel;
+	enum ca_compression compression; /* chunks (compress.h); NONE (0): zstd */
 };
 
 /* casync's defaults: chunks 16/64/256 KiB, SHA-512/256, the default

@@ -253,6 +253,8 @@ static void *worker_main(void *arg)
 	struct ca_codec *codec = NULL;
 	struct ca_buf cbuf = CA_BUF_INIT;
 	int r = ca_codec_new(ca_digest_type_from_flags(m->o.feature_flags), &codec);
+	if (r == 0 && m->o.compression != CA_COMPRESSION_NONE)
+		r = ca_codec_set_compression(codec, m->o.compression);
 
 	pthread_mutex_lock(&m->lock);
 	if (r < 0)

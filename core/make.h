@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include "compress.h"
 #include "digest.h"
 #include "format.h"
 
@@ -37,6 +38,8 @@ struct ca_make_opts {
 	 * stage stops and feed/finish return -ECANCELED; a read(2) of the input
 	 * interrupted by a signal (EINTR) looks at it too */
 	const volatile sig_atomic_t *cancel;
+	/* how new chunks are compressed (compress.h); NONE (0): zstd */
+	enum ca_compression compression;
 };
 
 struct ca_make_stats {

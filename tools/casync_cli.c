@@ -148,11 +148,11 @@ static const char casync_help[] =
 	"     --extra-store=PATH      Additional chunk store to look for chunks in\n"
 	"     --chunk-size=[MIN:]AVG[:MAX]  Chunk sizes\n"
 	"     --digest=DIGEST         sha512-256 or sha256\n"
-	"     --compression=COMPRESSION  zstd (cafs writes zstd only)\n"
+	"     --compression=COMPRESSION  Pick compression algorithm (zstd, xz or gzip)\n"
 	"     --seed=PATH             Additional file, device or index to take chunks from\n"
 	"     --cache=PATH            casync's encoder cache: accepted, not used\n"
 	"  -c --cache-auto            Accepted, not used\n"
-	"     --rate-limit-bps=LIMIT  Maximum bandwidth in bytes/s for each transfer\n"
+	"     --rate-limit-bps=LIMIT  Maximum bandwidth in bytes/s (per store)\n"
 	"     --exclude-nodump=no, --exclude-submounts=yes, --exclude-file=no\n"
 	"     --seed-output=no        Don't add the existing output (a blob) as seed\n"
 	"     --recursive=no          List non-recursively\n"
@@ -466,6 +466,8 @@ static int add_options(const struct casync_args *a, unsigned takes, struct strv 
 		return r;
 	if (r == 0 && a->chunk_size)
 		r = strv_add(out, "--chunk-size=%s", a->chunk_size);
+	if (r == 0 && a->compression)
+		r = strv_add(out, "--compression=%s", a->compression);
 	for (size_t i = 0; r == 0 && i < a->with.n; i++)
 		r = strv_add(out, "--with=%s", a->with.v[i]);
 	for (size_t i = 0; r == 0 && i < a->without.n; i++)
@@ -884,8 +886,6 @@ static int verb_make(const struct casync_args *a, char **pos, int npos)
 		if (w == WHAT_ANY)
 			return usage(a, "%s: output must end in .catar, .caidx or .caibx", dst);
 	}
-	if (a->compression && strcmp(a->compression, "zstd") && strcmp(a->compression, "default"))
-		return usage(a, "make: --compression=%s: cafs writes zstd chunks only", a->compression);
 	if (!in && (w == WHAT_ARCHIVE || w == WHAT_ARCHIVE_INDEX))
 		in = ".";
 	if (in && !strcmp(in, "-"))

@@ -20,6 +20,7 @@
 #include "cache.h"
 #include "chunker.h"
 #include "cmd.h"
+#include "compress.h"
 #include "feature.h"
 #include "image_extract.h"
 #include "image_make.h"
@@ -52,6 +53,7 @@ enum {
 	OPT_PUNCH_HOLES,
 	OPT_REFLINK,
 	OPT_EXTRACT_END, /* end of extract's own */
+	OPT_COMPRESSION,
 };
 
 /* The progress bar's life follows the core's calls: begun with the total
@@ -82,6 +84,7 @@ int cafs_cmd_make(int argc, char **argv)
 		{ "uid-shift", required_argument, NULL, OPT_UID_SHIFT },
 		{ "uid-range", required_argument, NULL, OPT_UID_RANGE },
 		{ "threads", required_argument, NULL, 'j' },
+		{ "compression", required_argument, NULL, OPT_COMPRESSION },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -148,6 +151,20 @@ int cafs_cmd_make(int argc, char **argv)
 			if (cafs_parse_threads(optarg, &o.threads) < 0)
 				return cafs_usage_error("make", "invalid thread count '%s'", optarg);
 			break;
+		case OPT_COMPRESSION: {
+			struct ca_codec *codec = NULL;
+			if (ca_compression_parse(optarg, &o.compression) < 0)
+				return cafs_usage_error("make", "unknown compression '%s'", optarg);
+			int e = ca_codec_new(CA_DIGEST_SHA512_256, &codec);
+			if (e == 0)
+				e = ca_codec_set_compression(codec, o.compression);
+			ca_codec_free(codec);
+			if (e == -EOPNOTSUPP)
+				return cafs_usage_error("make", "--compression=%s: built without its library", optarg);
+			if (e < 0)
+				return ca_log_error_errno(e, "make"), 1;
+			break;
+		}
 		default: {
 			int e = cafs_common_option("make", c, &verbosity);
 			if (e >= 0)

@@ -38,6 +38,7 @@ static const struct cafs_command commands[] = {
 	  "      --uid-shift=UID     archives: store owners as their ids minus UID\n"
 	  "      --uid-range=N       ... modulo N (default 65536; or yes/no), as casync\n"
 	  "  -j, --threads=N         worker threads (default: number of CPUs)\n"
+	  "      --compression=NAME  chunks in zstd (default), xz or gzip, as casync\n"
 	  "Prints the digest of the whole stream, as casync make does.\n" },
 	{ "extract", cafs_cmd_extract, "extract [OPTIONS] IN.caibx|IN.caidx|IN.catar OUT [PATH]",
 	  "PATH: only that directory of an archive (found by random access; only its chunks are read)\n"
@@ -53,7 +54,7 @@ static const struct cafs_command commands[] = {
 	  "      --offline           only the --cache (and the index kept there for a URL)\n"
 	  "      --overlay-xattrs    archives: apply trusted.overlay.* and user.overlay.* too\n"
 	  "                          (overlayfs instructions; man cafs: SECURITY)\n"
-	  "      --rate-limit-bps=SIZE  cap each HTTP transfer's download rate (bytes/s)\n"
+	  "      --rate-limit-bps=SIZE  cap the download rate from each store (bytes/s)\n"
 	  "      --uid-shift=UID     archives: owners on disk are those stored plus UID\n"
 	  "      --uid-range=N       ... modulo N (default 65536; or yes/no), as casync\n"
 	  "      --undo-immutable=yes  archives: replace and remove files of OUT that are\n"
@@ -91,7 +92,7 @@ static const struct cafs_command commands[] = {
 	  "                       (default: they are dropped)\n"
 	  "      --trusted-key=FILE  only an index signed by this minisign key\n"
 	  "                       (repeatable; see SECURITY in cafs(1))\n"
-	  "      --rate-limit-bps=SIZE  cap each HTTP transfer's download rate\n"
+	  "      --rate-limit-bps=SIZE  cap the download rate from each store\n"
 	  "  -o, --options=OPT[,OPT...]  FUSE mount options (allow_other, ...), and\n"
 	  "                       store=, cache=, offline, no_cache, lru_size=, threads=,\n"
 	  "                       log=, trusted_key=, overlay_xattrs, and for a .caibx\n"

@@ -121,6 +121,13 @@ compat '$C make --with=fuse u.caidx tree'
 compat '$C make --with=2sec-time --with=permissions --with=symlinks u.catar tree'
 compat '$C make --exclude-nodump=no --exclude-submounts=yes --exclude-file=no u.caidx tree'
 compat '$C make --compression=zstd --rate-limit-bps=1000 u.caidx tree'
+# xz and gzip chunks: casync's encoder settings, so the stores are byte-identical
+compat '$C make --compression=xz x.caibx blob.img'
+compat '$C --compression=gzip make x.caibx blob.img'
+compat '$C make --compression=xz --store=s.castr x.caidx tree && $C extract --store=s.castr x.caidx out'
+compat '$C make --compression=gzip x.caidx tree && $C list x.caidx'
+compat '$C make --compression=default x.caibx blob.img'
+compat '$C make --compression=lz4 x.caibx blob.img'
 # -c: casync writes its encoder cache (tree/.cacac) there, and prints no
 # digest when it uses it; cafs has no encoder cache and prints it
 compat '$C make -c u.caidx tree && rm -rf tree/.cacac' files
@@ -314,6 +321,7 @@ ok "mount --mkdir=no: a missing mount point is not made" bash -c 'cd "$1" && ! "
 ok "mkdev: one line, exit 1" bash -c '! "$1" mkdev blob.caibx 2>"$2/err" && [ "$(wc -l <"$2/err")" = 1 ]' _ "$FAKE" "$T"
 ok "--help on stdout, exit 0" bash -c '"$1" --help | grep -q "casync \[OPTIONS...\] extract"' _ "$FAKE"
 ok "cafs: casync's options before the command" bash -c 'cd "$1" && "$2" -v --store=default.castr --digest=sha512-256 list img.caidx | cmp - <(casync list img.caidx)' _ "$FX" "$CAFS"
+ok "make --compression=xz|gzip: casync extracts what cafs made" bash -c 'cd "$1" && for c in xz gzip; do "$2" --compression=$c --store=$c.castr make $c.caibx blob.img >/dev/null && "$3" --store=$c.castr extract $c.caibx $c.img && cmp $c.img blob.img || exit 1; done' _ "$T/w.fake" "$FAKE" "$REAL"
 ok "cafs: -l after list is still --long" bash -c 'cd "$1" && "$2" -v list img.caidx -l | grep -q "^-rw"' _ "$FX" "$CAFS"
 
 # a block device as DEST, and as stdout (RAUC writes a slot either way):
