@@ -228,10 +228,12 @@ static int set_key(struct parser *p, const char *key, const char *val)
 		const char *colon = val;
 		while (tchar(*colon))
 			colon++;
+		if (colon == val || *colon != ':') /* before looking past it: it may be the end */
+			return BAD(p, "header: expected 'Name: value'", p->name, p->line);
 		const char *v = colon + 1;
 		while (blank(*v))
 			v++;
-		if (colon == val || *colon != ':' || !*v)
+		if (!*v)
 			return BAD(p, "header: expected 'Name: value'", p->name, p->line);
 		char **n = realloc(s->headers, (s->n_headers + 1) * sizeof(*n));
 		if (!n)

@@ -225,6 +225,9 @@ static void test_hostile(void)
 	REFUSED("[https://h/]\nheader = Bad Name: SECRET\n", "t.conf:2: header: expected 'Name: value'");
 	REFUSED("[https://h/]\nheader = X-Empty:\n", "t.conf:2: header: expected 'Name: value'");
 	REFUSED("[https://h/]\nheader = : SECRET\n", "t.conf:2: header: expected 'Name: value'");
+	/* a name that runs to the end of the line (found by fuzz-storeconf) */
+	REFUSED("[https://h/]\nheader = X-SECRET", "t.conf:2: header: expected 'Name: value'");
+	REFUSED("[https://h/]\nheader = X-SECRET\n", "t.conf:2: header: expected 'Name: value'");
 	REFUSED("[https://h/]\npassword = SECRET\x1b[2J\n", "t.conf:2: password: the value holds a control");
 	REFUSED("[https://h/]\npassword = SECRET\x7f\n", "t.conf:2: password: the value holds a control");
 	REFUSED("[https://h/]\npassword = SECRET\0more\n", "t.conf: holds a NUL byte");
