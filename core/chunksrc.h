@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * chunksrc.h - where chunks come from: a chain of backends tried in order
- * (the local cache store first, then other stores, then remote stores),
+ * (the local cache store first, then the stores in the order given: local,
+ * remote, or failover groups of either, failover.h),
  * behind an in-memory LRU of decompressed, verified chunks.
  *
  *   get(id) -> LRU hit? -> someone already fetching id? wait for them
