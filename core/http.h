@@ -63,6 +63,13 @@ struct ca_http_opts {
 	unsigned retry_delay_ms;     /* shortest back-off (see above); 0 = 250 */
 	uint64_t max_recv_speed;     /* bytes/s per transfer, 0 = unlimited */
 	const char *ca_file;         /* CA bundle for https (copied); NULL = the system's */
+	/* AWS Signature V4 (S3 stores, s3.h): when sigv4 is set ("aws:amz:REGION:s3")
+	 * every request is signed with key and secret (and carries the session
+	 * token, if any) and ~/.netrc is not read. All copied; the engine wipes
+	 * its copy of the secret when freed. S3 error answers are read (1 KiB)
+	 * and their code logged as a warning, once per code per 5 s; 403 is
+	 * then -EACCES and 404 NoSuchBucket -ENXIO (never a "missing" chunk). */
+	const char *sigv4, *sigv4_key, *sigv4_secret, *sigv4_token;
 };
 
 /* The defaults above, written out. */
@@ -146,5 +153,16 @@ int ca_http_get_range_validator(struct ca_http *h, const char *url, uint64_t sta
                                 uint64_t *ret_total, char *ret_validator);
 
 void ca_http_get_stats(struct ca_http *h, struct ca_http_stats *ret);
+
+/* Writes (S3 stores). A PUT of data[0..n) (copied), with
+ * Content-Type: application/octet-stream; with CA_HTTP_NO_OVERWRITE it
+ * sends If-None-Match: * and a 412 (the object exists) is -EEXIST. A signed
+ * PUT carries the body's SHA-256, so the server checks what it received.
+ * A DELETE (any 2xx is success, 404 -ENOENT). Retries, bounds and errors
+ * as for GET; fn gets an empty body. */
+#define CA_HTTP_NO_OVERWRITE 2u
+int ca_http_submit_put(struct ca_http *h, const char *url, const void *data, size_t n, unsigned flags,
+                       ca_http_done_fn fn, void *userdata);
+int ca_http_submit_delete(struct ca_http *h, const char *url, ca_http_done_fn fn, void *userdata);
 
 #endif

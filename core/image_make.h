@@ -64,6 +64,10 @@ struct ca_image_make_opts {
 	/* when non-NULL and it becomes non-zero (a signal handler sets it),
 	 * make stops and returns -ECANCELED */
 	const volatile sig_atomic_t *cancel;
+	/* chunks go here instead of a local store (borrowed; store_writer.h):
+	 * e.g. an S3 bucket. store then only names it in messages, and no
+	 * metadata sidecar is made (it is read back from a local store) */
+	struct ca_store_writer *store_writer;
 };
 
 /* casync's defaults: chunks 16/64/256 KiB, SHA-512/256, the default

@@ -23,6 +23,8 @@
 #include "digest.h"
 #include "format.h"
 
+struct ca_store_writer;
+
 struct ca_make_opts {
 	uint64_t chunk_min, chunk_avg, chunk_max;
 	uint64_t feature_flags;    /* written to the index header; its SHA512_256 bit picks the digest */
@@ -37,6 +39,9 @@ struct ca_make_opts {
 	 * stage stops and feed/finish return -ECANCELED; a read(2) of the input
 	 * interrupted by a signal (EINTR) looks at it too */
 	const volatile sig_atomic_t *cancel;
+	/* where chunks go instead of a local store at store_path (borrowed;
+	 * store_path then only names it in errors): store_writer.h */
+	struct ca_store_writer *store_writer;
 };
 
 struct ca_make_stats {

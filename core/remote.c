@@ -14,6 +14,7 @@
 #include "log.h"
 #include "location.h"
 #include "remote.h"
+#include "s3.h"
 #include "store.h"
 
 #define PF_BUCKETS 256
@@ -307,13 +308,24 @@ const struct ca_chunk_backend_ops ca_remote_store_ops = {
 int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca_remote_store **ret)
 {
 	struct ca_remote_store *rs;
+	struct ca_s3_conn s3 = { 0 };
 	int r;
 
 	if (ca_location_kind(url) != CA_LOCATION_HTTP)
 		return -EINVAL;
+	if (ca_s3_is_url(url)) {
+		/* an S3 store is an HTTP store whose requests are signed (s3.h) */
+		r = ca_s3_connect(url, NULL, o, &s3);
+		if (r < 0)
+			return r;
+		url = s3.http_url;
+		o = &s3.http;
+	}
 	rs = calloc(1, sizeof(*rs));
-	if (!rs)
+	if (!rs) {
+		ca_s3_conn_clear(&s3);
 		return -ENOMEM;
+	}
 	pthread_mutex_init(&rs->lock, NULL);
 	pthread_cond_init(&rs->cond, NULL);
 	/* as casync: parameters are not part of the chunk URLs */
@@ -329,9 +341,11 @@ int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca
 	r = ca_http_new(o, &rs->http);
 	if (r < 0)
 		goto fail;
+	ca_s3_conn_clear(&s3);
 	*ret = rs;
 	return 0;
 fail:
+	ca_s3_conn_clear(&s3);
 	ca_remote_store_free(rs);
 	return r;
 }
@@ -473,13 +487,21 @@ int ca_remote_store_probe(struct ca_remote_store *rs, const uint8_t *const *ids,
 int ca_remote_get_file(const char *url, size_t cap, const struct ca_http_opts *o, struct ca_buf *out)
 {
 	struct ca_http *h = NULL;
+	struct ca_s3_conn s3 = { 0 };
 	int r;
 	if (ca_location_kind(url) != CA_LOCATION_HTTP)
 		return -EINVAL;
+	if (ca_s3_is_url(url)) {
+		r = ca_s3_connect(url, NULL, o, &s3);
+		if (r < 0)
+			return r;
+		url = s3.http_url;
+		o = &s3.http;
+	}
 	r = ca_http_new(o, &h);
-	if (r < 0)
-		return r;
-	r = ca_http_get(h, url, cap, out);
+	if (r == 0)
+		r = ca_http_get(h, url, cap, out);
 	ca_http_free(h);
+	ca_s3_conn_clear(&s3);
 	return r;
 }
