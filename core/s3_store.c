@@ -112,8 +112,6 @@ struct ca_s3_writer {
 	char *url;
 	struct ca_http *http;
 	struct batch b;
-	struct ca_buf vbuf; /* for verifying, under vlock */
-	pthread_mutex_t vlock;
 	uint64_t skipped, skipped_bytes; /* under b.lock */
 };
 
@@ -176,7 +174,6 @@ int ca_s3_writer_new(const char *url, const struct ca_s3_settings *set, const st
 	if (!w)
 		return -ENOMEM;
 	batch_init(&w->b);
-	pthread_mutex_init(&w->vlock, NULL);
 	r = ca_s3_connect(url, set, http, &w->c);
 	if (r < 0)
 		goto fail;
@@ -206,9 +203,9 @@ int ca_s3_writer_put(struct ca_s3_writer *w, struct ca_codec *codec, const uint8
 	int r;
 	/* what goes out is what the id names: a bug or bad memory between the
 	 * hash and here would publish a chunk no reader could use */
-	pthread_mutex_lock(&w->vlock);
-	r = ca_codec_decode_chunk(codec, p, n, id, UINT64_MAX, &w->vbuf);
-	pthread_mutex_unlock(&w->vlock);
+	struct ca_buf plain = CA_BUF_INIT;
+	r = ca_codec_decode_chunk(codec, p, n, id, UINT64_MAX, &plain);
+	ca_buf_release(&plain);
 	if (r < 0) {
 		char hex[2 * CA_CHUNK_ID_SIZE + 1];
 		ca_id_to_hex(id, hex);
@@ -256,13 +253,12 @@ void ca_s3_writer_free(struct ca_s3_writer *w)
 {
 	if (!w)
 		return;
-	if (w->http) {
-		(void)batch_wait(&w->b);
-		ca_http_free(w->http);
-	}
+	/* after finish nothing is in flight; after a failure or an interrupt,
+	 * freeing the engine cancels what is (each upload ends through its
+	 * callback), rather than waiting for it */
+	ca_http_free(w->http);
+	(void)batch_wait(&w->b);
 	ca_s3_conn_clear(&w->c);
-	ca_buf_release(&w->vbuf);
-	pthread_mutex_destroy(&w->vlock);
 	batch_destroy(&w->b);
 	free(w->url);
 	free(w);
