@@ -98,6 +98,16 @@ ok "... left the indexes alone" test "$(objects img/)" = 2
 ok "... and the tree still extracts" run "$CAFS" extract --store="$ST" "$U/bkt/img/tree.caidx" "$T/x4"
 ok "... right" diff -r "$src" "$T/x4"
 fails "... the other image no longer does" "$CAFS" extract --store="$ST" "$U/bkt/img/other.caibx" "$T/x5"
+# a store of more than one listing page (1000 keys): gc must see every page
+"$GEN" 3M 77 >"$T/many.bin"
+ok "an image of small chunks (more than 1000)" run "$CAFS" make --chunk-size=1K:2K:8K --store="$U/bkt/many" \
+	"$T/many.caibx" "$T/many.bin"
+n_many=$(s3_keys many/ | wc -l) # one page: at most 1000
+lists0=$(grep -c 'list-type=2' "$S3_LOG")
+ok "gc reads every listing page: keeps all of them" sh -c "'$CAFS' gc -v --store='$U/bkt/many' '$T/many.caibx' 2>&1 |
+	grep -Eq 'removed 0 chunks .* kept [0-9]{4,} chunks'"
+ok "... over more than one page ($(($(grep -c 'list-type=2' "$S3_LOG") - lists0)) requests; the first page had $n_many)" \
+	test $(($(grep -c 'list-type=2' "$S3_LOG") - lists0)) -ge 2 -a "$n_many" = 1000
 
 # ---- refusals, each next to its accepted case above ----
 one_line() { # one_line PATTERN COMMAND...: fails, with exactly one line, matching
