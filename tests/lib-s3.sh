@@ -74,8 +74,16 @@ EOF
 }
 
 s3_stop() {
+	local i
 	[ -n "$_s3_pid" ] || return 0
 	kill "$_s3_pid" 2>/dev/null
+	# a busy werkzeug may take a while over SIGTERM: bounded, then SIGKILL
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$_s3_pid" 2>/dev/null || break
+		[ "$(awk '{ print $3 }' "/proc/$_s3_pid/stat" 2>/dev/null)" = Z ] && break # exited, not yet waited for
+		sleep 0.05
+	done
+	kill -9 "$_s3_pid" 2>/dev/null
 	wait "$_s3_pid" 2>/dev/null
 	_s3_pid=
 }
