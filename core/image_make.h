@@ -40,7 +40,8 @@
 #include "uidshift.h"
 
 struct ca_image_make_opts {
-	const char *store; /* a local path; NULL: default.castr beside OUT (unused for .catar) */
+	/* a local path (only a name, with store_writer); NULL: default.castr beside OUT (unused for .catar) */
+	const char *store;
 	uint64_t chunk_min, chunk_avg, chunk_max;
 	enum ca_digest_type digest;
 	/* feature flags of an archive, by casync's rules:

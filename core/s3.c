@@ -179,7 +179,8 @@ int ca_s3_creds_resolve(const struct ca_s3_settings *set, struct ca_s3_creds *re
 		goto fail;
 	}
 	if (!c.access_key != !c.secret_key) {
-		r = ca_log_error_errno(ENOKEY, "S3 credentials: %s is set but not %s", c.access_key ? "an access key" : "a secret key",
+		r = ca_log_error_errno(ENOKEY, "S3 credentials: %s is set but not %s",
+		                       c.access_key ? "an access key" : "a secret key",
 		                       c.access_key ? "AWS_SECRET_ACCESS_KEY (or S3_SECRET_KEY)" :
 		                                      "AWS_ACCESS_KEY_ID (or S3_ACCESS_KEY)");
 		goto fail;
