@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "digest.h"
 #include "http.h"
 #include "location.h"
 #include "log.h"
@@ -55,6 +56,15 @@ struct req {
 	struct curl_slist *headers; /* the If-Range line of the last attempt */
 	char errbuf[CURL_ERROR_SIZE];
 	struct req *next;
+	/* writes (S3): PUT of put_data (owned) or DELETE; signed requests keep
+	 * the start of an error answer to find S3's <Code> in it */
+	enum { M_GET, M_PUT, M_DELETE } method;
+	void *put_data;
+	size_t put_len;
+	char put_sha[2 * CA_CHUNK_ID_SIZE + 1];
+	bool keep_error;
+	char s3_err[1024];
+	size_t s3_err_len;
 };
 
 struct ca_http {
@@ -80,6 +90,10 @@ struct ca_http {
 	CURL *idle[MAX_IDLE_HANDLES];
 	unsigned n_idle;
 	uint64_t paced_ms; /* with o.max_recv_speed: no transfer starts before this */
+	/* SigV4 (http.h); owned copies, the secret wiped on free */
+	char *sigv4, *sigv4_key, *sigv4_secret, *sigv4_token;
+	char last_code[64]; /* the S3 error code last logged, and when (engine thread) */
+	uint64_t last_code_ms;
 };
 
 void ca_http_opts_init(struct ca_http_opts *o)
@@ -198,7 +212,15 @@ static size_t on_data(char *p, size_t size, size_t n, void *userdata)
 	/* only a 200's body is wanted (or a range's 206); error pages are
 	 * read and dropped */
 	curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &status);
-	if (status != 200 && !(status == 206 && q->range_fn))
+	if (status >= 300 && q->keep_error) {
+		size_t k = sizeof(q->s3_err) - 1 - q->s3_err_len;
+		k = k < len ? k : len;
+		memcpy(q->s3_err + q->s3_err_len, p, k);
+		q->s3_err_len += k;
+		q->s3_err[q->s3_err_len] = 0;
+		return len;
+	}
+	if (q->method != M_GET || (status != 200 && !(status == 206 && q->range_fn)))
 		return len;
 	/* a 200 to a range GET is the whole file: acceptable only when the
 	 * range starts at 0 and the file fits in it; anything else means the
@@ -369,6 +391,16 @@ static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, cur
 	return 1; /* CURLE_ABORTED_BY_CALLBACK */
 }
 
+/* One more request header (copied by curl_slist_append). */
+static void add_header(struct req *q, CURLcode *c, const char *line)
+{
+	struct curl_slist *l = curl_slist_append(q->headers, line);
+	if (!l)
+		*c = CURLE_OUT_OF_MEMORY;
+	else
+		q->headers = l;
+}
+
 static int easy_setup(struct ca_http *h, struct req *q)
 {
 	CURL *e = h->n_idle ? h->idle[--h->n_idle] : curl_easy_init();
@@ -385,6 +417,9 @@ static int easy_setup(struct ca_http *h, struct req *q)
 	q->etag[0] = q->last_modified[0] = 0;
 	curl_slist_free_all(q->headers); /* the previous attempt's */
 	q->headers = NULL;
+	q->s3_err_len = 0;
+	q->s3_err[0] = 0;
+	q->keep_error = h->sigv4 != NULL;
 #define SET(opt, val)                                \
 	do {                                         \
 		if (c == CURLE_OK)                   \
@@ -426,7 +461,16 @@ static int easy_setup(struct ca_http *h, struct req *q)
 	}
 	if (h->o.max_recv_speed)
 		SET(CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)h->o.max_recv_speed);
-	if (q->flags & CA_HTTP_HEAD) {
+	if (q->method == M_PUT) {
+		SET(CURLOPT_CUSTOMREQUEST, "PUT");
+		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->put_len);
+		SET(CURLOPT_POSTFIELDS, q->put_data); /* not copied: q owns it */
+		add_header(q, &c, "Content-Type: application/octet-stream");
+		if (q->flags & CA_HTTP_NO_OVERWRITE)
+			add_header(q, &c, "If-None-Match: *");
+	} else if (q->method == M_DELETE) {
+		SET(CURLOPT_CUSTOMREQUEST, "DELETE");
+	} else if (q->flags & CA_HTTP_HEAD) {
 		SET(CURLOPT_NOBODY, 1L);
 	} else if (q->range_fn) {
 		/* no MAXFILESIZE: a 200's Content-Length is the whole file's, and
@@ -437,11 +481,7 @@ static int easy_setup(struct ca_http *h, struct req *q)
 		if (q->if_range[0]) {
 			char line[sizeof("If-Range: ") + CA_HTTP_VALIDATOR_MAX];
 			snprintf(line, sizeof(line), "If-Range: %s", q->if_range);
-			struct curl_slist *n = curl_slist_append(q->headers, line); /* copied by curl */
-			if (!n)
-				c = CURLE_OUT_OF_MEMORY;
-			else
-				q->headers = n;
+			add_header(q, &c, line);
 		}
 	} else {
 		SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)q->cap);
@@ -453,21 +493,44 @@ static int easy_setup(struct ca_http *h, struct req *q)
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
 	if (h->o.ca_file)
 		SET(CURLOPT_CAINFO, h->o.ca_file);
-	if (q->headers)
-		SET(CURLOPT_HTTPHEADER, q->headers); /* not copied: freed by the next attempt or complete */
-	SET(CURLOPT_NETRC, h->o.netrc < 0 ? (long)CURL_NETRC_IGNORED : (long)CURL_NETRC_OPTIONAL);
-	if (h->o.netrc >= 0 && h->o.netrc_file)
-		SET(CURLOPT_NETRC_FILE, h->o.netrc_file);
-	if (h->o.username)
-		SET(CURLOPT_USERNAME, h->o.username);
-	if (h->o.password)
-		SET(CURLOPT_PASSWORD, h->o.password);
+	if (h->sigv4) {
+		/* libcurl signs; the payload hash goes in a header of ours, which
+		 * curl 7.88 needs for S3 (8.0 adds it itself): UNSIGNED-PAYLOAD
+		 * for requests without a body */
+		char line[sizeof("x-amz-content-sha256: ") + sizeof(q->put_sha)];
+		snprintf(line, sizeof(line), "x-amz-content-sha256: %s",
+		         q->method == M_PUT ? q->put_sha : "UNSIGNED-PAYLOAD");
+		add_header(q, &c, line);
+		if (h->sigv4_token) {
+			char *t = NULL;
+			if (asprintf(&t, "x-amz-security-token: %s", h->sigv4_token) < 0)
+				c = CURLE_OUT_OF_MEMORY;
+			else
+				add_header(q, &c, t);
+			if (t)
+				explicit_bzero(t, strlen(t));
+			free(t);
+		}
+		SET(CURLOPT_AWS_SIGV4, h->sigv4);
+		SET(CURLOPT_USERNAME, h->sigv4_key);
+		SET(CURLOPT_PASSWORD, h->sigv4_secret);
+	} else {
+		SET(CURLOPT_NETRC, h->o.netrc < 0 ? (long)CURL_NETRC_IGNORED : (long)CURL_NETRC_OPTIONAL);
+		if (h->o.netrc >= 0 && h->o.netrc_file)
+			SET(CURLOPT_NETRC_FILE, h->o.netrc_file);
+		if (h->o.username)
+			SET(CURLOPT_USERNAME, h->o.username);
+		if (h->o.password)
+			SET(CURLOPT_PASSWORD, h->o.password);
+	}
 	if (h->o.ssl_cert)
 		SET(CURLOPT_SSLCERT, h->o.ssl_cert);
 	if (h->o.ssl_key)
 		SET(CURLOPT_SSLKEY, h->o.ssl_key);
 	if (h->o.ssl_key_password)
 		SET(CURLOPT_KEYPASSWD, h->o.ssl_key_password);
+	if (q->headers)
+		SET(CURLOPT_HTTPHEADER, q->headers); /* not copied: freed by the next attempt or complete */
 	SET(CURLOPT_USERAGENT, PACKAGE_NAME "/" PACKAGE_VERSION);
 #undef SET
 	if (c != CURLE_OK) {
@@ -513,6 +576,7 @@ static void complete(struct ca_http *h, struct req *q, int r)
 		q->fn(q->userdata, r, &q->body);
 	ca_buf_release(&q->body);
 	curl_slist_free_all(q->headers);
+	free(q->put_data);
 	free(q->url);
 	free(q);
 }
@@ -617,6 +681,45 @@ static uint64_t backoff(struct ca_http *h, struct req *q)
 	return d;
 }
 
+/* The <Code> of an S3 error answer (403, or 404 other than NoSuchKey) as
+ * an errno, said as a warning once per code per FAIL_SAY_MS so that a
+ * mount reading many chunks of a refused store says it once; 0 to treat
+ * the status as any server's. The text is the server's: only printable
+ * ASCII of it is shown. */
+#define FAIL_SAY_MS 5000
+static void xml_text(const char *body, const char *tag, char *out, size_t cap)
+{
+	char open[32], close[32];
+	snprintf(open, sizeof(open), "<%s>", tag);
+	snprintf(close, sizeof(close), "</%s>", tag);
+	const char *a = strstr(body, open), *b;
+	size_t n = 0;
+	out[0] = 0;
+	if (!a || !(b = strstr(a += strlen(open), close)))
+		return;
+	for (; a < b && n + 1 < cap; a++)
+		out[n++] = *a >= 0x20 && *a < 0x7f ? *a : '?';
+	out[n] = 0;
+}
+
+static int s3_error(struct ca_http *h, struct req *q, long status)
+{
+	char code[64], msg[160];
+	xml_text(q->s3_err, "Code", code, sizeof(code));
+	xml_text(q->s3_err, "Message", msg, sizeof(msg));
+	if (status == 404 && strcmp(code, "NoSuchBucket"))
+		return 0; /* NoSuchKey, or no body (HEAD): a missing object */
+	uint64_t now = now_ms();
+	/* without a body (HEAD) there is nothing to add: the caller says it */
+	if (code[0] && (strcmp(code, h->last_code) || now - h->last_code_ms > FAIL_SAY_MS)) {
+		snprintf(h->last_code, sizeof(h->last_code), "%s", code);
+		h->last_code_ms = now;
+		ca_log_warning("%s %s: HTTP %ld%s%s%s%s", q->method == M_PUT ? "PUT" : q->method == M_DELETE ? "DELETE" : "GET",
+		               q->url, status, code[0] ? ", " : "", code, msg[0] ? ": " : "", msg);
+	}
+	return status == 404 ? -ENXIO : -EACCES;
+}
+
 static void finished(struct ca_http *h, CURL *e, CURLcode code)
 {
 	struct req *q = NULL;
@@ -656,8 +759,14 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 				             validator_of(q), q->if_range);
 				r = -ESTALE;
 			}
-		} else if (status == 200) {
+		} else if (status == 200 || (q->method != M_GET && status >= 200 && status < 300)) {
 			r = 0;
+		} else if (status == 412 && (q->flags & CA_HTTP_NO_OVERWRITE)) {
+			r = -EEXIST;
+			checked = true;
+		} else if (q->keep_error && (status == 403 || status == 404) &&
+		           (r = s3_error(h, q, status)) != 0) {
+			checked = true; /* said by s3_error */
 		} else if (status == 404 || status == 410) {
 			r = -ENOENT;
 		} else {
@@ -864,6 +973,17 @@ int ca_http_new(const struct ca_http_opts *o, struct ca_http **ret)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	h->rng = ((uint64_t)ts.tv_nsec << 32 ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)h) | 1;
 	pthread_mutex_init(&h->lock, NULL);
+	if (h->o.sigv4) {
+		h->sigv4 = strdup(h->o.sigv4);
+		h->sigv4_key = strdup(h->o.sigv4_key ? h->o.sigv4_key : "");
+		h->sigv4_secret = strdup(h->o.sigv4_secret ? h->o.sigv4_secret : "");
+		h->sigv4_token = h->o.sigv4_token && *h->o.sigv4_token ? strdup(h->o.sigv4_token) : NULL;
+		if (!h->sigv4 || !h->sigv4_key || !h->sigv4_secret || (h->o.sigv4_token && *h->o.sigv4_token && !h->sigv4_token)) {
+			r = -ENOMEM;
+			goto fail;
+		}
+	}
+	h->o.sigv4 = h->o.sigv4_key = h->o.sigv4_secret = h->o.sigv4_token = NULL; /* the caller's */
 	if (h->o.ca_file) {
 		h->ca_file = strdup(h->o.ca_file);
 		h->o.ca_file = h->ca_file;
@@ -918,6 +1038,14 @@ void ca_http_free(struct ca_http *h)
 	pthread_mutex_destroy(&h->lock);
 	free(h->ca_file);
 	opts_copy_free(h);
+	if (h->sigv4_secret)
+		explicit_bzero(h->sigv4_secret, strlen(h->sigv4_secret));
+	if (h->sigv4_token)
+		explicit_bzero(h->sigv4_token, strlen(h->sigv4_token));
+	free(h->sigv4);
+	free(h->sigv4_key);
+	free(h->sigv4_secret);
+	free(h->sigv4_token);
 	free(h);
 }
 
@@ -986,6 +1114,50 @@ int ca_http_submit_range_if(struct ca_http *h, const char *url, uint64_t start, 
 	q->cap = len;
 	q->start = start;
 	q->range_fn = fn;
+	q->userdata = userdata;
+	return submit(h, q, url);
+}
+
+int ca_http_submit_put(struct ca_http *h, const char *url, const void *data, size_t n, unsigned flags,
+                       ca_http_done_fn fn, void *userdata)
+{
+	struct req *q = calloc(1, sizeof(*q));
+	struct ca_digest *d = NULL;
+	uint8_t sha[CA_CHUNK_ID_SIZE];
+	int r;
+	if (!q)
+		return -ENOMEM;
+	q->method = M_PUT;
+	q->flags = flags & CA_HTTP_NO_OVERWRITE;
+	q->fn = fn;
+	q->userdata = userdata;
+	q->put_len = n;
+	q->put_data = malloc(n ? n : 1);
+	r = q->put_data ? ca_digest_new(CA_DIGEST_SHA256, &d) : -ENOMEM;
+	if (r == 0)
+		r = ca_digest_once(d, data, n, sha);
+	ca_digest_free(d);
+	if (r < 0) {
+		free(q->put_data);
+		free(q);
+		return r;
+	}
+	memcpy(q->put_data, data, n);
+	ca_id_to_hex(sha, q->put_sha);
+	void *data_copy = q->put_data;
+	r = submit(h, q, url);
+	if (r < 0)
+		free(data_copy); /* submit freed q */
+	return r;
+}
+
+int ca_http_submit_delete(struct ca_http *h, const char *url, ca_http_done_fn fn, void *userdata)
+{
+	struct req *q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->method = M_DELETE;
+	q->fn = fn;
 	q->userdata = userdata;
 	return submit(h, q, url);
 }

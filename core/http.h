@@ -76,6 +76,13 @@ struct ca_http_opts {
 	int netrc;                   /* 0: optional (netrc_file or ~/.netrc), < 0: not read */
 	const char *netrc_file;      /* NULL: ~/.netrc */
 	const char *ssl_cert, *ssl_key, *ssl_key_password; /* TLS client certificate (PEM) */
+	/* AWS Signature V4 (S3 stores, s3.h): when sigv4 is set ("aws:amz:REGION:s3")
+	 * every request is signed with key and secret (and carries the session
+	 * token, if any) and ~/.netrc is not read. All copied; the engine wipes
+	 * its copy of the secret when freed. S3 error answers are read (1 KiB)
+	 * and their code logged as a warning, once per code per 5 s; 403 is
+	 * then -EACCES and 404 NoSuchBucket -ENXIO (never a "missing" chunk). */
+	const char *sigv4, *sigv4_key, *sigv4_secret, *sigv4_token;
 };
 
 /* The defaults above, written out. */
@@ -159,5 +166,16 @@ int ca_http_get_range_validator(struct ca_http *h, const char *url, uint64_t sta
                                 uint64_t *ret_total, char *ret_validator);
 
 void ca_http_get_stats(struct ca_http *h, struct ca_http_stats *ret);
+
+/* Writes (S3 stores). A PUT of data[0..n) (copied), with
+ * Content-Type: application/octet-stream; with CA_HTTP_NO_OVERWRITE it
+ * sends If-None-Match: * and a 412 (the object exists) is -EEXIST. A signed
+ * PUT carries the body's SHA-256, so the server checks what it received.
+ * A DELETE (any 2xx is success, 404 -ENOENT). Retries, bounds and errors
+ * as for GET; fn gets an empty body. */
+#define CA_HTTP_NO_OVERWRITE 2u
+int ca_http_submit_put(struct ca_http *h, const char *url, const void *data, size_t n, unsigned flags,
+                       ca_http_done_fn fn, void *userdata);
+int ca_http_submit_delete(struct ca_http *h, const char *url, ca_http_done_fn fn, void *userdata);
 
 #endif

@@ -139,6 +139,7 @@ static void maker_opts(const struct make_ctx *c, const char *store, struct ca_ma
 		.progress_userdata = c->o->progress_userdata,
 		.cancel = c->o->cancel,
 		.compression = c->o->compression,
+		.store_writer = c->o->store_writer,
 	};
 }
 
@@ -178,7 +179,7 @@ out:
  * leaves a good image, said in one warning. */
 static void write_sidecar(struct make_ctx *c, const char *store)
 {
-	if (c->o->no_sidecar)
+	if (c->o->no_sidecar || c->o->store_writer)
 		return;
 	if (ca_sidecar_make_local(c->out, store) < 0)
 		ca_log_warning("%s: made without a metadata sidecar", c->out);
@@ -206,13 +207,13 @@ static int make_caidx(struct make_ctx *c, const char *store, uint8_t ret_digest[
 	if (r < 0) {
 		/* the walk's own errors are logged by the encoder */
 		if (s.err)
-			make_fail(c, s.err, c->out);
+			make_fail(c, s.err, ca_maker_error_path(s.m) ? ca_maker_error_path(s.m) : c->out);
 		progress_end(c);
 		goto out;
 	}
 	r = ca_maker_finish(s.m, ret_digest, ret_stats);
-	if (r < 0)
-		make_fail(c, r, c->out);
+	if (r < 0) /* the store's failure names the store (an upload, a sync) */
+		make_fail(c, r, ca_maker_error_path(s.m) ? ca_maker_error_path(s.m) : c->out);
 	if (r == 0)
 		write_sidecar(c, store);
 out:

@@ -40,7 +40,8 @@
 #include "uidshift.h"
 
 struct ca_image_make_opts {
-	const char *store; /* a local path; NULL: default.castr beside OUT (unused for .catar) */
+	/* a local path (only a name, with store_writer); NULL: default.castr beside OUT (unused for .catar) */
+	const char *store;
 	uint64_t chunk_min, chunk_avg, chunk_max;
 	enum ca_digest_type digest;
 	/* feature flags of an archive, by casync's rules:
@@ -65,6 +66,10 @@ struct ca_image_make_opts {
 	 * make stops and returns -ECANCELED */
 	const volatile sig_atomic_t *cancel;
 	enum ca_compression compression; /* chunks (compress.h); NONE (0): zstd */
+	/* chunks go here instead of a local store (borrowed; store_writer.h):
+	 * e.g. an S3 bucket. store then only names it in messages, and no
+	 * metadata sidecar is made (it is read back from a local store) */
+	struct ca_store_writer *store_writer;
 };
 
 /* casync's defaults: chunks 16/64/256 KiB, SHA-512/256, the default

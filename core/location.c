@@ -36,7 +36,7 @@ enum ca_location_kind ca_location_kind(const char *s)
 {
 	if (!ca_location_is_url(s) || scheme_is(s, "file"))
 		return CA_LOCATION_PATH;
-	if (scheme_is(s, "http") || scheme_is(s, "https"))
+	if (scheme_is(s, "http") || scheme_is(s, "https") || scheme_is(s, "s3+http") || scheme_is(s, "s3+https"))
 		return CA_LOCATION_HTTP;
 	return CA_LOCATION_OTHER;
 }
@@ -48,7 +48,7 @@ bool ca_location_is_remote(const char *s)
 
 bool ca_location_is_https(const char *s)
 {
-	return scheme_is(s, "https");
+	return scheme_is(s, "https") || scheme_is(s, "s3+https");
 }
 
 const char *ca_location_path(const char *s)

@@ -18,7 +18,7 @@
 
 enum ca_location_kind {
 	CA_LOCATION_PATH,  /* a local path, or file://PATH */
-	CA_LOCATION_HTTP,  /* http:// or https:// */
+	CA_LOCATION_HTTP,  /* http://, https://, or an S3 store or object: s3+http(s):// (s3.h) */
 	CA_LOCATION_OTHER, /* a URL we cannot read (ssh://, s3://, ...) */
 };
 
@@ -30,7 +30,7 @@ bool ca_location_is_url(const char *s);
 /* true for anything not on this machine: a URL other than file://. */
 bool ca_location_is_remote(const char *s);
 
-/* true for https:// (any case): TLS. */
+/* true for https:// and s3+https:// (any case): TLS. */
 bool ca_location_is_https(const char *s);
 
 /* The local path s names: s itself, or what follows file:// (any case).

@@ -22,6 +22,7 @@
 #include "thread.h"
 #include "make.h"
 #include "store.h"
+#include "store_writer.h"
 
 #define SEG_SIZE (4u << 20)
 #define MAX_SEGS 4                    /* input buffered ahead of the chunker and digest */
@@ -47,7 +48,7 @@ struct job {
 struct ca_maker {
 	struct ca_make_opts o;
 	struct ca_chunker chunker;
-	struct ca_store *store;
+	struct ca_store_writer *store; /* o.store_writer, or our own local one */
 	struct ca_index_writer *index;
 	struct ca_digest *stream_digest;
 	struct segment *cur; /* being filled by feed */
@@ -233,14 +234,14 @@ static void retire_locked(struct ca_maker *m)
 
 static int store_chunk(struct ca_maker *m, struct ca_codec *codec, struct ca_buf *cbuf, struct job *j, bool *ret_new)
 {
-	int r = ca_store_has(m->store, j->id);
+	int r = ca_store_writer_has(m->store, j->id);
 	*ret_new = false;
 	if (r != 0)
 		return r < 0 ? r : 0;
 	r = ca_codec_compress(codec, j->buf.data, j->buf.size, cbuf);
 	if (r < 0)
 		return r;
-	r = ca_store_put_raw(m->store, j->id, cbuf->data, cbuf->size);
+	r = ca_store_writer_put(m->store, codec, j->id, cbuf->data, cbuf->size);
 	if (r < 0)
 		return r;
 	*ret_new = r > 0;
@@ -320,7 +321,9 @@ int ca_maker_new(const struct ca_make_opts *o, struct ca_maker **ret)
 	r = ca_digest_new(ca_digest_type_from_flags(o->feature_flags), &m->stream_digest);
 	if (r < 0)
 		goto fail;
-	if (o->store_path && (r = ca_store_open(o->store_path, &m->store)) < 0)
+	if (o->store_writer)
+		m->store = o->store_writer;
+	else if (o->store_path && (r = ca_store_writer_open_local(o->store_path, &m->store)) < 0)
 		goto fail;
 	if (o->index_path &&
 	    (r = ca_index_writer_open(o->index_path, o->feature_flags, o->chunk_min, o->chunk_avg, o->chunk_max,
@@ -504,9 +507,12 @@ int ca_maker_finish(struct ca_maker *m, uint8_t ret_digest[CA_CHUNK_ID_SIZE], st
 	/* the chunks reach the disk before the index that names them: one
 	 * syncfs for the store rather than an fsync per chunk */
 	if (r == 0 && m->store && m->index) {
-		r = ca_store_sync(m->store);
+		uint64_t skipped = 0, skipped_bytes = 0;
+		r = ca_store_writer_finish(m->store, &skipped, &skipped_bytes);
 		if (r < 0)
 			m->err_path = m->o.store_path;
+		m->stats.chunks_new -= skipped < m->stats.chunks_new ? skipped : m->stats.chunks_new;
+		m->stats.bytes_stored -= skipped_bytes < m->stats.bytes_stored ? skipped_bytes : m->stats.bytes_stored;
 	}
 	if (r == 0 && m->index) {
 		r = ca_index_writer_commit(m->index);
@@ -567,7 +573,8 @@ void ca_maker_free(struct ca_maker *m)
 		ca_buf_release(&m->spare_bufs[i]);
 	free(m->spare_bufs);
 	ca_index_writer_abort(m->index);
-	ca_store_free(m->store);
+	if (m->store != m->o.store_writer)
+		ca_store_writer_free(m->store);
 	ca_digest_free(m->stream_digest);
 	pthread_cond_destroy(&m->feed_cond);
 	pthread_cond_destroy(&m->chunker_cond);

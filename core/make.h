@@ -24,6 +24,8 @@
 #include "digest.h"
 #include "format.h"
 
+struct ca_store_writer;
+
 struct ca_make_opts {
 	uint64_t chunk_min, chunk_avg, chunk_max;
 	uint64_t feature_flags;    /* written to the index header; its SHA512_256 bit picks the digest */
@@ -40,6 +42,9 @@ struct ca_make_opts {
 	const volatile sig_atomic_t *cancel;
 	/* how new chunks are compressed (compress.h); NONE (0): zstd */
 	enum ca_compression compression;
+	/* where chunks go instead of a local store at store_path (borrowed;
+	 * store_path then only names it in errors): store_writer.h */
+	struct ca_store_writer *store_writer;
 };
 
 struct ca_make_stats {

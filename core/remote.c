@@ -14,6 +14,7 @@
 #include "log.h"
 #include "location.h"
 #include "remote.h"
+#include "s3.h"
 #include "store.h"
 #include "storeconf.h"
 
@@ -309,13 +310,25 @@ const struct ca_chunk_backend_ops ca_remote_store_ops = {
 int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca_remote_store **ret)
 {
 	struct ca_remote_store *rs;
+	struct ca_s3_conn s3 = { 0 };
 	int r;
 
 	if (ca_location_kind(url) != CA_LOCATION_HTTP)
 		return -EINVAL;
+	const char *conf_url = url; /* settings are looked up by the URL as given */
+	if (ca_s3_is_url(url)) {
+		/* an S3 store is an HTTP store whose requests are signed (s3.h) */
+		r = ca_s3_connect(url, NULL, o, &s3);
+		if (r < 0)
+			return r;
+		url = s3.http_url;
+		o = &s3.http;
+	}
 	rs = calloc(1, sizeof(*rs));
-	if (!rs)
+	if (!rs) {
+		ca_s3_conn_clear(&s3);
 		return -ENOMEM;
+	}
 	pthread_mutex_init(&rs->lock, NULL);
 	pthread_cond_init(&rs->cond, NULL);
 	/* as casync: parameters are not part of the chunk URLs */
@@ -329,7 +342,7 @@ int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca
 		goto fail;
 	}
 	bool keep_query = false;
-	r = ca_storeconf_http_new(url, o, &rs->http, &keep_query);
+	r = ca_storeconf_http_new(conf_url, o, &rs->http, &keep_query);
 	if (r < 0)
 		goto fail;
 	/* a store whose settings say so: its query goes on (a CDN's token) */
@@ -338,9 +351,11 @@ int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca
 		r = -ENOMEM;
 		goto fail;
 	}
+	ca_s3_conn_clear(&s3);
 	*ret = rs;
 	return 0;
 fail:
+	ca_s3_conn_clear(&s3);
 	ca_remote_store_free(rs);
 	return r;
 }
@@ -483,13 +498,22 @@ int ca_remote_store_probe(struct ca_remote_store *rs, const uint8_t *const *ids,
 int ca_remote_get_file(const char *url, size_t cap, const struct ca_http_opts *o, struct ca_buf *out)
 {
 	struct ca_http *h = NULL;
+	struct ca_s3_conn s3 = { 0 };
 	int r;
 	if (ca_location_kind(url) != CA_LOCATION_HTTP)
 		return -EINVAL;
-	r = ca_storeconf_http_new(url, o, &h, NULL);
-	if (r < 0)
-		return r;
-	r = ca_http_get(h, url, cap, out);
+	const char *conf_url = url; /* settings are looked up by the URL as given */
+	if (ca_s3_is_url(url)) {
+		r = ca_s3_connect(url, NULL, o, &s3);
+		if (r < 0)
+			return r;
+		url = s3.http_url;
+		o = &s3.http;
+	}
+	r = ca_storeconf_http_new(conf_url, o, &h, NULL);
+	if (r == 0)
+		r = ca_http_get(h, url, cap, out);
 	ca_http_free(h);
+	ca_s3_conn_clear(&s3);
 	return r;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * remote.h - chunk stores and index files behind http:// and https://
- * URLs, on top of the HTTP engine (http.h).
+ * URLs, on top of the HTTP engine (http.h); and behind s3+http(s):// URLs
+ * (s3.h), which are translated to http(s) once and signed.
  *
  * A remote store is a chunk backend for chunksrc.h: fetch() downloads
  *   <store URL cut at the first '?', ';' or '#', trailing '/' stripped>
@@ -45,7 +46,7 @@
 
 struct ca_remote_store;
 
-/* o may be NULL for the defaults. -EINVAL if url is not http(s):// (location.h). */
+/* o may be NULL for the defaults. -EINVAL if url is not http(s):// or s3+http(s):// (location.h). */
 int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca_remote_store **ret);
 /* Accepts NULL. Logs the store's statistics at info level (-v). */
 void ca_remote_store_free(struct ca_remote_store *rs);

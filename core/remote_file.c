@@ -15,6 +15,7 @@
 #include "location.h"
 #include "log.h"
 #include "remote_file.h"
+#include "s3.h"
 #include "storeconf.h"
 
 #define BLOCK CA_REMOTE_FILE_BLOCK
@@ -234,11 +235,22 @@ int ca_remote_file_open(const char *url, const struct ca_http_opts *o, size_t ca
 	struct ca_buf first = CA_BUF_INIT;
 	uint64_t total = 0;
 	int r;
+	struct ca_s3_conn s3 = { 0 };
 	if (ca_location_kind(url) != CA_LOCATION_HTTP)
 		return ca_log_error_errno(EINVAL, "%s: not an http(s) URL", url);
+	const char *conf_url = url; /* settings are looked up by the URL as given */
+	if (ca_s3_is_url(url)) {
+		/* an object in a bucket: signed range requests (s3.h) */
+		r = ca_s3_connect(url, NULL, o, &s3);
+		if (r < 0)
+			return r;
+		url = s3.http_url;
+		o = &s3.http;
+	}
 	f = calloc(1, sizeof(*f));
 	if (!f || !(f->url = strdup(url))) {
 		free(f);
+		ca_s3_conn_clear(&s3);
 		return ca_log_error_errno(ENOMEM, "%s", url);
 	}
 	pthread_mutex_init(&f->lock, NULL);
@@ -255,7 +267,9 @@ int ca_remote_file_open(const char *url, const struct ca_http_opts *o, size_t ca
 		r = ca_log_error_errno(ENOMEM, "%s", url);
 		goto fail;
 	}
-	r = ca_storeconf_http_new(url, o, &f->http, NULL);
+	r = ca_storeconf_http_new(conf_url, o, &f->http, NULL);
+	ca_s3_conn_clear(&s3); /* url points into it: f->url from here on */
+	url = f->url;
 	if (r < 0) {
 		ca_log_error_errno(r, "%s", url);
 		goto fail;
@@ -298,6 +312,7 @@ int ca_remote_file_open(const char *url, const struct ca_http_opts *o, size_t ca
 	*ret = f;
 	return 0;
 fail:
+	ca_s3_conn_clear(&s3);
 	ca_buf_release(&first);
 	ca_remote_file_free(f);
 	return r;

@@ -21,6 +21,7 @@
 #include "idset.h"
 #include "index.h"
 #include "log.h"
+#include "s3.h"
 #include "store.h"
 #include "store_gc.h"
 
@@ -78,12 +79,14 @@ int cafs_cmd_gc(int argc, char **argv)
 			return ca_log_error_errno(ENOMEM, "gc"), 1;
 		store = def;
 	}
-	if (ca_location_is_remote(store)) {
-		r = cafs_usage_error("gc", "%s: only local stores can be collected", store);
+	bool s3 = ca_s3_is_url(store);
+	if (ca_location_is_remote(store) && !s3) {
+		r = cafs_usage_error("gc", "%s: only local stores and S3 buckets can be collected", store);
 		free(def);
 		return r;
 	}
-	store = ca_location_path(store);
+	if (!s3)
+		store = ca_location_path(store);
 	if (ca_idset_new(4096, &keep) < 0) {
 		ca_log_error_errno(ENOMEM, "gc");
 		goto out;
@@ -101,12 +104,20 @@ int cafs_cmd_gc(int argc, char **argv)
 		}
 	}
 	struct ca_store_gc_opts o = { .keep = keep, .dry_run = dry_run, .on_chunk = gc_report, .userdata = &dry_run };
-	int k = ca_store_open(store, &st);
-	if (k == 0)
-		k = ca_store_gc(st, &o, &gs);
-	if (k < 0) {
-		ca_log_error_errno(k, "%s", store);
-		goto out;
+	int k;
+	if (s3) {
+		struct ca_http_opts ho;
+		ca_source_http_opts(&ho);
+		if (ca_s3_gc(store, &ho, &o, &gs) < 0) /* logs its errors */
+			goto out;
+	} else {
+		k = ca_store_open(store, &st);
+		if (k == 0)
+			k = ca_store_gc(st, &o, &gs);
+		if (k < 0) {
+			ca_log_error_errno(k, "%s", store);
+			goto out;
+		}
 	}
 	if (verbosity > 0 || dry_run) {
 		char h[32];

@@ -26,7 +26,8 @@
 
 static const struct cafs_command commands[] = {
 	{ "make", cafs_cmd_make, "make [OPTIONS] OUT.caibx|OUT.caidx|OUT.catar INPUT",
-	  "  -s, --store=DIR         chunk store (default: default.castr beside OUT)\n"
+	  "  -s, --store=DIR|S3URL   chunk store, a directory or s3+http(s)://HOST/BUCKET/PREFIX\n"
+	  "                          (default: default.castr beside OUT)\n"
 	  "      --chunk-size=SPEC   AVG or MIN:AVG:MAX (default 16K:64K:256K)\n"
 	  "      --digest=NAME       sha512-256 (default) or sha256\n"
 	  "      --with=FLAG         archive only these features (repeatable)\n"
@@ -126,7 +127,7 @@ static const struct cafs_command commands[] = {
 	  "      --digest=NAME       verify: only accept this digest (default: either)\n"
 	  "      --seed-store=DIR    seed: the store of index seeds (default: beside each)\n" },
 	{ "gc", cafs_cmd_gc, "gc [OPTIONS] INDEX...",
-	  "  -s, --store=DIR         the store, local only (default: default.castr beside the\n"
+	  "  -s, --store=DIR|S3URL   the store, a directory or an S3 bucket (default: default.castr beside the\n"
 	  "                          first INDEX; required when that INDEX is a URL)\n"
 	  "  -n, --dry-run           only list what would be removed\n"
 	  "Removes every chunk none of the INDEXes references, as casync gc does.\n" },
