@@ -104,17 +104,17 @@ EOF
 }
 
 # both NAME CASYNC_CMD CAFS_CMD [PREP]: RUNS runs of each, alternating order;
-# PREP (a shell command) runs before every timed run
+# PREP (a shell command; $who is the tool about to run) runs before every timed run
 both() {
 	local name=$1 ccmd=$2 fcmd=$3 prep=${4:-:} i
 	rm -f "$W/casync-$name.runs" "$W/cafs-$name.runs"
 	for ((i = 0; i < RUNS; i++)); do
 		if ((i % 2 == 0)); then
-			eval "$prep" && eval "timed casync-$name $ccmd"
-			eval "$prep" && eval "timed cafs-$name $fcmd"
+			who=casync && eval "$prep" && eval "timed casync-$name $ccmd"
+			who=cafs && eval "$prep" && eval "timed cafs-$name $fcmd"
 		else
-			eval "$prep" && eval "timed cafs-$name $fcmd"
-			eval "$prep" && eval "timed casync-$name $ccmd"
+			who=cafs && eval "$prep" && eval "timed cafs-$name $fcmd"
+			who=casync && eval "$prep" && eval "timed casync-$name $ccmd"
 		fi
 	done
 }
@@ -131,14 +131,14 @@ scratch_init "$W" $((tree_mb * 3 + 256)) >/dev/null
 printf '%-22s %-27s   %-27s   %6s  %6s\n' "" "casync: wall, CPU u+s, RSS" "cafs: wall, CPU u+s, RSS" wall CPU
 
 both make-blob 'casync make --store="$W/cs" "$W/c.caibx" "$W/blob"' \
-	'"$CAFS" make --store="$W/fs" "$W/f.caibx" "$W/blob"' 'rm -rf "$W/cs" "$W/fs"'
+	'"$CAFS" make --store="$W/fs" "$W/f.caibx" "$W/blob"' 'if [ $who = casync ]; then rm -rf "$W/cs"; else rm -rf "$W/fs"; fi'
 cmp -s "$W/c.caibx" "$W/f.caibx" || die "make blob: the two indexes differ"
 cmp -s "$W/casync-make-blob.out" "$W/cafs-make-blob.out" || die "make blob: the printed digests differ"
 row "make blob $SIZE" make-blob
 rm -rf "$W/fs"
 
 both make-tree 'casync make --store="$W/ct" "$W/c.caidx" "$TREE"' \
-	'"$CAFS" make --store="$W/ft" "$W/f.caidx" "$TREE"' 'rm -rf "$W/ct" "$W/ft"'
+	'"$CAFS" make --store="$W/ft" "$W/f.caidx" "$TREE"' 'if [ $who = casync ]; then rm -rf "$W/ct"; else rm -rf "$W/ft"; fi'
 cmp -s "$W/c.caidx" "$W/f.caidx" || die "make tree: the two indexes differ"
 cmp -s "$W/casync-make-tree.out" "$W/cafs-make-tree.out" || die "make tree: the printed digests differ"
 row "make tree" make-tree

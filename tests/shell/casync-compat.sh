@@ -36,6 +36,8 @@ mkdir -p "$FX/tree/sub/deep" "$FX/empty.castr"
 gen_data "$FX/tree/a" 300000 1
 gen_data "$FX/tree/sub/b" 50000 2 text
 gen_data "$FX/tree/sub/deep/z" 200000 3 zeros
+# larger than a job of extract's workers, ending in a hole: its size is set at the end
+gen_data "$T/t1" 300000 7 && gen_data "$T/t2" 10000 8 zeros && cat "$T/t1" "$T/t2" >"$FX/tree/sub/tail"
 : >"$FX/tree/empty"
 ln -s ../a "$FX/tree/sub/link"
 chmod 0750 "$FX/tree/sub/deep"
@@ -286,6 +288,7 @@ compat '$C extract --undo-immutable=maybe img.caidx out'
 # zero blocks: holes by default (casync punches them), written with --punch-holes=no
 compat '$C extract img.caidx out && stat -c "%n %s %b" out/sub/deep/z'
 compat '$C extract --punch-holes=no img.caidx out && stat -c "%n %s %b" out/sub/deep/z'
+compat '$C extract img.caidx out && stat -c "%n %s" out/sub/tail out/a && cmp tree/sub/tail out/sub/tail'
 compat '$C extract zeros.caibx o.img && [ $(($(stat -c %b o.img) * 512)) -lt 700000 ] && echo sparse'
 compat '$C extract --punch-holes=no zeros.caibx o.img && stat -c "%s %b" o.img'
 compat '$C extract --punch-holes=no tree.catar out sub && stat -c "%n %s %b" out/sub/deep/z'
