@@ -53,6 +53,7 @@ struct ca_chunksrc {
 	struct codec_slot *free_codecs; /* idle per-call codecs */
 	size_t inflight;                /* bytes reserved by running fetches */
 	pthread_cond_t room;            /* signalled when inflight drops */
+	unsigned demand;                /* gets (not background) waiting for a fetch; done on change */
 };
 
 static unsigned bucket_of(const uint8_t id[CA_CHUNK_ID_SIZE])
@@ -351,11 +352,12 @@ done:
 	return r;
 }
 
-int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size,
-                    const struct ca_chunk **ret)
+static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size, unsigned flags,
+                     const struct ca_chunk **ret)
 {
 	struct entry *e;
 	int r;
+	unsigned dm = (flags & CA_CHUNKSRC_BACKGROUND) ? 0 : 1;
 
 	pthread_mutex_lock(&src->lock);
 	e = lookup(src, id);
@@ -363,8 +365,14 @@ int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE],
 		e->refs++;
 		if (e->ready)
 			src->stats.lru_hits++;
-		while (!e->ready && e->err == 0)
-			pthread_cond_wait(&src->done, &src->lock);
+		if (!e->ready && e->err == 0) {
+			src->demand += dm;
+			while (!e->ready && e->err == 0)
+				pthread_cond_wait(&src->done, &src->lock);
+			src->demand -= dm;
+			if (dm)
+				pthread_cond_broadcast(&src->done);
+		}
 		if (e->ready) {
 			if (e->in_table)
 				lru_front(src, e);
@@ -389,6 +397,7 @@ int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE],
 	unsigned b = bucket_of(id);
 	e->hnext = src->buckets[b];
 	src->buckets[b] = e;
+	src->demand += dm;
 	pthread_mutex_unlock(&src->lock);
 
 	/* the file and the decoded chunk, for as long as the fetch runs */
@@ -408,6 +417,7 @@ int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE],
 
 	pthread_mutex_lock(&src->lock);
 	src->inflight -= need;
+	src->demand -= dm;
 	pthread_cond_broadcast(&src->room);
 	if (r < 0) {
 		src->stats.errors++;
@@ -419,7 +429,7 @@ int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE],
 		e->chunk.data = out.data;
 		e->chunk.size = out.size;
 		e->ready = true;
-		if (src->lru_limit == 0 || out.size > src->lru_limit) {
+		if (src->lru_limit == 0 || out.size > src->lru_limit || (flags & CA_CHUNKSRC_NO_LRU)) {
 			/* no LRU: waiters already hold references */
 			struct entry **pp = &src->buckets[b];
 			while (*pp != e)
@@ -445,6 +455,12 @@ int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE],
 		return r;
 	*ret = &e->chunk;
 	return 0;
+}
+
+int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size,
+                    const struct ca_chunk **ret)
+{
+	return get_flags(src, id, size, 0, ret);
 }
 
 void ca_chunksrc_put(struct ca_chunksrc *src, const struct ca_chunk *chunk)
@@ -498,5 +514,19 @@ void ca_chunksrc_get_stats(struct ca_chunksrc *src, struct ca_chunksrc_stats *re
 {
 	pthread_mutex_lock(&src->lock);
 	*ret = src->stats;
+	pthread_mutex_unlock(&src->lock);
+}
+
+int ca_chunksrc_get_background(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size,
+                               unsigned flags, const struct ca_chunk **ret)
+{
+	return get_flags(src, id, size, flags | CA_CHUNKSRC_BACKGROUND, ret);
+}
+
+void ca_chunksrc_wait_no_demand(struct ca_chunksrc *src)
+{
+	pthread_mutex_lock(&src->lock);
+	while (src->demand > 0)
+		pthread_cond_wait(&src->done, &src->lock);
 	pthread_mutex_unlock(&src->lock);
 }

@@ -101,4 +101,15 @@ int ca_chunksrc_is_local(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_S
 
 void ca_chunksrc_get_stats(struct ca_chunksrc *src, struct ca_chunksrc_stats *ret);
 
+/* Background fetches (prefetch.h: profile replay, background fill) go
+ * through get, with these flags; demand gets (ca_chunksrc_get) are
+ * counted while they wait for a fetch, so that background work can stay
+ * out of their way. */
+#define CA_CHUNKSRC_BACKGROUND 1u /* not a demand read (implied below) */
+#define CA_CHUNKSRC_NO_LRU 2u     /* fetched into the cache, not kept in memory */
+int ca_chunksrc_get_background(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size,
+                               unsigned flags, const struct ca_chunk **ret);
+/* Block while a demand get waits for a fetch (returns at once when none). */
+void ca_chunksrc_wait_no_demand(struct ca_chunksrc *src);
+
 #endif

@@ -27,6 +27,7 @@
 #include "log.h"
 #include "make.h"
 #include "interrupt.h"
+#include "profile.h"
 #include "progress.h"
 #include "reflink.h"
 
@@ -41,6 +42,7 @@ enum {
 	OPT_META,
 	OPT_OFFLINE,
 	OPT_OVERLAY_XATTRS,
+	OPT_PROFILE,
 	/* from here on: extract's own */
 	OPT_SEED,
 	OPT_CACHE,
@@ -79,6 +81,7 @@ int cafs_cmd_make(int argc, char **argv)
 		{ "exclude-submounts", required_argument, NULL, OPT_EXCLUDE_SUBMOUNTS },
 		{ "exclude-file", required_argument, NULL, OPT_EXCLUDE_FILE },
 		{ "meta", required_argument, NULL, OPT_META },
+		{ "profile", required_argument, NULL, OPT_PROFILE },
 		{ "uid-shift", required_argument, NULL, OPT_UID_SHIFT },
 		{ "uid-range", required_argument, NULL, OPT_UID_RANGE },
 		{ "threads", required_argument, NULL, 'j' },
@@ -91,7 +94,8 @@ int cafs_cmd_make(int argc, char **argv)
 	struct cafs_progress prog = { .label = "make" };
 	struct ca_make_stats stats;
 	uint8_t digest[CA_CHUNK_ID_SIZE];
-	const char *out, *input;
+	const char *out, *input, *profile = NULL;
+	struct ca_profile *prof = NULL;
 	int c, verbosity = 0;
 	uint64_t f;
 	bool *bp;
@@ -140,6 +144,9 @@ int cafs_cmd_make(int argc, char **argv)
 			if (cafs_parse_uid_shift(optarg, &o.uid_shift) < 0)
 				return cafs_usage_error("make", "invalid uid shift '%s'", optarg);
 			break;
+		case OPT_PROFILE:
+			profile = optarg;
+			break;
 		case OPT_UID_RANGE:
 			if (cafs_parse_uid_range(optarg, &o.uid_shift) < 0)
 				return cafs_usage_error("make", "invalid uid range '%s'", optarg);
@@ -174,7 +181,15 @@ int cafs_cmd_make(int argc, char **argv)
 	enum ca_image_kind kind = ca_location_image_kind(out);
 	if (kind == CA_IMAGE_UNKNOWN)
 		return cafs_usage_error("make", "%s: output must end in .caibx, .caidx or .catar", out);
-	int r = cafs_interrupt_start();
+	if (profile && kind == CA_IMAGE_ARCHIVE)
+		return cafs_usage_error("make", "--profile is for an index (.caidx or .caibx), not %s", out);
+	/* checked before the work: a profile that cannot be copied fails now */
+	int r = profile ? ca_profile_load(profile, &prof) : 0;
+	if (r == -EBADMSG)
+		return ca_log_error("%s: not a valid prefetch profile", profile), 1;
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", profile), 1;
+	r = cafs_interrupt_start();
 	if (r < 0)
 		return ca_log_error_errno(r, "signals"), 1;
 	if (kind != CA_IMAGE_BLOB_INDEX)
@@ -185,6 +200,9 @@ int cafs_cmd_make(int argc, char **argv)
 	o.progress_userdata = &prog;
 	o.cancel = cafs_interrupt_flag();
 	r = ca_image_make(out, input, &o, digest, &stats); /* logs its errors */
+	if (r == 0 && prof)
+		r = ca_profile_write_beside(prof, out); /* logs */
+	ca_profile_free(prof);
 	if (r == 0) {
 		cafs_print_digest(digest);
 		if (kind != CA_IMAGE_ARCHIVE) /* a .catar has no chunks to count */
