@@ -153,5 +153,4 @@ refused "make --profile of a .catar" "for an index" "$CAFS" make --profile="$T/p
 refused "mount --record-profile of a .catar" "need an index" "$CAFS" mount -f --record-profile="$T/p3" "$U/img.catar" "$mnt"
 ok "... nothing mounted" sh -c "! grep -q ' $mnt ' /proc/self/mountinfo"
 
-[ -n "${KEEP_T:-}" ] && cp -a "$T" "$KEEP_T"
 mount_done_testing
