@@ -53,7 +53,7 @@ struct ca_chunksrc {
 	struct codec_slot *free_codecs; /* idle per-call codecs */
 	size_t inflight;                /* bytes reserved by running fetches */
 	pthread_cond_t room;            /* signalled when inflight drops */
-	unsigned demand;                /* gets (not background) waiting for a fetch; done on change */
+	unsigned demand;                /* gets (not background) running a fetch; done on change */
 };
 
 static unsigned bucket_of(const uint8_t id[CA_CHUNK_ID_SIZE])
@@ -365,14 +365,10 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 		e->refs++;
 		if (e->ready)
 			src->stats.lru_hits++;
-		if (!e->ready && e->err == 0) {
-			src->demand += dm;
-			while (!e->ready && e->err == 0)
-				pthread_cond_wait(&src->done, &src->lock);
-			src->demand -= dm;
-			if (dm)
-				pthread_cond_broadcast(&src->done);
-		}
+		/* a get joining a fetch under way is not counted as demand:
+		 * background work starting now does not delay that fetch */
+		while (!e->ready && e->err == 0)
+			pthread_cond_wait(&src->done, &src->lock);
 		if (e->ready) {
 			if (e->in_table)
 				lru_front(src, e);
@@ -429,13 +425,20 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 		e->chunk.data = out.data;
 		e->chunk.size = out.size;
 		e->ready = true;
-		if (src->lru_limit == 0 || out.size > src->lru_limit || (flags & CA_CHUNKSRC_NO_LRU)) {
+		if (src->lru_limit == 0 || out.size > src->lru_limit) {
 			/* no LRU: waiters already hold references */
 			struct entry **pp = &src->buckets[b];
 			while (*pp != e)
 				pp = &(*pp)->hnext;
 			*pp = e->hnext;
 			e->in_table = false;
+		} else if ((flags & CA_CHUNKSRC_LRU_COLD) && src->lru_tail) {
+			/* at the end that is evicted first: a read moves it up */
+			e->prev = src->lru_tail;
+			src->lru_tail->next = e;
+			src->lru_tail = e;
+			src->lru_bytes += out.size;
+			lru_evict(src);
 		} else {
 			e->next = src->lru_head;
 			if (src->lru_head)

@@ -91,7 +91,7 @@ static void *worker(void *arg)
 			pthread_mutex_unlock(&p->lock);
 			return NULL;
 		}
-		r = ca_chunksrc_get_background(p->src, id, end - start, fill ? CA_CHUNKSRC_NO_LRU : 0, &c);
+		r = ca_chunksrc_get_background(p->src, id, end - start, fill ? CA_CHUNKSRC_LRU_COLD : 0, &c);
 		ca_chunksrc_put(p->src, c);
 		if (r < 0)
 			ca_log_debug_errno(r, "background fetch of chunk %zu", i);
