@@ -14,6 +14,7 @@
 #               command to the end of the workload
 #   replay      the same with --profile (what was recorded): the profile's
 #               chunks come in parallel bursts before the reads ask
+# and, for scale, the mount alone coming up and the workload on a warm mount.
 # "round trips" is that time over the RTT (the mount's own index and
 # sidecar GETs included).
 # Fill rows, on loopback (no proxy; the issue's goal: cold tar with --fill
@@ -111,7 +112,11 @@ mnt_down
 mnt_up --profile="$T/start.caprofile" "$LAG/tree.caidx"
 workload
 row "replay" "$(since "$t0")" "$(gets)"
+t=$(now); workload; warmw=$(since "$t")
 mnt_down
+t=$(now); mnt_up --profile=none "$LAG/tree.caidx"; up=$(since "$t")
+mnt_down
+echo "  (of which: the mount coming up ${up} s; the workload on a warm mount ${warmw} s)"
 
 echo "background fill on loopback:"
 tarit() { tar -cf - -C "$mnt" . | cat >/dev/null; }
