@@ -14,7 +14,7 @@
 #               command to the end of the workload
 #   replay      the same with --profile (what was recorded): the profile's
 #               chunks come in parallel bursts before the reads ask
-# and, for scale, the mount alone coming up and the workload on a warm mount.
+# And, for scale, the mount alone coming up and the workload on a warm mount.
 # "round trips" is that time over the RTT (the mount's own index and
 # sidecar GETs included).
 # Fill rows, on loopback (no proxy; the goal: cold tar with --fill

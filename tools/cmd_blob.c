@@ -190,8 +190,10 @@ int cafs_cmd_make(int argc, char **argv)
 	if (r < 0)
 		return ca_log_error_errno(r, "%s", profile), 1;
 	r = cafs_interrupt_start();
-	if (r < 0)
+	if (r < 0) {
+		ca_profile_free(prof);
 		return ca_log_error_errno(r, "signals"), 1;
+	}
 	if (kind != CA_IMAGE_BLOB_INDEX)
 		cafs_raise_fd_limit();
 	o.progress_start = progress_start;

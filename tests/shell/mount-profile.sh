@@ -100,6 +100,12 @@ ok "... nor the profile" test "$(nginx_log | grep -c caprofile)" = 0
 ok "... and the mount reads" grep -qx hello "$mnt/etc/a"
 mount_stop "unmount" "$mnt"
 
+ok "cache fill keeps the profile with the index" sh -c "'$CAFS' cache fill --cache='$T/c8' '$U/img.caidx' >/dev/null 2>&1 && ls '$T/c8/indexes/' | grep -q 'caidx.caprofile\$'"
+mount_start "... and an --offline mount of that cache replays it" "$mnt" "$T/log.off" --cache="$T/c8" --offline "$U/img.caidx"
+ok "... replayed" wait_until 10 "$MOUNT_PID" replayed "$mnt"
+ok "... nothing said" test ! -s "$T/log.off"
+mount_stop "unmount" "$mnt"
+
 # ---- corrupt profiles: one warning, the mount works ----
 printf 'cafs-profile 1\nindex -\nf 0 zz etc/a\n' >"$W/img.caidx.caprofile"
 nginx_log_reset
