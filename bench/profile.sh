@@ -114,7 +114,7 @@ workload
 row "replay" "$(since "$t0")" "$(gets)"
 t=$(now); workload; warmw=$(since "$t")
 mnt_down
-t=$(now); mnt_up --profile=none "$LAG/tree.caidx"; up=$(since "$t")
+mnt_up --profile=none "$LAG/tree.caidx"; up=$(since "$t0")
 mnt_down
 echo "  (of which: the mount coming up ${up} s; the workload on a warm mount ${warmw} s)"
 
