@@ -53,6 +53,7 @@ struct ca_chunksrc {
 	struct codec_slot *free_codecs; /* idle per-call codecs */
 	size_t inflight;                /* bytes reserved by running fetches */
 	pthread_cond_t room;            /* signalled when inflight drops */
+	unsigned demand;                /* gets (not background) running a fetch; done on change */
 };
 
 static unsigned bucket_of(const uint8_t id[CA_CHUNK_ID_SIZE])
@@ -351,11 +352,12 @@ done:
 	return r;
 }
 
-int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size,
-                    const struct ca_chunk **ret)
+static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size, unsigned flags,
+                     const struct ca_chunk **ret)
 {
 	struct entry *e;
 	int r;
+	unsigned dm = (flags & CA_CHUNKSRC_BACKGROUND) ? 0 : 1;
 
 	pthread_mutex_lock(&src->lock);
 	e = lookup(src, id);
@@ -363,6 +365,8 @@ int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE],
 		e->refs++;
 		if (e->ready)
 			src->stats.lru_hits++;
+		/* a get joining a fetch under way is not counted as demand:
+		 * background work starting now does not delay that fetch */
 		while (!e->ready && e->err == 0)
 			pthread_cond_wait(&src->done, &src->lock);
 		if (e->ready) {
@@ -389,6 +393,7 @@ int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE],
 	unsigned b = bucket_of(id);
 	e->hnext = src->buckets[b];
 	src->buckets[b] = e;
+	src->demand += dm;
 	pthread_mutex_unlock(&src->lock);
 
 	/* the file and the decoded chunk, for as long as the fetch runs */
@@ -408,6 +413,7 @@ int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE],
 
 	pthread_mutex_lock(&src->lock);
 	src->inflight -= need;
+	src->demand -= dm;
 	pthread_cond_broadcast(&src->room);
 	if (r < 0) {
 		src->stats.errors++;
@@ -426,6 +432,13 @@ int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE],
 				pp = &(*pp)->hnext;
 			*pp = e->hnext;
 			e->in_table = false;
+		} else if ((flags & CA_CHUNKSRC_LRU_COLD) && src->lru_tail) {
+			/* at the end that is evicted first: a read moves it up */
+			e->prev = src->lru_tail;
+			src->lru_tail->next = e;
+			src->lru_tail = e;
+			src->lru_bytes += out.size;
+			lru_evict(src);
 		} else {
 			e->next = src->lru_head;
 			if (src->lru_head)
@@ -445,6 +458,12 @@ int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE],
 		return r;
 	*ret = &e->chunk;
 	return 0;
+}
+
+int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size,
+                    const struct ca_chunk **ret)
+{
+	return get_flags(src, id, size, 0, ret);
 }
 
 void ca_chunksrc_put(struct ca_chunksrc *src, const struct ca_chunk *chunk)
@@ -523,4 +542,18 @@ void *ca_chunksrc_backend(const struct ca_chunksrc *src, size_t i, const struct 
 	if (ret_ops)
 		*ret_ops = src->backends[i].ops;
 	return src->backends[i].be;
+}
+
+int ca_chunksrc_get_background(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size,
+                               unsigned flags, const struct ca_chunk **ret)
+{
+	return get_flags(src, id, size, flags | CA_CHUNKSRC_BACKGROUND, ret);
+}
+
+void ca_chunksrc_wait_no_demand(struct ca_chunksrc *src)
+{
+	pthread_mutex_lock(&src->lock);
+	while (src->demand > 0)
+		pthread_cond_wait(&src->done, &src->lock);
+	pthread_mutex_unlock(&src->lock);
 }

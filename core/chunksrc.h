@@ -110,4 +110,15 @@ const struct ca_chunk_backend_ops *ca_chunksrc_store_backend(void);
 size_t ca_chunksrc_n_backends(const struct ca_chunksrc *src);
 void *ca_chunksrc_backend(const struct ca_chunksrc *src, size_t i, const struct ca_chunk_backend_ops **ret_ops);
 
+/* Background fetches (prefetch.h: profile replay, background fill) go
+ * through get, with these flags; demand gets (ca_chunksrc_get) are
+ * counted while they run a fetch of their own (not while they join one
+ * under way), so that background work can stay out of their way. */
+#define CA_CHUNKSRC_BACKGROUND 1u /* not a demand read (implied below) */
+#define CA_CHUNKSRC_LRU_COLD 2u   /* enters the LRU at the end evicted first */
+int ca_chunksrc_get_background(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size,
+                               unsigned flags, const struct ca_chunk **ret);
+/* Block while a demand get runs a fetch (returns at once when none). */
+void ca_chunksrc_wait_no_demand(struct ca_chunksrc *src);
+
 #endif

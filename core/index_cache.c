@@ -17,6 +17,7 @@
 #include "location.h"
 #include "log.h"
 #include "remote.h"
+#include "profile.h"
 #include "source.h"
 #include "store.h"
 #include "trust.h"
@@ -319,4 +320,81 @@ int ca_index_cache_make_sidecar(struct ca_image *im, const char *out)
 out:
 	ca_buf_release(&b);
 	return r;
+}
+
+/* ---- prefetch profiles (profile.h) ---- */
+
+/* The profile's bytes, as sidecar_bytes finds a sidecar's: beside a local
+ * index, the URL (kept in the cache), or offline the kept copy. -ENOENT:
+ * none (not an error); other errors said once. */
+static int profile_bytes(const char *source, const char *name, const char *suffix, const struct ca_http_opts *http,
+                         const char *cache_dir, bool offline, struct ca_buf *ret)
+{
+	struct ca_http_opts ho;
+	int r;
+	if (ca_location_kind(source) == CA_LOCATION_PATH) {
+		r = read_file(ca_location_path(name), CA_PROFILE_FILE_MAX, ret);
+		if (r < 0 && r != -ENOENT)
+			ca_log_warning_errno(r, "%s: ignoring the prefetch profile", ca_location_path(name));
+		return r < 0 ? -ENOENT : 0;
+	}
+	if (offline)
+		return read_kept(cache_dir, source, suffix, CA_PROFILE_FILE_MAX, ret) < 0 ? -ENOENT : 0;
+	if (!http) {
+		ca_source_http_opts(&ho);
+		http = &ho;
+	}
+	r = ca_remote_get_file(name, CA_PROFILE_FILE_MAX, http, ret);
+	if (r == -ENOENT) {
+		if (cache_dir)
+			forget(cache_dir, source, suffix);
+		return r;
+	}
+	if (r < 0) {
+		ca_log_warning_errno(r, "%s: ignoring the prefetch profile", name);
+		return -ENOENT;
+	}
+	if (cache_dir)
+		keep(cache_dir, source, suffix, ret->data, ret->size);
+	return 0;
+}
+
+int ca_index_cache_profile(const char *source, const struct ca_index *idx, const struct ca_http_opts *http,
+                           const char *cache_dir, bool offline, const struct ca_minisign_key *keys, size_t n_keys,
+                           struct ca_profile **ret)
+{
+	struct ca_buf b = CA_BUF_INIT;
+	char suffix[32];
+	uint8_t digest[CA_CHUNK_ID_SIZE];
+	size_t isize;
+	const void *ibytes = ca_index_data(idx, &isize);
+	char *name = ca_profile_name_for(source);
+	*ret = NULL;
+	snprintf(suffix, sizeof(suffix), "%s" CA_PROFILE_SUFFIX, index_suffix(source));
+	int r = name ? profile_bytes(source, name, suffix, http, cache_dir, offline, &b) : -ENOMEM;
+	/* trusted like the sidecar: signed like the index, and naming it */
+	if (r == 0 && n_keys &&
+	    ca_index_cache_check_signature(name, source, suffix, b.data, b.size, http, cache_dir, offline, keys,
+	                                   n_keys) < 0) {
+		ca_log_warning("%s: prefetch profile not used", name);
+		r = -ENOENT;
+	}
+	if (r == 0)
+		r = ca_profile_parse(b.data, b.size, ret);
+	if (r == 0 && n_keys) {
+		const uint8_t *want = ca_profile_index_digest(*ret);
+		r = ca_sidecar_index_digest(ibytes, isize, digest);
+		if (r == 0 && (!want || memcmp(want, digest, CA_CHUNK_ID_SIZE))) {
+			ca_profile_free(*ret);
+			*ret = NULL;
+			r = -ESTALE;
+		}
+	}
+	if (r == -ESTALE)
+		ca_log_warning("%s: belongs to another index: prefetch profile ignored", name);
+	else if (r == -EBADMSG)
+		ca_log_warning("%s: not a valid prefetch profile: ignored", name);
+	ca_buf_release(&b);
+	free(name);
+	return r == -ENOMEM ? ca_log_error_errno(r, "%s", source) : 0;
 }

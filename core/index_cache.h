@@ -68,4 +68,16 @@ int ca_index_cache_sidecar(const char *source, const struct ca_index *idx, const
 struct ca_image;
 int ca_index_cache_make_sidecar(struct ca_image *im, const char *out);
 
+/* The prefetch profile published beside index idx (opened from source):
+ * X.caprofile beside a local index, URL.caprofile (before the query) for
+ * a remote one, kept in cache_dir as CACHE/indexes/<hash>.caidx.caprofile
+ * (or .caibx...) and read from there offline. *ret = NULL when there is
+ * none (silently) or none that can be used (one warning: unreadable,
+ * invalid; with trusted keys also unsigned (X.caprofile.minisig) or
+ * naming another index's digest). Errors only for ENOMEM. */
+struct ca_profile;
+int ca_index_cache_profile(const char *source, const struct ca_index *idx, const struct ca_http_opts *http,
+                           const char *cache_dir, bool offline, const struct ca_minisign_key *keys, size_t n_keys,
+                           struct ca_profile **ret);
+
 #endif

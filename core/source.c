@@ -283,6 +283,18 @@ int ca_source_open_sidecar(const char *source, const struct ca_index *idx, const
 	return r;
 }
 
+int ca_source_open_profile(const char *source, const struct ca_index *idx, const struct ca_image_opts *o,
+                           struct ca_profile **ret)
+{
+	struct index_src c;
+	int r = index_src_init(source, o, &c);
+	*ret = NULL;
+	if (r == 0)
+		r = ca_index_cache_profile(source, idx, c.http, c.cache, o->offline, c.keys, c.n_keys, ret);
+	index_src_release(&c);
+	return r;
+}
+
 /* A .catar carries no signature of its own: with trusted keys, refused. */
 static int check_archive_trust(const char *source, const struct ca_image_opts *o)
 {

@@ -88,6 +88,13 @@ struct ca_sidecar;
 int ca_source_open_sidecar(const char *source, const struct ca_index *idx, const struct ca_image_opts *o,
                            struct ca_sidecar **ret);
 
+/* The prefetch profile published beside idx (profile.h), found, kept and
+ * checked as index_cache.h says: *ret = NULL when there is none that can
+ * be used. Errors only for ENOMEM. */
+struct ca_profile;
+int ca_source_open_profile(const char *source, const struct ca_index *idx, const struct ca_image_opts *o,
+                           struct ca_profile **ret);
+
 /* A local store (a path or file:// URL; -EPROTONOSUPPORT for other URLs).
  * Logs. */
 int ca_source_open_store(const char *store, struct ca_store **ret);

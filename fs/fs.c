@@ -165,6 +165,26 @@ void cafs_fs_free(struct cafs_fs *fs)
 	free(fs);
 }
 
+/* The background work's progress (prefetch.h), for the stats. */
+static size_t prefetch_stats_text(struct ca_prefetch *p, char *buf, size_t len)
+{
+	struct ca_prefetch_stats s;
+	ca_prefetch_get_stats(p, &s);
+	const char *fill = !s.fill ? "off" : !s.finished ? "running" : s.fill_done < s.fill_chunks ? "incomplete" : "done";
+	int n = snprintf(buf, len,
+	                 "profile_chunks: %" PRIu64 "\n"
+	                 "profile_chunks_done: %" PRIu64 "\n"
+	                 "fill: %s\n"
+	                 "fill_chunks: %" PRIu64 "\n"
+	                 "fill_chunks_done: %" PRIu64 "\n"
+	                 "fill_bytes: %" PRIu64 "\n"
+	                 "fill_bytes_done: %" PRIu64 "\n"
+	                 "background_errors: %" PRIu64 "\n",
+	                 s.profile_chunks, s.profile_done, fill, s.fill_chunks, s.fill_done, s.fill_bytes,
+	                 s.fill_done_bytes, s.errors);
+	return n < 0 ? 0 : (size_t)n >= len ? len - 1 : (size_t)n;
+}
+
 size_t cafs_fs_stats_text(struct cafs_fs *fs, char *buf, size_t len)
 {
 	struct ca_chunksrc_stats s = { 0 };
@@ -212,6 +232,8 @@ size_t cafs_fs_stats_text(struct cafs_fs *fs, char *buf, size_t len)
 		             fst.switches);
 		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
 	}
+	if (fs->o.prefetch && used + 1 < len)
+		used += prefetch_stats_text(fs->o.prefetch, buf + used, len - used);
 	return used;
 }
 
@@ -581,6 +603,9 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	} else {
 		COUNT(fs, bytes_read, (uint64_t)k);
 		fuse_reply_buf(req, buf, (size_t)k);
+		if (fs->o.record)
+			ca_profile_rec_read(fs->o.record, fs->tree ? n->ino - 1 : UINT64_MAX, n->data_off, (uint64_t)off,
+			                    (uint64_t)k);
 	}
 	free(buf);
 }

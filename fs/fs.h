@@ -33,6 +33,8 @@
 #include <sys/stat.h>
 
 #include "catar_ra.h"
+#include "prefetch.h"
+#include "profile.h"
 #include "source.h"
 
 struct cafs_fs;
@@ -53,6 +55,10 @@ struct cafs_fs_options {
 	 * answer: the daemon uses it to let its parent exit. May be NULL. */
 	void (*ready)(void *userdata);
 	void *ready_userdata;
+	/* --record-profile: every read is told to it (profile.h). May be NULL. */
+	struct ca_profile_rec *record;
+	/* --profile / --fill: its progress is shown in the stats. May be NULL. */
+	struct ca_prefetch *prefetch;
 };
 
 /* The fs over an opened image (borrowed: it must outlive the fs): a blob

@@ -28,6 +28,7 @@
 #include "log.h"
 #include "make.h"
 #include "interrupt.h"
+#include "profile.h"
 #include "progress.h"
 #include "reflink.h"
 #include "s3.h"
@@ -44,6 +45,7 @@ enum {
 	OPT_META,
 	OPT_OFFLINE,
 	OPT_OVERLAY_XATTRS,
+	OPT_PROFILE,
 	/* from here on: extract's own */
 	OPT_SEED,
 	OPT_CACHE,
@@ -126,6 +128,7 @@ int cafs_cmd_make(int argc, char **argv)
 		{ "exclude-submounts", required_argument, NULL, OPT_EXCLUDE_SUBMOUNTS },
 		{ "exclude-file", required_argument, NULL, OPT_EXCLUDE_FILE },
 		{ "meta", required_argument, NULL, OPT_META },
+		{ "profile", required_argument, NULL, OPT_PROFILE },
 		{ "uid-shift", required_argument, NULL, OPT_UID_SHIFT },
 		{ "uid-range", required_argument, NULL, OPT_UID_RANGE },
 		{ "threads", required_argument, NULL, 'j' },
@@ -139,7 +142,8 @@ int cafs_cmd_make(int argc, char **argv)
 	struct cafs_progress prog = { .label = "make" };
 	struct ca_make_stats stats;
 	uint8_t digest[CA_CHUNK_ID_SIZE];
-	const char *out, *input;
+	const char *out, *input, *profile = NULL;
+	struct ca_profile *prof = NULL;
 	int c, verbosity = 0;
 	uint64_t f;
 	bool *bp;
@@ -189,6 +193,9 @@ int cafs_cmd_make(int argc, char **argv)
 		case OPT_UID_SHIFT:
 			if (cafs_parse_uid_shift(optarg, &o.uid_shift) < 0)
 				return cafs_usage_error("make", "invalid uid shift '%s'", optarg);
+			break;
+		case OPT_PROFILE:
+			profile = optarg;
 			break;
 		case OPT_UID_RANGE:
 			if (cafs_parse_uid_range(optarg, &o.uid_shift) < 0)
@@ -244,9 +251,19 @@ int cafs_cmd_make(int argc, char **argv)
 	enum ca_image_kind kind = ca_location_image_kind(out);
 	if (kind == CA_IMAGE_UNKNOWN)
 		return cafs_usage_error("make", "%s: output must end in .caibx, .caidx or .catar", out);
-	int r = cafs_interrupt_start();
+	if (profile && kind == CA_IMAGE_ARCHIVE)
+		return cafs_usage_error("make", "--profile is for an index (.caidx or .caibx), not %s", out);
+	/* checked before the work: a profile that cannot be copied fails now */
+	int r = profile ? ca_profile_load(profile, &prof) : 0;
+	if (r == -EBADMSG)
+		return ca_log_error("%s: not a valid prefetch profile", profile), 1;
 	if (r < 0)
+		return ca_log_error_errno(r, "%s", profile), 1;
+	r = cafs_interrupt_start();
+	if (r < 0) {
+		ca_profile_free(prof);
 		return ca_log_error_errno(r, "signals"), 1;
+	}
 	if (kind != CA_IMAGE_BLOB_INDEX)
 		cafs_raise_fd_limit();
 	o.progress_start = progress_start;
@@ -270,6 +287,9 @@ int cafs_cmd_make(int argc, char **argv)
 	r = ca_image_make(out, input, &o, digest, &stats); /* logs its errors */
 	if (r == 0 && s3_out)
 		r = s3_upload(out, s3_out);
+	if (r == 0 && prof)
+		r = ca_profile_write_beside(prof, out); /* logs */
+	ca_profile_free(prof);
 	if (r == 0) {
 		cafs_print_digest(digest);
 		if (kind != CA_IMAGE_ARCHIVE) /* a .catar has no chunks to count */

@@ -24,6 +24,7 @@
 #include "index_cache.h"
 #include "interrupt.h"
 #include "log.h"
+#include "profile.h"
 #include "progress.h"
 #include "store.h"
 
@@ -94,10 +95,14 @@ out:
 static int open_kept(const char *name, const struct ca_image_opts *io, struct ca_index **ret)
 {
 	struct ca_sidecar *sc = NULL;
+	struct ca_profile *prof = NULL; /* its prefetch profile too, for an offline mount */
 	int r = ca_source_open_index(name, io, ret);
 	if (r == 0 && ca_location_image_kind(name) == CA_IMAGE_ARCHIVE_INDEX)
 		r = ca_source_open_sidecar(name, *ret, io, &sc);
+	if (r == 0)
+		r = ca_source_open_profile(name, *ret, io, &prof);
 	ca_sidecar_free(sc);
+	ca_profile_free(prof);
 	return r;
 }
 

@@ -36,6 +36,9 @@
 #include "failover.h"
 #include "location.h"
 #include "log.h"
+#include "prefetch.h"
+#include "profile.h"
+#include "sidecar.h"
 #include "source.h"
 
 #define DEFAULT_LRU_BYTES (UINT64_C(256) << 20)
@@ -52,6 +55,9 @@ enum {
 	OPT_READAHEAD,
 	OPT_LOG,
 	OPT_RATE_LIMIT_BPS,
+	OPT_RECORD_PROFILE,
+	OPT_PROFILE,
+	OPT_FILL,
 };
 
 struct mount_args {
@@ -70,6 +76,9 @@ struct mount_args {
 	uint64_t rate_limit_bps; /* per HTTP transfer, 0 = none */
 	/* -o uid=,gid=,mode= for the blob mount's file; -1: the default */
 	long long blob_uid, blob_gid, blob_mode;
+	const char *record_profile; /* written at unmount (profile.h) */
+	const char *profile;        /* replayed at mount; "none": not even the one beside the index */
+	bool fill;                  /* fetch the whole image into the cache in the background */
 };
 
 /* The daemon's start-up state, shared with the INIT callback. */
@@ -181,6 +190,12 @@ static int parse_o(const char *cmd, struct mount_args *a, char *arg)
 			a->offline = true;
 		} else if (opt_is(opt, len, "overlay_xattrs")) {
 			a->overlay_xattrs = true;
+		} else if (!strncmp(opt, "record_profile=", 15)) {
+			a->record_profile = opt + 15;
+		} else if (!strncmp(opt, "profile=", 8)) {
+			a->profile = opt + 8;
+		} else if (opt_is(opt, len, "fill")) {
+			a->fill = true;
 		} else if (!strncmp(opt, "lru_size=", 9)) {
 			if (cafs_parse_size(opt + 9, &a->lru_bytes) < 0)
 				return cafs_usage_error(cmd, "invalid size '%s'", opt + 9);
@@ -225,6 +240,9 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 		{ "log", required_argument, NULL, OPT_LOG },
 		CAFS_TRUSTED_KEY_OPTION,
 		{ "rate-limit-bps", required_argument, NULL, OPT_RATE_LIMIT_BPS },
+		{ "record-profile", required_argument, NULL, OPT_RECORD_PROFILE },
+		{ "profile", required_argument, NULL, OPT_PROFILE },
+		{ "fill", no_argument, NULL, OPT_FILL },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -276,6 +294,15 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 		case OPT_RATE_LIMIT_BPS:
 			if (cafs_parse_size(optarg, &a->rate_limit_bps) < 0 || a->rate_limit_bps == 0)
 				return cafs_usage_error(cmd, "invalid rate '%s'", optarg);
+			break;
+		case OPT_RECORD_PROFILE:
+			a->record_profile = optarg;
+			break;
+		case OPT_PROFILE:
+			a->profile = optarg;
+			break;
+		case OPT_FILL:
+			a->fill = true;
 			break;
 		case OPT_READAHEAD:
 			if (parse_count(optarg, 1024, &a->readahead_chunks) < 0)
@@ -366,12 +393,64 @@ static int wait_ready(pid_t child, int fd)
 struct image {
 	struct ca_image *im;
 	struct cafs_fs *fs;
+	struct ca_profile_rec *rec; /* --record-profile */
+	struct ca_prefetch *pf;     /* profile replay and fill */
 };
 
 static void image_release(struct image *im)
 {
+	ca_prefetch_stop(im->pf); /* first: its workers read through the image */
 	cafs_fs_free(im->fs);
 	ca_image_free(im->im);
+	ca_profile_rec_free(im->rec);
+}
+
+/* The profile to replay: --profile FILE, or the one published beside the
+ * index (none with --profile=none). A profile that cannot be used is
+ * said in one warning; the mount goes on without it. */
+static int open_profile(const struct mount_args *a, const struct ca_image_opts *io, struct image *im,
+                        struct ca_profile **ret)
+{
+	*ret = NULL;
+	if (a->profile && !strcmp(a->profile, "none"))
+		return 0;
+	if (!a->profile)
+		return ca_source_open_profile(a->source, ca_image_index(im->im), io, ret);
+	int r = ca_profile_load(a->profile, ret);
+	if (r == -EBADMSG)
+		ca_log_warning("%s: not a valid prefetch profile: ignored", a->profile);
+	else if (r == -ENOMEM)
+		return ca_log_error_errno(r, "%s", a->profile);
+	else if (r < 0)
+		ca_log_warning_errno(r, "%s: prefetch profile ignored", a->profile);
+	return 0;
+}
+
+/* Start the background work: the profile's chunks, then with --fill the
+ * rest. Logs its errors. */
+static int start_prefetch(const struct mount_args *a, const struct ca_image_opts *io, struct image *im)
+{
+	struct ca_profile *prof = NULL;
+	size_t *order = NULL, n = 0, skipped = 0;
+	struct ca_index *idx = ca_image_index(im->im);
+	int r = idx ? open_profile(a, io, im, &prof) : 0;
+	if (r == 0 && prof) {
+		r = ca_profile_resolve(prof, idx, ca_image_sidecar(im->im), &order, &n, &skipped);
+		if (r < 0)
+			ca_log_error_errno(r, "%s", a->source);
+		else
+			ca_log_info("prefetch profile: %zu chunks (%zu of %zu items name nothing in this image)", n,
+			            skipped, ca_profile_count(prof));
+	}
+	ca_profile_free(prof);
+	if (r == 0 && (n > 0 || a->fill)) {
+		r = ca_prefetch_start(ca_image_chunksrc(im->im), idx, order, n, a->fill, &im->pf);
+		if (r < 0)
+			ca_log_error_errno(r, "%s", a->source);
+	} else {
+		free(order);
+	}
+	return r;
 }
 
 /* Everything up to a ready fs. Logs its errors. */
@@ -431,6 +510,19 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 		o.blob_name = name;
 		o.blob_st = st;
 	}
+	if (ca_image_kind(im->im) == CA_IMAGE_ARCHIVE &&
+	    (a->fill || a->record_profile || (a->profile && strcmp(a->profile, "none"))))
+		return ca_log_error("%s: --fill and prefetch profiles need an index (.caidx or .caibx)", a->source),
+		       -EINVAL;
+	if (a->fill && !ca_image_cache_dir(im->im))
+		return ca_log_error("%s: --fill needs a chunk cache (--cache=DIR)", a->source), -EINVAL;
+	if (a->record_profile && (r = ca_profile_rec_new(&im->rec)) < 0)
+		return ca_log_error_errno(r, "mount");
+	o.record = im->rec;
+	r = start_prefetch(a, &io, im);
+	if (r < 0)
+		return r;
+	o.prefetch = im->pf;
 	r = cafs_fs_new(im->im, &o, &im->fs);
 	if (r == -EBADMSG)
 		ca_log_error_errno(r, "%s: not a valid archive", a->source);
@@ -438,6 +530,19 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 		ca_log_error_errno(r, "%s", a->source);
 	free(name);
 	return r;
+}
+
+/* --record-profile, at unmount: files by path through the sidecar, bound
+ * to this index. */
+static int write_profile(const struct mount_args *a, struct image *im)
+{
+	uint8_t digest[CA_CHUNK_ID_SIZE];
+	size_t size;
+	const void *bytes = ca_index_data(ca_image_index(im->im), &size);
+	int r = ca_sidecar_index_digest(bytes, size, digest);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", a->record_profile);
+	return ca_profile_rec_write(im->rec, a->record_profile, digest, ca_image_sidecar(im->im));
 }
 
 /* Open, mount, serve until unmounted or signalled. Returns an exit code. */
@@ -455,6 +560,8 @@ static int run(const struct mount_args *a, struct daemon *d)
 	int r = fsname ? image_open(a, d, &im) : ca_log_error_errno(ENOMEM, "mount");
 	if (r == 0)
 		r = cafs_fs_serve(im.fs, a->mountpoint, &so);
+	if (r == 0 && im.rec)
+		(void)write_profile(a, &im); /* logs */
 	image_release(&im);
 	free(fsname);
 	return r < 0 ? 1 : 0;
@@ -467,7 +574,7 @@ int cafs_cmd_mount(int argc, char **argv)
 		.lru_bytes = DEFAULT_LRU_BYTES, .threads = DEFAULT_THREADS, .blob_uid = -1, .blob_gid = -1, .blob_mode = -1
 	};
 	struct daemon d = { .ready_fd = -1, .log_fd = -1 };
-	char *source = NULL, *mountpoint = NULL;
+	char *source = NULL, *mountpoint = NULL, *record_profile = NULL, *profile = NULL;
 	size_t n_abs = 0; /* a.stores[0..n_abs) are ours to free */
 	int r = parse_args(cmd, argc, argv, &a);
 	struct stat st;
@@ -476,6 +583,10 @@ int cafs_cmd_mount(int argc, char **argv)
 		goto out;
 	cafs_set_verbosity(a.verbosity);
 	r = 1;
+	if (a.fill && a.no_cache) {
+		r = cafs_usage_error(cmd, "--fill needs a chunk cache: not with --no-cache");
+		goto out;
+	}
 	switch (ca_location_image_kind(a.source)) {
 	case CA_IMAGE_BLOB_INDEX:
 	case CA_IMAGE_ARCHIVE_INDEX:
@@ -501,6 +612,18 @@ int cafs_cmd_mount(int argc, char **argv)
 	}
 	a.source = source;
 	a.mountpoint = mountpoint;
+	if (a.record_profile && !(record_profile = absolute(a.record_profile))) {
+		ca_log_error_errno(ENOMEM, "%s", cmd);
+		goto out;
+	}
+	if (a.profile && strcmp(a.profile, "none") && !(profile = absolute(a.profile))) {
+		ca_log_error_errno(ENOMEM, "%s", cmd);
+		goto out;
+	}
+	if (record_profile)
+		a.record_profile = record_profile;
+	if (profile)
+		a.profile = profile;
 	for (size_t i = 0; i < a.n_stores; i++) {
 		char *s = ca_failover_map(a.stores[i], absolute); /* each member of a group */
 		if (!s) {
@@ -555,6 +678,8 @@ out:
 	cafs_trusted_keys_release(&a.trusted);
 	free(source);
 	free(mountpoint);
+	free(record_profile);
+	free(profile);
 	return r;
 }
 

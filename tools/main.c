@@ -36,6 +36,8 @@ static const struct cafs_command commands[] = {
 	  "      --exclude-submounts=yes  leave out other filesystems mounted below INPUT\n"
 	  "      --exclude-file=no   ignore .caexclude files\n"
 	  "      --meta=no           .caidx: no metadata sidecar OUT.cameta beside it\n"
+	  "      --profile=FILE      an index: copy this prefetch profile beside it as\n"
+	  "                          OUT.caprofile, naming the new index\n"
 	  "      --uid-shift=UID     archives: store owners as their ids minus UID\n"
 	  "      --uid-range=N       ... modulo N (default 65536; or yes/no), as casync\n"
 	  "  -j, --threads=N         worker threads (default: number of CPUs)\n"
@@ -94,9 +96,16 @@ static const struct cafs_command commands[] = {
 	  "      --trusted-key=FILE  only an index signed by this minisign key\n"
 	  "                       (repeatable; see SECURITY in cafs(1))\n"
 	  "      --rate-limit-bps=SIZE  cap the download rate from each store\n"
+	  "      --record-profile=FILE  at unmount, write the order data was first read\n"
+	  "                       (a prefetch profile; see FILES in cafs(1))\n"
+	  "      --profile=FILE|none  replay this prefetch profile at mount (default: the\n"
+	  "                       one beside the index, SOURCE.caprofile, if any)\n"
+	  "      --fill           fetch the whole image into the cache in the background\n"
+	  "                       (progress: cafs stats)\n"
 	  "  -o, --options=OPT[,OPT...]  FUSE mount options (allow_other, ...), and\n"
 	  "                       store=, cache=, offline, no_cache, lru_size=, threads=,\n"
-	  "                       log=, trusted_key=, overlay_xattrs, and for a .caibx\n"
+	  "                       log=, trusted_key=, overlay_xattrs, record_profile=,\n"
+	  "                       profile=, fill, and for a .caibx\n"
 	  "                       uid=, gid=, mode= (the file's owner and mode; default:\n"
 	  "                       the index file's, read-only); defaults, rw, ro, auto,\n"
 	  "                       noauto, user, users, nouser, nofail, _netdev, x-*,\n"
@@ -105,7 +114,8 @@ static const struct cafs_command commands[] = {
 	  "Also: mount.cafs SOURCE DIR -o OPTS; mount -t fuse.cafs SOURCE DIR.\n" },
 	{ "stats", cafs_cmd_stats, "stats MOUNTPOINT",
 	  "Prints a mount's counters: chunks and bytes fetched, cache and LRU hits,\n"
-	  "HTTP requests and retries, errors.\n" },
+	  "HTTP requests and retries, errors, and the progress of a profile replay\n"
+	  "and of --fill.\n" },
 	{ "cache", cafs_cmd_cache, "cache stat|fill|prune|verify|seed [OPTIONS] ...",
 	  "  cache stat [SOURCE...]          chunks and bytes in the cache; how much of each index it holds\n"
 	  "  cache fill SOURCE...            download every chunk the indexes need that the cache lacks\n"

@@ -36,7 +36,7 @@ nginx_log_reset
 ok "fill v2" $CAFS cache fill -q --cache C --store "$U/store" "$U/v2.caibx"
 ok "image update: only the $n_expect chunks v1 lacks were downloaded" test "$(chunk_gets | awk '{print $1}')" = "$expect"
 ok "image update: $bytes_expect bytes of chunks" test "$(chunk_gets | awk '{s += $2} END {print s + 0}')" = "$bytes_expect"
-ok "image update: one more request, the index" test "$(nginx_log | wc -l)" = "$((n_expect + 1))"
+ok "image update: two more requests, the index and its prefetch profile (none)" test "$(nginx_log | wc -l)" = "$((n_expect + 2))"
 ok "image update: the result is v2" bash -c "$CAFS extract --store C www/v2.caibx out1 && cmp out1 v2.tar"
 
 # ---- the update: tree (.caidx), seeded from the old directory itself ----
