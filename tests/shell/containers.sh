@@ -9,7 +9,10 @@
 # the image; from nginx's log, only chunks of what the container read were
 # fetched (fewer than all); a chunk missing from the store for a file the
 # container reads is an EIO inside the container (non-zero exit, one error
-# line) while the mount stays up and serves the next container.
+# line) while the mount stays up and serves the next container. With a
+# cafs that has mount --record-profile/--profile: a profile recorded at one
+# start is replayed on a fresh mount, its chunks fetched before any read,
+# and the container then fetches nothing.
 # Everything (container, overlay, FUSE mount, nginx) goes in the trap.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
