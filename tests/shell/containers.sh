@@ -9,7 +9,10 @@
 # the image; from nginx's log, only chunks of what the container read were
 # fetched (fewer than all); a chunk missing from the store for a file the
 # container reads is an EIO inside the container (non-zero exit, one error
-# line) while the mount stays up and serves the next container.
+# line) while the mount stays up and serves the next container. With a
+# cafs that has mount --record-profile/--profile: a profile recorded at one
+# start is replayed on a fresh mount, its chunks fetched before any read,
+# and the container then fetches nothing.
 # Everything (container, overlay, FUSE mount, nginx) goes in the trap.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
@@ -121,13 +124,52 @@ echo "# stats: $(grep -E '^(chunks_fetched|http_requests|errors|read_errors):' "
 mv "$T/held.cacnk" "$gone_file"
 
 # ---- with a prefetch profile ----
-# PROFILE CASE: record a profile on the first start, replay it on a second
-# fresh mount, and check from nginx's log that the profile's chunks were
-# fetched up front, before the container asked. Needs `cafs mount
-# --record-profile FILE` / `--profile FILE` (helper prefetch's branch, issue
-# 11 item 3); enabled once `cafs help mount` lists them.
+# PROFILE CASE (issue 11 items 3 and 6): record a profile at one container
+# start (`cafs mount --record-profile`, written at unmount), replay it on a
+# second mount with a fresh cache (`--profile`): from nginx's log, its
+# chunks are fetched up front, before anything reads, and the container
+# started then waits on no fetch of them. Runs when `cafs help mount` lists
+# the options (helper prefetch's branch).
+stat_of() { "$CAFS" stats "$1" | awk -v k="$2:" '$1 == k { print $2 }'; }
+replayed() { [ -n "$(stat_of "$1" profile_chunks)" ] && [ "$(stat_of "$1" profile_chunks_done)" = "$(stat_of "$1" profile_chunks)" ]; }
+# overlay_on LOWER NAME: an overlayfs of LOWER at $T/NAME.merged (upper, work beside it)
+overlay_on() {
+	mkdir -p "$T/$2.upper" "$T/$2.work" "$T/$2.merged"
+	at_cleanup "umount '$T/$2.merged' || umount -l '$T/$2.merged'"
+	mount -t overlay overlay -o "lowerdir=$1,upperdir=$T/$2.upper,workdir=$T/$2.work" "$T/$2.merged"
+}
 profile_case() {
-	: # see below: disabled until the options exist
+	local prof=$T/rootfs.caprofile pm=$T/mnt.p
+	crun_bundle "$T/bp1" "$T/p1.merged" sh -c 'echo; cat /etc/os-release' || return 1
+	crun_bundle "$T/bp2" "$T/p2.merged" sh -c 'echo; cat /etc/os-release' || return 1
+	mount_start "profile: mount --record-profile (fresh cache)" "$pm" "$T/mount.p1.log" \
+		--cache="$T/cache.p1" --record-profile="$prof" "$U/rootfs.caidx" || return 1
+	overlay_on "$pm" p1
+	nginx_log_reset
+	ctr p1 "$T/bp1"
+	fetched_ids >"$T/ids.p1"
+	ok "profile: the recorded container start ran" sh -c "test \"\$(cat '$T/p1.rc')\" = 0 && { echo; cat '$r/etc/os-release'; } | cmp - '$T/p1.out'"
+	umount "$T/p1.merged"
+	mount_stop "profile: unmount writes the profile" "$pm"
+	ok "... it names what the container read (bin/busybox, etc/os-release)" \
+		sh -c "grep -q ' bin/busybox\$' '$prof' && grep -q ' etc/os-release\$' '$prof'"
+
+	nginx_log_reset
+	mount_start "profile: mount --profile (another fresh cache)" "$pm" "$T/mount.p2.log" \
+		--cache="$T/cache.p2" --profile="$prof" "$U/rootfs.caidx" || return 1
+	ok "... the profile's chunks are fetched up front, before any read" wait_until 20 "$MOUNT_PID" replayed "$pm"
+	fetched_ids >"$T/ids.p2"
+	echo "# replay fetched $(wc -l <"$T/ids.p2") chunks up front; the recorded start fetched $(wc -l <"$T/ids.p1")"
+	ok "... chunks of what the container read, none of the unread files' own" \
+		sh -c "test -s '$T/ids.p2' && test -z \"\$(comm -23 '$T/ids.p2' '$T/ids.read')\" && test -z \"\$(comm -12 '$T/ids.p2' '$T/ids.unread')\""
+	overlay_on "$pm" p2
+	nginx_log_reset
+	ctr p2 "$T/bp2"
+	fetched_ids >"$T/ids.p2c"
+	ok "... the container starts from it" sh -c "test \"\$(cat '$T/p2.rc')\" = 0 && cmp '$T/p1.out' '$T/p2.out'"
+	ok "... and fetches no chunk: the profile brought all it reads" sh -c "test ! -s '$T/ids.p2c' || { cat '$T/ids.p2c'; exit 1; }"
+	umount "$T/p2.merged"
+	mount_stop "profile: unmount" "$pm"
 }
 if "$CAFS" help mount 2>&1 | grep -q -- '--record-profile'; then
 	profile_case
