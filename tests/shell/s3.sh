@@ -144,6 +144,15 @@ ok "a key without a secret is refused" one_line 'AWS_SECRET_ACCESS_KEY' \
 	env -u AWS_SECRET_ACCESS_KEY "$CAFS" make --store="$ST" "$T/w.caidx" "$src"
 ok "desync's S3_ACCESS_KEY/S3_SECRET_KEY work as well" run env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY \
 	S3_ACCESS_KEY="$S3_KEY" S3_SECRET_KEY="$S3_SECRET" "$CAFS" extract --store="$ST" "$T/img.caidx" "$T/x6"
+# the store settings file (cafs.conf(5)): its section's aws-* keys come before the environment
+printf '[%s/bkt/]\naws-access-key-id = %s\naws-secret-access-key = %s\n' "$U" "$S3_KEY" "$S3_SECRET" >"$T/good.conf"
+printf '[%s/bkt/]\naws-access-key-id = %s\naws-secret-access-key = wrong-secret\n' "$U" "$S3_KEY" >"$T/bad.conf"
+chmod 600 "$T/good.conf" "$T/bad.conf"
+ok "credentials from the store settings file, none in the environment" run env -u AWS_ACCESS_KEY_ID \
+	-u AWS_SECRET_ACCESS_KEY CAFS_CONFIG="$T/good.conf" "$CAFS" extract --store="$ST" "$T/img.caidx" "$T/x7"
+ok "... equals the source" diff -r "$src" "$T/x7"
+ok "... the file's secret wins over the environment's: a wrong one is refused" one_line 'access denied' \
+	env CAFS_CONFIG="$T/bad.conf" "$CAFS" make --store="$ST" "$T/w.caidx" "$src"
 
 # a missing chunk: EIO on the file that needs it, the rest reads
 ok "a chunk of big/f3 was picked ($missing)" test -n "$missing"
