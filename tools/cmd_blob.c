@@ -25,6 +25,7 @@
 #include "image_extract.h"
 #include "image_make.h"
 #include "index.h"
+#include "failover.h"
 #include "log.h"
 #include "make.h"
 #include "interrupt.h"
@@ -239,6 +240,8 @@ int cafs_cmd_make(int argc, char **argv)
 		o.store = def_store = ca_location_default_store(out);
 	if (s3_out && ca_location_image_kind(out) == CA_IMAGE_ARCHIVE)
 		return cafs_usage_error("make", "%s: a .catar cannot be written to a bucket: make an index", out);
+	if (o.store && ca_failover_is_group(o.store))
+		return ca_log_error("%s: a failover group is read from, not written to: give one store", o.store), 1;
 	const char **w[] = { &out, &o.store };
 	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
 		if (!*w[i] || ca_s3_is_url(*w[i]))

@@ -195,5 +195,9 @@ ok "a group of two local stores: extract works" "$CAFS" extract --store="$W/full
 ok "... equals the source" diff -r "$src" "$T/xg"
 ok "a group with a local member that does not exist: one line" fails_one \
 	--store="$W/nope.castr|$W/full.castr" "$W/img.caidx"
+ok "make into a group: refused in one line, nothing written" sh -c "! '$CAFS' make --store='$T/mk1|$T/mk2' \
+	'$T/mk.caidx' '$src' >'$T/mk.out' 2>&1 && test \$(wc -l <'$T/mk.out') = 1 &&
+	grep -q 'failover group' '$T/mk.out' && test ! -e '$T/mk1|$T/mk2' -a ! -e '$T/mk.caidx'"
+ok "... make into one of its stores works" "$CAFS" make --store="$T/mk1" "$T/mk.caidx" "$src"
 
 mount_done_testing
