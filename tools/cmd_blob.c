@@ -22,6 +22,7 @@
 #include "cmd.h"
 #include "compress.h"
 #include "feature.h"
+#include "hardlink.h"
 #include "image_extract.h"
 #include "image_make.h"
 #include "index.h"
@@ -52,6 +53,7 @@ enum {
 	OPT_UNDO_IMMUTABLE,
 	OPT_PUNCH_HOLES,
 	OPT_REFLINK,
+	OPT_HARDLINK,
 	OPT_EXTRACT_END, /* end of extract's own */
 	OPT_COMPRESSION,
 };
@@ -230,6 +232,7 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		{ "undo-immutable", required_argument, NULL, OPT_UNDO_IMMUTABLE },
 		{ "punch-holes", required_argument, NULL, OPT_PUNCH_HOLES },
 		{ "reflink", required_argument, NULL, OPT_REFLINK },
+		{ "hardlink", required_argument, NULL, OPT_HARDLINK },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -241,7 +244,7 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		    strcmp(cmd, "extract"))
 			return cafs_usage_error(cmd, "--seed, --cache, --delete, --offline, --overlay-xattrs, "
 			                             "--rate-limit-bps, --uid-shift, --uid-range, --undo-immutable, "
-			                             "--punch-holes and --reflink are for extract");
+			                             "--punch-holes, --reflink and --hardlink are for extract");
 		switch (c) {
 		case OPT_SEED: {
 			char **n = realloc(a->seeds, (a->n_seeds + 1) * sizeof(char *));
@@ -296,6 +299,10 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 			a->no_reflink = !reflink;
 			break;
 		}
+		case OPT_HARDLINK:
+			if (cafs_parse_bool(optarg, &a->hardlink) < 0)
+				return cafs_usage_error(cmd, "expected yes or no, got '%s'", optarg);
+			break;
 		case OPT_DELETE: {
 			bool del;
 			if (cafs_parse_bool(optarg, &del) < 0)
@@ -381,6 +388,15 @@ static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind k
 		.progress_userdata = &prog,
 	};
 	r = ca_image_extract(im, a->out, &o); /* logs its errors */
+	/* casync's --hardlink=yes: files a seed directory has identically
+	 * become links to it */
+	if (r == 0 && a->hardlink && kind != CA_IMAGE_BLOB_INDEX && a->n_seeds > 0) {
+		struct ca_hardlink_stats hs;
+		r = ca_hardlink_from_seeds(a->out, a->seeds, a->n_seeds, ca_index_feature_flags(ca_image_index(im)), &hs);
+		if (r == 0 && hs.files)
+			ca_log_info("%llu files (%llu bytes) hard-linked to the seeds", (unsigned long long)hs.files,
+			            (unsigned long long)hs.bytes);
+	}
 	if (r == 0 && reflink && ca_reflink_bytes(reflink))
 		ca_log_info("%llu bytes shared with the seeds (reflinked), not written",
 		            (unsigned long long)ca_reflink_bytes(reflink));
