@@ -22,7 +22,7 @@
 #include "cmd.h"
 #include "compress.h"
 #include "feature.h"
-#include "hardlink.h"
+#include "seed_tree.h"
 #include "image_extract.h"
 #include "image_make.h"
 #include "index.h"
@@ -388,14 +388,19 @@ static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind k
 		.progress_userdata = &prog,
 	};
 	r = ca_image_extract(im, a->out, &o); /* logs its errors */
-	/* casync's --hardlink=yes: files a seed directory has identically
-	 * become links to it */
-	if (r == 0 && a->hardlink && kind != CA_IMAGE_BLOB_INDEX && a->n_seeds > 0) {
-		struct ca_hardlink_stats hs;
-		r = ca_hardlink_from_seeds(a->out, a->seeds, a->n_seeds, ca_index_feature_flags(ca_image_index(im)), &hs);
-		if (r == 0 && hs.files)
-			ca_log_info("%llu files (%llu bytes) hard-linked to the seeds", (unsigned long long)hs.files,
-			            (unsigned long long)hs.bytes);
+	/* seed directories: casync's --hardlink=yes links the files they have
+	 * identically, its --reflink=yes shares the blocks they have */
+	if (r == 0 && (a->hardlink || !a->no_reflink) && kind != CA_IMAGE_BLOB_INDEX && a->n_seeds > 0) {
+		struct ca_seed_tree_stats hs;
+		struct ca_seed_tree_opts so = { .hardlink = a->hardlink, .reflink = !a->no_reflink,
+		                                .feature_flags = ca_index_feature_flags(ca_image_index(im)),
+		                                .subtree = a->path };
+		r = ca_seed_tree_apply(a->out, a->seeds, a->n_seeds, &so, &hs);
+		if (r == 0 && hs.linked_files)
+			ca_log_info("%llu files (%llu bytes) hard-linked to the seeds",
+			            (unsigned long long)hs.linked_files, (unsigned long long)hs.linked_bytes);
+		if (r == 0 && hs.cloned_bytes)
+			ca_log_info("%llu bytes shared with the seeds (reflinked)", (unsigned long long)hs.cloned_bytes);
 	}
 	if (r == 0 && reflink && ca_reflink_bytes(reflink))
 		ca_log_info("%llu bytes shared with the seeds (reflinked), not written",

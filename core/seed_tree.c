@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* hardlink.c - replace extracted files by hard links to identical seed files. */
+/* seed_tree.c - hard links to, and clones of, seed files in an extracted tree. */
 #include "config.h"
 
 #include <dirent.h>
@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "format.h"
-#include "hardlink.h"
+#include "seed_tree.h"
 #include "log.h"
 #include "atomic_file.h"
 
@@ -31,7 +31,11 @@ struct hl {
 	struct seed_file *v;
 	size_t n, cap;
 	uint64_t flags;
-	struct ca_hardlink_stats stats;
+	const struct ca_seed_tree_opts *o;
+	char *const *seeds;
+	size_t n_seeds;
+	bool no_clone; /* the file system refused a clone */
+	struct ca_seed_tree_stats stats;
 	unsigned tmp_n;
 };
 
@@ -259,8 +263,8 @@ static int try_file(struct hl *h, int dfd, const char *name, const struct stat *
 		    same_chattr(fd, sfd) && same_bytes(fd, sfd)) {
 			r = link_over(h, dfd, name, c->path);
 			if (r > 0) {
-				h->stats.files++;
-				h->stats.bytes += (uint64_t)st->st_size;
+				h->stats.linked_files++;
+				h->stats.linked_bytes += (uint64_t)st->st_size;
 			} else if (r < 0) {
 				ca_log_error_errno(r, "%s", path);
 			}
@@ -268,10 +272,99 @@ static int try_file(struct hl *h, int dfd, const char *name, const struct stat *
 		close(sfd);
 	}
 	close(fd);
-	return r < 0 ? r : 0;
+	return r;
 }
 
-static int walk_dest(struct hl *h, int dfd, const char *path, unsigned depth)
+#define BLOCK 4096u
+#define RUN_MAX (1u << 20)
+
+/* clone len bytes at off from sfd into fd, where they are equal to
+ * want; 0 done (or put back as they were), 1 the file system refuses */
+static int clone_run(struct hl *h, int sfd, int fd, uint64_t off, uint64_t len, const char *want, char *check)
+{
+	struct file_clone_range fcr = { .src_fd = sfd, .src_offset = off, .src_length = len, .dest_offset = off };
+	if (ioctl(fd, FICLONERANGE, &fcr) < 0)
+		return errno == EOPNOTSUPP || errno == EXDEV || errno == EINVAL || errno == ENOTTY ? 1 : 0;
+	/* the seed may have changed since it was compared: read back */
+	if (pread(fd, check, len, (off_t)off) != (ssize_t)len || memcmp(check, want, len)) {
+		if (pwrite(fd, want, len, (off_t)off) != (ssize_t)len)
+			return -EIO;
+		return 0;
+	}
+	h->stats.cloned_bytes += len;
+	return 0;
+}
+
+/* the blocks of dfd/name equal to those of the seed at rel, cloned */
+static int clone_file(struct hl *h, int dfd, const char *name, const struct stat *st, const char *rel,
+                      const char *path)
+{
+	char *a = NULL, *b = NULL, *c = NULL;
+	int fd = -1, r = 0;
+	for (size_t i = 0; !h->no_clone && r == 0 && i < h->n_seeds; i++) {
+		char *sp = NULL;
+		struct stat ss;
+		int sfd;
+		if (asprintf(&sp, "%s/%s", h->seeds[i], rel) < 0)
+			return -ENOMEM;
+		sfd = open(sp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+		free(sp);
+		if (sfd < 0)
+			continue;
+		if (fstat(sfd, &ss) < 0 || !S_ISREG(ss.st_mode) || ss.st_dev != st->st_dev || ss.st_size < BLOCK) {
+			close(sfd);
+			continue;
+		}
+		if (fd < 0) {
+			fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+			a = malloc(RUN_MAX);
+			b = malloc(RUN_MAX);
+			c = malloc(RUN_MAX);
+			if (fd < 0 || !a || !b || !c) {
+				close(sfd);
+				break; /* not writable here: it stays as written */
+			}
+		}
+		uint64_t end = (uint64_t)(ss.st_size < st->st_size ? ss.st_size : st->st_size) / BLOCK * BLOCK;
+		for (uint64_t off = 0; r == 0 && off < end;) {
+			size_t n = end - off < RUN_MAX ? (size_t)(end - off) : RUN_MAX;
+			if (pread(fd, a, n, (off_t)off) != (ssize_t)n || pread(sfd, b, n, (off_t)off) != (ssize_t)n)
+				break;
+			/* runs of equal blocks in this window */
+			for (size_t k = 0; r == 0 && k < n;) {
+				size_t e = k;
+				while (e < n && !memcmp(a + e, b + e, BLOCK))
+					e += BLOCK;
+				if (e > k) {
+					r = clone_run(h, sfd, fd, off + k, e - k, a + k, c);
+					if (r > 0) {
+						h->no_clone = true;
+						r = 0;
+						end = 0;
+						break;
+					}
+				}
+				k = e + BLOCK;
+			}
+			off += n;
+		}
+		close(sfd);
+	}
+	if (fd >= 0) {
+		/* writing moved the mtime: it is the archive's */
+		struct timespec ts[2] = { st->st_atim, st->st_mtim };
+		futimens(fd, ts);
+		close(fd);
+	}
+	free(a);
+	free(b);
+	free(c);
+	if (r < 0)
+		ca_log_error_errno(r, "%s", path);
+	return r;
+}
+
+static int walk_dest(struct hl *h, int dfd, const char *path, const char *rel, unsigned depth)
 {
 	int fd = dup(dfd);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
@@ -289,55 +382,82 @@ static int walk_dest(struct hl *h, int dfd, const char *path, unsigned depth)
 			continue;
 		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
-		if (asprintf(&p, "%s/%s", path, e->d_name) < 0) {
+		char *q = NULL;
+		if (asprintf(&p, "%s/%s", path, e->d_name) < 0 ||
+		    asprintf(&q, "%s%s%s", rel, *rel ? "/" : "", e->d_name) < 0) {
+			free(p);
 			r = -ENOMEM;
 			break;
 		}
 		if (S_ISREG(st.st_mode)) {
-			r = try_file(h, dfd, e->d_name, &st, p);
+			r = h->o->hardlink && h->n ? try_file(h, dfd, e->d_name, &st, p) : 0;
+			if (r == 0 && h->o->reflink && !h->no_clone && st.st_size >= BLOCK)
+				r = clone_file(h, dfd, e->d_name, &st, q, p);
+			r = r < 0 ? r : 0;
 		} else if (S_ISDIR(st.st_mode) && depth < MAX_DEPTH) {
 			int sub = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub < 0) {
 				r = ca_log_error_errno(errno, "%s", p);
 			} else {
-				r = walk_dest(h, sub, p, depth + 1);
+				r = walk_dest(h, sub, p, q, depth + 1);
 				close(sub);
 			}
 		}
 		free(p);
+		free(q);
 	}
 	closedir(d);
 	return r;
 }
 
-int ca_hardlink_from_seeds(const char *dest, char *const *seeds, size_t n_seeds, uint64_t feature_flags,
-                           struct ca_hardlink_stats *ret_stats)
+int ca_seed_tree_apply(const char *dest, char *const *seeds, size_t n_seeds, const struct ca_seed_tree_opts *o,
+                       struct ca_seed_tree_stats *ret_stats)
 {
-	struct hl h = { .flags = feature_flags };
+	struct hl h = { .flags = o->feature_flags, .o = o };
 	struct stat st;
 	int r = 0, fd = -1;
-	for (size_t i = 0; r == 0 && i < n_seeds; i++)
+	char **dirs = calloc(n_seeds + 1, sizeof(char *));
+	if (!dirs)
+		return ca_log_error_errno(ENOMEM, "%s", dest);
+	for (size_t i = 0; i < n_seeds; i++)
 		if (stat(seeds[i], &st) == 0 && S_ISDIR(st.st_mode))
-			r = walk_seed(&h, seeds[i], 0);
+			dirs[h.n_seeds++] = seeds[i];
+	h.seeds = dirs;
+	for (size_t i = 0; r == 0 && o->hardlink && i < h.n_seeds; i++)
+		r = walk_seed(&h, dirs[i], 0);
 	if (r < 0) {
 		ca_log_error_errno(r, "seed");
 		goto out;
 	}
-	if (h.n == 0)
+	if (h.n_seeds == 0 || (!o->reflink && h.n == 0))
 		goto out;
-	qsort(h.v, h.n, sizeof(*h.v), by_size);
+	if (h.n)
+		qsort(h.v, h.n, sizeof(*h.v), by_size);
 	fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		r = ca_log_error_errno(errno, "%s", dest);
 		goto out;
 	}
-	r = walk_dest(&h, fd, dest, 0);
+	/* a file's path in a seed is its path in the archive */
+	const char *sub = o->subtree ? o->subtree : "";
+	while (*sub == '/')
+		sub++;
+	char *rel = strdup(sub);
+	if (!rel) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t n = strlen(rel); n > 0 && rel[n - 1] == '/'; n--)
+		rel[n - 1] = 0;
+	r = walk_dest(&h, fd, dest, rel, 0);
+	free(rel);
 out:
 	if (fd >= 0)
 		close(fd);
 	for (size_t i = 0; i < h.n; i++)
 		free(h.v[i].path);
 	free(h.v);
+	free(dirs);
 	if (ret_stats)
 		*ret_stats = h.stats;
 	return r;
