@@ -311,7 +311,9 @@ static int clone_file(struct hl *h, int dfd, const char *name, const struct stat
 		free(sp);
 		if (sfd < 0)
 			continue;
-		if (fstat(sfd, &ss) < 0 || !S_ISREG(ss.st_mode) || ss.st_dev != st->st_dev || ss.st_size < BLOCK) {
+		/* the same file (DEST inside a seed, or already linked) has nothing to clone */
+		if (fstat(sfd, &ss) < 0 || !S_ISREG(ss.st_mode) || ss.st_dev != st->st_dev || ss.st_size < BLOCK ||
+		    ss.st_ino == st->st_ino) {
 			close(sfd);
 			continue;
 		}
