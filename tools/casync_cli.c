@@ -11,8 +11,8 @@
  * one place, whichever name the user typed. Where a cafs command goes by a
  * name's suffix and casync by --what= or by standard input and output, the
  * command is given a suffixed name for the same bytes (struct stage). What
- * casync has and cafs does not (NBD devices, hardlinks from seed
- * directories, the encoder cache) is accepted and ignored, as casync
+ * casync has and cafs does not (NBD devices, the encoder cache) is
+ * accepted and ignored, as casync
  * ignores options that do not apply to a verb; docs/cafs.1 ("CASYNC
  * COMPATIBILITY") lists them.
  */
@@ -61,6 +61,7 @@ struct casync_args {
 	enum what what;
 	struct strv extra_stores, seeds, with, without;
 	bool seed_output, recursive, delete_extra, mkdir, undo_immutable, punch_holes, reflink;
+	bool hardlink;
 };
 
 enum {
@@ -162,7 +163,7 @@ static const char casync_help[] =
 	"     --undo-immutable=yes    Replace and remove immutable files when extracting\n"
 	"     --mkdir=no              Don't make a missing mount point\n"
 	"     --uid-shift=UID, --uid-range=N  Shift owners by UID, modulo N\n"
-	"     --hardlink=             Accepted, not used\n"
+	"     --hardlink=yes          Hardlink identical files from seed directories\n"
 	"     --what=archive|archive-index|blob|blob-index|directory|help\n"
 	"     --with=FEATURE, --without=FEATURE  casync's feature and group names\n"
 	"                             (best, unix, fat, chattr, fat-attrs, privileged,\n"
@@ -372,9 +373,7 @@ static int parse_args(int argc, char **argv, struct casync_args *a, int *ret_ver
 			bp = &a->reflink;
 			break;
 		case OPT_HARDLINK:
-			/* cafs extracts into place without these choices (see
-			 * the man page); the value is still checked */
-			bp = &b;
+			bp = &a->hardlink;
 			break;
 		default:
 			/* getopt said which option */
@@ -452,6 +451,8 @@ static int add_options(const struct casync_args *a, unsigned takes, struct strv 
 		r = strv_add(out, "--punch-holes=no");
 	if (r == 0 && (takes & T_DELETE) && !a->reflink)
 		r = strv_add(out, "--reflink=no");
+	if (r == 0 && (takes & T_DELETE) && a->hardlink)
+		r = strv_add(out, "--hardlink=yes");
 	if (r == 0 && (takes & (T_UIDS | T_MAKE)) && a->uid_shift)
 		r = strv_add(out, "--uid-shift=%s", a->uid_shift);
 	if (r == 0 && (takes & (T_UIDS | T_MAKE)) && a->uid_range)

@@ -121,6 +121,7 @@ struct cafs_extract_args {
 	bool undo_immutable;           /* --undo-immutable */
 	bool no_holes;                 /* --punch-holes=no */
 	bool no_reflink;               /* --reflink=no */
+	bool hardlink;                 /* --hardlink=yes: archives: link identical seed files */
 };
 
 struct ca_reflink;

@@ -22,6 +22,7 @@
 #include "cmd.h"
 #include "compress.h"
 #include "feature.h"
+#include "seed_tree.h"
 #include "image_extract.h"
 #include "image_make.h"
 #include "index.h"
@@ -57,6 +58,7 @@ enum {
 	OPT_UNDO_IMMUTABLE,
 	OPT_PUNCH_HOLES,
 	OPT_REFLINK,
+	OPT_HARDLINK,
 	OPT_EXTRACT_END, /* end of extract's own */
 	OPT_COMPRESSION,
 };
@@ -331,6 +333,7 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		{ "undo-immutable", required_argument, NULL, OPT_UNDO_IMMUTABLE },
 		{ "punch-holes", required_argument, NULL, OPT_PUNCH_HOLES },
 		{ "reflink", required_argument, NULL, OPT_REFLINK },
+		{ "hardlink", required_argument, NULL, OPT_HARDLINK },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -342,7 +345,7 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		    strcmp(cmd, "extract"))
 			return cafs_usage_error(cmd, "--seed, --cache, --delete, --offline, --overlay-xattrs, "
 			                             "--rate-limit-bps, --uid-shift, --uid-range, --undo-immutable, "
-			                             "--punch-holes and --reflink are for extract");
+			                             "--punch-holes, --reflink and --hardlink are for extract");
 		switch (c) {
 		case OPT_SEED: {
 			char **n = realloc(a->seeds, (a->n_seeds + 1) * sizeof(char *));
@@ -397,6 +400,10 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 			a->no_reflink = !reflink;
 			break;
 		}
+		case OPT_HARDLINK:
+			if (cafs_parse_bool(optarg, &a->hardlink) < 0)
+				return cafs_usage_error(cmd, "expected yes or no, got '%s'", optarg);
+			break;
 		case OPT_DELETE: {
 			bool del;
 			if (cafs_parse_bool(optarg, &del) < 0)
@@ -482,6 +489,20 @@ static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind k
 		.progress_userdata = &prog,
 	};
 	r = ca_image_extract(im, a->out, &o); /* logs its errors */
+	/* seed directories: casync's --hardlink=yes links the files they have
+	 * identically, its --reflink=yes shares the blocks they have */
+	if (r == 0 && (a->hardlink || !a->no_reflink) && kind != CA_IMAGE_BLOB_INDEX && a->n_seeds > 0) {
+		struct ca_seed_tree_stats hs;
+		struct ca_seed_tree_opts so = { .hardlink = a->hardlink, .reflink = !a->no_reflink,
+		                                .feature_flags = ca_index_feature_flags(ca_image_index(im)),
+		                                .subtree = a->path };
+		r = ca_seed_tree_apply(a->out, a->seeds, a->n_seeds, &so, &hs);
+		if (r == 0 && hs.linked_files)
+			ca_log_info("%llu files (%llu bytes) hard-linked to the seeds",
+			            (unsigned long long)hs.linked_files, (unsigned long long)hs.linked_bytes);
+		if (r == 0 && hs.cloned_bytes)
+			ca_log_info("%llu bytes shared with the seeds (reflinked)", (unsigned long long)hs.cloned_bytes);
+	}
 	if (r == 0 && reflink && ca_reflink_bytes(reflink))
 		ca_log_info("%llu bytes shared with the seeds (reflinked), not written",
 		            (unsigned long long)ca_reflink_bytes(reflink));

@@ -64,7 +64,9 @@ static const struct cafs_command commands[] = {
 	  "                          chattr +i (clearing the flag), as casync\n"
 	  "      --punch-holes=no    write zero blocks too (default: left as holes)\n"
 	  "      --reflink=no        blob: copy what seed files have (default: clone their\n"
-	  "                          blocks where the file system can)\n" },
+	  "                          blocks where the file system can)\n"
+	  "      --hardlink=yes      archive: a file a --seed directory holds identically\n"
+	  "                          (contents and metadata) becomes a hard link to it\n" },
 	{ "digest", cafs_cmd_digest, "digest [OPTIONS] FILE|DIR|INDEX|ARCHIVE [PATH]",
 	  "  -s, --store=DIR|URL     chunk store for an index (repeatable; default: default.castr\n"
 	  "                          beside it)\n"

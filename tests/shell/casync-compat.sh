@@ -156,6 +156,17 @@ compat 'mkdir -p out/more && echo x >out/extra && $C extract img.caidx out'
 compat 'mkdir -p out/more && echo x >out/extra && $C extract --delete=no img.caidx out'
 compat 'mkdir -p out/more && echo x >out/extra && $C extract tree.catar out --delete=no'
 compat '$C extract --hardlink=yes --seed=seed.img blob.caibx h.img'
+# --hardlink=yes: a file a seed directory has with the same contents and
+# metadata becomes a hard link to it; a different mtime, mode or byte, or
+# no --hardlink, and it is written
+linked() { for f in a empty sub/b sub/deep/z; do [ out/$f -ef "$1/$f" ] && echo "$f linked"; done; true; }
+compat '$C extract --hardlink=yes --seed=tree img.caidx out && linked tree'
+compat 'cp -a tree old && $C extract --hardlink=yes --seed old --seed-output=no img.caidx out && linked old'
+compat 'cp -a tree old && touch -d @0 old/a && chmod 600 old/sub/b && $C extract --hardlink=yes --seed=old img.caidx out && linked old'
+compat 'cp -a tree old && printf X | dd of=old/a conv=notrunc status=none && touch -r tree/a old/a && $C extract --hardlink=yes --seed=old img.caidx out && linked old'
+compat '$C extract --seed=tree img.caidx out && linked tree'
+compat '$C extract --hardlink=yes --seed=tree img.caidx out sub && for f in b deep/z; do [ out/sub/$f -ef tree/sub/$f ] && echo $f; done; true'
+compat 'mkdir -p out && cp tree/a out/a && $C extract --hardlink=yes --seed=tree img.caidx out && linked tree'
 compat '$C extract --seed=old.caibx --store=default.castr --extra-store=other.castr blob.caibx h.img'
 # the output as a seed (--seed-output=yes, the default): casync 2 fails
 # ("Stale file handle") where cafs extracts; cafs-only check at the end
@@ -165,6 +176,10 @@ compat '$C extract --seed seed.img --store default.castr --seed-output=no blob.c
 compat '$C extract --seed seed.img --store default.castr --seed-output=no blob.caibx - >dest.img'
 compat '$C extract --store default.castr --seed-output=no blob.caibx - >dest.img'
 compat '$C extract blob.caibx >dest.img'               # OUT defaults to stdout for a blob
+# ... and to a directory (an archive index; the seed the slot's old tree)
+compat '$C extract --seed tree --store default.castr --seed-output=no img.caidx dest'
+compat 'mkdir -p dest/old && echo x >dest/a && $C extract --seed tree --store default.castr --seed-output=no img.caidx dest'
+compat 'cp -a tree old && echo changed >old/sub/b && $C extract --seed old --seed-output=no img.caidx dest'
 # stdout a regular file: wherever a sequential writer would put the blob
 compat '$C extract zeros.caibx - >dest.img'
 compat '{ echo header; $C extract zeros.caibx -; echo trailer; } >dest.img'
@@ -325,6 +340,28 @@ ok "mkdev: one line, exit 1" bash -c '! "$1" mkdev blob.caibx 2>"$2/err" && [ "$
 ok "--help on stdout, exit 0" bash -c '"$1" --help | grep -q "casync \[OPTIONS...\] extract"' _ "$FAKE"
 ok "cafs: casync's options before the command" bash -c 'cd "$1" && "$2" -v --store=default.castr --digest=sha512-256 list img.caidx | cmp - <(casync list img.caidx)' _ "$FX" "$CAFS"
 ok "make --compression=xz|gzip: casync extracts what cafs made" bash -c 'cd "$1" && for c in xz gzip; do "$2" --compression=$c --store=$c.castr make $c.caibx blob.img >/dev/null && "$3" --store=$c.castr extract $c.caibx $c.img && cmp $c.img blob.img || exit 1; done' _ "$T/w.fake" "$FAKE" "$REAL"
+# every option of casync --help (each --with=/--without= name too), with a
+# valid value: the same exit code and standard output as casync's
+every_option() {
+	local o rc bad=0
+	local -a opts=(-lerr --log-level=info -v --verbose -n --dry-run --store=x.castr --extra-store=x.castr
+		--chunk-size=64K --digest=sha256 --compression=xz --seed=blob.img --cache=c --cache-auto -c
+		--rate-limit-bps=1M --exclude-nodump=no --exclude-submounts=yes --exclude-file=no --reflink=no
+		--hardlink=yes --punch-holes=no --delete=no --undo-immutable=yes --seed-output=no --recursive=no
+		--mkdir=no --uid-shift=0 --uid-range=65536 --what=blob)
+	for o in $("$REAL" --help | grep -oE -- '--with=[a-z0-9-]+' | sort -u); do
+		opts+=("$o" "--without=${o#--with=}")
+	done
+	[ ${#opts[@]} -gt 100 ] || { echo "only ${#opts[@]} options found"; return 1; }
+	cd "$T/w.fake" || return 1
+	for o in "${opts[@]}"; do
+		"$REAL" "$o" digest blob.img >"$T/o.real" 2>/dev/null; rc=$?
+		"$FAKE" "$o" digest blob.img >"$T/o.fake" 2>/dev/null
+		if [ $? != $rc ] || ! cmp -s "$T/o.real" "$T/o.fake"; then echo "$o differs"; bad=1; fi
+	done
+	return $bad
+}
+ok "every option of casync --help parses as casync's" every_option
 ok "cafs: -l after list is still --long" bash -c 'cd "$1" && "$2" -v list img.caidx -l | grep -q "^-rw"' _ "$FX" "$CAFS"
 
 # a block device as DEST, and as stdout (RAUC writes a slot either way):
