@@ -22,6 +22,14 @@ struct ca_buf {
 int ca_buf_reserve(struct ca_buf *b, size_t want, size_t limit);
 /* Append n bytes, growing up to limit. */
 int ca_buf_append(struct ca_buf *b, const void *p, size_t n, size_t limit);
+/* Append what fd has left to read, up to limit bytes in all: -EFBIG past
+ * it (a file that grows while it is read included), or -errno. */
+int ca_buf_read_fd(struct ca_buf *b, int fd, size_t limit);
+/* Append the whole regular file path, at most limit bytes in all: opened
+ * O_NONBLOCK (a FIFO put in its place cannot block the reader) with
+ * oflags added (e.g. O_NOFOLLOW); -EISDIR or -EINVAL when it is not a regular file,
+ * -EFBIG past limit, -errno (-ENOENT: missing). */
+int ca_buf_read_file(struct ca_buf *b, const char *path, int oflags, size_t limit);
 /* Free the memory and reset to empty; accepts a zeroed buffer. */
 void ca_buf_release(struct ca_buf *b);
 

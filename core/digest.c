@@ -118,7 +118,7 @@ void ca_id_to_hex(const uint8_t id[CA_CHUNK_ID_SIZE], char out[2 * CA_CHUNK_ID_S
 	out[2 * CA_CHUNK_ID_SIZE] = 0;
 }
 
-static int unhex(char c)
+int ca_unhex_digit(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -132,7 +132,7 @@ static int unhex(char c)
 int ca_id_from_hex(const char *s, uint8_t id[CA_CHUNK_ID_SIZE])
 {
 	for (unsigned i = 0; i < CA_CHUNK_ID_SIZE; i++) {
-		int a = unhex(s[2 * i]), b = a < 0 ? -1 : unhex(s[2 * i + 1]);
+		int a = ca_unhex_digit(s[2 * i]), b = a < 0 ? -1 : ca_unhex_digit(s[2 * i + 1]);
 		if (a < 0 || b < 0)
 			return -EINVAL;
 		id[i] = (uint8_t)(a << 4 | b);

@@ -46,5 +46,7 @@ static inline enum ca_digest_type ca_digest_type_from_flags(uint64_t flags)
 void ca_id_to_hex(const uint8_t id[CA_CHUNK_ID_SIZE], char out[2 * CA_CHUNK_ID_SIZE + 1]);
 /* Parses exactly 64 hex chars (either case). -EINVAL otherwise. */
 int ca_id_from_hex(const char *s, uint8_t id[CA_CHUNK_ID_SIZE]);
+/* A hex digit's value (either case), or -1. */
+int ca_unhex_digit(char c);
 
 #endif

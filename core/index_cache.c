@@ -45,33 +45,6 @@ static const char *index_suffix(const char *source)
 	return ca_location_image_kind(source) == CA_IMAGE_BLOB_INDEX ? ".caibx" : ".caidx";
 }
 
-/* A whole small file into b (at most cap bytes). -ENOENT when missing. */
-static int read_file(const char *path, size_t cap, struct ca_buf *b)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	struct stat st;
-	int r = 0;
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0)
-		r = -errno;
-	else if (!S_ISREG(st.st_mode))
-		r = -EINVAL;
-	else if ((uint64_t)st.st_size > cap)
-		r = -EFBIG;
-	else
-		r = ca_buf_reserve(b, (size_t)st.st_size + 1, cap + 1);
-	if (r == 0) {
-		ssize_t k = ca_read_full(fd, b->data, (size_t)st.st_size);
-		if (k < 0)
-			r = (int)k;
-		else
-			b->size = (size_t)k;
-	}
-	close(fd);
-	return r;
-}
-
 /* CACHE/indexes, checked as the chunk cache is (store.h: the cache root
  * ours and private, else refused with one line), and made with create.
  * The copies are trusted no more than the cache that holds them. */
@@ -103,7 +76,7 @@ static int read_kept(const char *cache_dir, const char *url, const char *suffix,
 	int r = cache_dir ? kept_dir(cache_dir, false) : -ENOENT;
 	if (r == 0) {
 		path = ca_index_cache_path(cache_dir, url, suffix);
-		r = path ? read_file(path, cap, b) : -ENOMEM;
+		r = path ? ca_buf_read_file(b, path, O_NOFOLLOW, cap) : -ENOMEM;
 	}
 	free(path);
 	return r;
@@ -144,7 +117,7 @@ int ca_index_cache_check_signature(const char *name, const char *url, const char
 		goto out;
 	}
 	if (ca_location_kind(name) != CA_LOCATION_HTTP) {
-		r = ca_trust_read_file(ca_location_path(sig_name), CA_MINISIGN_SIG_FILE_MAX, &sig);
+		r = ca_buf_read_file(&sig, ca_location_path(sig_name), 0, CA_MINISIGN_SIG_FILE_MAX);
 	} else if (offline) {
 		r = read_kept(cache_dir, url, kept, CA_MINISIGN_SIG_FILE_MAX, &sig);
 	} else {
@@ -229,7 +202,7 @@ static int sidecar_bytes(const char *source, const struct ca_http_opts *http, co
 		return -ENOMEM;
 	if (ca_location_kind(source) == CA_LOCATION_PATH) {
 		const char *path = ca_location_path(*ret_name);
-		r = read_file(path, CA_SIDECAR_FILE_MAX, ret);
+		r = ca_buf_read_file(ret, path, O_NOFOLLOW, CA_SIDECAR_FILE_MAX);
 		if (r < 0 && r != -ENOENT)
 			ca_log_warning_errno(r, "%s: ignoring the metadata sidecar", path);
 		return r;
@@ -333,7 +306,7 @@ static int profile_bytes(const char *source, const char *name, const char *suffi
 	struct ca_http_opts ho;
 	int r;
 	if (ca_location_kind(source) == CA_LOCATION_PATH) {
-		r = read_file(ca_location_path(name), CA_PROFILE_FILE_MAX, ret);
+		r = ca_buf_read_file(ret, ca_location_path(name), O_NOFOLLOW, CA_PROFILE_FILE_MAX);
 		if (r < 0 && r != -ENOENT)
 			ca_log_warning_errno(r, "%s: ignoring the prefetch profile", ca_location_path(name));
 		return r < 0 ? -ENOENT : 0;

@@ -296,17 +296,6 @@ static int parse_num(const char **s, const char *end, uint64_t *ret)
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* An escaped path (the rest of the line) into a malloc'd string. */
 static int parse_path(const char *s, const char *end, char **ret)
 {
@@ -320,7 +309,7 @@ static int parse_path(const char *s, const char *end, char **ret)
 		unsigned char c = (unsigned char)*s;
 		if (c == '%') {
 			int h, l;
-			if (end - s < 3 || (h = hexval(s[1])) < 0 || (l = hexval(s[2])) < 0 || (h == 0 && l == 0))
+			if (end - s < 3 || (h = ca_unhex_digit(s[1])) < 0 || (l = ca_unhex_digit(s[2])) < 0 || (h == 0 && l == 0))
 				goto bad;
 			*o++ = (char)(h * 16 + l);
 			s += 2;
@@ -505,24 +494,7 @@ char *ca_profile_name_for(const char *index)
 int ca_profile_load(const char *path, struct ca_profile **ret)
 {
 	struct ca_buf b = CA_BUF_INIT;
-	struct stat st;
-	int r = 0, fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0)
-		r = -errno;
-	else if (!S_ISREG(st.st_mode))
-		r = -EINVAL;
-	else if ((uint64_t)st.st_size > CA_PROFILE_FILE_MAX)
-		r = -EFBIG;
-	else
-		r = ca_buf_reserve(&b, (size_t)st.st_size + 1, CA_PROFILE_FILE_MAX + 1);
-	if (r == 0) {
-		ssize_t k = ca_read_full(fd, b.data, (size_t)st.st_size);
-		r = k < 0 ? (int)k : 0;
-		b.size = k < 0 ? 0 : (size_t)k;
-	}
-	close(fd);
+	int r = ca_buf_read_file(&b, path, 0, CA_PROFILE_FILE_MAX);
 	if (r == 0)
 		r = ca_profile_parse(b.data, b.size, ret);
 	ca_buf_release(&b);

@@ -316,14 +316,10 @@ int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca
 	if (ca_location_kind(url) != CA_LOCATION_HTTP)
 		return -EINVAL;
 	const char *conf_url = url; /* settings are looked up by the URL as given */
-	if (ca_s3_is_url(url)) {
-		/* an S3 store is an HTTP store whose requests are signed (s3.h) */
-		r = ca_s3_connect(url, NULL, o, &s3);
-		if (r < 0)
-			return r;
-		url = s3.http_url;
-		o = &s3.http;
-	}
+	/* an s3+ URL: an HTTP one whose requests are signed (s3.h) */
+	r = ca_s3_route(&url, &o, &s3);
+	if (r < 0)
+		return r;
 	rs = calloc(1, sizeof(*rs));
 	if (!rs) {
 		ca_s3_conn_clear(&s3);
@@ -503,13 +499,10 @@ int ca_remote_get_file(const char *url, size_t cap, const struct ca_http_opts *o
 	if (ca_location_kind(url) != CA_LOCATION_HTTP)
 		return -EINVAL;
 	const char *conf_url = url; /* settings are looked up by the URL as given */
-	if (ca_s3_is_url(url)) {
-		r = ca_s3_connect(url, NULL, o, &s3);
-		if (r < 0)
-			return r;
-		url = s3.http_url;
-		o = &s3.http;
-	}
+	/* an s3+ URL: an HTTP one whose requests are signed (s3.h) */
+	r = ca_s3_route(&url, &o, &s3);
+	if (r < 0)
+		return r;
 	r = ca_storeconf_http_new(conf_url, o, &h, NULL);
 	if (r == 0)
 		r = ca_http_get(h, url, cap, out);

@@ -239,14 +239,10 @@ int ca_remote_file_open(const char *url, const struct ca_http_opts *o, size_t ca
 	if (ca_location_kind(url) != CA_LOCATION_HTTP)
 		return ca_log_error_errno(EINVAL, "%s: not an http(s) URL", url);
 	const char *conf_url = url; /* settings are looked up by the URL as given */
-	if (ca_s3_is_url(url)) {
-		/* an object in a bucket: signed range requests (s3.h) */
-		r = ca_s3_connect(url, NULL, o, &s3);
-		if (r < 0)
-			return r;
-		url = s3.http_url;
-		o = &s3.http;
-	}
+	/* an s3+ URL: an HTTP one whose requests are signed (s3.h) */
+	r = ca_s3_route(&url, &o, &s3);
+	if (r < 0)
+		return r;
 	f = calloc(1, sizeof(*f));
 	if (!f || !(f->url = strdup(url))) {
 		free(f);

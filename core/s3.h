@@ -89,6 +89,11 @@ struct ca_s3_conn {
 int ca_s3_connect(const char *url, const struct ca_s3_settings *set, const struct ca_http_opts *in,
                   struct ca_s3_conn *ret);
 void ca_s3_conn_clear(struct ca_s3_conn *c);
+/* Where an http(s) or s3+ URL is fetched from: for an s3+ URL, connect
+ * (ca_s3_connect with the settings file) and point *url and *o into ret
+ * (the http(s) URL, the signing options); for any other, change nothing.
+ * Either way ret is to be cleared with ca_s3_conn_clear after use. */
+int ca_s3_route(const char **url, const struct ca_http_opts **o, struct ca_s3_conn *ret);
 
 /* ---- listings (ListObjectsV2), for gc ---- */
 

@@ -168,7 +168,7 @@ static int fetch_whole(const char *source, size_t cap, const struct ca_http_opts
 {
 	if (ca_location_kind(source) == CA_LOCATION_HTTP)
 		return ca_remote_get_file(source, cap, http, out);
-	return ca_trust_read_file(ca_location_path(source), cap, out);
+	return ca_buf_read_file(out, ca_location_path(source), 0, cap);
 }
 
 /* Read the index once, then its signature, check, and parse those very

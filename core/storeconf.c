@@ -476,20 +476,8 @@ static int load_file(struct ca_storeconf *c, const char *path, unsigned flags, b
 	}
 	/* the size may change while we read: the cap holds whatever happens */
 	r = ca_buf_reserve(&b, (size_t)st.st_size + 1, CA_STORECONF_FILE_MAX + 1);
-	while (r == 0) {
-		ssize_t k = read(fd, b.data + b.size, b.cap - b.size);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			r = -errno;
-		else if (k == 0)
-			break;
-		else if ((b.size += (size_t)k) > CA_STORECONF_FILE_MAX)
-			r = -EFBIG;
-		else if (b.size == b.cap)
-			r = ca_buf_reserve(&b, b.cap < CA_STORECONF_FILE_MAX / 2 ? b.cap * 2 : CA_STORECONF_FILE_MAX + 1,
-			                   CA_STORECONF_FILE_MAX + 1);
-	}
+	if (r == 0)
+		r = ca_buf_read_fd(&b, fd, CA_STORECONF_FILE_MAX);
 	if (r < 0) {
 		ca_log_error_errno(r, "%s", path);
 		goto out;

@@ -26,51 +26,10 @@ const char *ca_trust_dir(void)
 	return d && *d ? d : CA_TRUST_DIR_DEFAULT;
 }
 
-int ca_trust_read_file(const char *path, size_t cap, struct ca_buf *out)
-{
-	struct stat st;
-	ssize_t n;
-	int r;
-	/* O_NONBLOCK: a FIFO put where a key or a signature is expected must not hang us */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-		goto out;
-	}
-	if ((uint64_t)st.st_size > cap) {
-		r = -EFBIG;
-		goto out;
-	}
-	/* one byte more than the size: a file that grew meanwhile is seen */
-	r = ca_buf_reserve(out, (size_t)st.st_size + 1, cap + 1);
-	if (r < 0)
-		goto out;
-	n = ca_read_full(fd, out->data, (size_t)st.st_size + 1);
-	if (n < 0) {
-		r = (int)n;
-		goto out;
-	}
-	if ((size_t)n > cap) {
-		r = -EFBIG;
-		goto out;
-	}
-	out->size = (size_t)n;
-	r = 0;
-out:
-	close(fd);
-	return r;
-}
-
 int ca_trust_load_key(const char *path, struct ca_minisign_key *ret)
 {
 	struct ca_buf b = CA_BUF_INIT;
-	int r = ca_trust_read_file(path, CA_MINISIGN_KEY_FILE_MAX, &b);
+	int r = ca_buf_read_file(&b, path, 0, CA_MINISIGN_KEY_FILE_MAX);
 	if (r == 0)
 		r = ca_minisign_key_parse(b.data, b.size, ret);
 	ca_buf_release(&b);
@@ -183,7 +142,7 @@ out:
 int ca_trust_load_secret(const char *path, const char *password, struct ca_minisign_secret *ret)
 {
 	struct ca_buf b = CA_BUF_INIT;
-	int r = ca_trust_read_file(path, CA_MINISIGN_SECRET_FILE_MAX, &b);
+	int r = ca_buf_read_file(&b, path, 0, CA_MINISIGN_SECRET_FILE_MAX);
 	if (r == 0)
 		r = ca_minisign_secret_parse(b.data, b.size, password, ret);
 	if (b.data)
@@ -208,7 +167,7 @@ int ca_trust_sign_file(const char *path, const struct ca_minisign_secret *key, b
 	char *def = NULL, *text = NULL, *sig_name = ca_trust_signature_name(path);
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	size_t len = 0;
-	int r = sig_name ? ca_trust_read_file(path, SIGN_FILE_MAX, &b) : -ENOMEM;
+	int r = sig_name ? ca_buf_read_file(&b, path, 0, SIGN_FILE_MAX) : -ENOMEM;
 	if (r < 0) {
 		ca_log_error_errno(r, "%s", path);
 		goto out;

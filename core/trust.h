@@ -54,10 +54,6 @@ int ca_trust_load_system(struct ca_minisign_key **keys, size_t *n);
  * query or fragment (http(s) only; malloc'd; NULL on ENOMEM). */
 char *ca_trust_signature_name(const char *source);
 
-/* A local regular file, whole, if at most cap bytes (-EFBIG beyond), into
- * out (empty on entry; the caller releases it). Opened without following a
- * FIFO into a wait. Does not log. */
-int ca_trust_read_file(const char *path, size_t cap, struct ca_buf *out);
 
 /* Is sig_text (the bytes of name's signature file) a valid signature of
  * data by one of keys[0..n)? 0, or one line logged and:

@@ -45,7 +45,7 @@ int cafs_trusted_key_add(const char *cmd, struct cafs_trusted_keys *tk, const ch
 	if (!n)
 		return ca_log_error_errno(ENOMEM, "%s", path), 1;
 	tk->keys = n;
-	r = ca_trust_read_file(path, CA_MINISIGN_KEY_FILE_MAX, &b);
+	r = ca_buf_read_file(&b, path, 0, CA_MINISIGN_KEY_FILE_MAX);
 	if (r == 0)
 		r = ca_minisign_key_parse(b.data, b.size, &n[tk->n]);
 	ca_buf_release(&b);
