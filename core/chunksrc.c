@@ -4,15 +4,18 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "chunksrc.h"
 #include "compress.h"
 #include "log.h"
+#include "thread.h"
 
 #define MAX_BACKENDS 16
 #define HASH_BUCKETS 4096
+#define RA_QUEUE_MAX 4096 /* read-ahead jobs waiting for a thread */
 
 struct backend {
 	const struct ca_chunk_backend_ops *ops;
@@ -36,6 +39,11 @@ struct codec_slot {
 	struct codec_slot *next;
 };
 
+struct ra_job {
+	uint8_t id[CA_CHUNK_ID_SIZE];
+	uint64_t size;
+};
+
 struct ca_chunksrc {
 	enum ca_digest_type digest;
 	size_t lru_limit, lru_bytes;
@@ -53,6 +61,15 @@ struct ca_chunksrc {
 	struct codec_slot *free_codecs; /* idle per-call codecs */
 	size_t inflight;                /* bytes reserved by running fetches */
 	pthread_cond_t room;            /* signalled when inflight drops */
+
+	/* read-ahead (ca_chunksrc_readahead): a ring of jobs for ra threads */
+	struct ra_job *ra_jobs;         /* RA_QUEUE_MAX, allocated with the threads */
+	size_t ra_head, ra_n;           /* ring start and length */
+	uint64_t ra_bytes;              /* decoded bytes queued or being decoded */
+	pthread_cond_t ra_work;         /* signalled when a job is queued, or stop */
+	bool ra_stop, ra_failed;        /* stopping; the threads could not start */
+	pthread_t ra_threads[CA_CHUNKSRC_RA_THREADS];
+	unsigned n_ra_threads;
 };
 
 static unsigned bucket_of(const uint8_t id[CA_CHUNK_ID_SIZE])
@@ -131,6 +148,7 @@ int ca_chunksrc_new(enum ca_digest_type digest, size_t lru_bytes, struct ca_chun
 	pthread_mutex_init(&src->lock, NULL);
 	pthread_cond_init(&src->done, NULL);
 	pthread_cond_init(&src->room, NULL);
+	pthread_cond_init(&src->ra_work, NULL);
 	*ret = src;
 	return 0;
 }
@@ -139,6 +157,17 @@ void ca_chunksrc_free(struct ca_chunksrc *src)
 {
 	if (!src)
 		return;
+	/* queued read-ahead is dropped; a thread in a fetch finishes it (a
+	 * download ends within its deadline) before the backends go */
+	pthread_mutex_lock(&src->lock);
+	src->ra_stop = true;
+	src->ra_n = 0;
+	pthread_cond_broadcast(&src->ra_work);
+	pthread_mutex_unlock(&src->lock);
+	for (unsigned i = 0; i < src->n_ra_threads; i++)
+		pthread_join(src->ra_threads[i], NULL);
+	free(src->ra_jobs);
+	pthread_cond_destroy(&src->ra_work);
 	for (unsigned i = 0; i < HASH_BUCKETS; i++)
 		while (src->buckets[i]) {
 			struct entry *e = src->buckets[i];
@@ -351,8 +380,9 @@ done:
 	return r;
 }
 
-int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size,
-                    const struct ca_chunk **ret)
+/* background: a read-ahead thread's get, whose failure is not counted */
+static int get_chunk(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size,
+                     const struct ca_chunk **ret, bool background)
 {
 	struct entry *e;
 	int r;
@@ -361,7 +391,7 @@ int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE],
 	e = lookup(src, id);
 	if (e) {
 		e->refs++;
-		if (e->ready)
+		if (e->ready && !background)
 			src->stats.lru_hits++;
 		while (!e->ready && e->err == 0)
 			pthread_cond_wait(&src->done, &src->lock);
@@ -410,7 +440,8 @@ int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE],
 	src->inflight -= need;
 	pthread_cond_broadcast(&src->room);
 	if (r < 0) {
-		src->stats.errors++;
+		if (!background)
+			src->stats.errors++;
 		e->err = r;
 		table_remove(src, e);
 		ca_buf_release(&out);
@@ -445,6 +476,12 @@ int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE],
 		return r;
 	*ret = &e->chunk;
 	return 0;
+}
+
+int ca_chunksrc_get(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size,
+                    const struct ca_chunk **ret)
+{
+	return get_chunk(src, id, size, ret, false);
 }
 
 void ca_chunksrc_put(struct ca_chunksrc *src, const struct ca_chunk *chunk)
@@ -498,5 +535,78 @@ void ca_chunksrc_get_stats(struct ca_chunksrc *src, struct ca_chunksrc_stats *re
 {
 	pthread_mutex_lock(&src->lock);
 	*ret = src->stats;
+	pthread_mutex_unlock(&src->lock);
+}
+
+static uint64_t ra_cost(uint64_t size)
+{
+	return size < CA_CHUNK_SIZE_LIMIT_MAX ? size : CA_CHUNK_SIZE_LIMIT_MAX;
+}
+
+static void *ra_thread(void *arg)
+{
+	struct ca_chunksrc *src = arg;
+	pthread_mutex_lock(&src->lock);
+	for (;;) {
+		while (!src->ra_stop && src->ra_n == 0)
+			pthread_cond_wait(&src->ra_work, &src->lock);
+		if (src->ra_stop)
+			break;
+		struct ra_job job = src->ra_jobs[src->ra_head];
+		src->ra_head = (src->ra_head + 1) % RA_QUEUE_MAX;
+		src->ra_n--;
+		pthread_mutex_unlock(&src->lock);
+		const struct ca_chunk *c = NULL;
+		if (get_chunk(src, job.id, job.size, &c, true) == 0)
+			ca_chunksrc_put(src, c); /* it stays in the LRU for the reader */
+		pthread_mutex_lock(&src->lock);
+		src->ra_bytes -= ra_cost(job.size);
+	}
+	pthread_mutex_unlock(&src->lock);
+	return NULL;
+}
+
+/* The threads, on the first read-ahead (with the lock held). False when
+ * none could start: read-ahead is then a plain prefetch. */
+static bool ra_start(struct ca_chunksrc *src)
+{
+	if (src->n_ra_threads || src->ra_failed)
+		return src->n_ra_threads > 0;
+	src->ra_jobs = calloc(RA_QUEUE_MAX, sizeof(*src->ra_jobs));
+	if (src->ra_jobs) {
+		/* signals belong to the main program (and to libfuse's threads) */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		while (src->n_ra_threads < CA_CHUNKSRC_RA_THREADS &&
+		       ca_thread_create(&src->ra_threads[src->n_ra_threads], ra_thread, src) == 0)
+			src->n_ra_threads++;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	if (src->n_ra_threads == 0) {
+		src->ra_failed = true;
+		free(src->ra_jobs);
+		src->ra_jobs = NULL;
+	}
+	return src->n_ra_threads > 0;
+}
+
+void ca_chunksrc_readahead(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size)
+{
+	/* first the download, so that it runs while the job waits for a thread */
+	ca_chunksrc_prefetch(src, id);
+	pthread_mutex_lock(&src->lock);
+	uint64_t cost = ra_cost(size);
+	/* what the threads decode must still be in the LRU when the reader
+	 * comes: never more queued than half of it */
+	if (!src->ra_stop && src->lru_limit > 0 && src->ra_n < RA_QUEUE_MAX &&
+	    src->ra_bytes + cost <= src->lru_limit / 2 && !lookup(src, id) && ra_start(src)) {
+		struct ra_job *j = &src->ra_jobs[(src->ra_head + src->ra_n) % RA_QUEUE_MAX];
+		memcpy(j->id, id, CA_CHUNK_ID_SIZE);
+		j->size = size;
+		src->ra_n++;
+		src->ra_bytes += cost;
+		pthread_cond_signal(&src->ra_work);
+	}
 	pthread_mutex_unlock(&src->lock);
 }

@@ -101,4 +101,17 @@ int ca_chunksrc_is_local(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_S
 
 void ca_chunksrc_get_stats(struct ca_chunksrc *src, struct ca_chunksrc_stats *ret);
 
+/* Read-ahead of a chunk a reader will want soon (size as get's): starts
+ * its download (as prefetch), and has one of the chunk source's own
+ * threads fetch, decompress, verify and cache it into the LRU, so the
+ * reader finds it ready and only copies: a sequential reader's decoding
+ * runs beside its FUSE threads, on every core. Never blocks. Falls back to
+ * a plain prefetch when the LRU could not keep what it decodes: no LRU, or
+ * more than half of it already queued. The threads (CA_CHUNKSRC_RA_THREADS)
+ * start with the first read-ahead and stop in ca_chunksrc_free. Their
+ * failures are not counted in the stats' errors: a reader who wants the
+ * chunk asks again and sees (and counts) the error itself. */
+#define CA_CHUNKSRC_RA_THREADS 4
+void ca_chunksrc_readahead(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size);
+
 #endif
