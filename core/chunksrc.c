@@ -557,9 +557,11 @@ static void *ra_thread(void *arg)
 		src->ra_n--;
 		pthread_mutex_unlock(&src->lock);
 		const struct ca_chunk *c = NULL;
-		if (get_chunk(src, job.id, job.size, &c, true) == 0)
+		int r = get_chunk(src, job.id, job.size, &c, true);
+		if (r == 0)
 			ca_chunksrc_put(src, c); /* it stays in the LRU for the reader */
 		pthread_mutex_lock(&src->lock);
+		src->stats.ra_decoded += r == 0;
 		src->ra_bytes -= ra_cost(job.size);
 	}
 	pthread_mutex_unlock(&src->lock);

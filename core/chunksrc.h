@@ -65,6 +65,7 @@ struct ca_chunksrc;
 
 struct ca_chunksrc_stats {
 	uint64_t lru_hits, cache_hits, fetched_chunks, fetched_bytes, errors, corrupt;
+	uint64_t ra_decoded; /* chunks the read-ahead threads decoded into the LRU */
 };
 
 /* lru_bytes bounds the memory LRU (0 disables it). */

@@ -206,6 +206,10 @@ size_t cafs_fs_stats_text(struct cafs_fs *fs, char *buf, size_t len)
 		             rs.http.errors, rs.http.bytes, rs.prefetches, rs.prefetch_hits);
 		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
 	}
+	if (used + 1 < len) {
+		n = snprintf(buf + used, len - used, "readahead_decoded: %" PRIu64 "\n", s.ra_decoded);
+		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
+	}
 	return used;
 }
 
