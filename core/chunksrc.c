@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "chunksrc.h"
 #include "compress.h"
@@ -69,7 +70,8 @@ struct ca_chunksrc {
 	pthread_cond_t ra_work;         /* signalled when a job is queued, or stop */
 	bool ra_stop, ra_failed;        /* stopping; the threads could not start */
 	pthread_t ra_threads[CA_CHUNKSRC_RA_THREADS];
-	unsigned n_ra_threads;
+	unsigned n_ra_threads, ra_live; /* started; not yet returned */
+	pthread_cond_t ra_gone;         /* signalled when a thread returns */
 };
 
 static unsigned bucket_of(const uint8_t id[CA_CHUNK_ID_SIZE])
@@ -149,6 +151,7 @@ int ca_chunksrc_new(enum ca_digest_type digest, size_t lru_bytes, struct ca_chun
 	pthread_cond_init(&src->done, NULL);
 	pthread_cond_init(&src->room, NULL);
 	pthread_cond_init(&src->ra_work, NULL);
+	pthread_cond_init(&src->ra_gone, NULL);
 	*ret = src;
 	return 0;
 }
@@ -157,17 +160,33 @@ void ca_chunksrc_free(struct ca_chunksrc *src)
 {
 	if (!src)
 		return;
-	/* queued read-ahead is dropped; a thread in a fetch finishes it (a
-	 * download ends within its deadline) before the backends go */
+	/* queued read-ahead is dropped; a thread in a fetch finishes it first.
+	 * One stuck on a server that never answers (an interrupted extract,
+	 * an unmount) is not waited for past 2 s: it is left running with
+	 * everything it uses, never freed (the process is about to exit), as
+	 * ca_blob_stream_free does */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 2;
 	pthread_mutex_lock(&src->lock);
 	src->ra_stop = true;
 	src->ra_n = 0;
 	pthread_cond_broadcast(&src->ra_work);
+	while (src->ra_live > 0 && pthread_cond_timedwait(&src->ra_gone, &src->lock, &until) == 0)
+		;
+	bool stuck = src->ra_live > 0;
 	pthread_mutex_unlock(&src->lock);
+	if (stuck) {
+		ca_log_debug("chunk source: a read-ahead thread is stuck in a fetch; leaving it");
+		for (unsigned i = 0; i < src->n_ra_threads; i++)
+			pthread_detach(src->ra_threads[i]);
+		return;
+	}
 	for (unsigned i = 0; i < src->n_ra_threads; i++)
 		pthread_join(src->ra_threads[i], NULL);
 	free(src->ra_jobs);
 	pthread_cond_destroy(&src->ra_work);
+	pthread_cond_destroy(&src->ra_gone);
 	for (unsigned i = 0; i < HASH_BUCKETS; i++)
 		while (src->buckets[i]) {
 			struct entry *e = src->buckets[i];
@@ -564,6 +583,8 @@ static void *ra_thread(void *arg)
 		src->stats.ra_decoded += r == 0;
 		src->ra_bytes -= ra_cost(job.size);
 	}
+	src->ra_live--;
+	pthread_cond_broadcast(&src->ra_gone);
 	pthread_mutex_unlock(&src->lock);
 	return NULL;
 }
@@ -581,8 +602,10 @@ static bool ra_start(struct ca_chunksrc *src)
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
 		while (src->n_ra_threads < CA_CHUNKSRC_RA_THREADS &&
-		       ca_thread_create(&src->ra_threads[src->n_ra_threads], ra_thread, src) == 0)
+		       ca_thread_create(&src->ra_threads[src->n_ra_threads], ra_thread, src) == 0) {
 			src->n_ra_threads++;
+			src->ra_live++; /* under the lock: the thread's own decrement waits for it */
+		}
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	if (src->n_ra_threads == 0) {

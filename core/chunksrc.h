@@ -109,7 +109,9 @@ void ca_chunksrc_get_stats(struct ca_chunksrc *src, struct ca_chunksrc_stats *re
  * runs beside its FUSE threads, on every core. Never blocks. Falls back to
  * a plain prefetch when the LRU could not keep what it decodes: no LRU, or
  * more than half of it already queued. The threads (CA_CHUNKSRC_RA_THREADS)
- * start with the first read-ahead and stop in ca_chunksrc_free. Their
+ * start with the first read-ahead and stop in ca_chunksrc_free (which waits
+ * at most 2 s for one stuck in a fetch, then leaves it running and the
+ * chunk source unfreed: the process is about to exit). Their
  * failures are not counted in the stats' errors: a reader who wants the
  * chunk asks again and sees (and counts) the error itself. */
 #define CA_CHUNKSRC_RA_THREADS 4
