@@ -57,12 +57,13 @@ void ca_blob_readahead(struct ca_blob *b, uint64_t off, uint64_t len)
 	if (i < 0)
 		return;
 	for (size_t n = ca_index_n_chunks(b->idx); (size_t)i < n; i++) {
-		uint64_t start;
+		uint64_t start, end;
 		const uint8_t *id;
-		ca_index_chunk(b->idx, i, &start, NULL, &id);
+		ca_index_chunk(b->idx, i, &start, &end, &id);
 		if (start >= off + len)
 			break;
-		ca_chunksrc_prefetch(b->src, id);
+		/* decoded by the chunk source's threads: the reader only copies */
+		ca_chunksrc_readahead(b->src, id, end - start);
 	}
 }
 

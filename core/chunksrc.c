@@ -4,15 +4,19 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "chunksrc.h"
 #include "compress.h"
 #include "log.h"
+#include "thread.h"
 
 #define MAX_BACKENDS 16
 #define HASH_BUCKETS 4096
+#define RA_QUEUE_MAX 4096 /* read-ahead jobs waiting for a thread */
 
 struct backend {
 	const struct ca_chunk_backend_ops *ops;
@@ -36,6 +40,11 @@ struct codec_slot {
 	struct codec_slot *next;
 };
 
+struct ra_job {
+	uint8_t id[CA_CHUNK_ID_SIZE];
+	uint64_t size;
+};
+
 struct ca_chunksrc {
 	enum ca_digest_type digest;
 	size_t lru_limit, lru_bytes;
@@ -54,6 +63,16 @@ struct ca_chunksrc {
 	size_t inflight;                /* bytes reserved by running fetches */
 	pthread_cond_t room;            /* signalled when inflight drops */
 	unsigned demand;                /* gets (not background) running a fetch; done on change */
+
+	/* read-ahead (ca_chunksrc_readahead): a ring of jobs for ra threads */
+	struct ra_job *ra_jobs;         /* RA_QUEUE_MAX, allocated with the threads */
+	size_t ra_head, ra_n;           /* ring start and length */
+	uint64_t ra_bytes;              /* decoded bytes queued or being decoded */
+	pthread_cond_t ra_work;         /* signalled when a job is queued, or stop */
+	bool ra_stop, ra_failed;        /* stopping; the threads could not start */
+	pthread_t ra_threads[CA_CHUNKSRC_RA_THREADS];
+	unsigned n_ra_threads, ra_live; /* started; not yet returned */
+	pthread_cond_t ra_gone;         /* signalled when a thread returns */
 };
 
 static unsigned bucket_of(const uint8_t id[CA_CHUNK_ID_SIZE])
@@ -132,6 +151,8 @@ int ca_chunksrc_new(enum ca_digest_type digest, size_t lru_bytes, struct ca_chun
 	pthread_mutex_init(&src->lock, NULL);
 	pthread_cond_init(&src->done, NULL);
 	pthread_cond_init(&src->room, NULL);
+	pthread_cond_init(&src->ra_work, NULL);
+	pthread_cond_init(&src->ra_gone, NULL);
 	*ret = src;
 	return 0;
 }
@@ -140,6 +161,33 @@ void ca_chunksrc_free(struct ca_chunksrc *src)
 {
 	if (!src)
 		return;
+	/* queued read-ahead is dropped; a thread in a fetch finishes it first.
+	 * One stuck on a server that never answers (an interrupted extract,
+	 * an unmount) is not waited for past 2 s: it is left running with
+	 * everything it uses, never freed (the process is about to exit), as
+	 * ca_blob_stream_free does */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 2;
+	pthread_mutex_lock(&src->lock);
+	src->ra_stop = true;
+	src->ra_n = 0;
+	pthread_cond_broadcast(&src->ra_work);
+	while (src->ra_live > 0 && pthread_cond_timedwait(&src->ra_gone, &src->lock, &until) == 0)
+		;
+	bool stuck = src->ra_live > 0;
+	pthread_mutex_unlock(&src->lock);
+	if (stuck) {
+		ca_log_debug("chunk source: a read-ahead thread is stuck in a fetch; leaving it");
+		for (unsigned i = 0; i < src->n_ra_threads; i++)
+			pthread_detach(src->ra_threads[i]);
+		return;
+	}
+	for (unsigned i = 0; i < src->n_ra_threads; i++)
+		pthread_join(src->ra_threads[i], NULL);
+	free(src->ra_jobs);
+	pthread_cond_destroy(&src->ra_work);
+	pthread_cond_destroy(&src->ra_gone);
 	for (unsigned i = 0; i < HASH_BUCKETS; i++)
 		while (src->buckets[i]) {
 			struct entry *e = src->buckets[i];
@@ -357,13 +405,16 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 {
 	struct entry *e;
 	int r;
-	unsigned dm = (flags & CA_CHUNKSRC_BACKGROUND) ? 0 : 1;
+	/* background (a fill, a profile, read-ahead): not a demand read, and
+	 * its failure is not counted (a reader asks again and counts its own) */
+	bool background = flags & CA_CHUNKSRC_BACKGROUND;
+	unsigned dm = background ? 0 : 1;
 
 	pthread_mutex_lock(&src->lock);
 	e = lookup(src, id);
 	if (e) {
 		e->refs++;
-		if (e->ready)
+		if (e->ready && !background)
 			src->stats.lru_hits++;
 		/* a get joining a fetch under way is not counted as demand:
 		 * background work starting now does not delay that fetch */
@@ -416,7 +467,8 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 	src->demand -= dm;
 	pthread_cond_broadcast(&src->room);
 	if (r < 0) {
-		src->stats.errors++;
+		if (!background)
+			src->stats.errors++;
 		e->err = r;
 		table_remove(src, e);
 		ca_buf_release(&out);
@@ -555,5 +607,84 @@ void ca_chunksrc_wait_no_demand(struct ca_chunksrc *src)
 	pthread_mutex_lock(&src->lock);
 	while (src->demand > 0)
 		pthread_cond_wait(&src->done, &src->lock);
+	pthread_mutex_unlock(&src->lock);
+}
+
+static uint64_t ra_cost(uint64_t size)
+{
+	return size < CA_CHUNK_SIZE_LIMIT_MAX ? size : CA_CHUNK_SIZE_LIMIT_MAX;
+}
+
+static void *ra_thread(void *arg)
+{
+	struct ca_chunksrc *src = arg;
+	pthread_mutex_lock(&src->lock);
+	for (;;) {
+		while (!src->ra_stop && src->ra_n == 0)
+			pthread_cond_wait(&src->ra_work, &src->lock);
+		if (src->ra_stop)
+			break;
+		struct ra_job job = src->ra_jobs[src->ra_head];
+		src->ra_head = (src->ra_head + 1) % RA_QUEUE_MAX;
+		src->ra_n--;
+		pthread_mutex_unlock(&src->lock);
+		const struct ca_chunk *c = NULL;
+		int r = get_flags(src, job.id, job.size, CA_CHUNKSRC_BACKGROUND, &c);
+		if (r == 0)
+			ca_chunksrc_put(src, c); /* it stays in the LRU for the reader */
+		pthread_mutex_lock(&src->lock);
+		src->stats.ra_decoded += r == 0;
+		src->ra_bytes -= ra_cost(job.size);
+	}
+	src->ra_live--;
+	pthread_cond_broadcast(&src->ra_gone);
+	pthread_mutex_unlock(&src->lock);
+	return NULL;
+}
+
+/* The threads, on the first read-ahead (with the lock held). False when
+ * none could start: read-ahead is then a plain prefetch. */
+static bool ra_start(struct ca_chunksrc *src)
+{
+	if (src->n_ra_threads || src->ra_failed)
+		return src->n_ra_threads > 0;
+	src->ra_jobs = calloc(RA_QUEUE_MAX, sizeof(*src->ra_jobs));
+	if (src->ra_jobs) {
+		/* signals belong to the main program (and to libfuse's threads) */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		while (src->n_ra_threads < CA_CHUNKSRC_RA_THREADS &&
+		       ca_thread_create(&src->ra_threads[src->n_ra_threads], ra_thread, src) == 0) {
+			src->n_ra_threads++;
+			src->ra_live++; /* under the lock: the thread's own decrement waits for it */
+		}
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	if (src->n_ra_threads == 0) {
+		src->ra_failed = true;
+		free(src->ra_jobs);
+		src->ra_jobs = NULL;
+	}
+	return src->n_ra_threads > 0;
+}
+
+void ca_chunksrc_readahead(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size)
+{
+	/* first the download, so that it runs while the job waits for a thread */
+	ca_chunksrc_prefetch(src, id);
+	pthread_mutex_lock(&src->lock);
+	uint64_t cost = ra_cost(size);
+	/* what the threads decode must still be in the LRU when the reader
+	 * comes: never more queued than half of it */
+	if (!src->ra_stop && src->lru_limit > 0 && src->ra_n < RA_QUEUE_MAX &&
+	    src->ra_bytes + cost <= src->lru_limit / 2 && !lookup(src, id) && ra_start(src)) {
+		struct ra_job *j = &src->ra_jobs[(src->ra_head + src->ra_n) % RA_QUEUE_MAX];
+		memcpy(j->id, id, CA_CHUNK_ID_SIZE);
+		j->size = size;
+		src->ra_n++;
+		src->ra_bytes += cost;
+		pthread_cond_signal(&src->ra_work);
+	}
 	pthread_mutex_unlock(&src->lock);
 }

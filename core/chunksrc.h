@@ -66,6 +66,7 @@ struct ca_chunksrc;
 
 struct ca_chunksrc_stats {
 	uint64_t lru_hits, cache_hits, fetched_chunks, fetched_bytes, errors, corrupt;
+	uint64_t ra_decoded; /* chunks the read-ahead threads decoded into the LRU */
 };
 
 /* lru_bytes bounds the memory LRU (0 disables it). */
@@ -120,5 +121,20 @@ int ca_chunksrc_get_background(struct ca_chunksrc *src, const uint8_t id[CA_CHUN
                                unsigned flags, const struct ca_chunk **ret);
 /* Block while a demand get runs a fetch (returns at once when none). */
 void ca_chunksrc_wait_no_demand(struct ca_chunksrc *src);
+
+/* Read-ahead of a chunk a reader will want soon (size as get's): starts
+ * its download (as prefetch), and has one of the chunk source's own
+ * threads fetch, decompress, verify and cache it into the LRU, so the
+ * reader finds it ready and only copies: a sequential reader's decoding
+ * runs beside its FUSE threads, on every core. Never blocks. Falls back to
+ * a plain prefetch when the LRU could not keep what it decodes: no LRU, or
+ * more than half of it already queued. The threads (CA_CHUNKSRC_RA_THREADS)
+ * start with the first read-ahead and stop in ca_chunksrc_free (which waits
+ * at most 2 s for one stuck in a fetch, then leaves it running and the
+ * chunk source unfreed: the process is about to exit). Their
+ * failures are not counted in the stats' errors: a reader who wants the
+ * chunk asks again and sees (and counts) the error itself. */
+#define CA_CHUNKSRC_RA_THREADS 4
+void ca_chunksrc_readahead(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size);
 
 #endif

@@ -21,6 +21,11 @@
 #define COUNT(fs, field, n) atomic_fetch_add_explicit(&(fs)->field, (n), memory_order_relaxed)
 #define DEFAULT_READAHEAD_CHUNKS 8
 #define MAX_READAHEAD_BYTES (UINT64_C(32) << 20)
+/* a sequential stream's window doubles with each top-up up to this (or
+ * --readahead's, if larger): 32 MiB keeps ~400 chunks of 64 KiB in flight
+ * or decoding, enough to fill 8 connections and both cores; a random read
+ * starts over with --readahead's */
+#define MAX_READAHEAD_WINDOW (UINT64_C(32) << 20)
 /* how far a read may land from the previous one and still count as sequential:
  * the kernel's async readahead sends several reads at once, out of order */
 #define SEQ_SLACK (UINT64_C(4) << 20)
@@ -220,6 +225,10 @@ size_t cafs_fs_stats_text(struct cafs_fs *fs, char *buf, size_t len)
 		             "prefetch_hits: %" PRIu64 "\n",
 		             rs.http.requests, rs.http.attempts, rs.http.retries, rs.http.ok, rs.http.missing,
 		             rs.http.errors, rs.http.bytes, rs.prefetches, rs.prefetch_hits);
+		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
+	}
+	if (used + 1 < len) {
+		n = snprintf(buf + used, len - used, "readahead_decoded: %" PRIu64 "\n", s.ra_decoded);
 		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
 	}
 	struct ca_failover *g;
@@ -539,23 +548,32 @@ static void maybe_readahead(struct cafs_fs *fs, struct cafs_node *n, uint64_t of
 {
 	uint64_t prev = atomic_exchange(&n->next_off, end);
 	bool sequential = off + SEQ_SLACK >= prev && off <= prev + SEQ_SLACK;
-	if (!sequential || fs->readahead_bytes == 0)
+	if (!sequential || fs->readahead_bytes == 0) {
+		atomic_store(&n->ra_window, 0);
 		return;
+	}
+	uint64_t win = atomic_load(&n->ra_window);
+	if (win < fs->readahead_bytes)
+		win = fs->readahead_bytes;
 	uint64_t size = (uint64_t)n->st.st_size;
-	uint64_t want = end + fs->readahead_bytes;
+	uint64_t want = end + win;
 	if (want > size)
 		want = size;
 	uint64_t have = atomic_load(&n->ra_end);
 	if (have < end)
 		have = end;
 	/* top up in steps of half the window, not on every read */
-	if (want <= have + fs->readahead_bytes / 2 && want != size)
+	if (want <= have + win / 2 && want != size)
 		return;
 	if (want <= have)
 		return;
 	uint64_t seen = atomic_exchange(&n->ra_end, want);
 	if (seen > have)
 		have = seen;
+	/* still sequential a window later: as the kernel does, read further
+	 * ahead next time, so downloads and decoding keep up with the reader */
+	uint64_t max = fs->readahead_bytes > MAX_READAHEAD_WINDOW ? fs->readahead_bytes : MAX_READAHEAD_WINDOW;
+	atomic_store(&n->ra_window, win * 2 < max ? win * 2 : max);
 	if (want > have && fs->img.readahead)
 		fs->img.readahead(fs->img.userdata, n->data_off + have, want - have);
 }

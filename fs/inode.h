@@ -53,6 +53,7 @@ struct cafs_node {
 	 * does not tell us about opens (FUSE_CAP_NO_OPEN_SUPPORT) */
 	_Atomic uint64_t next_off;      /* where the last read ended */
 	_Atomic uint64_t ra_end;        /* how far read-ahead was requested */
+	_Atomic uint64_t ra_window;     /* read-ahead window, grown by sequential reads (0: the first) */
 
 	/* table->lock */
 	uint64_t nlookup;
