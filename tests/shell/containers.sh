@@ -9,10 +9,9 @@
 # the image; from nginx's log, only chunks of what the container read were
 # fetched (fewer than all); a chunk missing from the store for a file the
 # container reads is an EIO inside the container (non-zero exit, one error
-# line) while the mount stays up and serves the next container. With a
-# cafs that has mount --record-profile/--profile: a profile recorded at one
-# start is replayed on a fresh mount, its chunks fetched before any read,
-# and the container then fetches nothing.
+# line) while the mount stays up and serves the next container. A profile
+# recorded at one start (mount --record-profile) is replayed on a fresh
+# mount: its chunks come before any read, and the container fetches nothing.
 # Everything (container, overlay, FUSE mount, nginx) goes in the trap.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
@@ -171,11 +170,7 @@ profile_case() {
 	umount "$T/p2.merged"
 	mount_stop "profile: unmount" "$pm"
 }
-if "$CAFS" help mount 2>&1 | grep -q -- '--record-profile'; then
-	profile_case
-else
-	echo "# profile case skipped: this cafs has no mount --record-profile/--profile"
-fi
+profile_case
 
 # ---- tear down: nothing left ----
 ok "the overlay unmounts" umount "$merged"
