@@ -650,16 +650,11 @@ static bool ra_start(struct ca_chunksrc *src)
 		return src->n_ra_threads > 0;
 	src->ra_jobs = calloc(RA_QUEUE_MAX, sizeof(*src->ra_jobs));
 	if (src->ra_jobs) {
-		/* signals belong to the main program (and to libfuse's threads) */
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
 		while (src->n_ra_threads < CA_CHUNKSRC_RA_THREADS &&
 		       ca_thread_create(&src->ra_threads[src->n_ra_threads], ra_thread, src) == 0) {
 			src->n_ra_threads++;
 			src->ra_live++; /* under the lock: the thread's own decrement waits for it */
 		}
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	if (src->n_ra_threads == 0) {
 		src->ra_failed = true;

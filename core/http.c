@@ -954,7 +954,6 @@ static void global_init(void)
 int ca_http_new(const struct ca_http_opts *o, struct ca_http **ret)
 {
 	struct ca_http *h;
-	sigset_t all, old;
 	int r;
 
 	pthread_once(&global_once, global_init);
@@ -1005,11 +1004,8 @@ int ca_http_new(const struct ca_http_opts *o, struct ca_http **ret)
 	/* keep as many idle connections as may be busy at once */
 	curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)h->o.max_connections * 2);
 
-	/* the engine thread takes no signals (SIGPIPE included): they belong to the main program */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* the engine thread takes no signals, SIGPIPE included (thread.h) */
 	r = ca_thread_create(&h->thread, loop, h);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r < 0)
 		goto fail;
 	h->thread_started = true;

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include "log.h"
@@ -28,7 +29,14 @@ int ca_thread_create(pthread_t *ret, void *(*fn)(void *), void *arg)
 	if (!s)
 		return -ENOMEM;
 	*s = (struct start){ fn, arg, ca_log_current() };
+	/* signals belong to the program's main thread (or the thread it
+	 * sigwaits in): ours start with every signal blocked, so a SIGTERM
+	 * meant for a clean stop can never land in one of them */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int r = pthread_create(ret, NULL, trampoline, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r) {
 		free(s);
 		return -r;

@@ -11,8 +11,9 @@
 
 #include <pthread.h>
 
-/* pthread_create with default attributes, plus the caller's logger. 0 or
- * a negative errno. */
+/* pthread_create with default attributes, plus the caller's logger; the
+ * thread starts with every signal blocked (signals are the program's: its
+ * main thread's, or the thread it sigwaits in). 0 or a negative errno. */
 int ca_thread_create(pthread_t *ret, void *(*fn)(void *), void *arg);
 
 /* Run fn(arg) on up to n threads of ca_thread_create (n >= 1) and wait

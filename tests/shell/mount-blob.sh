@@ -54,10 +54,21 @@ mount_stop "casync-made: unmount" "$mnt"
 
 # SIGTERM and SIGHUP unmount and exit 0 (SIGINT too, but a script's
 # background jobs start with SIGINT ignored, and the daemon keeps that)
-mount_start "mount for SIGTERM" "$mnt" "$T/log2b" --store="$T/s" --no-cache "$T/disk.caibx"
+mount_start "mount for SIGTERM" "$mnt" "$T/log2b" -v --store="$T/s" --no-cache "$T/disk.caibx"
 mount_kill "SIGTERM: unmounted, daemon exits 0" "$mnt" TERM
-mount_start "mount for SIGHUP" "$mnt" "$T/log2c" --store="$T/s" --no-cache "$T/disk.caibx"
+ok "... its handler said so" grep -q 'mount: SIGTERM: unmounting' "$T/log2b"
+mount_start "mount for SIGHUP" "$mnt" "$T/log2c" -v --store="$T/s" --no-cache "$T/disk.caibx"
 mount_kill "SIGHUP: unmounted, daemon exits 0" "$mnt" HUP
+ok "... its handler said so" grep -q 'mount: SIGHUP: unmounting' "$T/log2c"
+# a stop signal that arrives while the daemon is busy reading still ends it
+mount_start "mount for a signal during reads" "$mnt" "$T/log2d" -v --store="$T/s" --no-cache "$T/disk.caibx"
+(while cat "$mnt/disk" >/dev/null 2>&1; do :; done) &
+reader=$!
+sleep 0.3
+mount_kill "SIGTERM during reads: unmounted, daemon exits 0" "$mnt" TERM
+kill "$reader" 2>/dev/null
+wait "$reader" 2>/dev/null
+ok "... its handler said so" grep -q 'mount: SIGTERM: unmounting' "$T/log2d"
 
 # Damage: a missing chunk and a corrupt one. Reads touching them fail with
 # EIO; the rest still reads; the mount stays up.
