@@ -165,37 +165,7 @@ mnt_stop() {
 	mnt_dir=
 }
 
-# ---- measuring ----
-# timed KEY CMD: wall time of CMD (sh -c, capped at CAP s) into R[KEY]
-declare -A R=()
-timed() {
-	local key=$1 t0 rc=0
-	shift
-	t0=$(now)
-	timeout "$CAP" sh -c "$*" >"$T/out.$key" 2>"$T/err.$key" || rc=$?
-	if [ "$rc" = 124 ]; then
-		R[$key]="> $CAP"
-	elif [ "$rc" != 0 ]; then
-		R[$key]=FAILED
-		echo "# $key failed ($rc): $(head -c 300 "$T/err.$key")"
-	else
-		R[$key]=$(since "$t0")
-	fi
-}
-# best KEY N CMD: the best of N timed runs
-best() {
-	local key=$1 n=$2 i b=
-	shift 2
-	for ((i = 0; i < n; i++)); do
-		timed "$key" "$@"
-		case ${R[$key]} in
-		[0-9]*) ;;
-		*) return ;;
-		esac
-		if [ -z "$b" ] || awk -v a="${R[$key]}" -v b="$b" 'BEGIN { exit !(a < b) }'; then b=${R[$key]}; fi
-	done
-	R[$key]=$b
-}
+# ---- measuring: timed, best (workdir.sh) ----
 # gets: the store's chunks fetched since the last nginx_log_reset
 gets() { nginx_log | awk -v s="$store" '$2 ~ /\.cacnk$/ { n++; b += $4 } END { printf "%.1f%% of the store, %d GETs", 100 * b / s, n }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.1fx", a / b; else print "-" }'; }

@@ -155,36 +155,6 @@ mnt_stop() {
 	mnt_dir=
 }
 
-# timed KEY CMD...: wall time of CMD (run under sh -c, capped at CAP s) into R[KEY]
-declare -A R=()
-timed() {
-	local key=$1 t0 rc=0
-	shift
-	t0=$(now)
-	timeout "$CAP" sh -c "$*" >"$T/out.$key" 2>"$T/err.$key" || rc=$?
-	if [ "$rc" = 124 ]; then
-		R[$key]="> $CAP"
-	elif [ "$rc" != 0 ]; then
-		R[$key]=FAILED
-		echo "# $key failed ($rc): $(head -c 300 "$T/err.$key")"
-	else
-		R[$key]=$(since "$t0")
-	fi
-}
-# best KEY N CMD: the best of N timed runs (warm figures: less noise from a busy machine)
-best() {
-	local key=$1 n=$2 i b=
-	shift 2
-	for ((i = 0; i < n; i++)); do
-		timed "$key" "$@"
-		case ${R[$key]} in
-		[0-9]*) ;;
-		*) return ;;
-		esac
-		if [ -z "$b" ] || awk -v a="${R[$key]}" -v b="$b" 'BEGIN { exit !(a < b) }'; then b=${R[$key]}; fi
-	done
-	R[$key]=$b
-}
 reqs() { nginx_log | awk '{ n++; b += $4 } END { printf "%d GETs, %.1f MB", n, b / 1e6 }'; }
 
 for tool in casync cafs; do
