@@ -80,8 +80,8 @@ bench_workdir speed /dev/shm || die "cannot make a work dir"
 at_cleanup scratch_done
 W=$T
 
-# timed NAME CMD...: run CMD; append "wall user sys rssKiB" to $W/NAME.runs
-timed() {
+# measured NAME CMD...: run CMD; append "wall user sys rssKiB" to $W/NAME.runs
+measured() {
 	local name=$1
 	shift
 	/usr/bin/time -f '%e %U %S %M' -o "$W/time.out" "$@" >"$W/$name.out" 2>"$W/$name.err" ||
@@ -110,11 +110,11 @@ both() {
 	rm -f "$W/casync-$name.runs" "$W/cafs-$name.runs"
 	for ((i = 0; i < RUNS; i++)); do
 		if ((i % 2 == 0)); then
-			who=casync && eval "$prep" && eval "timed casync-$name $ccmd"
-			who=cafs && eval "$prep" && eval "timed cafs-$name $fcmd"
+			who=casync && eval "$prep" && eval "measured casync-$name $ccmd"
+			who=cafs && eval "$prep" && eval "measured cafs-$name $fcmd"
 		else
-			who=cafs && eval "$prep" && eval "timed cafs-$name $fcmd"
-			who=casync && eval "$prep" && eval "timed casync-$name $ccmd"
+			who=cafs && eval "$prep" && eval "measured cafs-$name $fcmd"
+			who=casync && eval "$prep" && eval "measured casync-$name $ccmd"
 		fi
 	done
 }
