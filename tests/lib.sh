@@ -220,3 +220,16 @@ PY
 gen_data() {
 	"$GEN" "$2" "$3" ${4:+"$4"} >"$1"
 }
+
+# reflink_fs: a 300 MB xfs with reflink=1 on a loop device, mounted at
+# M=$T/mnt and undone at exit (the test is skipped where that cannot be had)
+reflink_fs() {
+	truncate -s 300M "$T/xfs.img" && mkfs.xfs -q -m reflink=1 "$T/xfs.img" 2>/dev/null ||
+		skip_all "mkfs.xfs -m reflink=1 failed"
+	LOOP=$(losetup -f --show "$T/xfs.img" 2>/dev/null) || skip_all "no loop device"
+	at_cleanup "losetup -d $LOOP"
+	M=$T/mnt
+	mkdir -p "$M"
+	mount -t xfs "$LOOP" "$M" 2>/dev/null || skip_all "cannot mount xfs"
+	at_cleanup "umount -l '$M'"
+}

@@ -9,13 +9,7 @@
 need casync mkfs.xfs filefrag losetup
 [ "$(id -u)" -eq 0 ] || skip_all "needs root (a loop mount)"
 
-truncate -s 300M "$T/xfs.img" && mkfs.xfs -q -m reflink=1 "$T/xfs.img" 2>/dev/null || skip_all "mkfs.xfs -m reflink=1 failed"
-LOOP=$(losetup -f --show "$T/xfs.img" 2>/dev/null) || skip_all "no loop device"
-at_cleanup "losetup -d $LOOP"
-M=$T/mnt
-mkdir -p "$M"
-mount -t xfs "$LOOP" "$M" 2>/dev/null || skip_all "cannot mount xfs"
-at_cleanup "umount -l '$M'"
+reflink_fs # M: an xfs that can clone (lib.sh)
 
 mkdir -p "$T/bin" && ln -s "$CAFS" "$T/bin/casync"
 FAKE=$T/bin/casync
