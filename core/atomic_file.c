@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "fdio.h"
 
 int ca_random_hex16(char out[17])
 {
@@ -108,4 +109,18 @@ void ca_atomic_file_abort(struct ca_atomic_file *f)
 	free(f->tmp_path);
 	free(f->final_path);
 	f->tmp_path = f->final_path = NULL;
+}
+
+int ca_atomic_file_write(const char *path, mode_t mode, const void *p, size_t n)
+{
+	struct ca_atomic_file f;
+	int r = ca_atomic_file_open(&f, path, mode);
+	if (r < 0)
+		return r;
+	r = ca_write_all(f.fd, p, n);
+	if (r < 0) {
+		ca_atomic_file_abort(&f);
+		return r;
+	}
+	return ca_atomic_file_commit(&f);
 }

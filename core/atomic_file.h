@@ -27,6 +27,9 @@ int ca_atomic_file_open(struct ca_atomic_file *f, const char *path, mode_t mode)
 int ca_atomic_file_commit(struct ca_atomic_file *f);
 /* Closes and removes the temporary; accepts a zeroed or committed struct. */
 void ca_atomic_file_abort(struct ca_atomic_file *f);
+/* The three above for a file whose bytes are all in memory: p[0..n) as
+ * path, with mode. 0 or negative errno (nothing left behind). */
+int ca_atomic_file_write(const char *path, mode_t mode, const void *p, size_t n);
 
 /* 16 random lowercase hex digits and a NUL. */
 int ca_random_hex16(char out[17]);

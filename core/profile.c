@@ -215,7 +215,6 @@ int ca_profile_rec_write(struct ca_profile_rec *rec, const char *path, const uin
                          const struct ca_sidecar *sc)
 {
 	struct ca_buf b = CA_BUF_INIT;
-	struct ca_atomic_file f;
 	char *p = malloc(PATH_MAX_PROFILE);
 	int r = p ? put_header(&b, index_digest) : -ENOMEM;
 	pthread_mutex_lock(&rec->lock);
@@ -229,14 +228,7 @@ int ca_profile_rec_write(struct ca_profile_rec *rec, const char *path, const uin
 	if (r == -EFBIG)
 		r = 0;
 	if (r == 0)
-		r = ca_atomic_file_open(&f, path, 0600);
-	if (r == 0) {
-		r = ca_write_all(f.fd, b.data, b.size);
-		if (r < 0)
-			ca_atomic_file_abort(&f);
-		else
-			r = ca_atomic_file_commit(&f);
-	}
+		r = ca_atomic_file_write(path, 0600, b.data, b.size);
 	if (r < 0)
 		ca_log_error_errno(r, "%s: cannot write the profile", path);
 	free(p);
@@ -505,7 +497,6 @@ int ca_profile_write_beside(const struct ca_profile *p, const char *index_path)
 {
 	struct ca_buf b = CA_BUF_INIT;
 	uint8_t digest[CA_CHUNK_ID_SIZE];
-	struct ca_atomic_file f;
 	char *name = ca_profile_name_for(index_path);
 	struct ca_index *ix = NULL;
 	int r = name ? ca_index_open(index_path, &ix) : -ENOMEM;
@@ -517,14 +508,7 @@ int ca_profile_write_beside(const struct ca_profile *p, const char *index_path)
 	if (r == 0)
 		r = ca_profile_format(p, digest, &b);
 	if (r == 0)
-		r = ca_atomic_file_open(&f, name, 0644);
-	if (r == 0) {
-		r = ca_write_all(f.fd, b.data, b.size);
-		if (r < 0)
-			ca_atomic_file_abort(&f);
-		else
-			r = ca_atomic_file_commit(&f);
-	}
+		r = ca_atomic_file_write(name, 0644, b.data, b.size);
 	if (r < 0)
 		ca_log_error_errno(r, "%s", name ? name : index_path);
 	ca_index_free(ix);

@@ -546,16 +546,7 @@ char *ca_sidecar_name_for(const char *index)
 
 int ca_sidecar_write(const char *path, const void *data, size_t size, unsigned mode)
 {
-	struct ca_atomic_file f;
-	int r = ca_atomic_file_open(&f, path, (mode_t)(mode & 0666));
-	if (r < 0)
-		return r;
-	r = ca_write_all(f.fd, data, size);
-	if (r < 0) {
-		ca_atomic_file_abort(&f);
-		return r;
-	}
-	return ca_atomic_file_commit(&f);
+	return ca_atomic_file_write(path, (mode_t)(mode & 0666), data, size);
 }
 
 /* ---- make's hook ---- */
