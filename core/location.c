@@ -2,6 +2,7 @@
 /* location.c - classify source strings (see location.h). */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -89,6 +90,15 @@ char *ca_location_default_store(const char *index)
 	memcpy(s, index, dir);
 	strcpy(s + dir, "default.castr");
 	return s;
+}
+
+char *ca_location_beside(const char *index, const char *suffix)
+{
+	char *r = NULL;
+	size_t n = ca_location_is_url(index) ? strcspn(index, "?#") : strlen(index);
+	if (asprintf(&r, "%.*s%s%s", (int)n, index, suffix, index + n) < 0)
+		return NULL;
+	return r;
 }
 
 char *ca_location_basename(const char *s)

@@ -51,6 +51,11 @@ enum ca_image_kind ca_location_image_kind(const char *name);
  * store casync uses when none is given (malloc'd; NULL on ENOMEM). */
 char *ca_location_default_store(const char *index);
 
+/* The file published beside index: suffix appended to its path, before a
+ * URL's query ("http://h/x.caidx?q" + ".cameta" -> "http://h/x.caidx.cameta?q")
+ * (malloc'd; NULL on ENOMEM). */
+char *ca_location_beside(const char *index, const char *suffix);
+
 /* The last path component without the suffix: "disk.caibx" or
  * "http://h/x/disk.caibx?q" -> "disk"; "image" when there is none that
  * could name a file (malloc'd; NULL on ENOMEM). */

@@ -474,13 +474,7 @@ int ca_profile_format(const struct ca_profile *p, const uint8_t *index_digest, s
 
 char *ca_profile_name_for(const char *index)
 {
-	char *r = NULL;
-	size_t cut = strlen(index);
-	if (ca_location_is_url(index))
-		cut = strcspn(index, "?#");
-	if (asprintf(&r, "%.*s" CA_PROFILE_SUFFIX "%s", (int)cut, index, index + cut) < 0)
-		return NULL;
-	return r;
+	return ca_location_beside(index, CA_PROFILE_SUFFIX);
 }
 
 int ca_profile_load(const char *path, struct ca_profile **ret)

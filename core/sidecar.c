@@ -535,13 +535,7 @@ out:
 
 char *ca_sidecar_name_for(const char *index)
 {
-	char *r = NULL;
-	size_t cut = strlen(index);
-	if (ca_location_is_url(index))
-		cut = strcspn(index, "?#");
-	if (asprintf(&r, "%.*s" CA_SIDECAR_SUFFIX "%s", (int)cut, index, index + cut) < 0)
-		return NULL;
-	return r;
+	return ca_location_beside(index, CA_SIDECAR_SUFFIX);
 }
 
 int ca_sidecar_write(const char *path, const void *data, size_t size, unsigned mode)
