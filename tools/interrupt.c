@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,10 +35,17 @@ static void on_poke(int sig)
 static void *watch(void *arg)
 {
 	sigset_t *set = arg;
+	/* once stopping, the main thread is poked again every 50 ms: a poke
+	 * landing between its look at the flag and a blocking call is lost,
+	 * and the call then blocks on (seen: make reading a stalled FIFO) */
+	const struct timespec tick = { 0, 50 * 1000 * 1000 };
 	for (;;) {
-		int sig = 0;
-		if (sigwait(set, &sig) != 0)
+		int sig = stop_flag ? sigtimedwait(set, NULL, &tick) : sigwaitinfo(set, NULL);
+		if (sig < 0) {
+			if (errno == EAGAIN)
+				pthread_kill(main_thread, SIGUSR1);
 			continue;
+		}
 		if (sig == SIGUSR2)
 			return NULL; /* cafs_interrupt_stop */
 		if (stop_flag) {
