@@ -29,6 +29,9 @@
 /* Once the server speaks HTTP/2, streams are cheap: this many per connection slot */
 #define H2_STREAMS_PER_SLOT 4
 
+/* the answer to a conditional GET: not_modified for a 304 (body empty) */
+typedef void (*cond_done_fn)(void *userdata, int r, struct ca_buf *body, bool not_modified, const char *validator);
+
 struct req {
 	char *url;
 	size_t cap;
@@ -45,6 +48,12 @@ struct req {
 	 * in If-Range ("" = none); the last response's ETag and Last-Modified */
 	char if_range[CA_HTTP_VALIDATOR_MAX];
 	char etag[CA_HTTP_VALIDATOR_MAX], last_modified[CA_HTTP_VALIDATOR_MAX];
+	/* a conditional GET (ca_http_get_if_changed): the validator sent in
+	 * If-None-Match or If-Modified-Since ("" = none), the answer's Date,
+	 * and whether it was a 304 */
+	bool conditional, not_modified;
+	char if_changed[CA_HTTP_VALIDATOR_MAX], date[CA_HTTP_VALIDATOR_MAX];
+	cond_done_fn cond_fn;
 	struct ca_buf body;
 	unsigned attempts;
 	uint64_t due_ms;      /* when a retry may start */
@@ -353,6 +362,24 @@ static const char *validator_of(const struct req *q)
 	return q->etag[0] == '"' ? q->etag : q->last_modified;
 }
 
+/* The validator of a conditional GET's 200, or "" when it cannot tell
+ * this version from the next: a Last-Modified (and an ETag made from it,
+ * as nginx's is) names a second, so a file changed again within the
+ * second the answer was sent would look the same. RFC 9110 8.8.2.2: such
+ * a validator is strong only if the answer's Date is a second or more
+ * after Last-Modified. */
+static const char *version_validator(const struct req *q)
+{
+	if (q->not_modified)
+		return "";
+	if (q->last_modified[0]) {
+		time_t lm = curl_getdate(q->last_modified, NULL), date = q->date[0] ? curl_getdate(q->date, NULL) : -1;
+		if (lm < 0 || date < 0 || date - lm < 1)
+			return "";
+	}
+	return validator_of(q);
+}
+
 /* Headers: Content-Range, ETag and Last-Modified (range GETs) and
  * Retry-After, only the last response's (a redirect's headers come
  * first). */
@@ -360,17 +387,21 @@ static size_t on_header(char *p, size_t size, size_t n, void *userdata)
 {
 	struct req *q = userdata;
 	size_t len = size * n;
-	static const char cr[] = "content-range:", ra[] = "retry-after:", et[] = "etag:", lm[] = "last-modified:";
+	static const char cr[] = "content-range:", ra[] = "retry-after:", et[] = "etag:", lm[] = "last-modified:",
+	                  da[] = "date:";
+	bool validators = q->range_fn || q->conditional;
 	if (len >= 5 && !memcmp(p, "HTTP/", 5)) {
 		q->cr_seen = false;
 		q->retry_after_ms = -1;
-		q->etag[0] = q->last_modified[0] = 0;
+		q->etag[0] = q->last_modified[0] = q->date[0] = 0;
 	} else if (q->range_fn && len > sizeof(cr) - 1 && !strncasecmp(p, cr, sizeof(cr) - 1)) {
 		parse_content_range(q, p + sizeof(cr) - 1, len - (sizeof(cr) - 1));
-	} else if (q->range_fn && len > sizeof(et) - 1 && !strncasecmp(p, et, sizeof(et) - 1)) {
+	} else if (validators && len > sizeof(et) - 1 && !strncasecmp(p, et, sizeof(et) - 1)) {
 		header_value(q->etag, p + sizeof(et) - 1, len - (sizeof(et) - 1));
-	} else if (q->range_fn && len > sizeof(lm) - 1 && !strncasecmp(p, lm, sizeof(lm) - 1)) {
+	} else if (validators && len > sizeof(lm) - 1 && !strncasecmp(p, lm, sizeof(lm) - 1)) {
 		header_value(q->last_modified, p + sizeof(lm) - 1, len - (sizeof(lm) - 1));
+	} else if (q->conditional && len > sizeof(da) - 1 && !strncasecmp(p, da, sizeof(da) - 1)) {
+		header_value(q->date, p + sizeof(da) - 1, len - (sizeof(da) - 1));
 	} else if (len > sizeof(ra) - 1 && !strncasecmp(p, ra, sizeof(ra) - 1)) {
 		parse_retry_after(q, p + sizeof(ra) - 1, len - (sizeof(ra) - 1));
 	}
@@ -414,7 +445,8 @@ static int easy_setup(struct ca_http *h, struct req *q)
 	q->body.size = 0;
 	q->cr_seen = false;
 	q->retry_after_ms = -1;
-	q->etag[0] = q->last_modified[0] = 0;
+	q->etag[0] = q->last_modified[0] = q->date[0] = 0;
+	q->not_modified = false;
 	curl_slist_free_all(q->headers); /* the previous attempt's */
 	q->headers = NULL;
 	q->s3_err_len = 0;
@@ -485,6 +517,14 @@ static int easy_setup(struct ca_http *h, struct req *q)
 		}
 	} else {
 		SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)q->cap);
+		if (q->if_changed[0]) {
+			/* a strong ETag is compared by If-None-Match; a date by
+			 * If-Modified-Since (validator_of gives no weak ETag) */
+			char line[sizeof("If-Modified-Since: ") + CA_HTTP_VALIDATOR_MAX];
+			snprintf(line, sizeof(line), "%s: %s", q->if_changed[0] == '"' ? "If-None-Match" : "If-Modified-Since",
+			         q->if_changed);
+			add_header(q, &c, line);
+		}
 	}
 	/* HTTP/2 where TLS negotiates it, HTTP/1.1 otherwise: never forced */
 	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
@@ -572,6 +612,8 @@ static void complete(struct ca_http *h, struct req *q, int r)
 		ca_buf_release(&q->body);
 	if (q->range_fn)
 		q->range_fn(q->userdata, r, &q->body, r < 0 ? 0 : q->cr_total, r < 0 ? "" : validator_of(q));
+	else if (q->cond_fn)
+		q->cond_fn(q->userdata, r, &q->body, r == 0 && q->not_modified, r < 0 ? "" : version_validator(q));
 	else
 		q->fn(q->userdata, r, &q->body);
 	ca_buf_release(&q->body);
@@ -761,6 +803,10 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 			}
 		} else if (status == 200 || (q->method != M_GET && status >= 200 && status < 300)) {
 			r = 0;
+		} else if (status == 304 && q->if_changed[0]) {
+			r = 0;
+			q->not_modified = true;
+			ca_buf_release(&q->body);
 		} else if (status == 412 && (q->flags & CA_HTTP_NO_OVERWRITE)) {
 			r = -EEXIST;
 			checked = true;
@@ -1114,6 +1160,24 @@ int ca_http_submit_range_if(struct ca_http *h, const char *url, uint64_t start, 
 	return submit(h, q, url);
 }
 
+static int submit_if_changed(struct ca_http *h, const char *url, size_t cap, const char *validator,
+                             cond_done_fn fn, void *userdata)
+{
+	struct req *q;
+	if (validator && (strlen(validator) >= CA_HTTP_VALIDATOR_MAX || strpbrk(validator, "\r\n")))
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->conditional = true;
+	if (validator)
+		strcpy(q->if_changed, validator);
+	q->cap = cap;
+	q->cond_fn = fn;
+	q->userdata = userdata;
+	return submit(h, q, url);
+}
+
 int ca_http_submit_put(struct ca_http *h, const char *url, const void *data, size_t n, unsigned flags,
                        ca_http_done_fn fn, void *userdata)
 {
@@ -1166,6 +1230,7 @@ struct sync_wait {
 	struct ca_buf *out;
 	uint64_t total;
 	char *validator; /* NULL or CA_HTTP_VALIDATOR_MAX bytes */
+	bool not_modified;
 };
 
 static void sync_done(void *userdata, int r, struct ca_buf *body)
@@ -1192,16 +1257,29 @@ static void sync_range_done(void *userdata, int r, struct ca_buf *body, uint64_t
 	sync_done(userdata, r, body);
 }
 
-/* Submit with sync_done or sync_range_done and wait. */
-static int sync_run(struct ca_http *h, const char *url, size_t cap, uint64_t start, bool range, struct ca_buf *out,
-                    uint64_t *ret_total, char *ret_validator)
+static void sync_cond_done(void *userdata, int r, struct ca_buf *body, bool not_modified, const char *validator)
+{
+	struct sync_wait *w = userdata;
+	w->not_modified = not_modified;
+	strcpy(w->validator, validator);
+	sync_done(userdata, r, body);
+}
+
+enum sync_kind { SYNC_GET, SYNC_RANGE, SYNC_IF_CHANGED };
+
+/* Submit with sync_done, sync_range_done or sync_cond_done and wait. */
+static int sync_wait_for(struct ca_http *h, const char *url, size_t cap, uint64_t start, enum sync_kind kind,
+                         const char *if_changed, struct ca_buf *out, uint64_t *ret_total, char *ret_validator,
+                         bool *ret_not_modified)
 {
 	struct sync_wait w = { .out = out, .validator = ret_validator };
 	int r;
 	pthread_mutex_init(&w.lock, NULL);
 	pthread_cond_init(&w.cond, NULL);
-	if (range)
+	if (kind == SYNC_RANGE)
 		r = ca_http_submit_range(h, url, start, cap, sync_range_done, &w);
+	else if (kind == SYNC_IF_CHANGED)
+		r = submit_if_changed(h, url, cap, if_changed, sync_cond_done, &w);
 	else
 		r = ca_http_submit(h, url, cap, sync_done, &w);
 	if (r == 0) {
@@ -1211,6 +1289,8 @@ static int sync_run(struct ca_http *h, const char *url, size_t cap, uint64_t sta
 		r = w.r;
 		if (ret_total)
 			*ret_total = w.total;
+		if (ret_not_modified)
+			*ret_not_modified = w.not_modified;
 		pthread_mutex_unlock(&w.lock);
 	}
 	pthread_cond_destroy(&w.cond);
@@ -1220,7 +1300,15 @@ static int sync_run(struct ca_http *h, const char *url, size_t cap, uint64_t sta
 
 int ca_http_get(struct ca_http *h, const char *url, size_t cap, struct ca_buf *out)
 {
-	return sync_run(h, url, cap, 0, false, out, NULL, NULL);
+	return sync_wait_for(h, url, cap, 0, SYNC_GET, NULL, out, NULL, NULL, NULL);
+}
+
+int ca_http_get_if_changed(struct ca_http *h, const char *url, size_t cap, const char *validator, struct ca_buf *out,
+                           bool *ret_not_modified, char *ret_validator)
+{
+	*ret_not_modified = false;
+	ret_validator[0] = 0;
+	return sync_wait_for(h, url, cap, 0, SYNC_IF_CHANGED, validator, out, NULL, ret_validator, ret_not_modified);
 }
 
 int ca_http_get_range(struct ca_http *h, const char *url, uint64_t start, size_t len, struct ca_buf *out,
@@ -1234,7 +1322,7 @@ int ca_http_get_range_validator(struct ca_http *h, const char *url, uint64_t sta
 {
 	if (ret_validator)
 		ret_validator[0] = 0;
-	return sync_run(h, url, len, start, true, out, ret_total, ret_validator);
+	return sync_wait_for(h, url, len, start, SYNC_RANGE, NULL, out, ret_total, ret_validator, NULL);
 }
 
 void ca_http_get_stats(struct ca_http *h, struct ca_http_stats *ret)

@@ -49,6 +49,7 @@
 #ifndef CA_HTTP_H
 #define CA_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -164,6 +165,19 @@ int ca_http_get_range(struct ca_http *h, const char *url, uint64_t start, size_t
  * (CA_HTTP_VALIDATOR_MAX bytes; may be NULL). */
 int ca_http_get_range_validator(struct ca_http *h, const char *url, uint64_t start, size_t len, struct ca_buf *out,
                                 uint64_t *ret_total, char *ret_validator);
+
+/* A GET of url unless the version a caller keeps is still the server's:
+ * with validator (an earlier answer's, not "") the request carries
+ * If-None-Match (an ETag) or If-Modified-Since (a date), and a 304 is 0
+ * with out left empty and *ret_not_modified set. A 200's body goes into out
+ * (empty on entry) and its validator into ret_validator
+ * (CA_HTTP_VALIDATOR_MAX bytes): its strong ETag, else its Last-Modified,
+ * and "" when it cannot tell this version from a later one (none, or a
+ * Last-Modified less than a second before the answer's Date, which a
+ * change within that second would not move; RFC 9110 8.8.2.2). Errors as
+ * ca_http_get; -EINVAL for a validator too long or holding a line break. */
+int ca_http_get_if_changed(struct ca_http *h, const char *url, size_t cap, const char *validator, struct ca_buf *out,
+                           bool *ret_not_modified, char *ret_validator);
 
 void ca_http_get_stats(struct ca_http *h, struct ca_http_stats *ret);
 

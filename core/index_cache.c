@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "buf.h"
 #include "digest.h"
 #include "fdio.h"
@@ -82,27 +83,129 @@ static int read_kept(const char *cache_dir, const char *url, const char *suffix,
 	return r;
 }
 
-/* Keep a copy: CACHE/indexes/ (0700) gets the file (0600), atomically. */
-static void keep(const char *cache_dir, const char *url, const char *suffix, const void *data, size_t size)
+/* A kept copy's validator (http.h) lives beside it in <copy>.validator:
+ * "<SHA-256 hex of the copy> <validator>". The digest ties the two: two
+ * processes keeping the same URL at once cannot pair one's validator with
+ * the other's bytes. */
+#define VALIDATOR_SUFFIX ".validator"
+
+static int sha256_hex(const void *data, size_t size, char hex[2 * CA_CHUNK_ID_SIZE + 1])
 {
-	char *dir = NULL, *path = ca_index_cache_path(cache_dir, url, suffix);
-	int r = path && asprintf(&dir, "%s/indexes", cache_dir) >= 0 ? 0 : -ENOMEM;
+	struct ca_digest *d;
+	uint8_t h[CA_CHUNK_ID_SIZE];
+	int r = ca_digest_new(CA_DIGEST_SHA256, &d);
+	if (r == 0)
+		r = ca_digest_once(d, data, size, h);
+	ca_digest_free(d);
+	if (r == 0)
+		ca_id_to_hex(h, hex);
+	return r;
+}
+
+static char *validator_path(const char *cache_dir, const char *url, const char *suffix)
+{
+	char *vs = NULL, *path;
+	if (asprintf(&vs, "%s" VALIDATOR_SUFFIX, suffix) < 0)
+		return NULL;
+	path = ca_index_cache_path(cache_dir, url, vs);
+	free(vs);
+	return path;
+}
+
+/* The kept copy's validator into out, and its digest into sha: 0, or
+ * -ENOENT when there is none that can be used. */
+static int read_validator(const char *cache_dir, const char *url, const char *suffix,
+                          char out[CA_HTTP_VALIDATOR_MAX], char sha[2 * CA_CHUNK_ID_SIZE + 1])
+{
+	struct ca_buf b = CA_BUF_INIT;
+	char *path = validator_path(cache_dir, url, suffix);
+	const size_t hexlen = 2 * CA_CHUNK_ID_SIZE;
+	int r = path ? ca_buf_read_file(&b, path, O_NOFOLLOW, hexlen + CA_HTTP_VALIDATOR_MAX) : -ENOMEM;
+	if (r == 0 && (b.size <= hexlen + 1 || b.size - hexlen - 1 >= CA_HTTP_VALIDATOR_MAX ||
+	               ((const char *)b.data)[hexlen] != ' ' || memchr(b.data, 0, b.size) ||
+	               memchr(b.data, '\n', b.size) || memchr(b.data, '\r', b.size)))
+		r = -ENOENT;
+	if (r == 0) {
+		memcpy(sha, b.data, hexlen);
+		sha[hexlen] = 0;
+		memcpy(out, (const char *)b.data + hexlen + 1, b.size - hexlen - 1);
+		out[b.size - hexlen - 1] = 0;
+	}
+	ca_buf_release(&b);
+	free(path);
+	return r < 0 ? -ENOENT : 0;
+}
+
+/* Keep a copy: CACHE/indexes/ (0700) gets the file (0600), atomically,
+ * and with validator (may be NULL or "") the validator beside it. */
+static void keep(const char *cache_dir, const char *url, const char *suffix, const void *data, size_t size,
+                 const char *validator)
+{
+	char *path = ca_index_cache_path(cache_dir, url, suffix), *vpath = validator_path(cache_dir, url, suffix);
+	char sha[2 * CA_CHUNK_ID_SIZE + 1], *line = NULL;
+	int r = path && vpath ? 0 : -ENOMEM;
 	if (r == 0)
 		r = kept_dir(cache_dir, true);
+	if (r == 0 && unlink(vpath) < 0 && errno != ENOENT)
+		r = -errno;
 	if (r == 0)
-		r = ca_sidecar_write(path, data, size, 0600);
+		r = ca_atomic_file_write(path, 0600, data, size);
+	if (r == 0 && validator && validator[0]) {
+		r = sha256_hex(data, size, sha);
+		if (r == 0 && asprintf(&line, "%s %s", sha, validator) < 0) {
+			line = NULL;
+			r = -ENOMEM;
+		}
+		if (r == 0)
+			r = ca_atomic_file_write(vpath, 0600, line, strlen(line));
+	}
 	if (r < 0)
 		ca_log_warning_errno(r, "cache %s: cannot keep a copy of the index for offline use", cache_dir);
-	free(dir);
+	free(line);
+	free(vpath);
 	free(path);
 }
 
 static void forget(const char *cache_dir, const char *url, const char *suffix)
 {
-	char *path = ca_index_cache_path(cache_dir, url, suffix);
+	char *path = ca_index_cache_path(cache_dir, url, suffix), *vpath = validator_path(cache_dir, url, suffix);
+	if (vpath)
+		(void)unlink(vpath);
 	if (path)
 		(void)unlink(path);
+	free(vpath);
 	free(path);
+}
+
+/* fetch_url's bytes, for the copy kept in cache_dir (may be NULL) under
+ * (url, suffix): with a kept validator, a conditional GET, whose "not
+ * modified" is answered with the kept copy (then *ret_unchanged, and
+ * there is nothing to keep again); otherwise, or when the copy is not the
+ * one its validator names, a plain GET. validator gets the new version's,
+ * for keep. Errors as ca_remote_get_file. */
+static int fetch_kept(const char *cache_dir, const char *url, const char *suffix, const char *fetch_url, size_t cap,
+                      const struct ca_http_opts *http, struct ca_buf *out, char validator[CA_HTTP_VALIDATOR_MAX],
+                      bool *ret_unchanged)
+{
+	char old[CA_HTTP_VALIDATOR_MAX] = "", sha[2 * CA_CHUNK_ID_SIZE + 1], now[2 * CA_CHUNK_ID_SIZE + 1];
+	bool not_modified = false;
+	int r;
+	*ret_unchanged = false;
+	if (cache_dir && kept_dir(cache_dir, false) == 0)
+		(void)read_validator(cache_dir, url, suffix, old, sha);
+	r = ca_remote_get_file_if_changed(fetch_url, cap, http, old[0] ? old : NULL, out, &not_modified, validator);
+	if (r < 0 || !not_modified)
+		return r;
+	/* the copy is read only now, so a large index is not held twice */
+	if (read_kept(cache_dir, url, suffix, cap, out) == 0 && sha256_hex(out->data, out->size, now) == 0 &&
+	    !strcmp(now, sha)) {
+		ca_log_debug("%s: not modified: the copy in cache %s", fetch_url, cache_dir);
+		*ret_unchanged = true;
+		return 0;
+	}
+	ca_buf_release(out);
+	*out = (struct ca_buf)CA_BUF_INIT;
+	return ca_remote_get_file_if_changed(fetch_url, cap, http, NULL, out, &not_modified, validator);
 }
 
 int ca_index_cache_check_signature(const char *name, const char *url, const char *suffix, const void *data,
@@ -135,7 +238,7 @@ int ca_index_cache_check_signature(const char *name, const char *url, const char
 	if (r == 0)
 		r = ca_trust_check(name, data, size, sig.data, sig.size, keys, n_keys);
 	if (r == 0 && !offline && cache_dir && ca_location_kind(name) == CA_LOCATION_HTTP)
-		keep(cache_dir, url, kept, sig.data, sig.size);
+		keep(cache_dir, url, kept, sig.data, sig.size, NULL);
 out:
 	if (r == -ENOMEM)
 		ca_log_error_errno(r, "%s", name);
@@ -150,6 +253,8 @@ int ca_index_cache_open(const char *source, const struct ca_http_opts *http, con
 {
 	struct ca_buf b = CA_BUF_INIT;
 	struct ca_http_opts ho;
+	char validator[CA_HTTP_VALIDATOR_MAX];
+	bool unchanged = false;
 	int r;
 	if (!http) {
 		ca_source_http_opts(&ho);
@@ -163,7 +268,7 @@ int ca_index_cache_open(const char *source, const struct ca_http_opts *http, con
 		if (r < 0)
 			return ca_log_error_errno(r, "%s: the cached copy of the index", source);
 	} else {
-		r = ca_remote_get_file(source, INDEX_MAX, http, &b);
+		r = fetch_kept(cache_dir, source, index_suffix(source), source, INDEX_MAX, http, &b, validator, &unchanged);
 		if (r == -ENOENT)
 			return ca_log_error("%s: not found on the server", source), r;
 		if (r < 0)
@@ -178,8 +283,8 @@ int ca_index_cache_open(const char *source, const struct ca_http_opts *http, con
 			return r;
 		}
 	}
-	if (!offline)
-		keep(cache_dir, source, index_suffix(source), b.data, b.size);
+	if (!offline && !unchanged)
+		keep(cache_dir, source, index_suffix(source), b.data, b.size, validator);
 	r = ca_index_adopt(b.data, b.size, ret); /* takes b.data */
 	if (r == -EBADMSG)
 		return ca_log_error_errno(r, "%s: not a valid casync index", source);
@@ -196,6 +301,8 @@ static int sidecar_bytes(const char *source, const struct ca_http_opts *http, co
                          struct ca_buf *ret, char **ret_name)
 {
 	struct ca_http_opts ho;
+	char validator[CA_HTTP_VALIDATOR_MAX];
+	bool unchanged;
 	int r;
 	*ret_name = ca_sidecar_name_for(source);
 	if (!*ret_name)
@@ -214,7 +321,8 @@ static int sidecar_bytes(const char *source, const struct ca_http_opts *http, co
 		ca_source_http_opts(&ho);
 		http = &ho;
 	}
-	r = ca_remote_get_file(*ret_name, CA_SIDECAR_FILE_MAX, http, ret);
+	r = fetch_kept(cache_dir, source, ".caidx" CA_SIDECAR_SUFFIX, *ret_name, CA_SIDECAR_FILE_MAX, http, ret,
+	               validator, &unchanged);
 	if (r == -ENOENT) {
 		if (cache_dir) /* the server has none now: neither do we */
 			forget(cache_dir, source, ".caidx" CA_SIDECAR_SUFFIX);
@@ -224,8 +332,8 @@ static int sidecar_bytes(const char *source, const struct ca_http_opts *http, co
 		ca_log_warning_errno(r, "%s: ignoring the metadata sidecar", *ret_name);
 		return -ENOENT;
 	}
-	if (cache_dir)
-		keep(cache_dir, source, ".caidx" CA_SIDECAR_SUFFIX, ret->data, ret->size);
+	if (cache_dir && !unchanged)
+		keep(cache_dir, source, ".caidx" CA_SIDECAR_SUFFIX, ret->data, ret->size, validator);
 	return 0;
 }
 
@@ -304,6 +412,8 @@ static int profile_bytes(const char *source, const char *name, const char *suffi
                          const char *cache_dir, bool offline, struct ca_buf *ret)
 {
 	struct ca_http_opts ho;
+	char validator[CA_HTTP_VALIDATOR_MAX];
+	bool unchanged;
 	int r;
 	if (ca_location_kind(source) == CA_LOCATION_PATH) {
 		r = ca_buf_read_file(ret, ca_location_path(name), O_NOFOLLOW, CA_PROFILE_FILE_MAX);
@@ -317,7 +427,7 @@ static int profile_bytes(const char *source, const char *name, const char *suffi
 		ca_source_http_opts(&ho);
 		http = &ho;
 	}
-	r = ca_remote_get_file(name, CA_PROFILE_FILE_MAX, http, ret);
+	r = fetch_kept(cache_dir, source, suffix, name, CA_PROFILE_FILE_MAX, http, ret, validator, &unchanged);
 	if (r == -ENOENT) {
 		if (cache_dir)
 			forget(cache_dir, source, suffix);
@@ -327,8 +437,8 @@ static int profile_bytes(const char *source, const char *name, const char *suffi
 		ca_log_warning_errno(r, "%s: ignoring the prefetch profile", name);
 		return -ENOENT;
 	}
-	if (cache_dir)
-		keep(cache_dir, source, suffix, ret->data, ret->size);
+	if (cache_dir && !unchanged)
+		keep(cache_dir, source, suffix, ret->data, ret->size, validator);
 	return 0;
 }
 

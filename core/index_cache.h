@@ -6,11 +6,18 @@
  * The cache keeps every index it was used with by URL:
  *     CACHE/indexes/<SHA-256 hex of the URL as given>.caidx (or .caibx)
  *     CACHE/indexes/<same>.caidx.cameta       the metadata sidecar, if any
+ *     CACHE/indexes/<same>.caidx.caprofile    the prefetch profile, if any
+ *     <any of these>.minisig                  its signature, once it verified
+ *     <any of these>.validator                "<SHA-256 of the copy> <validator>"
  * directory 0700, files 0600 (the URL may carry secrets; its hash does
- * not). Online, the index is always downloaded and the copy replaced (an
- * index is small next to its chunks, and a server's newer index must win
- * without trusting clocks or ETags); offline, the copy is used, and its
- * absence is an error that says to run `cafs cache fill` first.
+ * not). Online, the index, sidecar and profile are asked for with the
+ * kept copy's validator (ca_http_get_if_changed: If-None-Match or
+ * If-Modified-Since), so the server's newer version always wins and an
+ * unchanged one costs a 304 instead of its bytes; a validator that cannot
+ * tell versions apart (a Last-Modified within a second of the answer) is
+ * not kept, nor is one whose copy's digest does not match. Offline, the
+ * copy is used, and its absence is an error that says to run `cafs cache
+ * fill` first.
  *
  * The metadata sidecar (sidecar.h) of an index X is X.cameta: a local
  * file beside it, or the URL with ".cameta" before its query, fetched

@@ -493,9 +493,19 @@ int ca_remote_store_probe(struct ca_remote_store *rs, const uint8_t *const *ids,
 
 int ca_remote_get_file(const char *url, size_t cap, const struct ca_http_opts *o, struct ca_buf *out)
 {
+	bool not_modified;
+	char validator[CA_HTTP_VALIDATOR_MAX];
+	return ca_remote_get_file_if_changed(url, cap, o, NULL, out, &not_modified, validator);
+}
+
+int ca_remote_get_file_if_changed(const char *url, size_t cap, const struct ca_http_opts *o, const char *validator,
+                                  struct ca_buf *out, bool *ret_not_modified, char *ret_validator)
+{
 	struct ca_http *h = NULL;
 	struct ca_s3_conn s3 = { 0 };
 	int r;
+	*ret_not_modified = false;
+	ret_validator[0] = 0;
 	if (ca_location_kind(url) != CA_LOCATION_HTTP)
 		return -EINVAL;
 	const char *conf_url = url; /* settings are looked up by the URL as given */
@@ -505,7 +515,7 @@ int ca_remote_get_file(const char *url, size_t cap, const struct ca_http_opts *o
 		return r;
 	r = ca_storeconf_http_new(conf_url, o, &h, NULL);
 	if (r == 0)
-		r = ca_http_get(h, url, cap, out);
+		r = ca_http_get_if_changed(h, url, cap, validator, out, ret_not_modified, ret_validator);
 	ca_http_free(h);
 	ca_s3_conn_clear(&s3);
 	return r;

@@ -82,4 +82,10 @@ int ca_remote_store_probe(struct ca_remote_store *rs, const uint8_t *const *ids,
  * out (empty on entry; caller frees). One short-lived engine; o may be NULL. */
 int ca_remote_get_file(const char *url, size_t cap, const struct ca_http_opts *o, struct ca_buf *out);
 
+/* The same, unless the version validator names is still the server's
+ * (ca_http_get_if_changed: then 0, out empty, *ret_not_modified set);
+ * ret_validator (CA_HTTP_VALIDATOR_MAX bytes) gets the new version's. */
+int ca_remote_get_file_if_changed(const char *url, size_t cap, const struct ca_http_opts *o, const char *validator,
+                                  struct ca_buf *out, bool *ret_not_modified, char *ret_validator);
+
 #endif
