@@ -5,12 +5,12 @@
  * stop (a flag the core pipelines poll), unwinds through its normal error
  * path, and exits 128 + signal.
  *
- * cafs_interrupt_start blocks SIGINT, SIGTERM and SIGHUP in the calling
- * thread (so every thread created afterwards inherits the block) and waits
- * for them in a thread of its own. On the first one it raises the flag and
- * pokes the calling thread with SIGUSR1 so a blocking read(2) returns EINTR.
- * A second signal ends the process at once. Call start from the main thread
- * before any other thread exists; at most one at a time.
+ * cafs_interrupt_start takes SIGINT, SIGTERM and SIGHUP with
+ * ca_stop_signals (core/stop_signals.h): on the first one the flag goes
+ * up, logging goes quiet, and the calling thread's blocking calls return
+ * EINTR until it is done; a second signal ends the process at once. Call
+ * start from the main thread before any other thread exists; at most one
+ * at a time.
  */
 #ifndef CAFS_INTERRUPT_H
 #define CAFS_INTERRUPT_H
