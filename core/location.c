@@ -95,7 +95,9 @@ char *ca_location_default_store(const char *index)
 char *ca_location_beside(const char *index, const char *suffix)
 {
 	char *r = NULL;
-	size_t n = ca_location_is_url(index) ? strcspn(index, "?#") : strlen(index);
+	/* a query means something only to a server: in a path (file:// too,
+	 * ca_location_path), "?" is a name's */
+	size_t n = ca_location_kind(index) == CA_LOCATION_HTTP ? strcspn(index, "?#") : strlen(index);
 	if (asprintf(&r, "%.*s%s%s", (int)n, index, suffix, index + n) < 0)
 		return NULL;
 	return r;

@@ -51,8 +51,9 @@ enum ca_image_kind ca_location_image_kind(const char *name);
  * store casync uses when none is given (malloc'd; NULL on ENOMEM). */
 char *ca_location_default_store(const char *index);
 
-/* The file published beside index: suffix appended to its path, before a
- * URL's query ("http://h/x.caidx?q" + ".cameta" -> "http://h/x.caidx.cameta?q")
+/* The file published beside index: suffix appended to its path, before
+ * an HTTP URL's query ("http://h/x.caidx?q" + ".cameta" -> "http://h/x.caidx.cameta?q";
+ * in a path or a file:// URL "?" is part of the name)
  * (malloc'd; NULL on ENOMEM). */
 char *ca_location_beside(const char *index, const char *suffix);
 

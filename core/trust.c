@@ -87,12 +87,7 @@ int ca_trust_load_system(struct ca_minisign_key **keys, size_t *n)
 
 char *ca_trust_signature_name(const char *source)
 {
-	/* a query means something only to a server: in a path, "?" is a name's */
-	size_t n = ca_location_kind(source) == CA_LOCATION_HTTP ? strcspn(source, "?#") : strlen(source);
-	char *s = NULL;
-	if (asprintf(&s, "%.*s.minisig%s", (int)n, source, source + n) < 0)
-		return NULL;
-	return s;
+	return ca_location_beside(source, ".minisig");
 }
 
 int ca_trust_check(const char *name, const void *data, size_t len, const void *sig_text, size_t sig_len,

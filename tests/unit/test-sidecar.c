@@ -180,6 +180,10 @@ int main(void)
 	check_str(s2, "http://h/x.caidx.cameta?t=1#f");
 	free(s1);
 	free(s2);
+	/* in a file:// URL, as in a path, "?" is part of the name */
+	s1 = ca_sidecar_name_for("file:///x/y?.caidx");
+	check_str(s1, "file:///x/y?.caidx.cameta");
+	free(s1);
 
 	ca_buf_release(&b1);
 	ca_buf_release(&b2);
