@@ -296,7 +296,14 @@ struct gc {
 	struct ca_s3_conn *c;
 	struct ca_http *http;
 	struct batch b;
+	/* the last chunk listed: S3 lists keys in binary order, so chunk ids
+	 * only go up, and a server that repeats itself is caught */
+	bool any;
+	uint8_t last[CA_CHUNK_ID_SIZE];
 };
+
+/* A listing that ends: at most this many pages (of up to 1,000 keys each) */
+#define LIST_PAGES_MAX (1u << 20)
 
 struct del {
 	struct gc *g;
@@ -333,6 +340,10 @@ static int gc_key(void *userdata, const char *key, uint64_t size)
 	uint8_t id[CA_CHUNK_ID_SIZE];
 	if (ca_s3_key_chunk_id(key, g->c->u.prefix, id) < 0)
 		return 0;
+	if (g->any && memcmp(id, g->last, sizeof(id)) <= 0)
+		return -ELOOP;
+	g->any = true;
+	memcpy(g->last, id, sizeof(id));
 	if (ca_idset_get(g->o->keep, id, NULL) > 0) {
 		g->st->kept++;
 		return 0;
@@ -399,9 +410,10 @@ int ca_s3_gc(const char *url, const struct ca_http_opts *http, const struct ca_s
 	struct ca_s3_conn c;
 	struct ca_store_gc_stats st = { 0 };
 	struct gc g = { .o = o, .st = &st, .c = &c };
-	char token[CA_S3_TOKEN_MAX], etoken[3 * CA_S3_TOKEN_MAX], eprefix[3 * 1024];
+	char token[CA_S3_TOKEN_MAX], prev[CA_S3_TOKEN_MAX] = "", etoken[3 * CA_S3_TOKEN_MAX], eprefix[3 * 1024];
 	struct ca_buf page = CA_BUF_INIT;
 	bool more = true;
+	unsigned pages = 0;
 	int r = ca_s3_connect(url, NULL, http, &c);
 	if (r < 0)
 		return r;
@@ -433,7 +445,15 @@ int ca_s3_gc(const char *url, const struct ca_http_opts *http, const struct ca_s
 		if (r == -EBADMSG) {
 			ca_log_error("%s: the listing is not a ListObjectsV2 answer", url);
 			said = true;
+		} else if (r == 0 && more && (!token[0] || !strcmp(token, prev) || ++pages >= LIST_PAGES_MAX)) {
+			r = -ELOOP; /* a server that would keep us listing forever */
 		}
+		if (r == -ELOOP) {
+			ca_log_error("%s: the listing does not end (keys out of order, a repeated or missing "
+			             "continuation token, or over %u pages): nothing more removed", url, LIST_PAGES_MAX);
+			said = true;
+		}
+		strcpy(prev, token);
 	}
 	int k = batch_wait(&g.b);
 	if (r == 0)

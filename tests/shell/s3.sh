@@ -175,6 +175,51 @@ grep " $mnt " /proc/mounts >>"$ALL"
 mount_stop "... and unmounts cleanly" "$mnt"
 cat "$T"/m*.log >>"$ALL"
 
+# ---- a server whose listing never ends ----
+# Answers HEAD of the bucket with 200 and every ListObjectsV2 page with
+# one chunk key and IsTruncated: "loop" repeats the same key and token,
+# "tokens" gives a new token but the same key, "honest" ends after 3
+# pages with increasing keys (the accepted case). Signatures not checked.
+cat >"$T/lister.py" <<'PY'
+import http.server, os, sys, urllib.parse
+port_file = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_HEAD(self):
+        self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
+    def do_GET(self):
+        u = urllib.parse.urlparse(self.path)
+        mode = u.path.strip("/").split("/")[0]
+        q = urllib.parse.parse_qs(u.query)
+        n = int(q.get("continuation-token", ["t0"])[0][1:])
+        step = 0 if mode == "loop" else 1
+        k = n if mode == "honest" else 0
+        key = "s/%04x/%04x" % (k, k) + "0" * 60 + ".cacnk"
+        more = mode != "honest" or n < 2
+        body = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult><Name>%s</Name>"
+                "<Contents><Key>%s</Key><Size>1</Size></Contents><IsTruncated>%s</IsTruncated>%s"
+                "</ListBucketResult>") % (mode, key, "true" if more else "false",
+                "<NextContinuationToken>t%d</NextContinuationToken>" % (n + step) if more else "")
+        b = body.encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(b))); self.end_headers()
+        self.wfile.write(b)
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+open(port_file + ".tmp", "w").write(str(s.server_address[1]))
+os.rename(port_file + ".tmp", port_file)
+s.serve_forever()
+PY
+python3 "$T/lister.py" "$T/lister.port" &
+lister=$!
+at_cleanup "kill $lister; wait $lister"
+wait_until 10 "$lister" test -s "$T/lister.port"
+LU=s3+http://127.0.0.1:$(cat "$T/lister.port")
+ok "a listing that ends (3 pages): gc --dry-run works" sh -c "'$CAFS' gc --dry-run --store='$LU/honest/s' '$T/img.caidx' |
+	grep -q '^would remove 3 chunks'"
+ok "a listing repeating its token and key: one line, in time" one_line 'listing does not end' \
+	sh -c "timeout 20 '$CAFS' gc --dry-run --store='$LU/loop/s' '$T/img.caidx' >/dev/null"
+ok "a listing with new tokens but the same key: one line, in time" one_line 'listing does not end' \
+	sh -c "timeout 20 '$CAFS' gc --dry-run --store='$LU/tokens/s' '$T/img.caidx' >/dev/null"
+
 ok "the secret appears in no output, log or stats" sh -c "! grep -rqF -- '$S3_SECRET' '$ALL' '$T'/*.log '$T'/*.out"
 ok "... (a search that did cover the failures' output)" sh -c "grep -q SignatureDoesNotMatch '$ALL' &&
 	grep -q 'fuse.cafs' '$ALL' && grep -q '^http_errors' '$ALL'"
