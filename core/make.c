@@ -319,7 +319,10 @@ static void *worker_main(void *arg)
 		j->seg = NULL;
 		j->done = true;
 		retire_locked(m);
-		if (m->job_bytes <= MAX_JOB_BYTES && m->jobs_live < m->max_jobs)
+		/* the chunker waits when the queue is full; waking it for every
+		 * finished chunk made it and the workers take turns, a futex
+		 * wake and a context switch per chunk: wake it at half */
+		if (m->job_bytes <= MAX_JOB_BYTES / 2 && m->jobs_live <= m->max_jobs / 2)
 			pthread_cond_signal(&m->chunker_cond);
 	}
 	pthread_mutex_unlock(&m->lock);
