@@ -245,6 +245,13 @@ static int cmp_gb(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+static void observe_end(struct enc *e, uint64_t goodbye_off)
+{
+	if (e->o->observer)
+		e->o->observer->end(e->o->observer->userdata, goodbye_off, e->off);
+}
+
+/* The GOODBYE of the directory at entry_off, which ends the directory for an observer. */
 static int emit_goodbye(struct enc *e, uint64_t entry_off, struct gb_item *items, size_t n)
 {
 	uint64_t g = e->off;
@@ -277,6 +284,8 @@ static int emit_goodbye(struct enc *e, uint64_t entry_off, struct gb_item *items
 	ca_le64_write(p + 8, size);
 	ca_le64_write(p + 16, CA_FORMAT_GOODBYE_TAIL_MARKER);
 	r = emit(e, e->gb.data, (size_t)size);
+	if (r == 0)
+		observe_end(e, g);
 out:
 	free(perm);
 	return r;
@@ -414,13 +423,18 @@ static int write_node(struct enc *e, struct ca_meta_node *n, const char *name, b
 	r = emit(e, e->rec.data, e->rec.size);
 	if (r < 0)
 		return r;
+	if (e->o->observer)
+		e->o->observer->node(e->o->observer->userdata, entry_off, name, e->rec.data, e->rec.size,
+		                     S_ISDIR(n->st.st_mode));
 	if (S_ISREG(n->st.st_mode) && enumerate) {
 		r = emit_payload(e, n->fd, &n->st);
 		if (r < 0)
 			return fail(e, r, name);
 	}
-	if (!S_ISDIR(n->st.st_mode))
+	if (!S_ISDIR(n->st.st_mode)) {
+		observe_end(e, 0);
 		return 0;
+	}
 	if (!enumerate)
 		return emit_goodbye(e, entry_off, NULL, 0);
 

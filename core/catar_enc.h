@@ -23,6 +23,7 @@
 #ifndef CA_CATAR_ENC_H
 #define CA_CATAR_ENC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,24 @@ struct ca_catar_enc_opts {
 	/* casync's --uid-shift/--uid-range: owners and ACL ids as stored
 	 * (uidshift.h); an id below the shift fails the walk (-EINVAL) */
 	struct ca_uid_shift uid_shift;
+	/* Optional (may be NULL): told of every node as it is written, so
+	 * that an index of the stream (the metadata sidecar, sidecar.h) needs
+	 * no second pass over the archive. */
+	const struct ca_catar_enc_observer *observer;
+};
+
+/* Calls come in archive order from the encoding thread, nested like the
+ * tree: node() for each node (the root first), end() once that node is
+ * complete (a directory after its GOODBYE, so its children's calls come
+ * between). They cannot fail the walk: an observer keeps its own error. */
+struct ca_catar_enc_observer {
+	/* The node whose ENTRY is at entry_off: its bytes up to its content
+	 * (ENTRY, metadata records, and the PAYLOAD header, SYMLINK or DEVICE
+	 * record), name NULL for the root. */
+	void (*node)(void *userdata, uint64_t entry_off, const char *name, const void *rec, size_t n, bool dir);
+	/* The last node told ends at end; a directory's GOODBYE is at goodbye_off (0 otherwise). */
+	void (*end)(void *userdata, uint64_t goodbye_off, uint64_t end);
+	void *userdata;
 };
 
 /* Walk the directory open at dir_fd (not closed, position untouched) and

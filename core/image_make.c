@@ -174,14 +174,13 @@ out:
 	return r;
 }
 
-/* The metadata sidecar beside a new .caidx (sidecar.h): read back from
- * the store just written. Only an optimization: failing to write it
- * leaves a good image, said in one warning. */
-static void write_sidecar(struct make_ctx *c, const char *store)
+/* The metadata sidecar beside a new .caidx (sidecar.h), built from the
+ * encoder's calls as the archive is made (NULL sc: none wanted). Only an
+ * optimization: failing to make it leaves a good image, said in one
+ * warning. */
+static void write_sidecar(struct make_ctx *c, struct ca_sidecar_stream *sc, uint64_t archive_size)
 {
-	if (c->o->no_sidecar || c->o->store_writer)
-		return;
-	if (ca_sidecar_make_local(c->out, store) < 0)
+	if (sc && ca_sidecar_stream_write_local(sc, c->out, archive_size) < 0)
 		ca_log_warning("%s: made without a metadata sidecar", c->out);
 }
 
@@ -190,18 +189,28 @@ static int make_caidx(struct make_ctx *c, const char *store, uint8_t ret_digest[
 {
 	struct ca_make_opts mo;
 	struct maker_sink s = { 0 };
+	struct ca_sidecar_stream *sc = NULL;
+	struct ca_catar_enc_observer obs;
+	struct ca_make_stats stats;
 	int r;
 
 	maker_opts(c, store, &mo);
 	mo.index_mode = c->st.st_mode & 0666;
 	r = ca_maker_new(&mo, &s.m);
+	/* no sidecar with a store writer: it says where chunks go, not
+	 * where a sidecar could (an S3 bucket) */
+	if (r == 0 && !c->o->no_sidecar && !c->o->store_writer) {
+		r = ca_sidecar_stream_new(&sc);
+		if (r == 0)
+			ca_sidecar_stream_observer(sc, &obs);
+	}
 	if (r < 0) {
 		make_fail(c, r, c->out);
 		goto out;
 	}
 	struct ca_catar_enc_opts eo = {
 		.feature_flags = c->flags, .write = maker_sink_write, .userdata = &s, .root_name = c->in_name,
-		.uid_shift = c->o->uid_shift,
+		.uid_shift = c->o->uid_shift, .observer = sc ? &obs : NULL,
 	};
 	r = ca_catar_encode(c->in_fd, &eo, NULL);
 	if (r < 0) {
@@ -211,12 +220,15 @@ static int make_caidx(struct make_ctx *c, const char *store, uint8_t ret_digest[
 		progress_end(c);
 		goto out;
 	}
-	r = ca_maker_finish(s.m, ret_digest, ret_stats);
+	r = ca_maker_finish(s.m, ret_digest, &stats);
 	if (r < 0) /* the store's failure names the store (an upload, a sync) */
 		make_fail(c, r, ca_maker_error_path(s.m) ? ca_maker_error_path(s.m) : c->out);
 	if (r == 0)
-		write_sidecar(c, store);
+		write_sidecar(c, sc, stats.bytes);
+	if (ret_stats)
+		*ret_stats = stats;
 out:
+	ca_sidecar_stream_free(sc);
 	ca_maker_free(s.m);
 	return r;
 }

@@ -68,7 +68,7 @@ struct ca_image_make_opts {
 	enum ca_compression compression; /* chunks (compress.h); NONE (0): zstd */
 	/* chunks go here instead of a local store (borrowed; store_writer.h):
 	 * e.g. an S3 bucket. store then only names it in messages, and no
-	 * metadata sidecar is made (it is read back from a local store) */
+	 * metadata sidecar is made (it is written only beside a local index) */
 	struct ca_store_writer *store_writer;
 };
 

@@ -40,6 +40,11 @@ struct segment {
 struct job {
 	struct job *next_w, *next_p; /* work queue, pending (stream order) list */
 	uint64_t end;
+	/* the chunk's bytes: in place in seg (a reference held) when the
+	 * chunk lies in one segment, else copied into buf */
+	const uint8_t *data;
+	size_t size;
+	struct segment *seg;
 	struct ca_buf buf;
 	uint8_t id[CA_CHUNK_ID_SIZE];
 	bool done;
@@ -132,8 +137,11 @@ static void *digest_main(void *arg)
 	return NULL;
 }
 
-/* A chunk is complete: hand its buffer to the workers. Called with the lock held. */
-static void emit_locked(struct ca_maker *m, struct ca_buf *acc, uint64_t end)
+/* A chunk is complete: hand it to the workers, either in place (seg,
+ * data, size: the segment gets one more reference) or as the bytes
+ * gathered in acc (seg NULL). Called with the lock held. */
+static void emit_locked(struct ca_maker *m, struct ca_buf *acc, struct segment *seg, const uint8_t *data, size_t size,
+                        uint64_t end)
 {
 	struct job *j = calloc(1, sizeof(*j));
 	if (!j) {
@@ -141,12 +149,21 @@ static void emit_locked(struct ca_maker *m, struct ca_buf *acc, uint64_t end)
 		return;
 	}
 	j->end = end;
-	j->buf = *acc;
-	*acc = (struct ca_buf)CA_BUF_INIT;
-	if (m->n_spare)
-		*acc = m->spare_bufs[--m->n_spare];
-	acc->size = 0;
-	m->job_bytes += j->buf.size;
+	if (seg) {
+		seg->refs++;
+		j->seg = seg;
+		j->data = data;
+		j->size = size;
+	} else {
+		j->buf = *acc;
+		j->data = j->buf.data;
+		j->size = j->buf.size;
+		*acc = (struct ca_buf)CA_BUF_INIT;
+		if (m->n_spare)
+			*acc = m->spare_bufs[--m->n_spare];
+		acc->size = 0;
+	}
+	m->job_bytes += j->size;
 	m->jobs_live++;
 	if (m->pq_tail)
 		m->pq_tail->next_p = j;
@@ -181,21 +198,26 @@ static void *chunker_main(void *arg)
 			m->cq_tail = NULL;
 		pthread_mutex_unlock(&m->lock);
 
+		/* a chunk that begins and ends in this segment is hashed and
+		 * compressed where it lies; only one that spans segments is
+		 * gathered (copied) in acc */
 		size_t off = 0;
 		while (off < s->size && !__atomic_load_n(&m->err, __ATOMIC_RELAXED)) {
 			size_t k = ca_chunker_scan(&m->chunker, s->data + off, s->size - off);
-			bool cut = k != CA_CHUNKER_NO_CUT;
+			bool cut = k != CA_CHUNKER_NO_CUT, in_place = cut && acc.size == 0;
 			if (!cut)
 				k = s->size - off;
-			r = ca_buf_append(&acc, s->data + off, k, CA_CHUNK_SIZE_LIMIT_MAX);
+			r = in_place ? 0 : ca_buf_append(&acc, s->data + off, k, CA_CHUNK_SIZE_LIMIT_MAX);
 			off += k;
 			pos += k;
 			if (cut || r < 0) {
 				pthread_mutex_lock(&m->lock);
 				if (r < 0)
 					fail_locked(m, r);
+				else if (in_place)
+					emit_locked(m, NULL, s, s->data + off - k, k, pos);
 				else
-					emit_locked(m, &acc, pos);
+					emit_locked(m, &acc, NULL, NULL, 0, pos);
 				while ((m->job_bytes > MAX_JOB_BYTES || m->jobs_live >= m->max_jobs) && !m->err)
 					pthread_cond_wait(&m->chunker_cond, &m->lock);
 				pthread_mutex_unlock(&m->lock);
@@ -205,7 +227,7 @@ static void *chunker_main(void *arg)
 		seg_unref_locked(m, s);
 	}
 	if (!m->err && acc.size > 0)
-		emit_locked(m, &acc, pos);
+		emit_locked(m, &acc, NULL, NULL, 0, pos);
 	m->chunker_done = true;
 	pthread_cond_broadcast(&m->work_cond);
 	pthread_mutex_unlock(&m->lock);
@@ -238,7 +260,7 @@ static int store_chunk(struct ca_maker *m, struct ca_codec *codec, struct ca_buf
 	*ret_new = false;
 	if (r != 0)
 		return r < 0 ? r : 0;
-	r = ca_codec_compress(codec, j->buf.data, j->buf.size, cbuf);
+	r = ca_codec_compress(codec, j->data, j->size, cbuf);
 	if (r < 0)
 		return r;
 	r = ca_store_writer_put(m->store, codec, j->id, cbuf->data, cbuf->size);
@@ -272,7 +294,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&m->lock);
 
 		bool is_new = false;
-		r = cancelled(m) ? -ECANCELED : ca_digest_once(ca_codec_digest(codec), j->buf.data, j->buf.size, j->id);
+		r = cancelled(m) ? -ECANCELED : ca_digest_once(ca_codec_digest(codec), j->data, j->size, j->id);
 		if (r == 0 && m->store)
 			r = store_chunk(m, codec, &cbuf, j, &is_new);
 
@@ -285,16 +307,22 @@ static void *worker_main(void *arg)
 			m->stats.chunks_new++;
 			m->stats.bytes_stored += cbuf.size;
 		}
-		m->job_bytes -= j->buf.size;
+		m->job_bytes -= j->size;
 		m->jobs_live--;
-		if (m->n_spare < m->cap_spare)
+		if (j->seg)
+			seg_unref_locked(m, j->seg);
+		else if (m->n_spare < m->cap_spare)
 			m->spare_bufs[m->n_spare++] = j->buf;
 		else
 			ca_buf_release(&j->buf);
 		j->buf = (struct ca_buf)CA_BUF_INIT;
+		j->seg = NULL;
 		j->done = true;
 		retire_locked(m);
-		if (m->job_bytes <= MAX_JOB_BYTES && m->jobs_live < m->max_jobs)
+		/* the chunker waits when the queue is full; waking it for every
+		 * finished chunk made it and the workers take turns, a futex
+		 * wake and a context switch per chunk: wake it at half */
+		if (m->job_bytes <= MAX_JOB_BYTES / 2 && m->jobs_live <= m->max_jobs / 2)
 			pthread_cond_signal(&m->chunker_cond);
 	}
 	pthread_mutex_unlock(&m->lock);
@@ -558,9 +586,11 @@ void ca_maker_free(struct ca_maker *m)
 		if (--s->refs == 0)
 			free(s);
 	}
-	while (m->pq_head) {
+	while (m->pq_head) { /* jobs not done: they may hold the last reference to a segment */
 		struct job *j = m->pq_head;
 		m->pq_head = j->next_p;
+		if (j->seg && --j->seg->refs == 0)
+			free(j->seg);
 		ca_buf_release(&j->buf);
 		free(j);
 	}

@@ -12,6 +12,7 @@
 
 #include "atomic_file.h"
 #include "blob.h"
+#include "catar_enc.h"
 #include "chunksrc.h"
 #include "digest.h"
 #include "fdio.h"
@@ -415,12 +416,43 @@ struct builder {
 	size_t meta_cap;
 };
 
-static int add_entry(struct builder *b, const struct ca_catar_node *n, uint32_t parent, const char *name)
+/* Append one entry's record to body: meta_len bytes of metadata, of
+ * which the first have are at meta (the rest zeros, filled in later);
+ * *ret_pos (may be NULL) gets where the record starts. */
+static int append_record(struct ca_buf *body, uint64_t n, uint64_t entry_off, uint64_t end_off, uint64_t gb_off,
+                         uint32_t parent, const char *name, const void *meta, size_t have, size_t meta_len,
+                         size_t *ret_pos)
 {
 	size_t name_len = strlen(name);
-	size_t meta_len = n->meta_size + (S_ISDIR(n->mode) ? HDR : 0);
 	uint8_t fixed[REC_FIXED];
-	if (name_len > CA_FORMAT_NAME_MAX || meta_len > CA_CATAR_META_MAX || b->n >= UINT32_MAX)
+	if (name_len > CA_FORMAT_NAME_MAX || meta_len > CA_CATAR_META_MAX || n >= UINT32_MAX)
+		return -EBADMSG;
+	if (ret_pos)
+		*ret_pos = body->size;
+	ca_le64_write(fixed, entry_off);
+	ca_le64_write(fixed + 8, end_off);
+	ca_le64_write(fixed + 16, gb_off);
+	put32(fixed + 24, parent);
+	put32(fixed + 28, (uint32_t)meta_len);
+	put16(fixed + 32, (uint16_t)name_len);
+	int r = ca_buf_append(body, fixed, sizeof(fixed), CA_SIDECAR_BODY_MAX);
+	if (r == 0)
+		r = ca_buf_append(body, name, name_len + 1, CA_SIDECAR_BODY_MAX);
+	if (r == 0)
+		r = ca_buf_append(body, meta, have, CA_SIDECAR_BODY_MAX);
+	if (r == 0 && have < meta_len && (r = ca_buf_reserve(body, body->size + meta_len - have, CA_SIDECAR_BODY_MAX)) == 0) {
+		memset(body->data + body->size, 0, meta_len - have);
+		body->size += meta_len - have;
+	}
+	if (r == -EFBIG)
+		ca_log_error("the archive's metadata exceeds %zu MiB: no sidecar", CA_SIDECAR_BODY_MAX >> 20);
+	return r;
+}
+
+static int add_entry(struct builder *b, const struct ca_catar_node *n, uint32_t parent, const char *name)
+{
+	size_t meta_len = n->meta_size + (S_ISDIR(n->mode) ? HDR : 0);
+	if (strlen(name) > CA_FORMAT_NAME_MAX || meta_len > CA_CATAR_META_MAX || b->n >= UINT32_MAX)
 		return -EBADMSG;
 	if (meta_len > b->meta_cap) {
 		uint8_t *m = realloc(b->meta, meta_len);
@@ -436,19 +468,8 @@ static int add_entry(struct builder *b, const struct ca_catar_node *n, uint32_t 
 		return (int)k;
 	if ((size_t)k != meta_len)
 		return -EBADMSG;
-	ca_le64_write(fixed, n->entry_offset);
-	ca_le64_write(fixed + 8, n->end_offset);
-	ca_le64_write(fixed + 16, S_ISDIR(n->mode) ? n->goodbye_offset : 0);
-	put32(fixed + 24, parent);
-	put32(fixed + 28, (uint32_t)meta_len);
-	put16(fixed + 32, (uint16_t)name_len);
-	int r = ca_buf_append(&b->body, fixed, sizeof(fixed), CA_SIDECAR_BODY_MAX);
-	if (r == 0)
-		r = ca_buf_append(&b->body, name, name_len + 1, CA_SIDECAR_BODY_MAX);
-	if (r == 0)
-		r = ca_buf_append(&b->body, b->meta, meta_len, CA_SIDECAR_BODY_MAX);
-	if (r == -EFBIG)
-		ca_log_error("the archive's metadata exceeds %zu MiB: no sidecar", CA_SIDECAR_BODY_MAX >> 20);
+	int r = append_record(&b->body, b->n, n->entry_offset, n->end_offset, S_ISDIR(n->mode) ? n->goodbye_offset : 0,
+	                      parent, name, b->meta, meta_len, meta_len, NULL);
 	b->n++;
 	return r;
 }
@@ -486,12 +507,41 @@ static int walk(struct builder *b, const struct ca_catar_node *dir, uint32_t sel
 	return r;
 }
 
+/* The file: header, then body compressed; out gets its bytes. */
+static int seal(const struct ca_buf *body, uint64_t n, uint64_t archive_size, uint64_t flags,
+                const uint8_t index_digest[CA_CHUNK_ID_SIZE], struct ca_buf *out)
+{
+	uint8_t hdr[CA_SIDECAR_HEADER_SIZE] = { 0 };
+	memcpy(hdr, MAGIC, 8);
+	put32(hdr + 8, SC_VERSION);
+	put32(hdr + 12, CA_SIDECAR_HEADER_SIZE);
+	memcpy(hdr + 16, index_digest, CA_CHUNK_ID_SIZE);
+	ca_le64_write(hdr + 48, archive_size);
+	ca_le64_write(hdr + 56, flags);
+	ca_le64_write(hdr + 64, n);
+	ca_le64_write(hdr + 72, body->size);
+	size_t bound = ZSTD_compressBound(body->size);
+	int r = ca_buf_reserve(out, CA_SIDECAR_HEADER_SIZE + bound, CA_SIDECAR_HEADER_SIZE + bound);
+	if (r < 0)
+		return r;
+	size_t k = ZSTD_compress(out->data + CA_SIDECAR_HEADER_SIZE, bound, body->data ? (void *)body->data : (void *)"",
+	                         body->size, ZSTD_LEVEL);
+	if (ZSTD_isError(k))
+		return ca_log_error_errno(EIO, "zstd: %s", ZSTD_getErrorName(k));
+	ca_le64_write(hdr + 80, k);
+	r = sha(hdr, CHECKSUMMED, body->data, body->size, hdr + CHECKSUMMED);
+	if (r < 0)
+		return r;
+	memcpy(out->data, hdr, sizeof(hdr));
+	out->size = CA_SIDECAR_HEADER_SIZE + k;
+	return 0;
+}
+
 int ca_sidecar_build(const struct ca_catar_source *src, const uint8_t index_digest[CA_CHUNK_ID_SIZE],
                      struct ca_buf *out)
 {
 	struct builder b = { .src = src };
 	struct ca_catar_ra_node *root = NULL;
-	uint8_t hdr[CA_SIDECAR_HEADER_SIZE] = { 0 };
 	int r = ca_catar_ra_open(src, &b.ra);
 	if (r == 0)
 		r = ca_catar_ra_root(b.ra, &root);
@@ -499,33 +549,8 @@ int ca_sidecar_build(const struct ca_catar_source *src, const uint8_t index_dige
 		r = add_entry(&b, ca_catar_ra_node_get(root), 0, "");
 	if (r == 0)
 		r = walk(&b, ca_catar_ra_node_get(root), 0, 0);
-	if (r < 0)
-		goto out;
-	memcpy(hdr, MAGIC, 8);
-	put32(hdr + 8, SC_VERSION);
-	put32(hdr + 12, CA_SIDECAR_HEADER_SIZE);
-	memcpy(hdr + 16, index_digest, CA_CHUNK_ID_SIZE);
-	ca_le64_write(hdr + 48, ca_catar_ra_size(b.ra));
-	ca_le64_write(hdr + 56, ca_catar_ra_node_get(root)->feature_flags);
-	ca_le64_write(hdr + 64, b.n);
-	ca_le64_write(hdr + 72, b.body.size);
-	size_t bound = ZSTD_compressBound(b.body.size);
-	r = ca_buf_reserve(out, CA_SIDECAR_HEADER_SIZE + bound, CA_SIDECAR_HEADER_SIZE + bound);
-	if (r < 0)
-		goto out;
-	size_t k = ZSTD_compress(out->data + CA_SIDECAR_HEADER_SIZE, bound, b.body.data ? (void *)b.body.data : (void *)"",
-	                         b.body.size, ZSTD_LEVEL);
-	if (ZSTD_isError(k)) {
-		r = ca_log_error_errno(EIO, "zstd: %s", ZSTD_getErrorName(k));
-		goto out;
-	}
-	ca_le64_write(hdr + 80, k);
-	r = sha(hdr, CHECKSUMMED, b.body.data, b.body.size, hdr + CHECKSUMMED);
-	if (r < 0)
-		goto out;
-	memcpy(out->data, hdr, sizeof(hdr));
-	out->size = CA_SIDECAR_HEADER_SIZE + k;
-out:
+	if (r == 0)
+		r = seal(&b.body, b.n, ca_catar_ra_size(b.ra), ca_catar_ra_node_get(root)->feature_flags, index_digest, out);
 	ca_catar_ra_node_unref(root);
 	ca_catar_ra_free(b.ra);
 	ca_buf_release(&b.body);
@@ -606,5 +631,151 @@ out:
 	ca_chunksrc_free(src);
 	ca_index_free(idx);
 	free(def);
+	return r;
+}
+
+/* ---- building from the encoder's stream ---- */
+
+/* A node told but not ended yet: an ancestor of what comes next. */
+struct open_node {
+	size_t rec_pos;  /* its record in the body */
+	size_t hdr_pos;  /* a directory's 16 bytes after its metadata; SIZE_MAX: written */
+	uint32_t index;
+	bool dir;
+};
+
+struct ca_sidecar_stream {
+	struct ca_buf body;
+	uint64_t n, flags;
+	struct open_node *open;
+	size_t depth, cap;
+	int err; /* the first; then everything is ignored */
+};
+
+/* The header that follows a directory's metadata in the archive. */
+static void fill_header(struct ca_sidecar_stream *s, struct open_node *o, uint64_t size, uint64_t type)
+{
+	if (o->hdr_pos == SIZE_MAX)
+		return;
+	ca_le64_write(s->body.data + o->hdr_pos, size);
+	ca_le64_write(s->body.data + o->hdr_pos + 8, type);
+	o->hdr_pos = SIZE_MAX;
+}
+
+static void stream_node(void *userdata, uint64_t entry_off, const char *name, const void *rec, size_t n, bool dir)
+{
+	struct ca_sidecar_stream *s = userdata;
+	struct open_node *parent = s->depth ? &s->open[s->depth - 1] : NULL;
+	size_t pos;
+	if (s->err)
+		return;
+	if (!name)
+		name = "";
+	/* what the read-back refuses, refused alike: the walk's depth bound, a
+	 * root that is no ENTRY */
+	if ((dir && s->depth > 4096) || (!parent && (s->n != 0 || n < sizeof(struct ca_format_entry)))) {
+		s->err = -EBADMSG;
+		return;
+	}
+	if (parent) /* the child's FILENAME: its header is what followed the parent's metadata */
+		fill_header(s, parent, HDR + strlen(name) + 1, CA_FORMAT_FILENAME);
+	else
+		s->flags = ca_le64_read((const uint8_t *)rec + 16);
+	if (s->depth == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		struct open_node *v = realloc(s->open, cap * sizeof(*v));
+		if (!v) {
+			s->err = -ENOMEM;
+			return;
+		}
+		s->open = v;
+		s->cap = cap;
+	}
+	int r = append_record(&s->body, s->n, entry_off, 0, 0, parent ? parent->index : 0, name, rec, n,
+	                      n + (dir ? HDR : 0), &pos);
+	if (r < 0) {
+		s->err = r;
+		return;
+	}
+	s->open[s->depth++] = (struct open_node){ .rec_pos = pos, .hdr_pos = dir ? s->body.size - HDR : SIZE_MAX,
+		                                  .index = (uint32_t)s->n, .dir = dir };
+	s->n++;
+}
+
+static void stream_end(void *userdata, uint64_t goodbye_off, uint64_t end)
+{
+	struct ca_sidecar_stream *s = userdata;
+	if (s->err)
+		return;
+	if (s->depth == 0) {
+		s->err = -EBADMSG;
+		return;
+	}
+	struct open_node *o = &s->open[--s->depth];
+	if (o->dir) /* no child was stored: the GOODBYE follows the metadata */
+		fill_header(s, o, end - goodbye_off, CA_FORMAT_GOODBYE);
+	ca_le64_write(s->body.data + o->rec_pos + 8, end);
+	ca_le64_write(s->body.data + o->rec_pos + 16, o->dir ? goodbye_off : 0);
+}
+
+int ca_sidecar_stream_new(struct ca_sidecar_stream **ret)
+{
+	*ret = calloc(1, sizeof(**ret));
+	return *ret ? 0 : -ENOMEM;
+}
+
+void ca_sidecar_stream_observer(struct ca_sidecar_stream *s, struct ca_catar_enc_observer *ret)
+{
+	*ret = (struct ca_catar_enc_observer){ .node = stream_node, .end = stream_end, .userdata = s };
+}
+
+int ca_sidecar_stream_finish(struct ca_sidecar_stream *s, const uint8_t index_digest[CA_CHUNK_ID_SIZE],
+                             uint64_t archive_size, struct ca_buf *out)
+{
+	if (s->err)
+		return s->err;
+	if (s->n == 0 || s->depth != 0)
+		return -EBADMSG; /* not a whole archive */
+	return seal(&s->body, s->n, archive_size, s->flags, index_digest, out);
+}
+
+void ca_sidecar_stream_free(struct ca_sidecar_stream *s)
+{
+	if (!s)
+		return;
+	ca_buf_release(&s->body);
+	free(s->open);
+	free(s);
+}
+
+int ca_sidecar_stream_write_local(struct ca_sidecar_stream *s, const char *index_path, uint64_t archive_size)
+{
+	struct ca_index *idx = NULL;
+	struct ca_buf out = CA_BUF_INIT;
+	char *name = NULL;
+	uint8_t digest[CA_CHUNK_ID_SIZE];
+	size_t isize;
+	struct stat st;
+	int r = ca_index_open(index_path, &idx);
+	if (r < 0)
+		goto out;
+	const void *bytes = ca_index_data(idx, &isize);
+	r = ca_sidecar_index_digest(bytes, isize, digest);
+	if (r == 0)
+		r = ca_sidecar_stream_finish(s, digest, archive_size, &out);
+	if (r < 0)
+		goto out;
+	name = ca_sidecar_name_for(index_path);
+	if (!name) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = ca_sidecar_write(name, out.data, out.size, stat(index_path, &st) == 0 ? st.st_mode : 0644);
+out:
+	if (r < 0)
+		ca_log_error_errno(r, "%s: metadata sidecar", index_path);
+	free(name);
+	ca_buf_release(&out);
+	ca_index_free(idx);
 	return r;
 }

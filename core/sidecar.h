@@ -113,4 +113,21 @@ int ca_sidecar_write(const char *path, const void *data, size_t size, unsigned m
  * `make` does after writing a .caidx. Logs its errors. */
 int ca_sidecar_make_local(const char *index_path, const char *store);
 
+/* The same sidecar built as the archive is made, from the encoder's
+ * calls (catar_enc.h), with no read-back: what make does. The observer's
+ * calls never fail the encode; the first thing that keeps a sidecar from
+ * being made (what ca_sidecar_build refuses, the body cap, ENOMEM) is
+ * kept and returned by finish. One encode per builder; not thread-safe. */
+struct ca_sidecar_stream;
+struct ca_catar_enc_observer;
+int ca_sidecar_stream_new(struct ca_sidecar_stream **ret);
+void ca_sidecar_stream_observer(struct ca_sidecar_stream *s, struct ca_catar_enc_observer *ret);
+/* After the encode succeeded: the file's bytes, as ca_sidecar_build gives them. */
+int ca_sidecar_stream_finish(struct ca_sidecar_stream *s, const uint8_t index_digest[CA_CHUNK_ID_SIZE],
+                             uint64_t archive_size, struct ca_buf *out);
+/* Finish against the committed index at index_path and write the sidecar
+ * beside it (its mode). Logs its errors. */
+int ca_sidecar_stream_write_local(struct ca_sidecar_stream *s, const char *index_path, uint64_t archive_size);
+void ca_sidecar_stream_free(struct ca_sidecar_stream *s); /* accepts NULL */
+
 #endif

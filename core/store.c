@@ -249,10 +249,11 @@ void ca_store_rel_path(const uint8_t id[CA_CHUNK_ID_SIZE], char out[CA_STORE_REL
 }
 
 /* A chunk's place: its prefix ("abcd") and file name ("<id>.cacnk", or
- * "<id>" when bare). */
+ * "<id>" when bare), or the two as one path from the store's directory. */
 struct chunk_name {
-	char rel[CA_STORE_REL_PATH_LEN + 1];
-	const char *name;
+	char rel[CA_STORE_REL_PATH_LEN + 1]; /* "abcd/<id>.cacnk" */
+	char prefix[5];
+	const char *name; /* in the prefix directory: rel + 5; from the store's directory: rel */
 };
 
 static void chunk_name(const uint8_t id[CA_CHUNK_ID_SIZE], bool bare, struct chunk_name *n)
@@ -260,7 +261,8 @@ static void chunk_name(const uint8_t id[CA_CHUNK_ID_SIZE], bool bare, struct chu
 	ca_store_rel_path(id, n->rel);
 	if (bare)
 		n->rel[69] = 0;
-	n->rel[4] = 0;
+	memcpy(n->prefix, n->rel, 4);
+	n->prefix[4] = 0;
 	n->name = n->rel + 5;
 }
 
@@ -271,8 +273,8 @@ static void odd_file(struct ca_store *s, const struct chunk_name *n)
 {
 	if (__atomic_exchange_n(&s->odd_seen, 1, __ATOMIC_RELAXED))
 		return;
-	ca_log_warning("%s/%s/%s: not a regular file; treated as missing, replaced when the chunk is written", s->path,
-	               n->rel, n->name);
+	ca_log_warning("%s/%s: not a regular file; treated as missing, replaced when the chunk is written", s->path,
+	               n->rel);
 }
 
 /* 1 if a usable chunk file is at n in the directory pfd (a regular file
@@ -292,7 +294,7 @@ int ca_store_has(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE])
 {
 	struct chunk_name n;
 	chunk_name(id, false, &n);
-	int pfd = prefix_fd(s, n.rel, false);
+	int pfd = prefix_fd(s, n.prefix, false);
 	if (pfd < 0)
 		return pfd == -ENOENT ? 0 : pfd;
 	int r = usable_at(s, pfd, &n, false);
@@ -365,7 +367,7 @@ int ca_store_get_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], str
 	struct chunk_name n;
 	bool compressed = true;
 	chunk_name(id, false, &n);
-	int pfd = prefix_fd(s, n.rel, false);
+	int pfd = prefix_fd(s, n.prefix, false);
 	if (pfd < 0)
 		return pfd;
 	int r = read_at(s, pfd, &n, out);
@@ -404,16 +406,17 @@ static int link_anonymous(int fd, int pfd, const char *name)
 	return errno == EEXIST ? 1 : -errno;
 }
 
-/* Write p into an O_TMPFILE in pfd and link it at n. 1 written, 0 a usable
- * chunk was there, negative errno; -EOPNOTSUPP (and the like) when the
- * file system or /proc does not allow it. */
-static int put_tmpfile(struct ca_store *s, int pfd, const struct chunk_name *n, const void *p, size_t len,
-                       mode_t mode)
+/* Write p into an O_TMPFILE in the directory dir of pfd and link it at n
+ * (n->name relative to pfd too). 1 written, 0 a usable chunk was there,
+ * negative errno; -EOPNOTSUPP (and the like) when the file system or
+ * /proc does not allow it. */
+static int put_tmpfile(struct ca_store *s, int pfd, const char *dir, const struct chunk_name *n, const void *p,
+                       size_t len, mode_t mode)
 {
 	/* An O_TMPFILE inode has no name until it is complete, so a crash can
 	 * leave nothing behind, and linkat() refuses to replace: one directory
 	 * operation instead of a create and a rename. */
-	int fd = openat(pfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+	int fd = openat(pfd, dir, O_TMPFILE | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0)
 		return errno == EISDIR || errno == EINVAL ? -EOPNOTSUPP : -errno;
 	int r = ca_write_all(fd, p, len);
@@ -456,6 +459,34 @@ static int put_named(struct ca_store *s, int pfd, const struct chunk_name *n, co
 	return 1;
 }
 
+/* A published store's chunk in the fewest syscalls (make writes
+ * thousands): the O_TMPFILE is made in the prefix directory by its path
+ * from the store's, which is made when that says ENOENT (the first chunk
+ * there, or gc removed it meanwhile), and linked by the whole path: no
+ * open and close of the prefix directory per chunk. -EOPNOTSUPP (and the
+ * like) where the general path must do it. */
+static int put_flat(struct ca_store *s, struct chunk_name *cn, const void *p, size_t n, mode_t mode)
+{
+	int dfd = root_fd(s, true);
+	if (dfd < 0)
+		return dfd;
+	cn->name = cn->rel;
+	int r = -ENOENT;
+	for (int tries = 0; r == -ENOENT && tries < 2; tries++) {
+		r = put_tmpfile(s, dfd, cn->prefix, cn, p, n, mode);
+		/* put_tmpfile's -EOPNOTSUPP also stands for a link into a
+		 * directory gone since the open: make it and try once more */
+		if ((r == -ENOENT || r == -EOPNOTSUPP) && tries == 0) {
+			if (mkdirat(dfd, cn->prefix, 0777) == 0)
+				r = -ENOENT;
+			else if (errno != EEXIST)
+				r = -errno;
+		}
+	}
+	cn->name = cn->rel + 5;
+	return r;
+}
+
 int ca_store_put_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], const void *p, size_t n)
 {
 	struct chunk_name cn;
@@ -465,10 +496,17 @@ int ca_store_put_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], con
 	/* no existence check first: callers that care (make) check before
 	 * compressing, and the no-replace link or rename settles races anyway */
 	chunk_name(id, false, &cn);
-	int pfd = prefix_fd(s, cn.rel, true);
+	/* a cache (priv) has each prefix directory's owner and mode checked:
+	 * the general path */
+	if (!s->priv) {
+		int r = put_flat(s, &cn, p, n, mode);
+		if (r != -EOPNOTSUPP && r != -ELOOP && r != -ENOTDIR)
+			return r;
+	}
+	int pfd = prefix_fd(s, cn.prefix, true);
 	if (pfd < 0)
 		return pfd;
-	int r = put_tmpfile(s, pfd, &cn, p, n, mode);
+	int r = put_tmpfile(s, pfd, ".", &cn, p, n, mode);
 	if (r == -EOPNOTSUPP)
 		r = put_named(s, pfd, &cn, p, n, mode);
 	close(pfd);
@@ -482,7 +520,7 @@ static int each_name(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], int
 	struct chunk_name n;
 	int found = 0, r = 0;
 	chunk_name(id, false, &n);
-	int pfd = prefix_fd(s, n.rel, false);
+	int pfd = prefix_fd(s, n.prefix, false);
 	if (pfd < 0)
 		return pfd;
 	for (int bare = 0; bare < 2 && r >= 0; bare++) {
@@ -516,7 +554,7 @@ int ca_store_touch(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE])
 {
 	struct chunk_name n;
 	chunk_name(id, false, &n);
-	int pfd = prefix_fd(s, n.rel, false);
+	int pfd = prefix_fd(s, n.prefix, false);
 	if (pfd < 0)
 		return pfd;
 	int r = touch_one(pfd, n.name);
@@ -550,7 +588,7 @@ static int file_prefix(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], e
 	if (kind != CA_STORE_CHUNK && kind != CA_STORE_BARE)
 		return -EINVAL;
 	chunk_name(id, kind == CA_STORE_BARE, n);
-	return prefix_fd(s, n->rel, false);
+	return prefix_fd(s, n->prefix, false);
 }
 
 int ca_store_get_file(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], enum ca_store_kind kind,

@@ -30,6 +30,23 @@ ok "cafs make writes one too" "$CAFS" make --store="$T/c/default.castr" "$T/c/im
 ok "... its index is casync's, byte for byte" cmp "$T/c/img.caidx" "$W/img.caidx"
 ok "... and the sidecar is the same file" cmp "$T/c/img.caidx.cameta" "$W/img.caidx.cameta"
 ok "make --meta=no writes none" sh -c "'$CAFS' make --meta=no --store='$T/c/default.castr' '$T/c/n.caidx' '$src/empty' >/dev/null && test ! -e '$T/c/n.caidx.cameta'"
+# make builds its sidecar from the encoder as it writes (no read-back):
+# exclusions decide what follows a directory's metadata (the first
+# stored child's FILENAME, or the GOODBYE), so they are where the two
+# could differ; `meta make` reads the store back and must agree
+x=$T/excl
+mkdir -p "$x/tree/a/d" "$x/tree/c/e" "$x/tree/f" "$x/root"
+touch "$x/tree/a/-first" "$x/tree/a/z" "$x/tree/c/e/k" "$x/tree/c/y" "$x/tree/z"
+printf -- '-first\n' >"$x/tree/a/.caexclude"
+printf 'e/\ny\n.caexclude\n' >"$x/tree/c/.caexclude"
+printf 'f/\n' >"$x/tree/.caexclude"
+for t in tree root; do
+	ok "sidecar as made = read back ($t)" sh -c "'$CAFS' make '$x/$t.caidx' '$x/$t' >/dev/null &&
+		mv '$x/$t.caidx.cameta' '$x/$t.made' && '$CAFS' meta make '$x/$t.caidx' &&
+		cmp '$x/$t.made' '$x/$t.caidx.cameta'"
+done
+ok "... and the exclusions were applied" sh -c "'$CAFS' list '$x/tree.caidx' | awk '{print \$2}' | tr '\\n' ' ' >'$x/l' &&
+	test \"\$(cat '$x/l')\" = '. .caexclude a a/.caexclude a/d a/z c z '"
 
 # the same index without a sidecar, one with a stale one, one with a corrupt one
 for d in nometa stale bad; do

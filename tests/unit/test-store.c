@@ -1132,6 +1132,47 @@ static void test_stress(const char *back)
 		chunk_free(&chunks[i]);
 }
 
+/* A published store writes a chunk by its path from the store's directory
+ * (store.c, put_flat): a prefix directory removed while the store is open
+ * (gc, prune) is made again, and a symlink at a prefix is still refused
+ * as it was through the prefix's own fd: nothing is written through it. */
+static void test_prefix_gone(void)
+{
+	char dir[4096], pre[4200], other[4200];
+	struct ca_store *s = NULL;
+	struct chunk c;
+	struct stat st;
+	mode_t old = umask(022);
+
+	snprintf(dir, sizeof(dir), "%s/gone", tmpdir);
+	snprintf(other, sizeof(other), "%s/gone-elsewhere", tmpdir);
+	chunk_make(&c, 5000, 11);
+	check_int(ca_store_open(dir, &s), ==, 0);
+	check_int(ca_store_put_raw(s, c.id, "0123456789", 10), ==, 1);
+	snprintf(pre, sizeof(pre), "%s", path_of(dir, c.id, false));
+	*strrchr(pre, '/') = 0;
+	check_int(unlink(path_of(dir, c.id, false)), ==, 0);
+	check_int(rmdir(pre), ==, 0);
+	check_int(ca_store_has(s, c.id), ==, 0);
+	check_int(ca_store_put_raw(s, c.id, "0123456789", 10), ==, 1);
+	check_int(stat(path_of(dir, c.id, false), &st), ==, 0);
+	check_int(st.st_size, ==, 10);
+	check_int(st.st_mode & 07777, ==, 0444);
+	check_int(ca_store_has(s, c.id), ==, 1);
+	check_int(count_files(dir, ".tmp"), ==, 0);
+
+	/* the prefix a symlink to another directory */
+	check_int(unlink(path_of(dir, c.id, false)), ==, 0);
+	check_int(rmdir(pre), ==, 0);
+	check_int(mkdir(other, 0755), ==, 0);
+	check_int(symlink(other, pre), ==, 0);
+	check_int(ca_store_put_raw(s, c.id, "0123456789", 10), ==, -ENOENT);
+	check_int(count_files(other, ".cacnk"), ==, 0);
+	ca_store_free(s);
+	chunk_free(&c);
+	umask(old);
+}
+
 int main(void)
 {
 	char back[4096];
@@ -1145,6 +1186,7 @@ int main(void)
 	test_concurrent_writers();
 	test_odd_files();
 	test_private();
+	test_prefix_gone();
 	snprintf(back, sizeof(back), "%s/back", tmpdir);
 	test_lru(back);
 	test_in_flight(back);
