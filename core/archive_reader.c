@@ -35,8 +35,27 @@ struct ca_archive_reader {
 	int digest_error;
 	uint64_t window_base; /* the subtree's ENTRY: offset 0 of its source */
 	bool no_readahead;
+	bool local_chunks; /* every chunk is in a local store: the stream's threads alone decode ahead */
 	bool io_logged; /* a read error was reported (one reader thread) */
 };
+
+/* Whether every backend of the image's chunk source is a local store: then
+ * nothing is gained by the chunk source's read-ahead threads (there is no
+ * download to start early) and they cost a hop per chunk: six threads
+ * decoding on two cores, each chunk handed over twice, woken per chunk. */
+static bool chunks_local(struct ca_image *im)
+{
+	struct ca_chunksrc *src = ca_image_chunksrc(im);
+	if (!src)
+		return false;
+	for (size_t i = 0; i < ca_chunksrc_n_backends(src); i++) {
+		const struct ca_chunk_backend_ops *ops;
+		ca_chunksrc_backend(src, i, &ops);
+		if (ops != ca_chunksrc_store_backend())
+			return false;
+	}
+	return true;
+}
 
 int ca_archive_reader_new(struct ca_image *im, const struct ca_archive_reader_opts *o,
                           struct ca_archive_reader **ret)
@@ -50,6 +69,7 @@ int ca_archive_reader_new(struct ca_image *im, const struct ca_archive_reader_op
 	a->size = ca_image_size(im);
 	a->index_flags = ca_image_index_flags(im);
 	a->end = UINT64_MAX;
+	a->local_chunks = a->blob && chunks_local(im);
 	if (o) {
 		a->no_readahead = o->no_readahead;
 		a->cancel = o->cancel;
@@ -100,7 +120,7 @@ static ssize_t stream_read(void *userdata, void *buf, size_t len, uint64_t off)
 	struct ca_archive_reader *a = userdata;
 	ssize_t k;
 	if (a->blob && !a->no_readahead) {
-		if (off + len > a->ra_mark && off < a->end) {
+		if (!a->local_chunks && off + len > a->ra_mark && off < a->end) {
 			ca_blob_readahead(a->blob, off, a->end - off < STREAM_READAHEAD ? a->end - off : STREAM_READAHEAD);
 			a->ra_mark = off + STREAM_READAHEAD / 2;
 		}

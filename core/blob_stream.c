@@ -42,6 +42,7 @@ struct ca_blob_stream {
 	bool stop;
 	const volatile sig_atomic_t *cancel;
 	unsigned n_th, exited;
+	unsigned idle; /* threads waiting in wake */
 	pthread_t th[THREADS_MAX];
 };
 
@@ -55,8 +56,11 @@ static void *fetcher(void *userdata)
 	struct ca_blob_stream *s = userdata;
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		while (!s->stop && (!s->started || s->next >= s->base + s->cap || s->next >= s->n_chunks))
+		while (!s->stop && (!s->started || s->next >= s->base + s->cap || s->next >= s->n_chunks)) {
+			s->idle++;
 			pthread_cond_wait(&s->wake, &s->lock);
+			s->idle--;
+		}
 		if (s->stop)
 			break;
 		size_t i = s->next++;
@@ -90,7 +94,12 @@ static void pop(struct ca_blob_stream *s)
 	ca_chunksrc_put(s->src, sl->c);
 	*sl = (struct slot){ .state = SLOT_EMPTY };
 	s->base++;
-	pthread_cond_signal(&s->wake);
+	/* idle threads wait for a full window to drain: wake them once a
+	 * quarter of it is free (and then all), not at every chunk read, which
+	 * cost a wake-up and two context switches per chunk. Not short of
+	 * work meanwhile: the rest of the window is ready. */
+	if (s->idle && s->base + s->cap - s->next >= (s->cap + 3) / 4)
+		pthread_cond_broadcast(&s->wake);
 }
 
 /* Under the lock: make chunk i the first of the window. */
