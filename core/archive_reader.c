@@ -35,8 +35,27 @@ struct ca_archive_reader {
 	int digest_error;
 	uint64_t window_base; /* the subtree's ENTRY: offset 0 of its source */
 	bool no_readahead;
+	bool local_chunks; /* every chunk is in a local store: the stream's threads alone decode ahead */
 	bool io_logged; /* a read error was reported (one reader thread) */
 };
+
+/* Whether every backend of the image's chunk source is a local store: then
+ * nothing is gained by the chunk source's read-ahead threads (there is no
+ * download to start early) and they cost a hop per chunk: six threads
+ * decoding on two cores, each chunk handed over twice, woken per chunk. */
+static bool chunks_local(struct ca_image *im)
+{
+	struct ca_chunksrc *src = ca_image_chunksrc(im);
+	if (!src)
+		return false;
+	for (size_t i = 0; i < ca_chunksrc_n_backends(src); i++) {
+		const struct ca_chunk_backend_ops *ops;
+		ca_chunksrc_backend(src, i, &ops);
+		if (ops != ca_chunksrc_store_backend())
+			return false;
+	}
+	return true;
+}
 
 int ca_archive_reader_new(struct ca_image *im, const struct ca_archive_reader_opts *o,
                           struct ca_archive_reader **ret)
@@ -50,6 +69,7 @@ int ca_archive_reader_new(struct ca_image *im, const struct ca_archive_reader_op
 	a->size = ca_image_size(im);
 	a->index_flags = ca_image_index_flags(im);
 	a->end = UINT64_MAX;
+	a->local_chunks = a->blob && chunks_local(im);
 	if (o) {
 		a->no_readahead = o->no_readahead;
 		a->cancel = o->cancel;
@@ -95,12 +115,10 @@ static void random_readahead(void *userdata, uint64_t off, uint64_t len)
 
 /* For the streaming decoder: reads arrive in order; keep the chunk source
  * busy ahead of them, and feed the digest if one is wanted. */
-static ssize_t stream_read(void *userdata, void *buf, size_t len, uint64_t off)
+static void stream_ahead(struct ca_archive_reader *a, size_t len, uint64_t off)
 {
-	struct ca_archive_reader *a = userdata;
-	ssize_t k;
 	if (a->blob && !a->no_readahead) {
-		if (off + len > a->ra_mark && off < a->end) {
+		if (!a->local_chunks && off + len > a->ra_mark && off < a->end) {
 			ca_blob_readahead(a->blob, off, a->end - off < STREAM_READAHEAD ? a->end - off : STREAM_READAHEAD);
 			a->ra_mark = off + STREAM_READAHEAD / 2;
 		}
@@ -112,10 +130,11 @@ static ssize_t stream_read(void *userdata, void *buf, size_t len, uint64_t off)
 		ca_image_readahead(a->im, off, a->end - off < STREAM_READAHEAD ? a->end - off : STREAM_READAHEAD);
 		a->ra_mark = off + STREAM_READAHEAD / 2;
 	}
-	if (a->stream)
-		k = read_done(a, ca_blob_stream_read(a->stream, buf, len, off), len, off);
-	else
-		k = random_read(a, buf, len, off);
+}
+
+/* What the stream read (k bytes of buf at off) goes to the digest. */
+static void stream_digest(struct ca_archive_reader *a, const void *buf, ssize_t k, uint64_t off)
+{
 	if (k > 0 && a->digest) {
 		if (off != a->next_off) /* the decoder skipped bytes: the digest would be wrong */
 			a->digest_error = -EIO;
@@ -123,6 +142,32 @@ static ssize_t stream_read(void *userdata, void *buf, size_t len, uint64_t off)
 			a->digest_error = -EIO;
 		a->next_off = off + (uint64_t)k;
 	}
+}
+
+static ssize_t stream_read(void *userdata, void *buf, size_t len, uint64_t off)
+{
+	struct ca_archive_reader *a = userdata;
+	ssize_t k;
+	stream_ahead(a, len, off);
+	if (a->stream)
+		k = read_done(a, ca_blob_stream_read(a->stream, buf, len, off), len, off);
+	else
+		k = random_read(a, buf, len, off);
+	stream_digest(a, buf, k, off);
+	return k;
+}
+
+/* The decoder's payloads straight from the decoded chunks (extract writes
+ * them from there): only with the stream's threads. */
+static ssize_t stream_peek(void *userdata, size_t len, uint64_t off, const void **ret)
+{
+	struct ca_archive_reader *a = userdata;
+	*ret = NULL;
+	stream_ahead(a, len, off);
+	if (!a->stream)
+		return -EOPNOTSUPP;
+	ssize_t k = read_done(a, ca_blob_stream_peek(a->stream, len, off, ret), len, off);
+	stream_digest(a, *ret, k, off);
 	return k;
 }
 
@@ -145,6 +190,7 @@ void ca_archive_reader_stream(struct ca_archive_reader *a, struct ca_catar_sourc
 		.userdata = a,
 		.size = a->size,
 		.index_flags = a->index_flags,
+		.peek = stream_peek,
 	};
 }
 
@@ -165,6 +211,12 @@ static ssize_t window_read(void *userdata, void *buf, size_t len, uint64_t off)
 {
 	struct ca_archive_reader *a = userdata;
 	return stream_read(a, buf, len, a->window_base + off);
+}
+
+static ssize_t window_peek(void *userdata, size_t len, uint64_t off, const void **ret)
+{
+	struct ca_archive_reader *a = userdata;
+	return stream_peek(a, len, a->window_base + off, ret);
 }
 
 static void window_readahead(void *userdata, uint64_t off, uint64_t len)
@@ -236,6 +288,7 @@ found:
 		.userdata = a,
 		.size = n->end_offset - n->entry_offset,
 		.index_flags = a->index_flags,
+		.peek = window_peek,
 	};
 out:
 	ca_catar_ra_node_unref(node);

@@ -42,6 +42,7 @@ struct ca_blob_stream {
 	bool stop;
 	const volatile sig_atomic_t *cancel;
 	unsigned n_th, exited;
+	unsigned idle; /* threads waiting in wake */
 	pthread_t th[THREADS_MAX];
 };
 
@@ -55,8 +56,11 @@ static void *fetcher(void *userdata)
 	struct ca_blob_stream *s = userdata;
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		while (!s->stop && (!s->started || s->next >= s->base + s->cap || s->next >= s->n_chunks))
+		while (!s->stop && (!s->started || s->next >= s->base + s->cap || s->next >= s->n_chunks)) {
+			s->idle++;
 			pthread_cond_wait(&s->wake, &s->lock);
+			s->idle--;
+		}
 		if (s->stop)
 			break;
 		size_t i = s->next++;
@@ -90,7 +94,12 @@ static void pop(struct ca_blob_stream *s)
 	ca_chunksrc_put(s->src, sl->c);
 	*sl = (struct slot){ .state = SLOT_EMPTY };
 	s->base++;
-	pthread_cond_signal(&s->wake);
+	/* idle threads wait for a full window to drain: wake them once a
+	 * quarter of it is free (and then all), not at every chunk read, which
+	 * cost a wake-up and two context switches per chunk. Not short of
+	 * work meanwhile: the rest of the window is ready. */
+	if (s->idle && s->base + s->cap - s->next >= (s->cap + 3) / 4)
+		pthread_cond_broadcast(&s->wake);
 }
 
 /* Under the lock: make chunk i the first of the window. */
@@ -204,6 +213,49 @@ void ca_blob_stream_set_end(struct ca_blob_stream *s, uint64_t end)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* The chunk holding pos, first in the window and ready: 1 with its data
+ * and range, 0 at the end, or a negative errno. */
+static int chunk_at(struct ca_blob_stream *s, uint64_t pos, const struct ca_chunk **ret, uint64_t *start, uint64_t *end)
+{
+	ssize_t i = ca_index_find(s->idx, pos);
+	if (i < 0) /* at or past the end */
+		return 0;
+	ca_index_chunk(s->idx, (size_t)i, start, end, NULL);
+	pthread_mutex_lock(&s->lock);
+	seek(s, (size_t)i);
+	struct slot *sl = &s->ring[s->base % s->cap];
+	while (sl->state != SLOT_READY && !cancelled(s))
+		ca_cond_wait_ms(&s->ready, &s->lock, 100);
+	if (sl->state != SLOT_READY) {
+		pthread_mutex_unlock(&s->lock);
+		return -ECANCELED;
+	}
+	const struct ca_chunk *c = sl->c;
+	int err = sl->err;
+	pthread_mutex_unlock(&s->lock);
+	if (!c) /* stays in the window: read again, it fails again */
+		return ca_blob_chunk_errno(err);
+	*ret = c;
+	return 1;
+}
+
+ssize_t ca_blob_stream_peek(struct ca_blob_stream *s, size_t len, uint64_t off, const void **ret)
+{
+	const struct ca_chunk *c;
+	uint64_t start, end;
+	/* the chunk stays first in the window (and its bytes where they are)
+	 * until a read or peek further on pops it */
+	int r = chunk_at(s, off, &c, &start, &end);
+	if (r <= 0)
+		return r;
+	if (len > end - off)
+		len = (size_t)(end - off);
+	if (len > SSIZE_MAX)
+		len = SSIZE_MAX;
+	*ret = c->data + (off - start);
+	return (ssize_t)len;
+}
+
 ssize_t ca_blob_stream_read(struct ca_blob_stream *s, void *buf, size_t len, uint64_t off)
 {
 	uint8_t *out = buf;
@@ -212,25 +264,14 @@ ssize_t ca_blob_stream_read(struct ca_blob_stream *s, void *buf, size_t len, uin
 		len = SSIZE_MAX;
 	while (done < len) {
 		uint64_t pos = off + done, start, end;
-		ssize_t i = ca_index_find(s->idx, pos);
-		if (i < 0) /* at or past the end */
+		const struct ca_chunk *c;
+		int r = chunk_at(s, pos, &c, &start, &end);
+		if (r == 0)
 			break;
-		ca_index_chunk(s->idx, (size_t)i, &start, &end, NULL);
-
-		pthread_mutex_lock(&s->lock);
-		seek(s, (size_t)i);
-		struct slot *sl = &s->ring[s->base % s->cap];
-		while (sl->state != SLOT_READY && !cancelled(s))
-			ca_cond_wait_ms(&s->ready, &s->lock, 100);
-		if (sl->state != SLOT_READY) {
-			pthread_mutex_unlock(&s->lock);
-			return -ECANCELED;
-		}
-		const struct ca_chunk *c = sl->c;
-		int err = sl->err;
-		pthread_mutex_unlock(&s->lock);
-		if (!c) /* stays in the window: read again, it fails again */
-			return done ? (ssize_t)done : ca_blob_chunk_errno(err);
+		if (r == -ECANCELED)
+			return r;
+		if (r < 0)
+			return done ? (ssize_t)done : r;
 
 		/* the slot stays put until this thread pops it: copy without the lock */
 		size_t k = end - pos < len - done ? (size_t)(end - pos) : len - done;

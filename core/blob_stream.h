@@ -44,4 +44,9 @@ void ca_blob_stream_set_end(struct ca_blob_stream *s, uint64_t end);
  * that failed gives its error when a read reaches it, and again if read again. */
 ssize_t ca_blob_stream_read(struct ca_blob_stream *s, void *buf, size_t len, uint64_t off);
 
+/* As ca_blob_stream_read without the copy: *ret points at up to len bytes
+ * at off inside one chunk (so short at its end), valid until the next read
+ * or peek (the chunk is let go then). 0 at the end. */
+ssize_t ca_blob_stream_peek(struct ca_blob_stream *s, size_t len, uint64_t off, const void **ret);
+
 #endif

@@ -115,6 +115,39 @@ unsigned ca_catar_dec_depth(const struct ca_catar_dec *d)
 	return d->cur_depth;
 }
 
+ssize_t ca_catar_dec_peek_payload(struct ca_catar_dec *d, size_t len, const void **ret)
+{
+	if (d->error)
+		return d->error;
+	if (d->state != ST_IN_PAYLOAD)
+		return -EINVAL;
+	if (len > d->payload_left)
+		len = (size_t)d->payload_left;
+	if (len == 0)
+		return 0;
+	size_t avail = d->len - d->at;
+	if (avail > 0) {
+		if (len > avail)
+			len = avail;
+		*ret = d->buf + d->at;
+		d->at += len;
+	} else {
+		if (!d->src.peek)
+			return -EOPNOTSUPP;
+		ssize_t k = d->src.peek(d->src.userdata, len, pos(d), ret);
+		if (k == -EOPNOTSUPP)
+			return k;
+		if (k <= 0) {
+			d->error = k < 0 ? (int)k : ca_catar_corrupt("PAYLOAD", pos(d), "the archive ends inside it");
+			return d->error;
+		}
+		len = (size_t)k;
+		d->base += len;
+	}
+	d->payload_left -= len;
+	return (ssize_t)len;
+}
+
 uint64_t ca_catar_dec_offset(const struct ca_catar_dec *d)
 {
 	return pos(d);

@@ -79,6 +79,11 @@ unsigned ca_catar_dec_depth(const struct ca_catar_dec *d);
  * in order. Returns the count, 0 once it is all read, or a negative errno. */
 ssize_t ca_catar_dec_read_payload(struct ca_catar_dec *d, void *buf, size_t len);
 
+/* The same without a copy where the source allows it (ca_catar_source's
+ * peek): *ret points at the bytes, valid until the next call on d.
+ * -EOPNOTSUPP (nothing consumed, not an error of d): read them instead. */
+ssize_t ca_catar_dec_peek_payload(struct ca_catar_dec *d, size_t len, const void **ret);
+
 /* Stream offset the decoder has consumed up to. */
 uint64_t ca_catar_dec_offset(const struct ca_catar_dec *d);
 

@@ -221,7 +221,14 @@ static int write_payload(struct ex *x, int fd)
 	for (;;) {
 		if (x->o->cancel && *x->o->cancel)
 			return -ECANCELED;
-		ssize_t k = ca_catar_dec_read_payload(x->dec, x->buf, COPY_BLOCK);
+		/* written from where the decoded chunk is, where the source allows:
+		 * a copy less of most of an archive's bytes (its large files) */
+		const void *p = x->buf;
+		ssize_t k = ca_catar_dec_peek_payload(x->dec, COPY_BLOCK, &p);
+		if (k == -EOPNOTSUPP) {
+			p = x->buf;
+			k = ca_catar_dec_read_payload(x->dec, x->buf, COPY_BLOCK);
+		}
 		if (k < 0) {
 			x->read_failed = true;
 			return (int)k;
@@ -229,10 +236,10 @@ static int write_payload(struct ex *x, int fd)
 		if (k == 0)
 			/* a file that ends in a hole gets its size */
 			return !x->o->no_holes && tail_hole && ftruncate(fd, (off_t)off) < 0 ? -errno : 0;
-		int r = x->o->no_holes ? ca_write_all(fd, x->buf, (size_t)k) : ca_write_sparse(fd, x->buf, (size_t)k, off);
+		int r = x->o->no_holes ? ca_write_all(fd, p, (size_t)k) : ca_write_sparse(fd, p, (size_t)k, off);
 		if (r < 0)
 			return r;
-		tail_hole = !x->o->no_holes && ca_sparse_ends_in_hole(x->buf, (size_t)k, off);
+		tail_hole = !x->o->no_holes && ca_sparse_ends_in_hole(p, (size_t)k, off);
 		off += (uint64_t)k;
 		x->done += (uint64_t)k;
 		if (x->o->progress)

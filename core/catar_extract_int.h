@@ -31,6 +31,11 @@
 #define JOB_SIZE_MAX (256u << 10) /* larger files the decoder thread writes itself */
 #define QUEUE_LEN 128u
 #define QUEUE_BYTES (16u << 20)
+/* Finished jobs are kept for their buffers, by size class (4 KiB, 8 KiB,
+ * ... JOB_SIZE_MAX): at most SPARE_PER_CLASS of each in the pool and as
+ * many with the decoder, 4 MiB each at worst. */
+#define JOB_CLASSES 7u
+#define SPARE_PER_CLASS 8u
 #define EX_SKIP_NAMES 4u /* distinct names the warning about skipped xattrs shows */
 
 #define TIME_FLAGS                                                                                       \
@@ -103,6 +108,8 @@ struct job {
 	size_t size;
 	const char *name; /* in path's allocation */
 	char *path;       /* for messages */
+	unsigned cls;     /* data's room: 4 KiB << cls */
+	struct job *next_spare;
 	uint8_t data[];
 };
 
@@ -119,6 +126,10 @@ struct pool {
 	bool wait_drain;
 	struct track *wait_track;
 	int err; /* a worker's first error (logged by it) */
+	/* finished jobs, reused by the decoder (which takes the whole list at
+	 * a submit): a fresh buffer per file cost a page fault per 4 KiB */
+	struct job *spare[JOB_CLASSES];
+	unsigned n_spare[JOB_CLASSES];
 	pthread_t th[POOL_THREADS_MAX];
 	size_t n_th;
 	bool started;
@@ -148,6 +159,7 @@ struct ex {
 	int dest_parent_fd; /* a new DEST's parent, while DEST is hidden */
 	unsigned n_threads; /* workers to start (0: none) */
 	struct pool pool;
+	struct job *spare[JOB_CLASSES]; /* the decoder's own spare jobs (taken from pool.spare) */
 	int pool_err;      /* copy of pool.err, read by the decoder thread (atomic) */
 };
 

@@ -78,7 +78,7 @@ static void *worker(void *userdata)
 		int r = skip ? 0 : run_job(j);
 		const char *path = j->path;
 		pthread_mutex_lock(&p->lock);
-		struct track *t = worker_done(p, j->track, j->size);
+		struct track *t = worker_done(p, j->track, (size_t)4096 << j->cls);
 		if (t) {
 			pthread_mutex_unlock(&p->lock);
 			skip = skip || r < 0;
@@ -106,10 +106,57 @@ static void *worker(void *userdata)
 		                                   : p->n <= QUEUE_LEN / 2 && p->bytes <= QUEUE_BYTES / 2))
 			pthread_cond_signal(&p->done);
 		free(j->path);
-		free(j);
+		j->path = NULL;
+		if (p->n_spare[j->cls] < SPARE_PER_CLASS) {
+			j->next_spare = p->spare[j->cls];
+			p->spare[j->cls] = j;
+			p->n_spare[j->cls]++;
+		} else {
+			free(j);
+		}
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
+}
+
+static void free_jobs(struct job *j)
+{
+	while (j) {
+		struct job *next = j->next_spare;
+		free(j);
+		j = next;
+	}
+}
+
+static unsigned job_class(size_t size)
+{
+	unsigned c = 0;
+	while (c + 1 < JOB_CLASSES && ((size_t)4096 << c) < size)
+		c++;
+	return c;
+}
+
+/* A job with room for size bytes (<= JOB_SIZE_MAX): a spare one of its class, else a new one. */
+static struct job *job_take(struct ex *x, size_t size)
+{
+	unsigned c = job_class(size);
+	struct job *j = x->spare[c];
+	if (j) {
+		x->spare[c] = j->next_spare;
+		return j;
+	}
+	j = malloc(sizeof(*j) + ((size_t)4096 << c));
+	if (j)
+		j->cls = c;
+	return j;
+}
+
+static void job_drop(struct ex *x, struct job *j)
+{
+	free(j->path);
+	j->path = NULL;
+	j->next_spare = x->spare[j->cls];
+	x->spare[j->cls] = j;
 }
 
 static bool pool_start(struct ex *x)
@@ -147,6 +194,11 @@ int ca_ex_pool_stop(struct ex *x, bool abort)
 	pthread_cond_destroy(&p->work);
 	pthread_cond_destroy(&p->done);
 	pthread_mutex_destroy(&p->lock);
+	for (unsigned c = 0; c < JOB_CLASSES; c++) {
+		free_jobs(p->spare[c]);
+		free_jobs(x->spare[c]);
+		p->spare[c] = x->spare[c] = NULL;
+	}
 	return p->err;
 }
 
@@ -202,13 +254,13 @@ int ca_ex_submit_job(struct ex *x, const struct ca_catar_node *n, struct dir *p,
 			return ca_ex_fail(x, -ENOMEM, path);
 		p->track->fd = -1;
 	}
-	struct job *j = malloc(sizeof(*j) + size);
+	struct job *j = job_take(x, size);
 	if (!j)
 		return ca_ex_fail(x, -ENOMEM, path);
-	*j = (struct job){ .track = p->track, .dfd = p->fd, .size = size, .sparse = !x->o->no_holes };
+	*j = (struct job){ .track = p->track, .dfd = p->fd, .size = size, .sparse = !x->o->no_holes, .cls = j->cls };
 	j->path = malloc(pl_len + 1 + nl + 1); /* path, then name */
 	if (!j->path) {
-		free(j);
+		job_drop(x, j);
 		return ca_ex_fail(x, -ENOMEM, path);
 	}
 	memcpy(j->path, path, pl_len + 1);
@@ -254,19 +306,25 @@ int ca_ex_submit_job(struct ex *x, const struct ca_catar_node *n, struct dir *p,
 		r = ca_log_error_errno(EBADMSG, "%s: not a valid archive, at %s",
 		                       x->o->archive_name ? x->o->archive_name : "archive", path);
 	if (r < 0) {
-		free(j->path);
-		free(j);
+		job_drop(x, j);
 		return r;
 	}
 	pthread_mutex_lock(&pl->lock);
-	while (pl->n == QUEUE_LEN || (pl->n && pl->bytes + size > QUEUE_BYTES)) {
+	for (unsigned c = 0; c < JOB_CLASSES; c++)
+		if (!x->spare[c] && pl->spare[c]) { /* the workers' finished jobs, for the next submits */
+			x->spare[c] = pl->spare[c];
+			pl->spare[c] = NULL;
+			pl->n_spare[c] = 0;
+		}
+	size_t room = (size_t)4096 << j->cls; /* the memory budget counts the buffers */
+	while (pl->n == QUEUE_LEN || (pl->n && pl->bytes + room > QUEUE_BYTES)) {
 		pl->waiting = true;
 		pthread_cond_wait(&pl->done, &pl->lock);
 		pl->waiting = false;
 	}
 	pl->q[(pl->head + pl->n) % QUEUE_LEN] = j;
 	pl->n++;
-	pl->bytes += size;
+	pl->bytes += room;
 	pl->outstanding++;
 	p->track->pending++;
 	if (pl->idle)

@@ -58,6 +58,11 @@ struct ca_catar_source {
 	/* The .caidx header's feature flags (every ENTRY must carry them), or
 	 * UINT64_MAX for a plain .catar (the root ENTRY decides). */
 	uint64_t index_flags;
+	/* Optional, for the streaming decoder: as read, without the copy:
+	 * *ret points at up to len bytes at off (fewer at a chunk's end), valid
+	 * until the next call on the source; -EOPNOTSUPP when it cannot (the
+	 * caller reads instead). NULL: never. */
+	ssize_t (*peek)(void *userdata, size_t len, uint64_t off, const void **ret);
 };
 
 struct ca_catar_ra;

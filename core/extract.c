@@ -39,7 +39,8 @@ struct extract_job {
 	uint64_t zero_size;
 
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	pthread_cond_t cond; /* a chunk is done (for waiters > 0), or a worker exited */
+	unsigned waiters;    /* workers waiting in cond for another's chunk */
 	size_t next;        /* next chunk to hand out */
 	size_t next_write;  /* sequential output: next chunk to write */
 	uint64_t written, reported;
@@ -120,8 +121,10 @@ static int copy_repeat(struct extract_job *x, size_t f, uint64_t start, uint64_t
 	const uint8_t *id;
 	ca_index_chunk(x->idx, f, &fstart, &fend, &id);
 	pthread_mutex_lock(&x->lock);
+	x->waiters++;
 	while (!x->done[f] && !x->err)
 		pthread_cond_wait(&x->cond, &x->lock);
+	x->waiters--;
 	bool ready = x->done[f] && !x->err;
 	pthread_mutex_unlock(&x->lock);
 	if (!ready)
@@ -209,8 +212,10 @@ static void *worker(void *arg)
 		}
 		if (r == 0 && c && x->seq_out) {
 			pthread_mutex_lock(&x->lock);
+			x->waiters++;
 			while (x->next_write != i && !x->err)
 				pthread_cond_wait(&x->cond, &x->lock);
+			x->waiters--;
 			pthread_mutex_unlock(&x->lock);
 			if (!x->err)
 				r = ca_write_all(x->fd, c->data, c->size);
@@ -232,7 +237,11 @@ static void *worker(void *arg)
 		if (report)
 			x->reported = x->written;
 		uint64_t w = x->written;
-		pthread_cond_broadcast(&x->cond);
+		/* only workers waiting for a chunk care; the main thread waits
+		 * for exits: a broadcast per chunk woke it for nothing every time
+		 * (most of a local extract's context switches) */
+		if (x->waiters || r < 0)
+			pthread_cond_broadcast(&x->cond);
 		pthread_mutex_unlock(&x->lock);
 		if (report)
 			x->o->progress(x->o->progress_userdata, w);

@@ -169,8 +169,15 @@ static unsigned stream_pass(struct ca_blob *b, const uint8_t *blob, uint8_t *buf
 	for (uint64_t off = 0; off < TESTDATA_BLOB_SIZE; k++) {
 		size_t len = 1 + testdata_rand(&rs) % max_piece;
 		ssize_t want = (ssize_t)(len < TESTDATA_BLOB_SIZE - off ? len : TESTDATA_BLOB_SIZE - off);
-		if (ca_blob_stream_read(st, buf, len, off) != want || memcmp(buf, blob + off, (size_t)want))
+		if (k % 3 == 2) { /* every third piece peeked: up to its chunk's end, in place */
+			const void *p = NULL;
+			ssize_t got = ca_blob_stream_peek(st, len, off, &p);
+			if (got <= 0 || got > want || memcmp(p, blob + off, (size_t)got))
+				bad++;
+			want = got > 0 ? got : want;
+		} else if (ca_blob_stream_read(st, buf, len, off) != want || memcmp(buf, blob + off, (size_t)want)) {
 			bad++;
+		}
 		off += (uint64_t)want;
 		if (gap && k % gap == 0)
 			off += testdata_rand(&rs) % 300000;
@@ -280,6 +287,19 @@ static void test_read(const uint8_t *blob)
 		check_int(ca_blob_stream_read(st, buf, 20, s5 + 5), ==, -ENOLINK);
 		check_int(ca_blob_stream_read(st, buf, 20, e5), ==, 20);
 		check(!memcmp(buf, blob + e5, 20));
+		ca_blob_stream_free(st);
+	}
+	/* peeks the same: a chunk at a time, its error where it is missing */
+	check_int(ca_blob_stream_new(b, 8, 2, NULL, &st), ==, 0);
+	if (st) {
+		const void *p = NULL;
+		check_int(ca_blob_stream_peek(st, TESTDATA_BLOB_SIZE, s5 - 10, &p), ==, 10);
+		check(p && !memcmp(p, blob + s5 - 10, 10));
+		check_int(ca_blob_stream_peek(st, 20, s5, &p), ==, -ENOLINK);
+		check_int(ca_blob_stream_peek(st, 20, s5 + 5, &p), ==, -ENOLINK);
+		check_int(ca_blob_stream_peek(st, 20, e5, &p), ==, 20);
+		check(p && !memcmp(p, blob + e5, 20));
+		check_int(ca_blob_stream_peek(st, 20, TESTDATA_BLOB_SIZE, &p), ==, 0);
 		ca_blob_stream_free(st);
 	}
 
