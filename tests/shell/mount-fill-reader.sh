@@ -6,7 +6,7 @@
 # fill's background_waits):
 #  - a sequential reader (tar of the whole mount) started with the fill:
 #    every chunk is downloaded once (the nginx log), the data is right, the
-#    fill completes, and the reads' chunk requests are all accounted for;
+#    fill completes, and the reader fetched few chunks itself;
 #  - a read of a chunk the fill is downloading (slow server) waits for that
 #    download (a join, with its wait time) instead of fetching it again;
 #  - without a fill, a cold read fetches its chunks itself.
@@ -40,8 +40,9 @@ ok "every chunk was downloaded once ($n_chunks chunks)" test "$(gets)" = "$n_chu
 ok "... as the stats count them" test "$(stat_of "$mnt" chunks_fetched)" = "$n_chunks"
 ok "stats: demand counters are there" sh -c "'$CAFS' stats '$mnt' | grep -q '^demand_fetches: ' && '$CAFS' stats '$mnt' | grep -q '^demand_joins: ' && '$CAFS' stats '$mnt' | grep -q '^demand_join_wait_ms: ' && '$CAFS' stats '$mnt' | grep -q '^background_waits: '"
 df=$(stat_of "$mnt" demand_fetches)
-# a reader's own fetch of a chunk is one the fill did not download
-ok "... a reader's own fetches ($df) are chunks the fill did not fetch" test "$((df + $(stat_of "$mnt" fill_chunks_done)))" -ge "$n_chunks"
+# the fill (6 workers) runs ahead of a single reader: most chunks reach it
+# from the fill (or by joining its downloads), loose enough for a busy machine
+ok "... the reader fetched few chunks itself ($df of $n_chunks)" test $((2 * df)) -lt "$n_chunks"
 ok "... no read failed" test "$(stat_of "$mnt" read_errors)" = 0
 mount_stop "unmount" "$mnt"
 
