@@ -22,6 +22,12 @@
 #   cold tar, no fill   `tar -cf - MNT | cat >/dev/null` on a fresh mount
 #   cold tar, --fill    the same with --fill (tar starts right after the mount)
 #   warm tar            again on that mount, best of 3
+#   fill alone          a fresh mount with --fill and no reader: from the mount
+#                       command until stats says done (what bounds the cold tar)
+# and the cold tar's demand counters from `cafs stats` (demand_fetches: its
+# chunks it fetched itself; demand_joins, demand_join_wait_ms: those it
+# waited for a fetch under way for, and how long; background_waits: fill
+# fetches held back for its own).
 # Every cold figure is after dropping the page cache, with an empty cache.
 #
 #   bench/profile.sh                    (about a minute)
@@ -125,6 +131,7 @@ t=$(now); tarit; cold0=$(since "$t")
 mnt_down
 mnt_up --profile=none --fill "$NGINX_URL/tree.caidx"
 t=$(now); tarit; cold=$(since "$t")
+demand=$("$CAFS" stats "$mnt" | awk '$1 ~ /^(demand_fetches|demand_joins|demand_join_wait_ms|background_waits):$/ { printf "%s %s ", $1, $2 }')
 warm=
 for _ in 1 2 3; do
 	t=$(now); tarit; w=$(since "$t")
@@ -132,5 +139,10 @@ for _ in 1 2 3; do
 done
 fillstate=$("$CAFS" stats "$mnt" | awk '$1 == "fill:" { print $2 }')
 mnt_down
-printf '  %-22s %8s s\n' "cold tar, no fill" "$cold0" "cold tar, --fill" "$cold" "warm tar" "$warm"
+mnt_up --profile=none --fill "$NGINX_URL/tree.caidx"
+for _ in $(seq 6000); do [ "$("$CAFS" stats "$mnt" | awk '$1 == "fill:" { print $2 }')" = running ] || break; sleep 0.02; done
+alone=$(since "$t0")
+mnt_down
+printf '  %-22s %8s s\n' "cold tar, no fill" "$cold0" "cold tar, --fill" "$cold" "warm tar" "$warm" "fill alone" "$alone"
+echo "  cold tar with --fill, demand counters: ${demand:-none}"
 echo "  cold tar with --fill / warm tar: $(awk -v a="$cold" -v b="$warm" 'BEGIN { printf "%.2f", a / b }')x (goal <= 2.5x); fill after the warm tars: $fillstate"

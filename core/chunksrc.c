@@ -418,6 +418,16 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 			src->stats.lru_hits++;
 		/* a get joining a fetch under way is not counted as demand:
 		 * background work starting now does not delay that fetch */
+		if (!e->ready && e->err == 0 && !background) {
+			struct timespec t0, t1;
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			while (!e->ready && e->err == 0)
+				pthread_cond_wait(&src->done, &src->lock);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			src->stats.demand_joins++;
+			src->stats.demand_join_wait_us +=
+				(uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+		}
 		while (!e->ready && e->err == 0)
 			pthread_cond_wait(&src->done, &src->lock);
 		if (e->ready) {
@@ -445,6 +455,7 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 	e->hnext = src->buckets[b];
 	src->buckets[b] = e;
 	src->demand += dm;
+	src->stats.demand_fetches += dm;
 	pthread_mutex_unlock(&src->lock);
 
 	/* the file and the decoded chunk, for as long as the fetch runs */
@@ -602,12 +613,14 @@ int ca_chunksrc_get_background(struct ca_chunksrc *src, const uint8_t id[CA_CHUN
 	return get_flags(src, id, size, flags | CA_CHUNKSRC_BACKGROUND, ret);
 }
 
-void ca_chunksrc_wait_no_demand(struct ca_chunksrc *src)
+bool ca_chunksrc_wait_no_demand(struct ca_chunksrc *src)
 {
 	pthread_mutex_lock(&src->lock);
+	bool waited = src->demand > 0;
 	while (src->demand > 0)
 		pthread_cond_wait(&src->done, &src->lock);
 	pthread_mutex_unlock(&src->lock);
+	return waited;
 }
 
 static uint64_t ra_cost(uint64_t size)

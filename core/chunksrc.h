@@ -67,6 +67,12 @@ struct ca_chunksrc;
 struct ca_chunksrc_stats {
 	uint64_t lru_hits, cache_hits, fetched_chunks, fetched_bytes, errors, corrupt;
 	uint64_t ra_decoded; /* chunks the read-ahead threads decoded into the LRU */
+	/* demand gets (not background) that were not LRU hits: those that
+	 * ran a fetch of their own (cache or backends), those that waited
+	 * for one under way (a fill's, a read-ahead's, another reader's),
+	 * and how long they waited in all: where a reader's time goes
+	 * beside a background fill */
+	uint64_t demand_fetches, demand_joins, demand_join_wait_us;
 };
 
 /* lru_bytes bounds the memory LRU (0 disables it). */
@@ -119,8 +125,9 @@ void *ca_chunksrc_backend(const struct ca_chunksrc *src, size_t i, const struct 
 #define CA_CHUNKSRC_LRU_COLD 2u   /* enters the LRU at the end evicted first */
 int ca_chunksrc_get_background(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size,
                                unsigned flags, const struct ca_chunk **ret);
-/* Block while a demand get runs a fetch (returns at once when none). */
-void ca_chunksrc_wait_no_demand(struct ca_chunksrc *src);
+/* Block while a demand get runs a fetch (returns at once when none);
+ * true if it had to wait. */
+bool ca_chunksrc_wait_no_demand(struct ca_chunksrc *src);
 
 /* Read-ahead of a chunk a reader will want soon (size as get's): starts
  * its download (as prefetch), and has one of the chunk source's own

@@ -84,7 +84,11 @@ static void *worker(void *arg)
 			done(p, i, fill, 0);
 			continue;
 		}
-		ca_chunksrc_wait_no_demand(p->src);
+		if (ca_chunksrc_wait_no_demand(p->src)) {
+			pthread_mutex_lock(&p->lock);
+			p->st.waits++;
+			pthread_mutex_unlock(&p->lock);
+		}
 		if (atomic_load(&p->stop)) {
 			pthread_mutex_lock(&p->lock);
 			p->running--;

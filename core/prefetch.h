@@ -42,6 +42,7 @@ struct ca_prefetch_stats {
 	uint64_t fill_bytes, fill_done_bytes;         /* their (decompressed) sizes */
 	uint64_t errors;                              /* background fetches that failed */
 	bool finished;                                /* nothing left to do */
+	uint64_t waits;                               /* fetches that first waited for a demand read's */
 };
 
 /* Start the workers over idx's chunks through src (both borrowed: they

@@ -184,9 +184,10 @@ static size_t prefetch_stats_text(struct ca_prefetch *p, char *buf, size_t len)
 	                 "fill_chunks_done: %" PRIu64 "\n"
 	                 "fill_bytes: %" PRIu64 "\n"
 	                 "fill_bytes_done: %" PRIu64 "\n"
-	                 "background_errors: %" PRIu64 "\n",
+	                 "background_errors: %" PRIu64 "\n"
+	                 "background_waits: %" PRIu64 "\n",
 	                 s.profile_chunks, s.profile_done, fill, s.fill_chunks, s.fill_done, s.fill_bytes,
-	                 s.fill_done_bytes, s.errors);
+	                 s.fill_done_bytes, s.errors, s.waits);
 	return n < 0 ? 0 : (size_t)n >= len ? len - 1 : (size_t)n;
 }
 
@@ -228,7 +229,12 @@ size_t cafs_fs_stats_text(struct cafs_fs *fs, char *buf, size_t len)
 		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
 	}
 	if (used + 1 < len) {
-		n = snprintf(buf + used, len - used, "readahead_decoded: %" PRIu64 "\n", s.ra_decoded);
+		n = snprintf(buf + used, len - used,
+		             "readahead_decoded: %" PRIu64 "\n"
+		             "demand_fetches: %" PRIu64 "\n"
+		             "demand_joins: %" PRIu64 "\n"
+		             "demand_join_wait_ms: %" PRIu64 "\n",
+		             s.ra_decoded, s.demand_fetches, s.demand_joins, s.demand_join_wait_us / 1000);
 		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
 	}
 	struct ca_failover *g;
