@@ -162,8 +162,11 @@ int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *cfg = NULL;
-	char *fsname = escape_opt(o->fsname), *opts = NULL, *canon = NULL;
+	char *fsname = escape_opt(o->fsname), *opts = NULL;
 	int r = -ENOMEM;
+	/* canonical, as mountinfo shows it; before the mount, which would make
+	 * realpath wait for the INIT reply */
+	char *canon = o->kernel_readahead_kb ? realpath(mountpoint, NULL) : NULL;
 
 	if (!fsname || asprintf(&opts, "ro,default_permissions,subtype=cafs,fsname=%s%s%s%s", fsname,
 	                        o->allow_other ? ",allow_other" : "", o->fuse_opts ? "," : "",
@@ -183,9 +186,6 @@ int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_
 		ca_log_error("mount: %s: invalid mount options", o->fuse_opts ? o->fuse_opts : opts);
 		goto out_args;
 	}
-	/* canonical, as mountinfo shows it; before the mount, which would make
-	 * realpath wait for the INIT reply */
-	canon = o->kernel_readahead_kb ? realpath(mountpoint, NULL) : NULL;
 	struct stopper st;
 	if ((r = stopper_start(&st, se)) < 0) {
 		ca_log_error_errno(r, "mount: cannot set up signal handling");
