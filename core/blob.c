@@ -103,3 +103,59 @@ ssize_t ca_blob_read(struct ca_blob *b, void *buf, size_t len, uint64_t off)
 	}
 	return (ssize_t)done;
 }
+
+void ca_blob_put_spans(struct ca_blob *b, struct ca_blob_span *spans, size_t n)
+{
+	for (size_t i = 0; spans && i < n; i++)
+		ca_chunksrc_put(b->src, spans[i].chunk);
+	free(spans);
+}
+
+int ca_blob_get_spans(struct ca_blob *b, uint64_t off, size_t len, struct ca_blob_span **ret_spans, size_t *ret_n)
+{
+	struct ca_blob_span *spans = NULL;
+	size_t n = 0;
+	int r = 0;
+	*ret_spans = NULL;
+	*ret_n = 0;
+	if (off >= b->size || len == 0)
+		return 0;
+	if (len > b->size - off)
+		len = b->size - off;
+	ssize_t first = ca_index_find(b->idx, off), last = ca_index_find(b->idx, off + len - 1);
+	if (first < 0 || last < first)
+		return first < 0 ? (int)first : last < 0 ? (int)last : -EBADMSG;
+	spans = calloc((size_t)(last - first + 1), sizeof(*spans));
+	if (!spans)
+		return -ENOMEM;
+	uint64_t fstart, fend;
+	ca_index_chunk(b->idx, first, &fstart, &fend, NULL);
+	if (off + len > fend)
+		ca_blob_readahead(b, fend, off + len - fend);
+	for (ssize_t i = first; i <= last; i++) {
+		uint64_t start, end;
+		const uint8_t *id;
+		ca_index_chunk(b->idx, i, &start, &end, &id);
+		r = ca_chunksrc_get(b->src, id, end - start, &spans[n].chunk);
+		if (r < 0) {
+			r = ca_blob_chunk_errno(r);
+			goto fail;
+		}
+		n++;
+		/* a chunk the LRU kept from another index entry of the same id
+		 * but another size (a lying index) must not be read past */
+		if (spans[n - 1].chunk->size != end - start) {
+			r = -EUCLEAN;
+			goto fail;
+		}
+		uint64_t from = off > start ? off : start, to = off + len < end ? off + len : end;
+		spans[n - 1].data = spans[n - 1].chunk->data + (from - start);
+		spans[n - 1].len = (size_t)(to - from);
+	}
+	*ret_spans = spans;
+	*ret_n = n;
+	return 0;
+fail:
+	ca_blob_put_spans(b, spans, n);
+	return r;
+}

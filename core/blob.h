@@ -39,4 +39,19 @@ int ca_blob_chunk_errno(int r);
 /* Hint: [off, off+len) will be read soon; start fetching it. Never blocks on I/O. */
 void ca_blob_readahead(struct ca_blob *b, uint64_t off, uint64_t len);
 
+/* The chunks that hold [off, off+len), for a reader that hands their bytes
+ * on without copying them (the mount's reply to a read): *ret_n spans in
+ * order (*ret_spans, malloc'd), covering the range clamped to the image
+ * (none at or past its end). Each span holds a reference to its chunk, so
+ * its bytes stay valid until ca_blob_put_spans, whatever the LRU evicts.
+ * Errors as ca_blob_read's; on error no reference is held. */
+struct ca_blob_span {
+	const struct ca_chunk *chunk;
+	const uint8_t *data; /* inside chunk->data */
+	size_t len;
+};
+int ca_blob_get_spans(struct ca_blob *b, uint64_t off, size_t len, struct ca_blob_span **ret_spans, size_t *ret_n);
+/* Drop the references and free spans (accepts NULL). */
+void ca_blob_put_spans(struct ca_blob *b, struct ca_blob_span *spans, size_t n);
+
 #endif

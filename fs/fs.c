@@ -13,7 +13,9 @@
 #include <string.h>
 #include <linux/fs.h>
 #include <sys/statvfs.h>
+#include <sys/uio.h>
 
+#include "blob.h"
 #include "failover.h"
 #include "fs_private.h"
 #include "log.h"
@@ -281,8 +283,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct cafs_fs *fs = userdata;
 	/* The largest reads the kernel offers (1 MiB with max_pages) and its
-	 * own readahead as far as it goes: both mean fewer round trips. */
-	conn->max_readahead = conn->max_readahead ? conn->max_readahead : UINT32_MAX;
+	 * own readahead as far as it goes: both mean fewer round trips. The
+	 * kernel offers what its readahead was when it sent INIT (128 KiB) and
+	 * keeps the smaller of our answer and what it is now: no limit here,
+	 * so the window session.c set after the mount stays. */
+	conn->max_readahead = UINT32_MAX;
 	/* The kernel's async reads (readahead) queue behind max_background
 	 * requests (default 12): let more wait on downloads at once. */
 	conn->max_background = 64;
@@ -584,6 +589,35 @@ static void maybe_readahead(struct cafs_fs *fs, struct cafs_node *n, uint64_t of
 		fs->img.readahead(fs->img.userdata, n->data_off + have, want - have);
 }
 
+/* Reply with the chunks' own bytes, one iovec each, no copy: the chunk
+ * source's references keep them alive until the reply is written. Returns
+ * the bytes sent, or a negative errno with nothing sent. */
+static ssize_t reply_spans(fuse_req_t req, struct ca_blob *blob, uint64_t off, size_t size)
+{
+	struct ca_blob_span *spans;
+	size_t n, total = 0;
+	int r = ca_blob_get_spans(blob, off, size, &spans, &n);
+	if (r < 0)
+		return r;
+	struct iovec stack[32], *iov = n <= 32 ? stack : calloc(n, sizeof(*iov));
+	if (!iov) {
+		ca_blob_put_spans(blob, spans, n);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		iov[i] = (struct iovec){ .iov_base = (void *)spans[i].data, .iov_len = spans[i].len };
+		total += spans[i].len;
+	}
+	if (total < size)
+		r = -EBADMSG; /* the image ends inside a file: a lying archive */
+	else
+		fuse_reply_iov(req, iov, (int)n);
+	if (iov != stack)
+		free(iov);
+	ca_blob_put_spans(blob, spans, n);
+	return r < 0 ? r : (ssize_t)total;
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct cafs_fs *fs = fs_of(req);
@@ -606,19 +640,24 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	}
 	if (size > fsize - (uint64_t)off)
 		size = (size_t)(fsize - (uint64_t)off);
-	char *buf = malloc(size);
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
 	maybe_readahead(fs, n, (uint64_t)off, (uint64_t)off + size);
+	struct ca_blob *blob = ca_image_blob(fs->im);
+	char *buf = NULL;
 	ssize_t k;
-	if (n->cn && fs->ra)
-		k = ca_catar_ra_read(fs->ra, n->cn, buf, size, (uint64_t)off);
-	else
-		k = fs->img.read(fs->img.userdata, buf, size, n->data_off + (uint64_t)off);
-	if (k >= 0 && (size_t)k < size)
-		k = -EBADMSG; /* the image ends inside a file: a lying archive */
+	if (blob && !(n->cn && fs->ra)) {
+		k = reply_spans(req, blob, n->data_off + (uint64_t)off, size);
+	} else if (!(buf = malloc(size))) {
+		k = -ENOMEM;
+	} else {
+		if (n->cn && fs->ra)
+			k = ca_catar_ra_read(fs->ra, n->cn, buf, size, (uint64_t)off);
+		else
+			k = fs->img.read(fs->img.userdata, buf, size, n->data_off + (uint64_t)off);
+		if (k >= 0 && (size_t)k < size)
+			k = -EBADMSG; /* the image ends inside a file: a lying archive */
+		if (k >= 0)
+			fuse_reply_buf(req, buf, (size_t)k);
+	}
 	COUNT(fs, reads, 1);
 	if (k < 0) {
 		COUNT(fs, read_errors, 1);
@@ -626,7 +665,6 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 		fuse_reply_err(req, cafs_fs_errno((int)k));
 	} else {
 		COUNT(fs, bytes_read, (uint64_t)k);
-		fuse_reply_buf(req, buf, (size_t)k);
 		if (fs->o.record)
 			ca_profile_rec_read(fs->o.record, fs->tree ? n->ino - 1 : UINT64_MAX, n->data_off, (uint64_t)off,
 			                    (uint64_t)k);

@@ -15,7 +15,7 @@
  * long time (entries, attributes, negative lookups, page cache, readdir).
  *
  * Threads: the ops run on libfuse's worker threads, any number at once. A
- * read that needs chunks blocks its worker in ca_blob_read (the chunk
+ * read that needs chunks blocks its worker in ca_blob_get_spans (the chunk
  * source shares one fetch among all waiters); mount.c sizes the worker pool
  * so blocked readers cannot starve lookups. The fs object itself is
  * immutable after creation except for atomic counters and the inode table
@@ -73,7 +73,16 @@ struct cafs_serve_opts {
 	const char *fuse_opts; /* more -o options for libfuse, comma-separated; may be NULL */
 	bool allow_other;      /* let other users in (the kernel checks permissions) */
 	unsigned max_threads;  /* FUSE workers: readers blocked on downloads must leave room */
+	/* Raise the kernel's readahead of the mount to this many KiB (root
+	 * only, best effort; 0 keeps the kernel's 128 KiB). The kernel reads
+	 * a FUSE file in requests no larger than that window, up to 1 MiB. */
+	unsigned kernel_readahead_kb;
 };
+
+/* For a blob mount: a sequential reader's request is then 1 MiB, not
+ * 128 KiB (one wake-up and one reply where there were eight), and a
+ * random mmap fault's read-around is at most 1 MiB of chunks. */
+#define CAFS_BLOB_KERNEL_READAHEAD_KB 1024
 
 /* Mount fs read-only on mountpoint and serve it until it is unmounted or
  * SIGINT/SIGTERM/SIGHUP arrives; then unmount. Returns 0 after a clean

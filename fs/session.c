@@ -43,6 +43,57 @@ static char *escape_opt(const char *s)
 	return out;
 }
 
+/* mountinfo's escapes (\040 for a space, ...) undone in place */
+static void unescape_octal(char *s)
+{
+	char *o = s;
+	for (; *s; s++, o++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*o = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*o = *s;
+		}
+	}
+	*o = 0;
+}
+
+/* Raise the kernel readahead of the mount at path (canonical) to kb
+ * through its backing device in sysfs: the INIT reply can only lower it
+ * (the kernel keeps the smaller of the two; op_init sets no limit), so it
+ * is done between the mount and that reply. Best effort: only root may,
+ * and a kernel without the file keeps its default. The mount is found in
+ * mountinfo, not with stat, which would wait for the INIT we have not
+ * answered yet. */
+static void raise_kernel_readahead(const char *path, unsigned kb)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096], dev[32] = "", mp[4096];
+	unsigned maj, min;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*s %*s %u:%u %*s %4095s", &maj, &min, mp) == 3) {
+			unescape_octal(mp);
+			if (!strcmp(mp, path))
+				snprintf(dev, sizeof(dev), "%u:%u", maj, min); /* the last one is on top */
+		}
+	fclose(f);
+	if (!*dev)
+		return;
+	char sys[96];
+	snprintf(sys, sizeof(sys), "/sys/class/bdi/%s/read_ahead_kb", dev);
+	f = fopen(sys, "r+e");
+	unsigned now = 0;
+	if (f && fscanf(f, "%u", &now) == 1 && now < kb) {
+		rewind(f);
+		if (fprintf(f, "%u\n", kb) < 0 || fflush(f) != 0)
+			ca_log_debug("mount: cannot raise the kernel readahead (%s)", sys);
+	}
+	if (f)
+		fclose(f);
+}
+
 int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_serve_opts *o)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
@@ -50,6 +101,9 @@ int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_
 	struct fuse_loop_config *cfg = NULL;
 	char *fsname = escape_opt(o->fsname), *opts = NULL;
 	int r = -ENOMEM;
+	/* canonical, as mountinfo shows it; before the mount, which would make
+	 * realpath wait for the INIT reply */
+	char *canon = o->kernel_readahead_kb ? realpath(mountpoint, NULL) : NULL;
 
 	if (!fsname || asprintf(&opts, "ro,default_permissions,subtype=cafs,fsname=%s%s%s%s", fsname,
 	                        o->allow_other ? ",allow_other" : "", o->fuse_opts ? "," : "",
@@ -80,6 +134,8 @@ int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_
 		r = -EINVAL;
 		goto out_signals;
 	}
+	if (canon)
+		raise_kernel_readahead(canon, o->kernel_readahead_kb);
 	cfg = fuse_loop_cfg_create();
 	if (!cfg) {
 		r = ca_log_error_errno(ENOMEM, "mount");
@@ -102,6 +158,7 @@ out_signals:
 out_session:
 	fuse_session_destroy(se);
 out_args:
+	free(canon);
 	fuse_opt_free_args(&args);
 	free(opts);
 	free(fsname);

@@ -558,6 +558,10 @@ static int run(const struct mount_args *a, struct daemon *d)
 		.max_threads = a->threads,
 	};
 	int r = fsname ? image_open(a, d, &im) : ca_log_error_errno(ENOMEM, "mount");
+	/* a blob is read in bulk (dd, a loop device): larger kernel reads;
+	 * a tree's files keep the default, so a partial read stays partial */
+	if (r == 0 && ca_image_kind(im.im) == CA_IMAGE_BLOB_INDEX)
+		so.kernel_readahead_kb = CAFS_BLOB_KERNEL_READAHEAD_KB;
 	if (r == 0)
 		r = cafs_fs_serve(im.fs, a->mountpoint, &so);
 	if (r == 0 && im.rec)
