@@ -115,7 +115,9 @@ unsigned ca_catar_dec_depth(const struct ca_catar_dec *d)
 	return d->cur_depth;
 }
 
-ssize_t ca_catar_dec_peek_payload(struct ca_catar_dec *d, size_t len, const void **ret)
+/* How much of len the current payload can give: its error, -EINVAL when
+ * not in a payload, 0 at its end. */
+static ssize_t payload_span(const struct ca_catar_dec *d, size_t len)
 {
 	if (d->error)
 		return d->error;
@@ -123,8 +125,15 @@ ssize_t ca_catar_dec_peek_payload(struct ca_catar_dec *d, size_t len, const void
 		return -EINVAL;
 	if (len > d->payload_left)
 		len = (size_t)d->payload_left;
-	if (len == 0)
-		return 0;
+	return (ssize_t)len;
+}
+
+ssize_t ca_catar_dec_peek_payload(struct ca_catar_dec *d, size_t len, const void **ret)
+{
+	ssize_t n = payload_span(d, len);
+	if (n <= 0)
+		return n;
+	len = (size_t)n;
 	size_t avail = d->len - d->at;
 	if (avail > 0) {
 		if (len > avail)
@@ -561,14 +570,10 @@ int ca_catar_dec_next(struct ca_catar_dec *d, const struct ca_catar_node **ret_n
 
 ssize_t ca_catar_dec_read_payload(struct ca_catar_dec *d, void *buf, size_t len)
 {
-	if (d->error)
-		return d->error;
-	if (d->state != ST_IN_PAYLOAD)
-		return -EINVAL;
-	if (len > d->payload_left)
-		len = (size_t)d->payload_left;
-	if (len == 0)
-		return 0;
+	ssize_t n = payload_span(d, len);
+	if (n <= 0)
+		return n;
+	len = (size_t)n;
 	size_t avail = d->len - d->at;
 	if (avail > 0) {
 		if (len > avail)

@@ -575,6 +575,19 @@ static ssize_t blob_read(void *userdata, void *buf, size_t len, uint64_t off)
 	return ca_blob_read(userdata, buf, len, off);
 }
 
+/* The sidecar's bytes as the file beside the index at index_path, with
+ * the index's mode (a private image keeps a private sidecar). */
+static int write_beside(const char *index_path, const struct ca_buf *out)
+{
+	struct stat st;
+	char *name = ca_sidecar_name_for(index_path);
+	if (!name)
+		return -ENOMEM;
+	int r = ca_sidecar_write(name, out->data, out->size, stat(index_path, &st) == 0 ? st.st_mode : 0644);
+	free(name);
+	return r;
+}
+
 int ca_sidecar_make_local(const char *index_path, const char *store)
 {
 	struct ca_index *idx = NULL;
@@ -582,10 +595,9 @@ int ca_sidecar_make_local(const char *index_path, const char *store)
 	struct ca_chunksrc *src = NULL;
 	struct ca_blob *blob = NULL;
 	struct ca_buf out = CA_BUF_INIT;
-	char *def = NULL, *name = NULL;
+	char *def = NULL;
 	uint8_t digest[CA_CHUNK_ID_SIZE];
 	size_t isize;
-	struct stat s;
 	int r = ca_index_open(index_path, &idx);
 	if (r < 0)
 		goto out;
@@ -614,18 +626,11 @@ int ca_sidecar_make_local(const char *index_path, const char *store)
 	struct ca_catar_source cs = { .read = blob_read, .userdata = blob, .size = ca_blob_size(blob),
 		                      .index_flags = ca_index_feature_flags(idx) };
 	r = ca_sidecar_build(&cs, digest, &out);
-	if (r < 0)
-		goto out;
-	name = ca_sidecar_name_for(index_path);
-	if (!name) {
-		r = -ENOMEM;
-		goto out;
-	}
-	r = ca_sidecar_write(name, out.data, out.size, stat(index_path, &s) == 0 ? s.st_mode : 0644);
+	if (r == 0)
+		r = write_beside(index_path, &out);
 out:
 	if (r < 0)
 		ca_log_error_errno(r, "%s: metadata sidecar", index_path);
-	free(name);
 	ca_buf_release(&out);
 	ca_blob_free(blob);
 	ca_chunksrc_free(src);
@@ -752,10 +757,8 @@ int ca_sidecar_stream_write_local(struct ca_sidecar_stream *s, const char *index
 {
 	struct ca_index *idx = NULL;
 	struct ca_buf out = CA_BUF_INIT;
-	char *name = NULL;
 	uint8_t digest[CA_CHUNK_ID_SIZE];
 	size_t isize;
-	struct stat st;
 	int r = ca_index_open(index_path, &idx);
 	if (r < 0)
 		goto out;
@@ -763,18 +766,11 @@ int ca_sidecar_stream_write_local(struct ca_sidecar_stream *s, const char *index
 	r = ca_sidecar_index_digest(bytes, isize, digest);
 	if (r == 0)
 		r = ca_sidecar_stream_finish(s, digest, archive_size, &out);
-	if (r < 0)
-		goto out;
-	name = ca_sidecar_name_for(index_path);
-	if (!name) {
-		r = -ENOMEM;
-		goto out;
-	}
-	r = ca_sidecar_write(name, out.data, out.size, stat(index_path, &st) == 0 ? st.st_mode : 0644);
+	if (r == 0)
+		r = write_beside(index_path, &out);
 out:
 	if (r < 0)
 		ca_log_error_errno(r, "%s: metadata sidecar", index_path);
-	free(name);
 	ca_buf_release(&out);
 	ca_index_free(idx);
 	return r;
