@@ -128,33 +128,49 @@ static ssize_t payload_span(const struct ca_catar_dec *d, size_t len)
 	return (ssize_t)len;
 }
 
+/* Up to *len bytes of the payload still in the window (advanced past;
+ * *len cut to what it holds), or NULL when the window is used up. */
+static const uint8_t *from_window(struct ca_catar_dec *d, size_t *len)
+{
+	size_t avail = d->len - d->at;
+	if (avail == 0)
+		return NULL;
+	if (*len > avail)
+		*len = avail;
+	const uint8_t *p = d->buf + d->at;
+	d->at += *len;
+	d->payload_left -= *len;
+	return p;
+}
+
+/* What the source gave past the window (k bytes, or its error, or 0: the
+ * archive ends inside the payload), accounted for. */
+static ssize_t past_window(struct ca_catar_dec *d, ssize_t k)
+{
+	if (k <= 0) {
+		d->error = k < 0 ? (int)k : ca_catar_corrupt("PAYLOAD", pos(d), "the archive ends inside it");
+		return d->error;
+	}
+	d->base += (size_t)k;
+	d->payload_left -= (size_t)k;
+	return k;
+}
+
 ssize_t ca_catar_dec_peek_payload(struct ca_catar_dec *d, size_t len, const void **ret)
 {
 	ssize_t n = payload_span(d, len);
 	if (n <= 0)
 		return n;
 	len = (size_t)n;
-	size_t avail = d->len - d->at;
-	if (avail > 0) {
-		if (len > avail)
-			len = avail;
-		*ret = d->buf + d->at;
-		d->at += len;
-	} else {
-		if (!d->src.peek)
-			return -EOPNOTSUPP;
-		ssize_t k = d->src.peek(d->src.userdata, len, pos(d), ret);
-		if (k == -EOPNOTSUPP)
-			return k;
-		if (k <= 0) {
-			d->error = k < 0 ? (int)k : ca_catar_corrupt("PAYLOAD", pos(d), "the archive ends inside it");
-			return d->error;
-		}
-		len = (size_t)k;
-		d->base += len;
+	const uint8_t *w = from_window(d, &len);
+	if (w) {
+		*ret = w;
+		return (ssize_t)len;
 	}
-	d->payload_left -= len;
-	return (ssize_t)len;
+	if (!d->src.peek)
+		return -EOPNOTSUPP;
+	ssize_t k = d->src.peek(d->src.userdata, len, pos(d), ret);
+	return k == -EOPNOTSUPP ? k : past_window(d, k);
 }
 
 uint64_t ca_catar_dec_offset(const struct ca_catar_dec *d)
@@ -574,22 +590,11 @@ ssize_t ca_catar_dec_read_payload(struct ca_catar_dec *d, void *buf, size_t len)
 	if (n <= 0)
 		return n;
 	len = (size_t)n;
-	size_t avail = d->len - d->at;
-	if (avail > 0) {
-		if (len > avail)
-			len = avail;
-		memcpy(buf, d->buf + d->at, len);
-		d->at += len;
-	} else {
-		/* past the window: read straight into the caller's buffer */
-		ssize_t k = d->src.read(d->src.userdata, buf, len, pos(d));
-		if (k <= 0) {
-			d->error = k < 0 ? (int)k : ca_catar_corrupt("PAYLOAD", pos(d), "the archive ends inside it");
-			return d->error;
-		}
-		len = (size_t)k;
-		d->base += len;
+	const uint8_t *w = from_window(d, &len);
+	if (w) {
+		memcpy(buf, w, len);
+		return (ssize_t)len;
 	}
-	d->payload_left -= len;
-	return (ssize_t)len;
+	/* past the window: read straight into the caller's buffer */
+	return past_window(d, d->src.read(d->src.userdata, buf, len, pos(d)));
 }
