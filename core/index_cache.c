@@ -26,18 +26,24 @@
 /* as source.c: an index is 40 bytes a chunk, so this is a huge image */
 #define INDEX_MAX ((size_t)1 << 30)
 
+static int sha256_hex(const void *data, size_t size, char hex[2 * CA_CHUNK_ID_SIZE + 1])
+{
+	struct ca_digest *d = NULL;
+	uint8_t h[CA_CHUNK_ID_SIZE];
+	int r = ca_digest_new(CA_DIGEST_SHA256, &d);
+	if (r == 0)
+		r = ca_digest_once(d, data, size, h);
+	ca_digest_free(d);
+	if (r == 0)
+		ca_id_to_hex(h, hex);
+	return r;
+}
+
 char *ca_index_cache_path(const char *cache_dir, const char *url, const char *suffix)
 {
-	struct ca_digest *d;
-	uint8_t h[CA_CHUNK_ID_SIZE];
 	char hex[2 * CA_CHUNK_ID_SIZE + 1], *r = NULL;
-	if (ca_digest_new(CA_DIGEST_SHA256, &d) < 0)
+	if (sha256_hex(url, strlen(url), hex) < 0)
 		return NULL;
-	int k = ca_digest_once(d, url, strlen(url), h);
-	ca_digest_free(d);
-	if (k < 0)
-		return NULL;
-	ca_id_to_hex(h, hex);
 	return asprintf(&r, "%s/indexes/%s%s", cache_dir, hex, suffix) < 0 ? NULL : r;
 }
 
@@ -89,18 +95,6 @@ static int read_kept(const char *cache_dir, const char *url, const char *suffix,
  * the other's bytes. */
 #define VALIDATOR_SUFFIX ".validator"
 
-static int sha256_hex(const void *data, size_t size, char hex[2 * CA_CHUNK_ID_SIZE + 1])
-{
-	struct ca_digest *d;
-	uint8_t h[CA_CHUNK_ID_SIZE];
-	int r = ca_digest_new(CA_DIGEST_SHA256, &d);
-	if (r == 0)
-		r = ca_digest_once(d, data, size, h);
-	ca_digest_free(d);
-	if (r == 0)
-		ca_id_to_hex(h, hex);
-	return r;
-}
 
 static char *validator_path(const char *cache_dir, const char *url, const char *suffix)
 {
