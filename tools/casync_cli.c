@@ -18,6 +18,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -957,6 +958,27 @@ out:
 	return r;
 }
 
+/* 1 when directory path holds nothing but . and .., 0 when it holds
+ * something, or a negative errno. */
+static int dir_is_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int r = 1;
+	if (!d)
+		return -errno;
+	errno = 0;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			r = 0;
+			break;
+		}
+	if (r == 1 && errno)
+		r = -errno;
+	closedir(d);
+	return r;
+}
+
 static int verb_extract(const struct casync_args *a, char **pos, int npos)
 {
 	struct strv out = { 0 };
@@ -977,9 +999,19 @@ static int verb_extract(const struct casync_args *a, char **pos, int npos)
 		if (w == WHAT_ANY)
 			return usage(a, "%s: input must end in .catar, .caidx or .caibx", in);
 	}
-	/* as casync: an archive into the current directory, a blob to stdout */
-	if (!dest && (w == WHAT_ARCHIVE || w == WHAT_ARCHIVE_INDEX))
+	/* as casync: an archive into the current directory, a blob to stdout;
+	 * but casync's --delete=yes would then remove whatever the current
+	 * directory held (a workspace, a home): unless it is empty, it must be
+	 * named (cafs(1), CASYNC COMPATIBILITY) */
+	if (!dest && (w == WHAT_ARCHIVE || w == WHAT_ARCHIVE_INDEX)) {
 		dest = ".";
+		r = dir_is_empty(dest);
+		if (r < 0)
+			return ca_log_error_errno(r, "current directory"), 1;
+		if (r == 0)
+			return usage(a, "extract: no output directory given, and the current directory is not empty: "
+			                "name it ('.') to extract into it (and delete what the archive does not hold)");
+	}
 	if (dest && !strcmp(dest, "-"))
 		dest = NULL;
 	/* what the output is decides when nothing else did */

@@ -462,11 +462,13 @@ static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind k
 	r = ca_image_open(a->in, &io, &im);
 	if (r < 0)
 		goto out;
-	if (a->n_seeds > 0 || a->cache) {
-		if (!ca_image_index(im)) {
-			r = ca_log_error_errno(EINVAL, "%s: --seed and --cache need an index (.caidx), not a .catar", a->in);
-			goto out;
-		}
+	if (a->cache && !ca_image_index(im)) {
+		r = ca_log_error_errno(EINVAL, "%s: --cache needs an index (.caidx), not a .catar", a->in);
+		goto out;
+	}
+	/* a .catar has no chunks to take from seeds: as casync, its seed
+	 * directories serve only --hardlink and --reflink, after the extract */
+	if ((a->n_seeds > 0 && ca_image_index(im)) || a->cache) {
 		/* a blob's chunks found in seed files are cloned from them
 		 * where the file system can (casync's --reflink=yes) */
 		if (kind == CA_IMAGE_BLOB_INDEX && a->n_seeds > 0 && !a->no_reflink &&
@@ -494,7 +496,7 @@ static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind k
 	if (r == 0 && (a->hardlink || !a->no_reflink) && kind != CA_IMAGE_BLOB_INDEX && a->n_seeds > 0) {
 		struct ca_seed_tree_stats hs;
 		struct ca_seed_tree_opts so = { .hardlink = a->hardlink, .reflink = !a->no_reflink,
-		                                .feature_flags = ca_index_feature_flags(ca_image_index(im)),
+		                                .feature_flags = ca_image_feature_flags(im),
 		                                .subtree = a->path };
 		r = ca_seed_tree_apply(a->out, a->seeds, a->n_seeds, &so, &hs);
 		if (r == 0 && hs.linked_files)
