@@ -390,12 +390,15 @@ int ca_image_make(const char *out, const char *input, const struct ca_image_make
 	return r;
 }
 
-int ca_image_digest_dir(const char *dir, const volatile sig_atomic_t *cancel, uint8_t ret_digest[CA_CHUNK_ID_SIZE])
+int ca_image_digest_dir(const char *dir, enum ca_digest_type digest, const volatile sig_atomic_t *cancel,
+                        uint8_t ret_digest[CA_CHUNK_ID_SIZE])
 {
 	struct ca_image_make_opts o;
 	ca_image_make_opts_init(&o);
 	o.cancel = cancel;
-	struct make_ctx c = { .in_name = dir, .o = &o, .flags = CA_FORMAT_DEFAULT };
+	/* the digest type is a feature flag: it changes the stream, not only its hash */
+	uint64_t flags = digest == CA_DIGEST_SHA256 ? CA_FORMAT_DEFAULT & ~CA_FORMAT_SHA512_256 : CA_FORMAT_DEFAULT;
+	struct make_ctx c = { .in_name = dir, .o = &o, .flags = flags };
 	bool is_stdin;
 	c.in_fd = open_input(dir, false, &is_stdin);
 	if (c.in_fd < 0)

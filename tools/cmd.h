@@ -136,9 +136,10 @@ int cafs_extract_cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx
 void cafs_extract_seed_cleanup(char *tmp); /* removes and frees; accepts NULL */
 
 /* cmd_tree_make.c: print the digest casync digest would for a directory or an
- * archive(-index), or sub inside the archive (NULL: all of it). */
+ * archive(-index), or sub inside the archive (NULL: all of it); t (--digest)
+ * for a directory (an archive's own flags say its digest). */
 int cafs_digest_tree(const char *path, char **stores, size_t n_stores, const char *sub,
-                     const struct cafs_trusted_keys *tk);
+                     const struct cafs_trusted_keys *tk, enum ca_digest_type t);
 /* cmd_tree_read.c: decode and validate an archive (.catar, .caidx) and print
  * the digest of its stream, as casync digest does; with sub, of that
  * directory's stream or that file's contents. 0 or an exit code. */

@@ -446,7 +446,7 @@ static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind k
 	struct ca_image_opts io = { .stores = a->stores, .n_stores = a->n_stores,
 	                            .lru_bytes = kind == CA_IMAGE_BLOB_INDEX ? 0 : CA_IMAGE_EXTRACT_LRU,
 	                            .cache_mode = a->cache ? CA_CACHE_DIR : CA_CACHE_NONE, .cache_dir = a->cache,
-	                            .offline = a->offline, .http = &http };
+	                            .offline = a->offline, .http = &http, .sequential = !a->path };
 	struct ca_image *im = NULL;
 	struct ca_reflink *reflink = NULL;
 	struct cafs_progress prog = { .label = "extract" };
@@ -691,11 +691,11 @@ int cafs_cmd_digest(int argc, char **argv)
 		break;
 	case CA_IMAGE_ARCHIVE:
 	case CA_IMAGE_ARCHIVE_INDEX:
-		r = cafs_digest_tree(in, stores, n_stores, sub, &tk);
+		r = cafs_digest_tree(in, stores, n_stores, sub, &tk, t);
 		break;
 	default:
 		if (strcmp(in, "-") && stat(in, &st) == 0 && S_ISDIR(st.st_mode))
-			r = cafs_digest_tree(in, stores, n_stores, NULL, &tk);
+			r = cafs_digest_tree(in, stores, n_stores, NULL, &tk, t);
 		else
 			r = digest_file(in, t);
 	}

@@ -49,10 +49,14 @@ struct cache_args {
 	bool offline;
 };
 
+/* sequential: only the stream source will read (no PATH), so a remote
+ * .catar may be streamed from a server that ignores Range */
 static int archive_open_cached(struct archive *a, const char *path, char **stores, size_t n_stores,
-                               const struct cafs_trusted_keys *tk, bool no_readahead, const struct cache_args *c)
+                               const struct cafs_trusted_keys *tk, bool no_readahead, bool sequential,
+                               const struct cache_args *c)
 {
-	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores, .lru_bytes = CA_ARCHIVE_READER_LRU };
+	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores, .lru_bytes = CA_ARCHIVE_READER_LRU,
+	                            .sequential = sequential };
 	cafs_trusted_keys_apply(tk, &io);
 	if (c && c->dir) {
 		io.cache_mode = CA_CACHE_DIR;
@@ -68,9 +72,9 @@ static int archive_open_cached(struct archive *a, const char *path, char **store
 }
 
 static int archive_open(struct archive *a, const char *path, char **stores, size_t n_stores,
-                        const struct cafs_trusted_keys *tk, bool no_readahead)
+                        const struct cafs_trusted_keys *tk, bool no_readahead, bool sequential)
 {
-	return archive_open_cached(a, path, stores, n_stores, tk, no_readahead, NULL);
+	return archive_open_cached(a, path, stores, n_stores, tk, no_readahead, sequential, NULL);
 }
 
 static void archive_close(struct archive *a)
@@ -597,7 +601,7 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 		goto out;
 	}
 	/* list skips payloads: fetching them ahead would be waste */
-	r = archive_open_cached(&a, in, stores, n_stores, &tk, !mtree, &ca);
+	r = archive_open_cached(&a, in, stores, n_stores, &tk, !mtree, !sub, &ca);
 	if (r == 0 && mtree)
 		/* casync hashes contents with the archive's digest, and labels
 		 * the field after --digest (sha512256digest by default) */
@@ -770,7 +774,7 @@ int cafs_stat_archive(const char *in, char **stores, size_t n_stores, const char
 	struct ca_catar_ra_node *node = NULL;
 	struct ca_catar_source s;
 	uint8_t digest[CA_CHUNK_ID_SIZE], hl[CA_CHUNK_ID_SIZE];
-	int r = archive_open(&a, in, stores, n_stores, tk, true);
+	int r = archive_open(&a, in, stores, n_stores, tk, true, false);
 	if (r < 0)
 		goto out;
 	w.a = &a;
@@ -853,7 +857,7 @@ int cafs_digest_archive(const char *path, char **stores, size_t n_stores, const 
 	struct ca_catar_dec *d = NULL;
 	uint8_t out[CA_CHUNK_ID_SIZE], *buf = NULL;
 	struct ca_catar_source s;
-	int r = archive_open(&a, path, stores, n_stores, tk, false);
+	int r = archive_open(&a, path, stores, n_stores, tk, false, !(sub && *sub));
 	if (r < 0)
 		goto out;
 	if (sub && *sub) {
