@@ -119,7 +119,7 @@ static int s3_upload(const char *path, const char *url)
 	return r;
 }
 
-int cafs_cmd_make(int argc, char **argv)
+int cafs_make_parse(int argc, char **argv, struct ca_image_make_opts *ret, const char **ret_profile)
 {
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
@@ -142,18 +142,13 @@ int cafs_cmd_make(int argc, char **argv)
 		{}
 	};
 	struct ca_image_make_opts o;
-	struct cafs_progress prog = { .label = "make" };
-	struct ca_make_stats stats;
-	uint8_t digest[CA_CHUNK_ID_SIZE];
-	const char *out, *input, *profile = NULL;
-	struct ca_profile *prof = NULL;
 	int c, verbosity = 0;
 	uint64_t f;
 	bool *bp;
-	struct ca_store_writer *sw = NULL;
-	char *def_store = NULL, *tmp_dir = NULL;
 
 	ca_image_make_opts_init(&o);
+	*ret_profile = NULL;
+	optind = 0;
 	while ((c = getopt_long(argc, argv, "s:j:vqh", opts, NULL)) >= 0) {
 		switch (c) {
 		case 's':
@@ -198,7 +193,7 @@ int cafs_cmd_make(int argc, char **argv)
 				return cafs_usage_error("make", "invalid uid shift '%s'", optarg);
 			break;
 		case OPT_PROFILE:
-			profile = optarg;
+			*ret_profile = optarg;
 			break;
 		case OPT_UID_RANGE:
 			if (cafs_parse_uid_range(optarg, &o.uid_shift) < 0)
@@ -231,6 +226,23 @@ int cafs_cmd_make(int argc, char **argv)
 		}
 	}
 	cafs_set_verbosity(verbosity);
+	*ret = o;
+	return -1;
+}
+
+int cafs_cmd_make(int argc, char **argv)
+{
+	struct ca_image_make_opts o;
+	struct cafs_progress prog = { .label = "make" };
+	struct ca_make_stats stats;
+	uint8_t digest[CA_CHUNK_ID_SIZE];
+	const char *out, *input, *profile = NULL;
+	struct ca_profile *prof = NULL;
+	struct ca_store_writer *sw = NULL;
+	char *def_store = NULL, *tmp_dir = NULL;
+	int e = cafs_make_parse(argc, argv, &o, &profile);
+	if (e >= 0)
+		return e;
 	if (argc - optind != 2)
 		return cafs_usage_error("make", "expected OUT and INPUT");
 	out = argv[optind];
