@@ -478,7 +478,10 @@ s.serve_forever()' "$FX" >"$PY_LOG.port" 2>"$PY_LOG" &
 	compat '$C digest $PY/tree.catar'
 	compat '$C extract $PY/tree.catar out && $C mtree out'
 	compat '$C list $PY/img.caidx'
-	ok "one GET for a streamed list" bash -c ': >"$1" && "$2" list "$3/tree.catar" >/dev/null && [ "$(grep -c "GET /tree.catar" "$1")" = 1 ]' _ "$PY_LOG" "$FAKE" "$PY"
+	# the range probe (its 200 dropped at the headers), then the one GET read through
+	ok "a streamed list: two requests, the file sent once" bash -c '
+		n0=$(grep -c "GET /tree.catar" "$1"); "$2" list "$3/tree.catar" >/dev/null &&
+		[ $(($(grep -c "GET /tree.catar" "$1") - n0)) = 2 ]' _ "$PY_LOG" "$FAKE" "$PY"
 	ok "random access (list URL PATH) refused with the reason, in one line" bash -c '
 		! "$1" list "$2/tree.catar" sub 2>"$3/ra.err" && [ "$(wc -l <"$3/ra.err")" = 1 ] &&
 		grep -q "does not support range requests (needed to read parts of a .catar)" "$3/ra.err"' _ "$FAKE" "$PY" "$T"
