@@ -114,13 +114,23 @@ ok "a 404 URL: extract too" fails_cleanly "$CAFS" extract "$U/nonexistent.catar"
 ok "a 404 URL: mount fails, exit 1" fails_cleanly "$CAFS" mount -f "$U/nonexistent.catar" "$mnt"
 
 # A server that ignores Range answers with the whole file: fine when the
-# whole archive fits in the first block, refused (not downloaded) otherwise.
+# whole archive fits in the first block; a larger one is streamed, with
+# one GET, by what reads it front to back (list, mtree, digest, extract of
+# all of it), as casync; what needs random access (a PATH, the mount) is
+# refused, without downloading the body.
 ok "no Range support, archive of one block: list works" \
 	diff <("$CAFS" list "$W/norange/small.catar") <("$CAFS" list "$U/norange/small.catar")
+for c in list mtree digest; do
+	ok "no Range support, larger archive: $c streams it, = local" \
+		diff <("$CAFS" $c "$W/norange/big.catar") <("$CAFS" $c "$U/norange/big.catar")
+done
+ok "... extract too" bash -c '"$1" extract "$2" "$3/nr" && diff -r "$4" "$3/nr"' _ "$CAFS" "$U/norange/big.catar" "$T" "$src"
 nginx_log_reset
-ok "no Range support, larger archive: one line" fails_cleanly "$CAFS" list "$U/norange/big.catar"
+ok "no Range support, larger archive, a PATH in it: one line" fails_cleanly "$CAFS" list "$U/norange/big.catar" small
 ok "... that says why" mentions "range requests"
 ok "... and the body was not downloaded" test "$(bytes_sent)" -lt "$size"
+ok "no Range support, larger archive: mount refused, one line" fails_cleanly "$CAFS" mount -f "$U/norange/big.catar" "$mnt"
+ok "... that says why" mentions "range requests"
 
 ok "a truncated archive: one line" fails_cleanly "$CAFS" list "$U/trunc.catar"
 ok "... that says it is not an archive" mentions "not a valid archive"
