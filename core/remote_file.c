@@ -441,6 +441,8 @@ void ca_remote_file_readahead(struct ca_remote_file *f, uint64_t off, uint64_t l
 int ca_remote_file_log_read_error(struct ca_remote_file *f, int err, uint64_t off, size_t len)
 {
 	bool changed;
+	if (f->stream)
+		return err; /* the stream said why when it failed */
 	pthread_mutex_lock(&f->lock);
 	changed = f->changed;
 	pthread_mutex_unlock(&f->lock);

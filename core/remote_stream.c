@@ -29,6 +29,12 @@ struct ca_remote_stream {
 	struct curl_slist *headers;
 	char errbuf[CURL_ERROR_SIZE];
 	unsigned stall_ms;
+	uint64_t low_speed;     /* bytes/s a waiting reader must get, over stall_ms */
+	/* time is counted only while the reader waits in pump (a transfer
+	 * without a thread moves only then: a reader busy elsewhere, or a
+	 * pager holding its output, is no slow server) */
+	uint64_t idle_ms;       /* waited since the last byte */
+	uint64_t span_ms, span_bytes; /* waited in the current measuring span, received at its start */
 	uint64_t size;      /* the Content-Length; UINT64_MAX until known */
 	uint8_t *head;      /* bytes [0, head_len) */
 	size_t head_len;
@@ -36,7 +42,6 @@ struct ca_remote_stream {
 	size_t win_cap, win_at, win_len;
 	uint64_t win_pos;
 	uint64_t received;  /* = win_pos + win_len */
-	uint64_t last_data_ms;
 	bool paused, done, back_logged;
 	int err;            /* the transfer's failure, said once */
 };
@@ -116,7 +121,7 @@ static size_t on_data(char *p, size_t size, size_t n, void *userdata)
 	memcpy(s->win + s->win_at + s->win_len, p, n);
 	s->win_len += n;
 	s->received += n;
-	s->last_data_ms = now_ms();
+	s->idle_ms = 0;
 	return n;
 }
 
@@ -158,7 +163,9 @@ static int pump(struct ca_remote_stream *s)
 		CURLMsg *m;
 		if (s->paused && s->win_cap - s->win_len >= RESUME_ROOM) {
 			s->paused = false;
-			s->last_data_ms = now_ms(); /* the wait was ours, not the server's */
+			/* the wait was ours, not the server's */
+			s->idle_ms = s->span_ms = 0;
+			s->span_bytes = s->received;
 			curl_easy_pause(s->easy, CURLPAUSE_CONT); /* may hand a piece over at once */
 		}
 		if (s->paused)
@@ -172,6 +179,8 @@ static int pump(struct ca_remote_stream *s)
 				break; /* on_data said why */
 			if (m->data.result == CURLE_OK && answer_check(s) == 0 && s->received != s->size)
 				fail(s, -EIO, "the file ended before its Content-Length");
+			else if (m->data.result == CURLE_PARTIAL_FILE)
+				fail(s, -ECONNRESET, "the connection closed before the end of the file (its Content-Length)");
 			else if (m->data.result == CURLE_HTTP_RETURNED_ERROR &&
 			         curl_err(s, m->data.result) == -ENOENT)
 				fail(s, -ENOENT, "not found on the server");
@@ -182,9 +191,21 @@ static int pump(struct ca_remote_stream *s)
 		}
 		if (s->err || s->done || s->received != before || s->paused)
 			break;
-		if (now_ms() - s->last_data_ms > s->stall_ms)
+		if (s->idle_ms > s->stall_ms)
 			return fail(s, -ETIMEDOUT, NULL);
+		/* a server dripping bytes: slower than the low speed over a
+		 * whole stall period is a timeout too, as for every request */
+		if (s->span_ms >= s->stall_ms) {
+			if (s->received - s->span_bytes < s->low_speed * (s->stall_ms / 1000))
+				return fail(s, -ETIMEDOUT, "the server sends slower than the low speed limit");
+			s->span_ms = 0;
+			s->span_bytes = s->received;
+		}
+		uint64_t t0 = now_ms();
 		curl_multi_poll(s->multi, NULL, 0, 100, NULL);
+		uint64_t waited = now_ms() - t0;
+		s->idle_ms += waited;
+		s->span_ms += waited;
 	}
 	return s->err;
 }
@@ -272,7 +293,9 @@ int ca_remote_stream_open(const char *url, const struct ca_http_opts *o, struct 
 	/* the connection too may take its own timeout first */
 	if (s->stall_ms < (o->connect_timeout_ms ? o->connect_timeout_ms : 10000))
 		s->stall_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 10000;
-	s->last_data_ms = now_ms();
+	s->low_speed = o->low_speed_limit ? o->low_speed_limit : 1024;
+	if (o->max_recv_speed && o->max_recv_speed < s->low_speed)
+		s->low_speed = 0; /* a rate limit below the low speed is the user's choice */
 	s->multi = curl_multi_init();
 	s->easy = curl_easy_init();
 	if (!s->multi || !s->easy) {

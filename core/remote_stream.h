@@ -17,7 +17,9 @@
  * window is full, so a slow reader holds no more.
  *
  * Bounds: connect_timeout_ms; no byte for stall_timeout_s while the reader
- * waits is -ETIMEDOUT; redirects as http.h (at most 10, https stays
+ * waits, or fewer than low_speed_limit bytes/s over that long (a server
+ * dripping bytes), is -ETIMEDOUT; there is no overall deadline (the file
+ * may be any size, read at the reader's pace); redirects as http.h (at most 10, https stays
  * https). The answer must be a 200 with a Content-Length (the decoder
  * needs the size): else -EIO, logged. 404/410 are -ENOENT. Credentials,
  * headers, TLS settings and the rate limit of the options apply; AWS
