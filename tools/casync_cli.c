@@ -813,7 +813,8 @@ static int read_what(const struct casync_args *a, const char *verb, const char *
 }
 
 /* list, mtree, stat, digest: INPUT defaults to "." (standard input with a
- * --what= other than directory); a directory is archived first */
+ * --what= other than directory); a directory is read as the stream of its
+ * archive (tree_read_dir) */
 static int verb_read(const struct casync_args *a, const char *verb, char **pos, int npos)
 {
 	struct strv out = { 0 };
