@@ -65,7 +65,7 @@ apt_private() {
 }
 apt_private update >"$A/update.log" 2>&1 || skip_all "apt-get update of $mirror $suite (deb-src) failed"
 (cd "$A/src" && apt_private source --download-only casync) >"$A/source.log" 2>&1 ||
-	skip_all "apt-get source casync failed (see no network to $mirror?)"
+	skip_all "apt-get source casync failed (no network to $mirror?)"
 dsc=$(ls "$A/src"/casync_*.dsc 2>/dev/null | head -n 1)
 [ -n "$dsc" ] || skip_all "apt-get source casync gave no .dsc"
 SRC=$A/src/casync
