@@ -132,6 +132,10 @@ struct ca_image_opts {
 	const struct ca_minisign_key *trusted_keys;
 	size_t n_trusted_keys;
 	bool no_sidecar;  /* ignore the index's metadata sidecar (index_cache.h) */
+	/* the caller reads a .catar front to back (the stream source of
+	 * archive_reader.h, no subtree): a remote .catar whose server
+	 * ignores Range is then read with one GET (remote_file.h) */
+	bool sequential;
 };
 
 struct ca_image;
