@@ -76,6 +76,12 @@ static int kept_dir(const char *cache_dir, bool create)
 	return r;
 }
 
+int ca_index_cache_check_dir(const char *cache_dir)
+{
+	int r = kept_dir(cache_dir, false);
+	return r == -ENOENT ? 0 : r;
+}
+
 /* A kept copy (offline): -ENOENT when there is none. */
 static int read_kept(const char *cache_dir, const char *url, const char *suffix, size_t cap, struct ca_buf *b)
 {

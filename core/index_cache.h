@@ -38,6 +38,13 @@
 #include "minisign.h"
 #include "sidecar.h"
 
+/* Is cache_dir a cache this process may keep copies in: the cache and its
+ * indexes/ ours and private (store.h ca_store_open_private; a cache of an
+ * older cafs is tightened), or not there yet? 0, or one line logged and
+ * -EPERM, -ELOOP, -ENOTDIR... Callers check once, before anything is
+ * fetched, so a refused cache is said once and nothing is attempted. */
+int ca_index_cache_check_dir(const char *cache_dir);
+
 /* CACHE/indexes/<sha256 of url><suffix>, malloc'd (NULL: ENOMEM). */
 char *ca_index_cache_path(const char *cache_dir, const char *url, const char *suffix);
 

@@ -232,6 +232,13 @@ static int index_src_init(const char *source, const struct ca_image_opts *o, str
 	int r = trusted_keys(o, &c->keys, &c->n_keys);
 	if (r == 0 && o && c->remote)
 		c->cache = index_cache_dir(source, o);
+	if (r == 0 && c->cache) {
+		/* A cache that will be refused is refused here, once, before
+		 * anything is downloaded: each later use of it (the index's copy,
+		 * its signature, the sidecar's, the chunk cache) would otherwise
+		 * refuse it again, or warn that a copy cannot be kept. */
+		r = ca_index_cache_check_dir(c->cache); /* logs */
+	}
 	return r;
 }
 
