@@ -16,6 +16,7 @@
 #include "location.h"
 #include "log.h"
 #include "storeconf.h"
+#include "trusted_file.h"
 
 struct section {
 	struct ca_store_settings s;
@@ -435,6 +436,7 @@ static int load_file(struct ca_storeconf *c, const char *path, unsigned flags, b
 {
 	struct stat st;
 	struct ca_buf b = CA_BUF_INIT;
+	char why[CA_TRUSTED_FILE_WHY_MAX];
 	bool secrets;
 	int r = 0;
 	/* O_NONBLOCK: a FIFO put there does not hang us (it is refused below) */
@@ -454,19 +456,9 @@ static int load_file(struct ca_storeconf *c, const char *path, unsigned flags, b
 		r = ca_log_error_errno(errno, "%s", path);
 		goto out;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		r = -EINVAL;
-		ca_log_error("%s: refused: not a regular file", path);
-		goto out;
-	}
-	if (st.st_uid != 0 && st.st_uid != geteuid()) {
-		r = -EPERM;
-		ca_log_error("%s: refused: owned by another user (uid %u)", path, (unsigned)st.st_uid);
-		goto out;
-	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		r = -EPERM;
-		ca_log_error("%s: refused: writable by group or others (chmod go-w)", path);
+	r = ca_trusted_file_check(&st, S_IFREG, why);
+	if (r < 0) {
+		ca_log_error("%s: %s", path, why);
 		goto out;
 	}
 	if ((uint64_t)st.st_size > CA_STORECONF_FILE_MAX) {

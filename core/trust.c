@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "location.h"
 #include "log.h"
 #include "trust.h"
+#include "trusted_file.h"
 
 const char *ca_trust_dir(void)
 {
@@ -26,16 +28,42 @@ const char *ca_trust_dir(void)
 	return d && *d ? d : CA_TRUST_DIR_DEFAULT;
 }
 
-int ca_trust_load_key(const char *path, struct ca_minisign_key *ret)
+int ca_trust_read_key(int dfd, const char *name, struct ca_minisign_key *ret, char why[CA_TRUST_WHY_MAX])
 {
 	struct ca_buf b = CA_BUF_INIT;
-	int r = ca_buf_read_file(&b, path, 0, CA_MINISIGN_KEY_FILE_MAX);
+	struct stat st;
+	/* O_NONBLOCK: a FIFO put there does not hang us (it is refused) */
+	int r = 0, fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	why[0] = 0;
+	if (fd < 0)
+		r = -errno;
+	else if (fstat(fd, &st) < 0)
+		r = -errno;
+	else
+		r = ca_trusted_file_check(&st, S_IFREG, why);
+	if (r == 0 && (uint64_t)st.st_size > CA_MINISIGN_KEY_FILE_MAX)
+		r = -EFBIG;
+	if (r == 0)
+		r = ca_buf_read_fd(&b, fd, CA_MINISIGN_KEY_FILE_MAX);
 	if (r == 0)
 		r = ca_minisign_key_parse(b.data, b.size, ret);
 	ca_buf_release(&b);
-	if (r == -EBADMSG || r == -EFBIG)
-		return ca_log_error("%s: not a minisign public key", path), -EBADMSG;
-	return r < 0 ? ca_log_error_errno(r, "%s", path) : 0;
+	if (fd >= 0)
+		close(fd);
+	if (r == -EBADMSG || r == -EFBIG) {
+		snprintf(why, CA_TRUST_WHY_MAX, "not a minisign public key");
+		r = -EBADMSG;
+	} else if (r < 0 && !why[0]) {
+		snprintf(why, CA_TRUST_WHY_MAX, "%s", strerror(-r));
+	}
+	return r;
+}
+
+int ca_trust_load_key(const char *path, struct ca_minisign_key *ret)
+{
+	char why[CA_TRUST_WHY_MAX];
+	int r = ca_trust_read_key(AT_FDCWD, path, ret, why);
+	return r < 0 ? (ca_log_error("%s: %s", path, why), r) : 0;
 }
 
 static bool is_pub(const char *name)
@@ -47,11 +75,23 @@ static bool is_pub(const char *name)
 int ca_trust_load_dir(const char *dir, bool missing_ok, struct ca_minisign_key **keys, size_t *n)
 {
 	struct dirent *de;
-	char *path = NULL;
-	int r = 0;
-	DIR *d = opendir(dir);
-	if (!d)
+	struct stat st;
+	char *path = NULL, why[CA_TRUST_WHY_MAX];
+	DIR *d = NULL;
+	int r = 0, fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
 		return errno == ENOENT && missing_ok ? 0 : ca_log_error_errno(errno, "trusted keys: %s", dir);
+	/* whoever may add or replace a key here chooses what is trusted */
+	if (fstat(fd, &st) < 0)
+		r = ca_log_error_errno(errno, "trusted keys: %s", dir);
+	else if ((r = ca_trusted_file_check(&st, S_IFDIR, why)) < 0)
+		ca_log_error("trusted keys: %s: %s", dir, why);
+	if (r == 0 && !(d = fdopendir(fd)))
+		r = ca_log_error_errno(errno, "trusted keys: %s", dir);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
 	while (r == 0 && (errno = 0, de = readdir(d))) {
 		struct ca_minisign_key *nk;
 		if (!is_pub(de->d_name))
@@ -68,14 +108,16 @@ int ca_trust_load_dir(const char *dir, bool missing_ok, struct ca_minisign_key *
 			break;
 		}
 		*keys = nk;
-		r = ca_trust_load_key(path, &nk[*n]);
-		if (r == 0)
+		r = ca_trust_read_key(dirfd(d), de->d_name, &nk[*n], why);
+		if (r < 0)
+			ca_log_error("%s: %s", path, why);
+		else
 			(*n)++;
 	}
 	if (r == 0 && errno)
 		r = ca_log_error_errno(errno, "trusted keys: %s", dir);
 	free(path);
-	closedir(d);
+	closedir(d); /* closes fd */
 	return r;
 }
 

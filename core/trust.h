@@ -9,7 +9,11 @@
  * directory. With none, nothing is checked; with any, a file is accepted
  * only with a valid signature (trusted comment included) by one of them.
  * A key file that cannot be read or parsed is an error, never skipped:
- * skipping the only key of the directory would turn checking off.
+ * skipping the only key of the directory would turn checking off. Whoever
+ * can change a key file or add one to the directory chooses what is
+ * trusted: the directory and every key file (given or found there) must
+ * be root's or the user's and not writable by group or others, as the
+ * store settings file (trusted_file.h); otherwise an error (-EPERM).
  *
  * The check takes bytes already in memory, so the bytes verified are the
  * bytes then used (no second read of a file that may have changed).
@@ -36,11 +40,18 @@
  * constant. */
 const char *ca_trust_dir(void);
 
-/* A minisign public key file. -EBADMSG: not one. Logs. */
+/* A minisign public key file name in directory dfd (AT_FDCWD: a path),
+ * opened once, checked and read through that fd. 0, or (not logged; why
+ * says it for "NAME: <why>"): -EBADMSG not a key file; -EPERM another
+ * user's, or writable by others; -EINVAL not a regular file; -errno. */
+#define CA_TRUST_WHY_MAX 128
+int ca_trust_read_key(int dfd, const char *name, struct ca_minisign_key *ret, char why[CA_TRUST_WHY_MAX]);
+
+/* ca_trust_read_key of a path, logging "PATH: <why>". */
 int ca_trust_load_key(const char *path, struct ca_minisign_key *ret);
 
 /* Append to *keys (malloc'd, *n entries; the caller frees) the keys of
- * dir's *.pub files. A missing directory holds none when missing_ok (the
+ * dir's *.pub files (dir and each file checked as above). A missing directory holds none when missing_ok (the
  * default one), else it is an error (a mistyped $CAFS_TRUSTED_KEYS_DIR
  * must not turn checking off). Logs. */
 int ca_trust_load_dir(const char *dir, bool missing_ok, struct ca_minisign_key **keys, size_t *n);
