@@ -2,6 +2,7 @@
 /* trust.c - trusted minisign keys and the signature check (see trust.h). */
 #include "config.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -132,8 +133,111 @@ char *ca_trust_signature_name(const char *source)
 	return ca_location_beside(source, ".minisig");
 }
 
+void ca_trust_parse_claim(const char *c, struct ca_trust_claim *ret)
+{
+	*ret = (struct ca_trust_claim){ 0 };
+	while (*c) {
+		size_t n = strcspn(c, "\t");
+		if (!ret->has_timestamp && n > 10 && n <= 10 + 20 && !strncmp(c, "timestamp:", 10)) {
+			uint64_t t = 0;
+			size_t i;
+			for (i = 10; i < n && c[i] >= '0' && c[i] <= '9'; i++) {
+				if (t > (UINT64_MAX - (uint64_t)(c[i] - '0')) / 10)
+					break;
+				t = t * 10 + (uint64_t)(c[i] - '0');
+			}
+			if (i == n) {
+				ret->has_timestamp = true;
+				ret->timestamp = t;
+			}
+		} else if (!ret->has_file && n >= 5 && !strncmp(c, "file:", 5)) {
+			ret->has_file = true;
+			if (n - 5 <= NAME_MAX) {
+				memcpy(ret->file, c + 5, n - 5);
+				ret->file[n - 5] = 0;
+			}
+		}
+		c += n;
+		if (*c)
+			c++;
+	}
+}
+
+/* The file name source asks for: its last path component (a URL's
+ * before ?/#, %XX decoded), into out. "" when it has none. */
+static void requested_name(const char *source, char out[NAME_MAX + 1])
+{
+	bool url = ca_location_kind(source) == CA_LOCATION_HTTP;
+	size_t n = url ? strcspn(source, "?#") : strlen(source), k = 0;
+	const char *slash = memrchr(source, '/', n);
+	const char *b = slash ? slash + 1 : source;
+	n -= (size_t)(b - source);
+	for (size_t i = 0; i < n && k < NAME_MAX; i++) {
+		unsigned v;
+		char hex[3] = { 0 };
+		if (url && b[i] == '%' && i + 2 < n && isxdigit((unsigned char)b[i + 1]) &&
+		    isxdigit((unsigned char)b[i + 2])) {
+			hex[0] = b[i + 1];
+			hex[1] = b[i + 2];
+			v = (unsigned)strtoul(hex, NULL, 16);
+			if (v != 0 && v != '/') {
+				out[k++] = (char)v;
+				i += 2;
+				continue;
+			}
+		}
+		out[k++] = b[i];
+	}
+	out[k] = 0;
+}
+
+int ca_trust_check_name(const char *source, const struct ca_trust_claim *claim, const char *signed_name)
+{
+	char want[NAME_MAX + 1], *real = NULL;
+	int r = 0;
+	if (!claim->has_file)
+		return 0;
+	if (signed_name) {
+		snprintf(want, sizeof(want), "%s", signed_name);
+	} else {
+		requested_name(source, want);
+		/* a link to a signed file is that file under its published name */
+		if (strcmp(claim->file, want) && ca_location_kind(source) == CA_LOCATION_PATH &&
+		    (real = realpath(ca_location_path(source), NULL))) {
+			const char *base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
+			if (!strcmp(claim->file, base))
+				goto out;
+		}
+	}
+	if (strcmp(claim->file, want)) {
+		ca_log_error("%s: refused: its signature is for the file %s%s%s, not %s (another image signed by the "
+		             "same key; --signed-name=%s if it is the one meant)",
+		             source, claim->file[0] ? "'" : "", claim->file[0] ? claim->file : "with a name too long",
+		             claim->file[0] ? "'" : "", want, claim->file[0] ? claim->file : "NAME");
+		r = -EKEYREJECTED;
+	}
+out:
+	free(real);
+	return r;
+}
+
+void ca_trust_warn_unbound(const char *source, const struct ca_trust_claim *claim)
+{
+	if (claim->has_timestamp && claim->has_file)
+		return;
+	ca_log_warning("%s: its signature's trusted comment names no %s: %s cannot be detected (sign with cafs sign, "
+	               "or minisign's default comment)",
+	               source,
+	               !claim->has_timestamp && !claim->has_file ? "time and no file"
+	               : !claim->has_timestamp                   ? "time"
+	                                                         : "file",
+	               !claim->has_timestamp && !claim->has_file ? "a rollback or another image signed by the key"
+	               : !claim->has_timestamp                   ? "a rollback to an older index"
+	                                                         : "another image signed by the key");
+}
+
 int ca_trust_check(const char *name, const void *data, size_t len, const void *sig_text, size_t sig_len,
-                   const struct ca_minisign_key *keys, size_t n)
+                   const struct ca_minisign_key *keys, size_t n, struct ca_trust_claim *ret_claim)
 {
 	struct ca_minisign_sig *sig = malloc(sizeof(*sig));
 	char hex[17];
@@ -155,6 +259,8 @@ int ca_trust_check(const char *name, const void *data, size_t len, const void *s
 		if (r != -ENOKEY && (best == -ENOKEY || r == -EBADE))
 			best = r;
 	}
+	if (r == 0 && ret_claim)
+		ca_trust_parse_claim(sig->trusted_comment, ret_claim);
 	if (r == 0)
 		ca_log_info("%s: signed by key %s: %s", name, hex, sig->trusted_comment);
 	else if (r == -ENOMEM || r == -EIO)
@@ -196,7 +302,7 @@ int ca_trust_load_secret(const char *path, const char *password, struct ca_minis
 	return r < 0 ? ca_log_error_errno(r, "%s", path) : 0;
 }
 
-int ca_trust_sign_file(const char *path, const struct ca_minisign_secret *key, bool legacy,
+int ca_trust_sign_file(const char *path, const struct ca_minisign_secret *key, bool legacy, const char *name,
                        const char *trusted_comment, const char *untrusted_comment)
 {
 	struct ca_atomic_file f = { .fd = -1 };
@@ -209,24 +315,21 @@ int ca_trust_sign_file(const char *path, const struct ca_minisign_secret *key, b
 		ca_log_error_errno(r, "%s", path);
 		goto out;
 	}
-	if (!trusted_comment) {
-		/* minisign's default; a name that is not printable is left out */
-		if (asprintf(&def, "timestamp:%llu\tfile:%s%s", (unsigned long long)time(NULL), base,
-		             legacy ? "" : "\thashed") < 0) {
-			def = NULL;
-			r = ca_log_error_errno(ENOMEM, "%s", path);
-			goto out;
-		}
-		trusted_comment = def;
+	/* minisign's default comment, which binds the signature to a time and
+	 * a name (what cafs checks: trust.h ca_trust_claim); the caller's
+	 * text goes after it */
+	if (asprintf(&def, "timestamp:%llu\tfile:%s%s%s%s", (unsigned long long)time(NULL), name ? name : base,
+	             legacy ? "" : "\thashed", trusted_comment ? "\t" : "", trusted_comment ? trusted_comment : "") < 0) {
+		def = NULL;
+		r = ca_log_error_errno(ENOMEM, "%s", path);
+		goto out;
 	}
+	trusted_comment = def;
 	r = ca_minisign_sign(key, b.data, b.size, !legacy,
 	                     untrusted_comment ? untrusted_comment : "signature from minisign secret key", trusted_comment,
 	                     &text, &len);
-	if (r == -EINVAL && def)
-		r = ca_minisign_sign(key, b.data, b.size, !legacy, "signature from minisign secret key",
-		                     legacy ? "timestamp" : "timestamp\thashed", &text, &len);
 	if (r == -EINVAL) {
-		ca_log_error("%s: a comment must be one line (the trusted one: printable UTF-8)", path);
+		ca_log_error("%s: a comment must be one line (the trusted one, and the file name: printable UTF-8)", path);
 		goto out;
 	}
 	if (r < 0) {

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,19 @@ int cafs_trusted_key_add(const char *cmd, struct cafs_trusted_keys *tk, const ch
 	return 0;
 }
 
+int cafs_trust_policy_option(const char *cmd, int c, const char *arg, struct cafs_trusted_keys *tk)
+{
+	if (c == CAFS_OPT_ALLOW_DOWNGRADE) {
+		tk->allow_downgrade = true;
+		return 0;
+	}
+	/* a file name, as minisign's file: gives it: no directory */
+	if (!arg[0] || strchr(arg, '/') || strlen(arg) > NAME_MAX)
+		return cafs_usage_error(cmd, "--signed-name=%s: expected a file name (no '/')", arg);
+	tk->signed_name = arg;
+	return 0;
+}
+
 void cafs_trusted_keys_release(struct cafs_trusted_keys *tk)
 {
 	free(tk->keys);
@@ -63,6 +77,8 @@ void cafs_trusted_keys_apply(const struct cafs_trusted_keys *tk, struct ca_image
 {
 	io->trusted_keys = tk ? tk->keys : NULL;
 	io->n_trusted_keys = tk ? tk->n : 0;
+	io->allow_downgrade = tk && tk->allow_downgrade;
+	io->signed_name = tk ? tk->signed_name : NULL;
 }
 
 int cafs_common_option(const char *cmd, int c, int *verbosity)

@@ -23,7 +23,7 @@ minisign -G -W -p k.pub -s k.key >/dev/null || exit 1
 minisign -S -s k.key -m img.caidx img.caidx.cameta >/dev/null || exit 1
 chmod -R a+rX "$T"
 
-export CAFS_TRUSTED_KEYS_DIR=$T/keys.d
+export CAFS_TRUSTED_KEYS_DIR=$T/keys.d XDG_CACHE_HOME=$T/xdg
 mkdir -m 0755 keys.d
 cp k.pub keys.d/k.pub
 chmod 0644 keys.d/k.pub
@@ -90,7 +90,7 @@ ok "--trusted-key with a 0666 key: refused (usage error, exit 2)" \
 chmod 0644 k.pub
 
 # the user's own directory and key, run as that user: accepted
-mkdir -m 0700 nb.d && cp k.pub nb.d/ && chown -R $NOBODY:$NOBODY nb.d
+mkdir -m 0700 nb.d nbc && cp k.pub nb.d/ && chown -R $NOBODY:$NOBODY nb.d nbc
 ok "nobody's own directory and key, as nobody: accepted" \
 	as_nobody env CAFS_TRUSTED_KEYS_DIR="$T/nb.d" XDG_CACHE_HOME="$T/nbc" "$CAFS" list img.caidx
 ok "... root refuses nobody's directory" \
