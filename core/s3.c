@@ -186,6 +186,18 @@ int ca_s3_creds_resolve(const struct ca_s3_settings *set, struct ca_s3_creds *re
 		                                      "AWS_ACCESS_KEY_ID (or S3_ACCESS_KEY)");
 		goto fail;
 	}
+	/* the key and the token go into request headers as they are: a line
+	 * break there would end the header and start another */
+	for (const char *k = c.access_key; k && *k; k++)
+		if ((unsigned char)*k < 0x20 || *k == 0x7f) {
+			r = ca_log_error_errno(EINVAL, "S3 access key: holds a control character");
+			goto fail;
+		}
+	for (const char *k = c.session_token; k && *k; k++)
+		if ((unsigned char)*k < 0x20 || *k == 0x7f) {
+			r = ca_log_error_errno(EINVAL, "S3 session token: holds a control character");
+			goto fail;
+		}
 	/* the region goes into curl's "aws:amz:REGION:s3": nothing that could end it */
 	if (strpbrk(c.region, ": \t\r\n") || strlen(c.region) > 48) {
 		r = ca_log_error_errno(EINVAL, "S3 region '%s': invalid", c.region);
