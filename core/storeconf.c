@@ -15,6 +15,7 @@
 #include "buf.h"
 #include "location.h"
 #include "log.h"
+#include "secret.h"
 #include "storeconf.h"
 #include "trusted_file.h"
 
@@ -73,23 +74,16 @@ static char **str_field(struct ca_store_settings *s, const struct key *k)
 
 /* ---- sections ---- */
 
-static void wipe_free(char *p)
-{
-	if (p) {
-		explicit_bzero(p, strlen(p));
-		free(p);
-	}
-}
 
 static void section_release(struct section *x)
 {
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (keys[i].kind == K_STR || keys[i].kind == K_SECRET)
-			wipe_free(*str_field(&x->s, &keys[i]));
+			ca_secret_free(*str_field(&x->s, &keys[i]));
 	for (size_t i = 0; i < x->s.n_headers; i++)
-		wipe_free(x->s.headers[i]);
+		ca_secret_free(x->s.headers[i]);
 	free(x->s.headers);
-	wipe_free(x->s.netrc_file);
+	ca_secret_free(x->s.netrc_file);
 	free(x->prefix);
 	memset(x, 0, sizeof(*x));
 }
@@ -558,6 +552,10 @@ const struct ca_store_settings *ca_storeconf_lookup(const struct ca_storeconf *c
 
 void ca_storeconf_apply(const struct ca_store_settings *s, struct ca_http_opts *o)
 {
+	/* the secrets now go to the HTTP engine and libcurl, for as long as
+	 * the engine lives: no core dump may hold them (secret.h) */
+	if (s->n_headers || s->password || s->client_key_password || s->aws_secret_access_key || s->aws_session_token)
+		ca_secret_hold();
 	if (s->n_headers) {
 		o->headers = (const char *const *)s->headers;
 		o->n_headers = s->n_headers;
