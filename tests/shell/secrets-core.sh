@@ -4,9 +4,8 @@
 # with SIGABRT (a real kernel core dump, core_pattern permitting) leaves no
 # core holding the token; the same mount without a secret does dump core,
 # and that core holds a marker (so the check can see what a core holds);
-# CAFS_DUMPABLE=1 brings the core back, token and all. And the S3
-# credentials from the environment do the same for `cafs list` of an
-# s3+http index.
+# CAFS_DUMPABLE=1 brings the core back, token and all (which shows the
+# check would see a token in a core: it fails without the fix).
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/lib-http.sh"
 . "$top_srcdir/tests/lib-mount.sh"
@@ -38,12 +37,16 @@ unset CAFS_DUMPABLE
 # it; its core, if any, is $T/NAME/core*
 MARKER=MARKER-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
 abort_mount() {
-	local name=$1 url=$2 rc=0
-	mkdir -p "$T/$name" "$T/mnt-$name-$MARKER"
-	(cd "$T/$name" && mount_start "$name: mount $url" "$T/mnt-$name-$MARKER" "$T/$name.log" --no-cache "$url" &&
-		ok "$name: ... reads the file" cmp "$T/src/a" "$T/mnt-$name-$MARKER/a" &&
-		kill -ABRT "$MOUNT_PID" && wait "$MOUNT_PID"; exit 0)
-	fusermount3 -u -z "$T/mnt-$name-$MARKER" 2>/dev/null
+	local name=$1 url=$2 mnt=$T/mnt-$1-$MARKER
+	mkdir -p "$T/$name" "$mnt"
+	cd "$T/$name" || return 1
+	if mount_start "$name: mount $url" "$mnt" "$T/$name.log" --no-cache "$url"; then
+		ok "$name: ... reads the file" cmp "$T/src/a" "$mnt/a"
+		kill -ABRT "$MOUNT_PID"
+		{ wait "$MOUNT_PID"; } 2>/dev/null
+	fi
+	cd "$T" || return 1
+	fusermount3 -u -z "$mnt" 2>/dev/null
 	return 0
 }
 core_of() { ls "$T/$1"/core* 2>/dev/null | head -n 1; }
@@ -54,8 +57,8 @@ ok "without a secret: SIGABRT leaves a core" test -n "$c"
 ok "... which holds the marker (the mount point's name): a core shows what it holds" grep -qaF "$MARKER" "$c"
 
 abort_mount secret "$U/auth/img.caidx"
-ok "with a bearer token from the settings file: the mount worked (the token was used)" \
-	bash -c "[ -z \"\$(nginx_log 2>/dev/null)\" ] || true; grep -q ' a' '$T/secret.log' || true"
+ok "... (the token was needed: without the settings file the index is refused)" \
+	bash -c "! CAFS_CONFIG= '$CAFS' list '$U/auth/img.caidx' >/dev/null 2>&1"
 c=$(core_of secret)
 ok "... no core holds the token" bash -c "[ -z '$c' ] || ! grep -qaF '$TOK' '$c'"
 ok "... (the process made itself not dumpable: no core at all)" test -z "$c"
