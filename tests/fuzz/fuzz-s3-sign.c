@@ -65,9 +65,13 @@ static void *serve_one(void *userdata)
 {
 	struct server *sv = userdata;
 	ssize_t k;
-	int fd = accept(sv->lfd, NULL, NULL);
+	struct pollfd lp = { .fd = sv->lfd, .events = POLLIN };
+	int fd = poll(&lp, 1, 10000) == 1 ? accept(sv->lfd, NULL, NULL) : -1;
 	sv->n = 0;
-	while (fd >= 0 && sv->n < REQ_MAX - 1 && (k = read(fd, sv->req + sv->n, (size_t)(REQ_MAX - 1 - sv->n))) > 0) {
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	/* a client that neither ends its head nor closes: 10 s, then it is dropped */
+	while (fd >= 0 && sv->n < REQ_MAX - 1 && poll(&pf, 1, 10000) == 1 &&
+	       (k = read(fd, sv->req + sv->n, (size_t)(REQ_MAX - 1 - sv->n))) > 0) {
 		sv->n += k;
 		sv->req[sv->n] = 0;
 		if (strstr(sv->req, "\r\n\r\n"))
@@ -145,6 +149,8 @@ static ssize_t sign_once(const char *url, const struct ca_s3_conn *c, const char
 		curl_easy_setopt(e, CURLOPT_PASSWORD, c->http.sigv4_secret);
 	}
 	(void)curl_easy_perform(e);
+	/* closes the connection libcurl may still keep, so the server sees its end */
+	curl_easy_cleanup(e);
 	/* when libcurl never connected, wake the server with an empty connection */
 	int w = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
@@ -164,7 +170,6 @@ static ssize_t sign_once(const char *url, const struct ca_s3_conn *c, const char
 			break;
 		close(fd);
 	}
-	curl_easy_cleanup(e);
 	curl_slist_free_all(h);
 	curl_slist_free_all(to);
 	return sv.n;
