@@ -4,10 +4,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "atomic_file.h"
@@ -25,6 +28,8 @@
 
 /* as source.c: an index is 40 bytes a chunk, so this is a huge image */
 #define INDEX_MAX ((size_t)1 << 30)
+/* CACHE/signed/<SHA-256 of the record key>: the rollback record */
+#define RECORD_SUBDIR "signed"
 
 static int sha256_hex(const void *data, size_t size, char hex[2 * CA_CHUNK_ID_SIZE + 1])
 {
@@ -52,10 +57,10 @@ static const char *index_suffix(const char *source)
 	return ca_location_image_kind(source) == CA_IMAGE_BLOB_INDEX ? ".caibx" : ".caidx";
 }
 
-/* CACHE/indexes, checked as the chunk cache is (store.h: the cache root
+/* CACHE/sub, checked as the chunk cache is (store.h: the cache root
  * ours and private, else refused with one line), and made with create.
  * The copies are trusted no more than the cache that holds them. */
-static int kept_dir(const char *cache_dir, bool create)
+static int private_subdir(const char *cache_dir, const char *sub, bool create)
 {
 	struct ca_store *s = NULL;
 	struct stat st;
@@ -64,7 +69,7 @@ static int kept_dir(const char *cache_dir, bool create)
 	ca_store_free(s);
 	if (r < 0)
 		return r;
-	if (asprintf(&dir, "%s/indexes", cache_dir) < 0)
+	if (asprintf(&dir, "%s/%s", cache_dir, sub) < 0)
 		return ca_log_error_errno(ENOMEM, "cache %s", cache_dir);
 	if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
 		r = ca_log_error_errno(errno, "cache %s", dir);
@@ -74,6 +79,17 @@ static int kept_dir(const char *cache_dir, bool create)
 		r = ca_log_error_errno(EPERM, "cache %s: not a private directory of ours: refusing to use it", dir);
 	free(dir);
 	return r;
+}
+
+static int kept_dir(const char *cache_dir, bool create)
+{
+	return private_subdir(cache_dir, "indexes", create);
+}
+
+int ca_index_cache_check_dir(const char *cache_dir)
+{
+	int r = kept_dir(cache_dir, false);
+	return r == -ENOENT ? 0 : r;
 }
 
 /* A kept copy (offline): -ENOENT when there is none. */
@@ -204,7 +220,7 @@ static int fetch_kept(const char *cache_dir, const char *url, const char *suffix
 
 int ca_index_cache_check_signature(const char *name, const char *url, const char *suffix, const void *data,
                                    size_t size, const struct ca_http_opts *http, const char *cache_dir, bool offline,
-                                   const struct ca_minisign_key *keys, size_t n_keys)
+                                   const struct ca_minisign_key *keys, size_t n_keys, struct ca_trust_claim *ret_claim)
 {
 	struct ca_buf sig = CA_BUF_INIT;
 	char *sig_name = ca_trust_signature_name(name), *kept = NULL;
@@ -230,7 +246,7 @@ int ca_index_cache_check_signature(const char *name, const char *url, const char
 		ca_log_error_errno(r, "%s", sig_name);
 	}
 	if (r == 0)
-		r = ca_trust_check(name, data, size, sig.data, sig.size, keys, n_keys);
+		r = ca_trust_check(name, data, size, sig.data, sig.size, keys, n_keys, ret_claim);
 	if (r == 0 && !offline && cache_dir && ca_location_kind(name) == CA_LOCATION_HTTP)
 		keep(cache_dir, url, kept, sig.data, sig.size, NULL);
 out:
@@ -242,8 +258,146 @@ out:
 	return r;
 }
 
+/* ---- the rollback record ---- */
+
+/* Where source's record is known by: a URL as it is shown (no userinfo,
+ * no query: a pre-signed URL's rotating query is the same index), a
+ * path made absolute through its directory (not the file: a link to the
+ * newest image is one index whatever it points to). malloc'd. */
+static char *record_key(const char *source)
+{
+	char *dir = NULL, *real = NULL, *r = NULL;
+	if (ca_location_kind(source) == CA_LOCATION_HTTP) {
+		r = ca_location_redact(source);
+		if (r)
+			r[strcspn(r, "?#")] = 0;
+		return r;
+	}
+	const char *p = ca_location_path(source), *slash = strrchr(p, '/');
+	dir = slash ? strndup(p, slash == p ? 1 : (size_t)(slash - p)) : strdup(".");
+	if (dir)
+		real = realpath(dir, NULL);
+	if (real && asprintf(&r, "%s%s%s", real, strcmp(real, "/") ? "/" : "", slash ? slash + 1 : p) < 0)
+		r = NULL;
+	else if (!real)
+		r = strdup(p);
+	free(real);
+	free(dir);
+	return r;
+}
+
+static void format_time(uint64_t t, char out[64])
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+	if (t > (uint64_t)INT64_MAX || !gmtime_r(&tt, &tm) || !strftime(out, 64, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(out, 64, "a time out of range");
+}
+
+int ca_index_cache_check_rollback(const char *cache_dir, const char *source, const struct ca_trust_claim *claim,
+                                  bool allow_downgrade)
+{
+	struct ca_buf b = CA_BUF_INIT;
+	char hex[2 * CA_CHUNK_ID_SIZE + 1], *key = record_key(source), *dir = NULL, *path = NULL, *line = NULL;
+	char was[64], now[64];
+	uint64_t old = 0;
+	bool have = false;
+	int dfd = -1, r = key ? 0 : -ENOMEM;
+	if (r == 0)
+		r = sha256_hex(key, strlen(key), hex);
+	if (r == 0 && (asprintf(&dir, "%s/" RECORD_SUBDIR, cache_dir) < 0 ||
+	               asprintf(&path, "%s/%s", dir, hex) < 0))
+		r = -ENOMEM;
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", source);
+		goto out;
+	}
+	r = private_subdir(cache_dir, RECORD_SUBDIR, true); /* logs */
+	if (r < 0)
+		goto out;
+	/* one check-and-update at a time, so two processes cannot lower it */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 || flock(dfd, LOCK_EX) < 0) {
+		r = ca_log_error_errno(errno, "cache %s", dir);
+		goto out;
+	}
+	r = ca_buf_read_file(&b, path, O_NOFOLLOW, 4096);
+	if (r == 0) {
+		char *end;
+		errno = 0;
+		old = strtoull(b.size ? (const char *)b.data : "x", &end, 10);
+		have = !errno && end != (const char *)b.data && (*end == '\t' || *end == '\n');
+		/* a damaged record: the newest is not known, so nothing is older */
+		if (!have)
+			ca_log_warning("cache %s: a damaged record: replaced", path);
+	} else if (r != -ENOENT) {
+		ca_log_error_errno(r, "cache %s", path);
+		goto out;
+	}
+	r = 0;
+	if (have && (!claim->has_timestamp || claim->timestamp < old) && !allow_downgrade) {
+		format_time(old, was);
+		if (claim->has_timestamp) {
+			format_time(claim->timestamp, now);
+			ca_log_error("%s: refused: signed at timestamp %llu (%s), older than the index accepted from it "
+			             "before, signed at timestamp %llu (%s): a rollback? (--allow-downgrade accepts it)",
+			             source, (unsigned long long)claim->timestamp, now, (unsigned long long)old, was);
+		} else {
+			ca_log_error("%s: refused: its signature names no time, and an index signed at timestamp %llu (%s) "
+			             "was accepted from it before: a rollback? (--allow-downgrade accepts it)",
+			             source, (unsigned long long)old, was);
+		}
+		r = -EKEYREJECTED;
+		goto out;
+	}
+	if (have && claim->has_timestamp && claim->timestamp == old)
+		goto out;
+	if (have && claim->has_timestamp && claim->timestamp < old)
+		ca_log_warning("%s: accepted a downgrade (--allow-downgrade): signed at timestamp %llu, before %llu",
+		               source, (unsigned long long)claim->timestamp, (unsigned long long)old);
+	if (!claim->has_timestamp) {
+		/* nothing to record; a downgrade to it forgets the newer time */
+		if (have && unlinkat(dfd, hex, 0) < 0 && errno != ENOENT)
+			r = ca_log_error_errno(errno, "cache %s", path);
+		goto out;
+	}
+	if (asprintf(&line, "%llu\t%s\n", (unsigned long long)claim->timestamp, key) < 0) {
+		line = NULL;
+		r = ca_log_error_errno(ENOMEM, "%s", source);
+		goto out;
+	}
+	r = ca_atomic_file_write(path, 0600, line, strlen(line));
+	if (r < 0)
+		ca_log_error_errno(r, "cache %s", path);
+out:
+	if (dfd >= 0)
+		close(dfd); /* drops the lock */
+	ca_buf_release(&b);
+	free(line);
+	free(path);
+	free(dir);
+	free(key);
+	return r;
+}
+
+int ca_index_cache_accept_signed(const char *source, const char *suffix, const void *data, size_t size,
+                                 const struct ca_http_opts *http, const char *cache_dir, bool offline,
+                                 const struct ca_trust_policy *trust)
+{
+	struct ca_trust_claim claim;
+	int r = ca_index_cache_check_signature(source, source, suffix, data, size, http, cache_dir, offline, trust->keys,
+	                                       trust->n_keys, &claim);
+	if (r == 0)
+		r = ca_trust_check_name(source, &claim, trust->signed_name);
+	if (r == 0 && trust->record_dir)
+		r = ca_index_cache_check_rollback(trust->record_dir, source, &claim, trust->allow_downgrade);
+	if (r == 0)
+		ca_trust_warn_unbound(source, &claim);
+	return r;
+}
+
 int ca_index_cache_open(const char *source, const struct ca_http_opts *http, const char *cache_dir, bool offline,
-                        const struct ca_minisign_key *keys, size_t n_keys, struct ca_index **ret)
+                        const struct ca_trust_policy *trust, struct ca_index **ret)
 {
 	struct ca_buf b = CA_BUF_INIT;
 	struct ca_http_opts ho;
@@ -269,9 +423,9 @@ int ca_index_cache_open(const char *source, const struct ca_http_opts *http, con
 			return ca_log_error_errno(r, "%s", source);
 	}
 	/* the copy kept is one that verified, and is checked again when used */
-	if (n_keys) {
-		r = ca_index_cache_check_signature(source, source, index_suffix(source), b.data, b.size, http, cache_dir, offline, keys,
-		                    n_keys);
+	if (trust && trust->n_keys) {
+		r = ca_index_cache_accept_signed(source, index_suffix(source), b.data, b.size, http, cache_dir, offline,
+		                                 trust);
 		if (r < 0) {
 			ca_buf_release(&b);
 			return r;
@@ -346,7 +500,7 @@ int ca_index_cache_sidecar(const char *source, const struct ca_index *idx, const
 	 * (the archive, covered by the index's signature, is walked instead) */
 	if (r == 0 && n_keys &&
 	    ca_index_cache_check_signature(name, source, ".caidx" CA_SIDECAR_SUFFIX, b.data, b.size, http, cache_dir, offline, keys,
-	                    n_keys) < 0) {
+	                    n_keys, NULL) < 0) {
 		ca_log_warning("%s: not used (walking the archive instead)", name);
 		r = -ENOENT;
 	}
@@ -452,7 +606,7 @@ int ca_index_cache_profile(const char *source, const struct ca_index *idx, const
 	/* trusted like the sidecar: signed like the index, and naming it */
 	if (r == 0 && n_keys &&
 	    ca_index_cache_check_signature(name, source, suffix, b.data, b.size, http, cache_dir, offline, keys,
-	                                   n_keys) < 0) {
+	                                   n_keys, NULL) < 0) {
 		ca_log_warning("%s: prefetch profile not used", name);
 		r = -ENOENT;
 	}

@@ -37,6 +37,14 @@
 #include "index.h"
 #include "minisign.h"
 #include "sidecar.h"
+#include "trust.h"
+
+/* Is cache_dir a cache this process may keep copies in: the cache and its
+ * indexes/ ours and private (store.h ca_store_open_private; a cache of an
+ * older cafs is tightened), or not there yet? 0, or one line logged and
+ * -EPERM, -ELOOP, -ENOTDIR... Callers check once, before anything is
+ * fetched, so a refused cache is said once and nothing is attempted. */
+int ca_index_cache_check_dir(const char *cache_dir);
 
 /* CACHE/indexes/<sha256 of url><suffix>, malloc'd (NULL: ENOMEM). */
 char *ca_index_cache_path(const char *cache_dir, const char *url, const char *suffix);
@@ -49,16 +57,41 @@ char *ca_index_cache_path(const char *cache_dir, const char *url, const char *su
  * it) or another -errno. url/suffix matter only with cache_dir. */
 int ca_index_cache_check_signature(const char *name, const char *url, const char *suffix, const void *data,
                                    size_t size, const struct ca_http_opts *http, const char *cache_dir, bool offline,
-                                   const struct ca_minisign_key *keys, size_t n_keys);
+                                   const struct ca_minisign_key *keys, size_t n_keys, struct ca_trust_claim *ret_claim);
+
+/* The rollback record (issue 21.6): cache_dir/signed/<SHA-256 of the
+ * index's key> holds "<timestamp><tab><key>\n", the newest signing time
+ * (the trusted comment's timestamp:) of an index accepted for it; the key
+ * is a URL as shown (ca_location_redact: no userinfo, no query) or a path
+ * made absolute through its directory. An index signed before it, or
+ * whose signature names no time once a time is recorded, is refused with
+ * one line naming both times (-EKEYREJECTED), unless allow_downgrade,
+ * which accepts it and makes it the record (no time: the record is
+ * removed). A newer one becomes the record. The check and the update are
+ * one step under flock on cache_dir/signed (made 0700 and checked as the
+ * cache is: its problems are said and returned: a record that cannot be
+ * kept refuses, it does not skip the check). */
+int ca_index_cache_check_rollback(const char *cache_dir, const char *source, const struct ca_trust_claim *claim,
+                                  bool allow_downgrade);
+
+/* Everything an index's signature must pass (trust.h ca_trust_policy):
+ * ca_index_cache_check_signature, the name check (ca_trust_check_name),
+ * the rollback record in trust->record_dir (when not NULL), then a
+ * warning if the signature binds no time or name. 0 or one line logged
+ * and -EKEYREJECTED (or another -errno). */
+int ca_index_cache_accept_signed(const char *source, const char *suffix, const void *data, size_t size,
+                                 const struct ca_http_opts *http, const char *cache_dir, bool offline,
+                                 const struct ca_trust_policy *trust);
 
 /* The index at URL source, kept in cache_dir: online, download it and
  * keep a copy; offline, the copy (-ENOMEDIUM when none). With trusted
- * keys (n_keys > 0), the bytes must verify against source's signature
+ * keys (trust not NULL, n_keys > 0), the bytes must pass
+ * ca_index_cache_accept_signed against source's signature
  * (downloaded and kept beside the copy; offline, the kept one) before they
  * are kept or parsed: -EKEYREJECTED otherwise. (Paths, and URLs without a
  * cache, are ca_source_open_index's.) */
 int ca_index_cache_open(const char *source, const struct ca_http_opts *http, const char *cache_dir, bool offline,
-                        const struct ca_minisign_key *keys, size_t n_keys, struct ca_index **ret);
+                        const struct ca_trust_policy *trust, struct ca_index **ret);
 
 /* The sidecar of index idx (opened from source), or *ret = NULL when it
  * has none, or none that can be trusted (said once): with trusted keys,

@@ -11,6 +11,7 @@
 #include "digest.h"
 #include "log.h"
 #include "s3.h"
+#include "secret.h"
 #include "storeconf.h"
 
 bool ca_s3_is_url(const char *s)
@@ -131,18 +132,12 @@ bad:
 	return -EINVAL;
 }
 
-static void wipe_free(char *s)
-{
-	if (s)
-		explicit_bzero(s, strlen(s));
-	free(s);
-}
 
 void ca_s3_creds_clear(struct ca_s3_creds *c)
 {
 	free(c->access_key);
-	wipe_free(c->secret_key);
-	wipe_free(c->session_token);
+	ca_secret_free(c->secret_key);
+	ca_secret_free(c->session_token);
 	free(c->region);
 	*c = (struct ca_s3_creds){ 0 };
 }
@@ -186,11 +181,25 @@ int ca_s3_creds_resolve(const struct ca_s3_settings *set, struct ca_s3_creds *re
 		                                      "AWS_ACCESS_KEY_ID (or S3_ACCESS_KEY)");
 		goto fail;
 	}
+	/* the key and the token go into request headers as they are: a line
+	 * break there would end the header and start another */
+	for (const char *k = c.access_key; k && *k; k++)
+		if ((unsigned char)*k < 0x20 || *k == 0x7f) {
+			r = ca_log_error_errno(EINVAL, "S3 access key: holds a control character");
+			goto fail;
+		}
+	for (const char *k = c.session_token; k && *k; k++)
+		if ((unsigned char)*k < 0x20 || *k == 0x7f) {
+			r = ca_log_error_errno(EINVAL, "S3 session token: holds a control character");
+			goto fail;
+		}
 	/* the region goes into curl's "aws:amz:REGION:s3": nothing that could end it */
 	if (strpbrk(c.region, ": \t\r\n") || strlen(c.region) > 48) {
 		r = ca_log_error_errno(EINVAL, "S3 region '%s': invalid", c.region);
 		goto fail;
 	}
+	if (c.secret_key || c.session_token)
+		ca_secret_hold(); /* signing keys, kept for the requests to come */
 	*ret = c;
 	return 0;
 fail:
@@ -361,8 +370,10 @@ int ca_s3_parse_list(const char *body, size_t n, ca_s3_list_fn fn, void *userdat
 	const char *t = element(body, end, "IsTruncated", &k);
 	*ret_truncated = t && k == 4 && !memcmp(t, "true", 4);
 	t = element(body, end, "NextContinuationToken", &k);
-	if (t && xml_decode(t, k, ret_token, CA_S3_TOKEN_MAX) < 0)
+	if (t && xml_decode(t, k, ret_token, CA_S3_TOKEN_MAX) < 0) {
+		ret_token[0] = 0; /* a decode stopped half-way left no NUL (found by fuzz-s3-list) */
 		return -EBADMSG;
+	}
 	if (*ret_truncated && !ret_token[0])
 		return -EBADMSG; /* more, but no way to ask for it */
 	return 0;

@@ -69,7 +69,9 @@ struct ca_s3_creds {
 	char *region;                                  /* never NULL once resolved */
 };
 /* Resolve (see above); set may be NULL. 0 or -ENOMEM. A key without a
- * secret (or the reverse) is -ENOKEY, logged naming the variables. */
+ * secret (or the reverse) is -ENOKEY, logged naming the variables; a
+ * control character in the key or token, or a region holding ":" or a
+ * blank, is -EINVAL (they go into headers and curl's provider string). */
 int ca_s3_creds_resolve(const struct ca_s3_settings *set, struct ca_s3_creds *ret);
 /* Wipe and free. Accepts a zeroed struct. */
 void ca_s3_creds_clear(struct ca_s3_creds *c);

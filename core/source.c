@@ -174,8 +174,8 @@ static int fetch_whole(const char *source, size_t cap, const struct ca_http_opts
 /* Read the index once, then its signature, check, and parse those very
  * bytes: a file changed in between fails the check instead of slipping
  * past it. No chunk is asked for before the check passes. */
-static int open_signed_index(const char *source, const struct ca_http_opts *http, const struct ca_minisign_key *keys,
-                             size_t n, struct ca_index **ret)
+static int open_signed_index(const char *source, const struct ca_http_opts *http, const struct ca_trust_policy *trust,
+                             struct ca_index **ret)
 {
 	struct ca_buf b = CA_BUF_INIT;
 	int r = fetch_whole(source, INDEX_DOWNLOAD_MAX, http, &b);
@@ -187,7 +187,7 @@ static int open_signed_index(const char *source, const struct ca_http_opts *http
 		ca_log_error_errno(r, "%s", source);
 	if (r < 0)
 		goto out;
-	r = ca_index_cache_check_signature(source, source, "", b.data, b.size, http, NULL, false, keys, n);
+	r = ca_index_cache_accept_signed(source, "", b.data, b.size, http, NULL, false, trust);
 	if (r < 0)
 		goto out;
 	r = ca_index_adopt(b.data, b.size, ret); /* takes b.data */
@@ -220,7 +220,23 @@ struct index_src {
 	size_t n_keys;
 	char *cache;
 	bool remote;
+	struct ca_trust_policy trust; /* with keys: what the index's signature must also say */
+	char *record_dir;
 };
+
+/* With trusted keys, where the rollback record is kept: the cache in use,
+ * else the default cache, even with no chunk cache (--no-cache) and for a
+ * local index: the record is a few bytes per index, and without it any
+ * older signed index would do. */
+static int record_dir(const struct ca_image_opts *o, char **ret)
+{
+	*ret = o && o->cache_dir ? strdup(o->cache_dir) : ca_source_default_cache_dir();
+	if (!*ret && errno == ENOENT)
+		return ca_log_error("trusted keys: no home directory to keep the record of signed indexes in: give "
+		                    "a cache directory or set XDG_CACHE_HOME"),
+		       -ENOENT;
+	return *ret ? 0 : ca_log_error_errno(ENOMEM, "trusted keys");
+}
 
 static int index_src_init(const char *source, const struct ca_image_opts *o, struct index_src *c)
 {
@@ -232,6 +248,21 @@ static int index_src_init(const char *source, const struct ca_image_opts *o, str
 	int r = trusted_keys(o, &c->keys, &c->n_keys);
 	if (r == 0 && o && c->remote)
 		c->cache = index_cache_dir(source, o);
+	if (r == 0 && c->n_keys) {
+		r = record_dir(o, &c->record_dir);
+		c->trust = (struct ca_trust_policy){ .keys = c->keys, .n_keys = c->n_keys, .record_dir = c->record_dir };
+		if (o) {
+			c->trust.signed_name = o->signed_name;
+			c->trust.allow_downgrade = o->allow_downgrade;
+		}
+	}
+	if (r == 0 && c->cache) {
+		/* A cache that will be refused is refused here, once, before
+		 * anything is downloaded: each later use of it (the index's copy,
+		 * its signature, the sidecar's, the chunk cache) would otherwise
+		 * refuse it again, or warn that a copy cannot be kept. */
+		r = ca_index_cache_check_dir(c->cache); /* logs */
+	}
 	return r;
 }
 
@@ -239,6 +270,7 @@ static void index_src_release(struct index_src *c)
 {
 	free(c->keys);
 	free(c->cache);
+	free(c->record_dir);
 }
 
 static int open_index(const char *source, const struct ca_image_opts *o, const struct index_src *c,
@@ -247,9 +279,9 @@ static int open_index(const char *source, const struct ca_image_opts *o, const s
 	const char *path;
 	int r;
 	if (c->cache)
-		return ca_index_cache_open(source, c->http, c->cache, o->offline, c->keys, c->n_keys, ret);
+		return ca_index_cache_open(source, c->http, c->cache, o->offline, &c->trust, ret);
 	if (c->n_keys)
-		return open_signed_index(source, c->http, c->keys, c->n_keys, ret);
+		return open_signed_index(source, c->http, &c->trust, ret);
 	if (c->remote)
 		return open_remote_index(source, c->http, ret);
 	path = ca_location_path(source);

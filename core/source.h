@@ -131,6 +131,13 @@ struct ca_image_opts {
 	 * any, a .catar is refused: only an index can carry a signature. */
 	const struct ca_minisign_key *trusted_keys;
 	size_t n_trusted_keys;
+	/* With trusted keys, what the index's signature must also say
+	 * (trust.h ca_trust_policy): its file: name (NULL: the name asked
+	 * for), and a signing time not before the newest accepted for that
+	 * index (recorded in cache_dir, else the default cache) unless
+	 * allow_downgrade. */
+	const char *signed_name;
+	bool allow_downgrade;
 	bool no_sidecar;  /* ignore the index's metadata sidecar (index_cache.h) */
 	/* the caller reads a .catar front to back (the stream source of
 	 * archive_reader.h, no subtree): a remote .catar whose server

@@ -15,7 +15,9 @@
 #include "buf.h"
 #include "location.h"
 #include "log.h"
+#include "secret.h"
 #include "storeconf.h"
+#include "trusted_file.h"
 
 struct section {
 	struct ca_store_settings s;
@@ -72,23 +74,16 @@ static char **str_field(struct ca_store_settings *s, const struct key *k)
 
 /* ---- sections ---- */
 
-static void wipe_free(char *p)
-{
-	if (p) {
-		explicit_bzero(p, strlen(p));
-		free(p);
-	}
-}
 
 static void section_release(struct section *x)
 {
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (keys[i].kind == K_STR || keys[i].kind == K_SECRET)
-			wipe_free(*str_field(&x->s, &keys[i]));
+			ca_secret_free(*str_field(&x->s, &keys[i]));
 	for (size_t i = 0; i < x->s.n_headers; i++)
-		wipe_free(x->s.headers[i]);
+		ca_secret_free(x->s.headers[i]);
 	free(x->s.headers);
-	wipe_free(x->s.netrc_file);
+	ca_secret_free(x->s.netrc_file);
 	free(x->prefix);
 	memset(x, 0, sizeof(*x));
 }
@@ -435,6 +430,7 @@ static int load_file(struct ca_storeconf *c, const char *path, unsigned flags, b
 {
 	struct stat st;
 	struct ca_buf b = CA_BUF_INIT;
+	char why[CA_TRUSTED_FILE_WHY_MAX];
 	bool secrets;
 	int r = 0;
 	/* O_NONBLOCK: a FIFO put there does not hang us (it is refused below) */
@@ -454,19 +450,9 @@ static int load_file(struct ca_storeconf *c, const char *path, unsigned flags, b
 		r = ca_log_error_errno(errno, "%s", path);
 		goto out;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		r = -EINVAL;
-		ca_log_error("%s: refused: not a regular file", path);
-		goto out;
-	}
-	if (st.st_uid != 0 && st.st_uid != geteuid()) {
-		r = -EPERM;
-		ca_log_error("%s: refused: owned by another user (uid %u)", path, (unsigned)st.st_uid);
-		goto out;
-	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		r = -EPERM;
-		ca_log_error("%s: refused: writable by group or others (chmod go-w)", path);
+	r = ca_trusted_file_check(&st, S_IFREG, why);
+	if (r < 0) {
+		ca_log_error("%s: %s", path, why);
 		goto out;
 	}
 	if ((uint64_t)st.st_size > CA_STORECONF_FILE_MAX) {
@@ -566,6 +552,10 @@ const struct ca_store_settings *ca_storeconf_lookup(const struct ca_storeconf *c
 
 void ca_storeconf_apply(const struct ca_store_settings *s, struct ca_http_opts *o)
 {
+	/* the secrets now go to the HTTP engine and libcurl, for as long as
+	 * the engine lives: no core dump may hold them (secret.h) */
+	if (s->n_headers || s->password || s->client_key_password || s->aws_secret_access_key || s->aws_session_token)
+		ca_secret_hold();
 	if (s->n_headers) {
 		o->headers = (const char *const *)s->headers;
 		o->n_headers = s->n_headers;

@@ -339,9 +339,10 @@ int cafs_cache_seed(int argc, char **argv)
 	if (!dir)
 		return 1;
 	int k;
-	if (ca_source_open_index(argv[optind], NULL, &idx) < 0)
-		goto out;
+	/* the cache first: a refused one is said before anything is fetched */
 	if (ca_store_open_private(dir, true, &cache) < 0)
+		goto out;
+	if (ca_source_open_index(argv[optind], NULL, &idx) < 0)
 		goto out;
 	k = cafs_seed_cache(cache, idx, argv + optind + 1, (size_t)(argc - optind - 1), seed_store, NULL, &st);
 	if (verbosity >= 0) {

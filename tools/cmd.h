@@ -87,7 +87,19 @@ int cafs_parse_threads(const char *s, unsigned *ret);
 struct cafs_trusted_keys {
 	struct ca_minisign_key *keys;
 	size_t n;
+	bool allow_downgrade;    /* --allow-downgrade (source.h) */
+	const char *signed_name; /* --signed-name=NAME (source.h) */
 };
+/* --allow-downgrade and --signed-name=NAME, beside --trusted-key: what an
+ * index's signature must say besides verifying (cafs(1) SECURITY) */
+#define CAFS_OPT_ALLOW_DOWNGRADE 0x201
+#define CAFS_OPT_SIGNED_NAME 0x202
+#define CAFS_TRUST_POLICY_OPTIONS                                                       \
+	{ "allow-downgrade", no_argument, NULL, CAFS_OPT_ALLOW_DOWNGRADE },              \
+	{ "signed-name", required_argument, NULL, CAFS_OPT_SIGNED_NAME }
+/* Take CAFS_OPT_ALLOW_DOWNGRADE or CAFS_OPT_SIGNED_NAME (c) into tk: 0,
+ * or the exit code (2: an empty or path-like name; reported). */
+int cafs_trust_policy_option(const char *cmd, int c, const char *arg, struct cafs_trusted_keys *tk);
 /* Read the key file now, so that a bad one is reported before anything is
  * opened, and append its key: 0, or the exit code (2: a usage error, the
  * file unreadable or not a key; reported). */

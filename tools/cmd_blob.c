@@ -337,6 +337,7 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		{ "cache", required_argument, NULL, OPT_CACHE },
 		{ "delete", required_argument, NULL, OPT_DELETE },
 		CAFS_TRUSTED_KEY_OPTION,
+		CAFS_TRUST_POLICY_OPTIONS,
 		{ "offline", no_argument, NULL, OPT_OFFLINE },
 		{ "overlay-xattrs", no_argument, NULL, OPT_OVERLAY_XATTRS },
 		{ "rate-limit-bps", required_argument, NULL, OPT_RATE_LIMIT_BPS },
@@ -370,6 +371,13 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 		case OPT_CACHE:
 			a->cache = optarg;
 			break;
+		case CAFS_OPT_ALLOW_DOWNGRADE:
+		case CAFS_OPT_SIGNED_NAME: {
+			int e = cafs_trust_policy_option(cmd, c, optarg, &a->trusted);
+			if (e)
+				return e;
+			break;
+		}
 		case CAFS_OPT_TRUSTED_KEY: {
 			int e = cafs_trusted_key_add(cmd, &a->trusted, optarg);
 			if (e)
@@ -643,6 +651,7 @@ int cafs_cmd_digest(int argc, char **argv)
 		{ "store", required_argument, NULL, 's' },
 		{ "digest", required_argument, NULL, OPT_DIGEST },
 		CAFS_TRUSTED_KEY_OPTION,
+		CAFS_TRUST_POLICY_OPTIONS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -672,6 +681,12 @@ int cafs_cmd_digest(int argc, char **argv)
 				r = cafs_usage_error("digest", "unknown digest '%s'", optarg);
 				goto out;
 			}
+			break;
+		case CAFS_OPT_ALLOW_DOWNGRADE:
+		case CAFS_OPT_SIGNED_NAME:
+			r = cafs_trust_policy_option("digest", c, optarg, &tk);
+			if (r)
+				goto out;
 			break;
 		case CAFS_OPT_TRUSTED_KEY:
 			r = cafs_trusted_key_add("digest", &tk, optarg);

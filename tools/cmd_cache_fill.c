@@ -113,6 +113,7 @@ int cafs_cache_fill(int argc, char **argv)
 		{ "store", required_argument, NULL, OPT_STORE },
 		{ "rate-limit-bps", required_argument, NULL, OPT_RATE },
 		CAFS_TRUSTED_KEY_OPTION,
+		CAFS_TRUST_POLICY_OPTIONS,
 		{ "threads", required_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -153,6 +154,14 @@ int cafs_cache_fill(int argc, char **argv)
 			stores[n_stores++] = optarg;
 			break;
 		}
+		case CAFS_OPT_ALLOW_DOWNGRADE:
+		case CAFS_OPT_SIGNED_NAME:
+			k = cafs_trust_policy_option("cache", c, optarg, &tk);
+			if (k) {
+				r = k;
+				goto out;
+			}
+			break;
 		case CAFS_OPT_TRUSTED_KEY:
 			k = cafs_trusted_key_add("cache", &tk, optarg);
 			if (k) {

@@ -179,6 +179,12 @@ static int parse_o(const char *cmd, struct mount_args *a, char *arg)
 			a->no_cache = false;
 		} else if (!strncmp(opt, "log=", 4)) {
 			a->log_file = opt + 4;
+		} else if (opt_is(opt, len, "allow_downgrade")) {
+			a->trusted.allow_downgrade = true;
+		} else if (!strncmp(opt, "signed_name=", 12)) {
+			int e = cafs_trust_policy_option(cmd, CAFS_OPT_SIGNED_NAME, opt + 12, &a->trusted);
+			if (e)
+				return e;
 		} else if (!strncmp(opt, "trusted_key=", 12)) {
 			int e = cafs_trusted_key_add(cmd, &a->trusted, opt + 12);
 			if (e)
@@ -239,6 +245,7 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 		{ "readahead", required_argument, NULL, OPT_READAHEAD },
 		{ "log", required_argument, NULL, OPT_LOG },
 		CAFS_TRUSTED_KEY_OPTION,
+		CAFS_TRUST_POLICY_OPTIONS,
 		{ "rate-limit-bps", required_argument, NULL, OPT_RATE_LIMIT_BPS },
 		{ "record-profile", required_argument, NULL, OPT_RECORD_PROFILE },
 		{ "profile", required_argument, NULL, OPT_PROFILE },
@@ -285,6 +292,12 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 			break;
 		case OPT_LOG:
 			a->log_file = optarg;
+			break;
+		case CAFS_OPT_ALLOW_DOWNGRADE:
+		case CAFS_OPT_SIGNED_NAME:
+			r = cafs_trust_policy_option(cmd, c, optarg, &a->trusted);
+			if (r)
+				return r;
 			break;
 		case CAFS_OPT_TRUSTED_KEY:
 			r = cafs_trusted_key_add(cmd, &a->trusted, optarg);

@@ -49,19 +49,20 @@ int cafs_cmd_sign(int argc, char **argv)
 		{ "secret-key", required_argument, NULL, 's' },
 		{ "legacy", no_argument, NULL, 'l' },
 		{ "trusted-comment", required_argument, NULL, 't' },
+		{ "name", required_argument, NULL, 'n' },
 		{ "comment", required_argument, NULL, 'c' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	const char *key_path = NULL, *trusted = NULL, *untrusted = NULL;
+	const char *key_path = NULL, *trusted = NULL, *untrusted = NULL, *name = NULL;
 	struct ca_minisign_secret key;
 	char password[PASSWORD_MAX];
 	bool legacy = false;
 	int c, r, verbosity = 0;
 
-	while ((c = getopt_long(argc, argv, "s:lt:c:vqh", opts, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "s:lt:n:c:vqh", opts, NULL)) >= 0) {
 		switch (c) {
 		case 's':
 			key_path = optarg;
@@ -71,6 +72,12 @@ int cafs_cmd_sign(int argc, char **argv)
 			break;
 		case 't':
 			trusted = optarg;
+			break;
+		case 'n':
+			/* the name it is published under, as minisign's file: gives it */
+			if (!optarg[0] || strchr(optarg, '/'))
+				return cafs_usage_error("sign", "--name=%s: expected a file name (no '/')", optarg);
+			name = optarg;
 			break;
 		case 'c':
 			untrusted = optarg;
@@ -102,7 +109,7 @@ int cafs_cmd_sign(int argc, char **argv)
 		OPENSSL_cleanse(password, sizeof(password));
 	}
 	if (r == 0)
-		r = ca_trust_sign_file(ca_location_path(in), &key, legacy, trusted, untrusted); /* logs */
+		r = ca_trust_sign_file(ca_location_path(in), &key, legacy, name, trusted, untrusted); /* logs */
 	OPENSSL_cleanse(&key, sizeof(key));
 	return r < 0 ? 1 : 0;
 }

@@ -535,6 +535,7 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 		{ "long", no_argument, NULL, 'l' },
 		{ "recursive", required_argument, NULL, 'R' },
 		CAFS_TRUSTED_KEY_OPTION,
+		CAFS_TRUST_POLICY_OPTIONS,
 		{ "cache", required_argument, NULL, 'C' },
 		{ "offline", no_argument, NULL, 'O' },
 		{ "digest", required_argument, NULL, 'D' },
@@ -582,6 +583,12 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 				goto out;
 			}
 			p.flat = !strcmp(optarg, "no");
+			break;
+		case CAFS_OPT_ALLOW_DOWNGRADE:
+		case CAFS_OPT_SIGNED_NAME:
+			r = cafs_trust_policy_option(cmd, c, optarg, &tk);
+			if (r)
+				goto out;
 			break;
 		case CAFS_OPT_TRUSTED_KEY:
 			r = cafs_trusted_key_add(cmd, &tk, optarg);

@@ -3,6 +3,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,22 +41,29 @@ int cafs_parse_threads(const char *s, unsigned *ret)
 
 int cafs_trusted_key_add(const char *cmd, struct cafs_trusted_keys *tk, const char *path)
 {
-	struct ca_buf b = CA_BUF_INIT;
 	struct ca_minisign_key *n = realloc(tk->keys, (tk->n + 1) * sizeof(*n));
-	int r;
+	char why[CA_TRUST_WHY_MAX];
 	if (!n)
 		return ca_log_error_errno(ENOMEM, "%s", path), 1;
 	tk->keys = n;
-	r = ca_buf_read_file(&b, path, 0, CA_MINISIGN_KEY_FILE_MAX);
-	if (r == 0)
-		r = ca_minisign_key_parse(b.data, b.size, &n[tk->n]);
-	ca_buf_release(&b);
-	/* a bad argument, like a bad number: a usage error, before anything runs */
-	if (r == -EBADMSG || r == -EFBIG)
-		return cafs_usage_error(cmd, "--trusted-key %s: not a minisign public key", path);
-	if (r < 0)
-		return cafs_usage_error(cmd, "--trusted-key %s: %s", path, strerror(-r));
+	/* a bad argument, like a bad number: a usage error, before anything
+	 * runs; checked as a key of the trusted key directory (trust.h) */
+	if (ca_trust_read_key(AT_FDCWD, path, &n[tk->n], why) < 0)
+		return cafs_usage_error(cmd, "--trusted-key %s: %s", path, why);
 	tk->n++;
+	return 0;
+}
+
+int cafs_trust_policy_option(const char *cmd, int c, const char *arg, struct cafs_trusted_keys *tk)
+{
+	if (c == CAFS_OPT_ALLOW_DOWNGRADE) {
+		tk->allow_downgrade = true;
+		return 0;
+	}
+	/* a file name, as minisign's file: gives it: no directory */
+	if (!arg[0] || strchr(arg, '/') || strlen(arg) > NAME_MAX)
+		return cafs_usage_error(cmd, "--signed-name=%s: expected a file name (no '/')", arg);
+	tk->signed_name = arg;
 	return 0;
 }
 
@@ -68,6 +77,8 @@ void cafs_trusted_keys_apply(const struct cafs_trusted_keys *tk, struct ca_image
 {
 	io->trusted_keys = tk ? tk->keys : NULL;
 	io->n_trusted_keys = tk ? tk->n : 0;
+	io->allow_downgrade = tk && tk->allow_downgrade;
+	io->signed_name = tk ? tk->signed_name : NULL;
 }
 
 int cafs_common_option(const char *cmd, int c, int *verbosity)
