@@ -163,7 +163,7 @@ static int recv_bytes(struct ca_remote *r, void *p, size_t n)
 		} else if (k == 0) {
 			if (got == 0)
 				return 1;
-			return ca_log_error_errno(EPIPE, "%s: connection closed in the middle of a message", r->name);
+			return ca_log_error_errno(ECONNRESET, "%s: connection closed in the middle of a message", r->name);
 		} else if (errno == EAGAIN) {
 			int e = wait_fd(r, r->in_fd, POLLIN);
 			if (e < 0)
@@ -215,7 +215,7 @@ static int recv_msg(struct ca_remote *r, uint64_t *ret_type, bool eof_ok)
 	memcpy(r->msg.data, h, HEADER);
 	e = recv_bytes(r, r->msg.data + HEADER, (size_t)size - HEADER);
 	if (e == 1)
-		e = ca_log_error_errno(EPIPE, "%s: connection closed in the middle of a message", r->name);
+		e = ca_log_error_errno(ECONNRESET, "%s: connection closed in the middle of a message", r->name);
 	if (e < 0)
 		return e;
 	r->msg.size = (size_t)size;
@@ -562,7 +562,7 @@ static int serve_pull(struct ca_remote *r, const char *archive, const char *inde
 		e = ca_remote_hello(r, (n ? CA_PROTOCOL_READABLE_STORE : 0) | (index ? CA_PROTOCOL_READABLE_INDEX : 0) |
 		                           (archive ? CA_PROTOCOL_READABLE_ARCHIVE : 0));
 	/* the puller may hang up whenever it has what it wants */
-	r->hangup_ok = true;
+	r->hangup_ok = e == 0;
 	if (e == 0 && (r->peer_flags & CA_PROTOCOL_PULL_INDEX))
 		e = ca_remote_send_file(r, false, ifd);
 	if (e == 0 && (r->peer_flags & CA_PROTOCOL_PULL_ARCHIVE))
@@ -581,7 +581,7 @@ static int serve_pull(struct ca_remote *r, const char *archive, const char *inde
 		close(ifd);
 	if (afd >= 0)
 		close(afd);
-	return e == -EPIPE ? 0 : e;
+	return e == -EPIPE && r->hangup_ok ? 0 : e;
 }
 
 static int serve_push(struct ca_remote *r, const char *archive, const char *index, struct ca_store *wstore)
