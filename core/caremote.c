@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -35,6 +36,7 @@ struct ca_remote {
 	char *name;
 	uint64_t peer_flags;
 	bool hangup_ok; /* a puller we serve may go away at any time */
+	const volatile sig_atomic_t *cancel;
 	struct ca_buf msg; /* the last message read, header included */
 	struct ca_buf tmp; /* chunk data: decoded, compressed or read from a store */
 	struct ca_codec *codec;
@@ -70,6 +72,11 @@ void ca_remote_free(struct ca_remote *r)
 	ca_codec_free(r->codec);
 	free(r->name);
 	free(r);
+}
+
+void ca_remote_set_cancel(struct ca_remote *r, const volatile sig_atomic_t *flag)
+{
+	r->cancel = flag;
 }
 
 uint64_t ca_remote_peer_flags(const struct ca_remote *r)
@@ -110,6 +117,8 @@ static int wait_fd(struct ca_remote *r, int fd, short ev)
 			return 0;
 		if (k == 0)
 			return ca_log_error_errno(ETIMEDOUT, "%s: no answer for %d s", r->name, r->timeout_ms / 1000);
+		if (errno == EINTR && r->cancel && *r->cancel)
+			return -ECANCELED;
 		if (errno != EINTR)
 			return ca_log_error_errno(errno, "%s", r->name);
 	}

@@ -43,6 +43,7 @@
 #ifndef CA_CAREMOTE_H
 #define CA_CAREMOTE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -94,6 +95,9 @@ struct ca_store;
  * caller's. */
 int ca_remote_new(int in_fd, int out_fd, const char *name, unsigned timeout_s, struct ca_remote **ret);
 void ca_remote_free(struct ca_remote *r); /* accepts NULL */
+/* A flag that, once non-zero, makes a wait interrupted by a signal end
+ * the transfer with -ECANCELED (not logged). NULL: none. */
+void ca_remote_set_cancel(struct ca_remote *r, const volatile sig_atomic_t *flag);
 
 /* Sends our HELLO with local_flags, reads the peer's, and checks that each
  * side offers what the other wants and that something is wanted:

@@ -40,6 +40,7 @@
 #include "fdio.h"
 #include "image_make.h"
 #include "index.h"
+#include "interrupt.h"
 #include "location.h"
 #include "log.h"
 #include "store.h"
@@ -754,6 +755,7 @@ struct ssh_conn {
 	int in, out; /* the command's standard output, its standard input */
 	char host[256];
 	struct ca_remote *r;
+	void (*sigpipe)(int); /* restored by ssh_close */
 };
 
 /* Starts the remote casync for loc's host: verb, then ARCHIVE INDEX STORE
@@ -766,7 +768,7 @@ static int ssh_open(const struct casync_args *a, const char *loc, bool push, con
 	const char *paths[3] = { archive, index, store };
 	char *argv[12], rate[64];
 	int to[2] = { -1, -1 }, from[2] = { -1, -1 }, n = 0, e;
-	*c = (struct ssh_conn){ .pid = -1, .in = -1, .out = -1 };
+	*c = (struct ssh_conn){ .pid = -1, .in = -1, .out = -1, .sigpipe = SIG_ERR };
 	if (hl >= sizeof(c->host))
 		return ca_log_error_errno(ENAMETOOLONG, "%.64s...", loc);
 	memcpy(c->host, loc, hl);
@@ -784,7 +786,7 @@ static int ssh_open(const struct casync_args *a, const char *loc, bool push, con
 		argv[n++] = (char *)(paths[i] ? paths[i] + ca_location_ssh_host_len(paths[i]) + 1 : "-");
 	argv[n] = NULL;
 	/* a remote that went away is an error on the write, not a signal */
-	signal(SIGPIPE, SIG_IGN);
+	c->sigpipe = signal(SIGPIPE, SIG_IGN);
 	if (pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0) {
 		e = ca_log_error_errno(errno, "%s: pipe", c->host);
 		goto fail;
@@ -796,6 +798,12 @@ static int ssh_open(const struct casync_args *a, const char *loc, bool push, con
 		goto fail;
 	}
 	if (c->pid == 0) {
+		/* the command gets what it would from a shell: no signal
+		 * blocked (our interrupt handling blocks some), SIGPIPE default */
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
 		if (dup2(to[0], STDIN_FILENO) < 0 || dup2(from[1], STDOUT_FILENO) < 0)
 			_exit(127);
 		execvp(argv[0], argv);
@@ -809,6 +817,8 @@ static int ssh_open(const struct casync_args *a, const char *loc, bool push, con
 	e = ca_remote_new(c->in, c->out, c->host, remote_timeout(), &c->r);
 	if (e < 0)
 		ca_log_error_errno(e, "%s", c->host);
+	else
+		ca_remote_set_cancel(c->r, cafs_interrupt_flag());
 	return e;
 fail:
 	for (int i = 0; i < 2; i++) {
@@ -848,7 +858,9 @@ static int ssh_close(struct ssh_conn *c, bool ok)
 			                       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 		}
 	}
-	*c = (struct ssh_conn){ .pid = -1, .in = -1, .out = -1 };
+	if (c->sigpipe != SIG_ERR)
+		signal(SIGPIPE, c->sigpipe);
+	*c = (struct ssh_conn){ .pid = -1, .in = -1, .out = -1, .sigpipe = SIG_ERR };
 	return e;
 }
 
@@ -897,16 +909,20 @@ static int pull_chunks(struct ssh_conn *c, struct stage *st, const char *path)
 /* Before a read of *in as w: a HOST:PATH input is pulled into the stage
  * directory (*in then names the copy), and a HOST:PATH store (st->store)
  * gives the chunks of the index it lacks (st->store then names the copy).
- * 0, or -EIO when it failed (logged). */
+ * Returns 0 or the exit code (failures logged; Ctrl-C: 128 + signal). */
 static int remote_pull(const struct casync_args *a, struct stage *st, const char **in, enum what w)
 {
-	struct ssh_conn c = { .pid = -1, .in = -1, .out = -1 };
+	struct ssh_conn c = { .pid = -1, .in = -1, .out = -1, .sigpipe = SIG_ERR };
 	const char *store = is_index(w) && is_ssh(st->store) ? st->store : NULL;
 	int e = 0, fd = -1;
 	for (size_t i = 0; i < a->extra_stores.n; i++)
 		if (is_ssh(a->extra_stores.v[i]))
 			return ca_log_error("%s: an extra store cannot be HOST:PATH (only --store)", a->extra_stores.v[i]),
-			       -EIO;
+			       1;
+	if (!is_ssh(*in) && !store)
+		return 0;
+	if ((e = cafs_interrupt_start()) < 0)
+		return ca_log_error_errno(e, "signals"), 1;
 	if (is_ssh(*in)) {
 		bool chunks = store && same_host(*in, store);
 		e = ssh_open(a, *in, false, is_index(w) ? NULL : *in, is_index(w) ? *in : NULL, chunks ? store : NULL, &c);
@@ -936,29 +952,35 @@ static int remote_pull(const struct casync_args *a, struct stage *st, const char
 	if (e == 0 && store) {
 		/* the index is here, its chunks there */
 		if (!*in)
-			return ca_log_error("%s: a store on another host needs the index in a file", store), -EIO;
-		e = ssh_open(a, store, false, NULL, NULL, store, &c);
+			e = ca_log_error_errno(EINVAL, "%s: a store on another host needs the index in a file", store);
+		if (e == 0)
+			e = ssh_open(a, store, false, NULL, NULL, store, &c);
 		if (e == 0)
 			e = ca_remote_hello(c.r, CA_PROTOCOL_PULL_CHUNKS);
 		if (e == 0)
 			e = pull_chunks(&c, st, ca_location_path(*in));
 		e = ssh_close(&c, e == 0) < 0 && e == 0 ? -EIO : e;
 	}
-	return e < 0 ? -EIO : 0;
+	return cafs_interrupt_exit_code(e < 0 ? 1 : 0);
 }
 
 /* After make into made (and chunks into local_store): pushes it to dst,
  * HOST:PATH, with the chunks the remote lacks when store is on dst's
- * host (else the chunks stay in the store they were made into). */
+ * host (else the chunks stay in the store they were made into). Returns
+ * 0 or the exit code. */
 static int remote_push(const struct casync_args *a, const char *dst, enum what w, const char *made,
                        const char *store, const char *local_store)
 {
-	struct ssh_conn c = { .pid = -1, .in = -1, .out = -1 };
+	struct ssh_conn c = { .pid = -1, .in = -1, .out = -1, .sigpipe = SIG_ERR };
 	struct ca_store *s = NULL;
 	bool chunks = is_index(w) && is_ssh(store);
 	int fd = open(made, O_RDONLY | O_CLOEXEC), e = 0;
 	if (fd < 0)
-		return ca_log_error_errno(errno, "%s", made), -EIO;
+		return ca_log_error_errno(errno, "%s", made), 1;
+	if ((e = cafs_interrupt_start()) < 0) {
+		close(fd);
+		return ca_log_error_errno(e, "signals"), 1;
+	}
 	if (chunks)
 		e = ca_store_open(local_store, &s);
 	if (e < 0)
@@ -977,7 +999,7 @@ static int remote_push(const struct casync_args *a, const char *dst, enum what w
 	e = ssh_close(&c, e == 0) < 0 && e == 0 ? -EIO : e;
 	ca_store_free(s);
 	close(fd);
-	return e < 0 ? -EIO : 0;
+	return cafs_interrupt_exit_code(e < 0 ? 1 : 0);
 }
 
 /* `casync pull|push - ARCHIVE INDEX WSTORE [RSTORE...]`: the remote end,
@@ -998,13 +1020,18 @@ static int verb_serve(const struct casync_args *a, bool push, char **pos, int np
 	if (!p[1] && !p[2] && !p[3] && npos == 4)
 		return ca_log_error("%s: nothing to do", push ? "push" : "pull"), 1;
 	signal(SIGPIPE, SIG_IGN);
+	/* ssh's hang-up or a SIGTERM: a pushed file half-written is removed */
+	if ((e = cafs_interrupt_start()) < 0)
+		return ca_log_error_errno(e, "signals"), 1;
 	e = ca_remote_new(STDIN_FILENO, STDOUT_FILENO, "client", remote_timeout(), &r);
-	if (e == 0)
+	if (e == 0) {
+		ca_remote_set_cancel(r, cafs_interrupt_flag());
 		e = ca_remote_serve(r, push, p[1], p[2], p[3], pos + 4, (size_t)(npos - 4));
-	else
+	} else {
 		ca_log_error_errno(e, "%s", push ? "push" : "pull");
+	}
 	ca_remote_free(r);
-	return e < 0 ? 1 : 0;
+	return cafs_interrupt_exit_code(e < 0 ? 1 : 0);
 }
 
 /* list/mtree/stat of a directory are of the archive casync would make of
@@ -1151,10 +1178,8 @@ static int verb_read(const struct casync_args *a, const char *verb, char **pos, 
 		}
 		b.store = st.store;
 	}
-	if (remote_pull(a, &st, &in, w) < 0) {
-		r = 1;
+	if ((r = remote_pull(a, &st, &in, w)) != 0)
 		goto out;
-	}
 	if (is_index(w))
 		b.store = st.store;
 	if (w == WHAT_BLOB && !in) {
@@ -1288,7 +1313,7 @@ static int verb_make(const struct casync_args *a, char **pos, int npos)
 	/* casync prints no digest when the archive goes to standard output */
 	r = dst ? run(&out) : run_quiet(&out);
 	if (r == 0 && push)
-		r = remote_push(a, dst, w, st.out, st.store, st.pulled) < 0 ? 1 : 0;
+		r = remote_push(a, dst, w, st.out, st.store, st.pulled);
 	else if (r == 0 && st.out && dst && rename(st.out, ca_location_path(dst)) < 0)
 		r = (ca_log_error_errno(errno, "%s", dst), 1);
 	if (r == 0 && !dst) {
@@ -1385,8 +1410,10 @@ static int verb_extract(const struct casync_args *a, char **pos, int npos)
 	r = 0;
 	if (is_index(w))
 		r = stage_store(a, &st, in);
-	if (r == 0 && remote_pull(a, &st, &in, w) < 0)
-		r = -EIO;
+	if (r == 0 && (r = remote_pull(a, &st, &in, w)) != 0) {
+		stage_release(&st);
+		return r;
+	}
 	if (is_index(w))
 		b.store = st.store;
 	if (r == 0)
@@ -1474,8 +1501,10 @@ static int verb_mount(const struct casync_args *a, char **pos, int npos)
 		w = in && what_of_name(in) != WHAT_ANY ? what_of_name(in) : WHAT_ARCHIVE;
 	if (is_index(w))
 		r = stage_store(a, &st, in) < 0 ? -EIO : 0;
-	if (r == 0 && remote_pull(a, &st, &in, w) < 0)
-		r = -EIO;
+	if (r == 0 && (r = remote_pull(a, &st, &in, w)) != 0) {
+		stage_release(&st);
+		return r;
+	}
 	b.store = st.store ? st.store : a->store;
 	if (r == 0 && stage_input(&st, in, w, &in) < 0)
 		r = -EIO;

@@ -117,6 +117,24 @@ ok "a remote that stops talking: the timeout (CAFS_REMOTE_TIMEOUT=2), one line, 
 ok "a remote's ABORT: its reason on one line, control characters replaced" \
 	hostile abort 'the other end gave up: evil?\[31m red?second line' 5
 
+# Ctrl-C while the remote says nothing: the handler's own line, 130, no
+# stage directory left in $TMPDIR, the remote command ended
+interrupted() {
+	local pid rc
+	mkdir -p "$T/tmp-int"
+	HOSTILE=silent TMPDIR=$T/tmp-int "$CAFS_CASYNC" list "localhost:$T/cafs-to-cafs/img.caidx" \
+		>/dev/null 2>"$T/int.err" &
+	pid=$!
+	wait_until 5 $pid bash -c 'ps -eo args | grep -v grep | grep -qF "$1"' _ "$T/bin/hostile.py" || return 1
+	kill -INT $pid
+	wait $pid
+	rc=$?
+	cat "$T/int.err"
+	[ $rc -eq 130 ] && interrupted_by "$T/int.err" INT && [ -z "$(ls -A "$T/tmp-int")" ] &&
+		! ps -eo args | grep -v grep | grep -qF "$T/bin/hostile.py"
+}
+ok "Ctrl-C during a pull: interrupted (130), nothing left behind" interrupted
+
 # a chunk whose bytes are another chunk's, served by casync and by cafs
 export CASYNC_REMOTE_PATH=$CAFS_CASYNC
 cp -r "$T/cafs-to-cafs" "$T/corrupt"
