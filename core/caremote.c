@@ -36,6 +36,7 @@ struct ca_remote {
 	char *name;
 	uint64_t peer_flags;
 	bool hangup_ok; /* a puller we serve may go away at any time */
+	bool idle_ok;   /* a client we serve may think between messages */
 	const volatile sig_atomic_t *cancel;
 	struct ca_buf msg; /* the last message read, header included */
 	struct ca_buf tmp; /* chunk data: decoded, compressed or read from a store */
@@ -107,12 +108,13 @@ static int unexpected(struct ca_remote *r, uint64_t type, const char *during)
 	return -EPROTO;
 }
 
-/* Waits until fd is ready for ev, at most the timeout. */
-static int wait_fd(struct ca_remote *r, int fd, short ev)
+/* Waits until fd is ready for ev, at most the timeout (forever when
+ * forever: a client between two messages). */
+static int wait_fd(struct ca_remote *r, int fd, short ev, bool forever)
 {
 	struct pollfd p = { .fd = fd, .events = ev };
 	for (;;) {
-		int k = poll(&p, 1, r->timeout_ms);
+		int k = poll(&p, 1, forever ? -1 : r->timeout_ms);
 		if (k > 0)
 			return 0;
 		if (k == 0)
@@ -133,7 +135,7 @@ static int send_bytes(struct ca_remote *r, const void *p, size_t n)
 			b += k;
 			n -= (size_t)k;
 		} else if (k < 0 && errno == EAGAIN) {
-			int e = wait_fd(r, r->out_fd, POLLOUT);
+			int e = wait_fd(r, r->out_fd, POLLOUT, false);
 			if (e < 0)
 				return e;
 		} else if (k < 0 && errno == EPIPE && r->hangup_ok) {
@@ -174,7 +176,7 @@ static int recv_bytes(struct ca_remote *r, void *p, size_t n)
 				return 1;
 			return ca_log_error_errno(ECONNRESET, "%s: connection closed in the middle of a message", r->name);
 		} else if (errno == EAGAIN) {
-			int e = wait_fd(r, r->in_fd, POLLIN);
+			int e = wait_fd(r, r->in_fd, POLLIN, got == 0 && r->idle_ok);
 			if (e < 0)
 				return e;
 		} else if (errno != EINTR) {
@@ -570,8 +572,9 @@ static int serve_pull(struct ca_remote *r, const char *archive, const char *inde
 	if (e == 0)
 		e = ca_remote_hello(r, (n ? CA_PROTOCOL_READABLE_STORE : 0) | (index ? CA_PROTOCOL_READABLE_INDEX : 0) |
 		                           (archive ? CA_PROTOCOL_READABLE_ARCHIVE : 0));
-	/* the puller may hang up whenever it has what it wants */
-	r->hangup_ok = e == 0;
+	/* the puller may hang up whenever it has what it wants, and take
+	 * its time between requests (casync extracts as it pulls) */
+	r->hangup_ok = r->idle_ok = e == 0;
 	if (e == 0 && (r->peer_flags & CA_PROTOCOL_PULL_INDEX))
 		e = ca_remote_send_file(r, false, ifd);
 	if (e == 0 && (r->peer_flags & CA_PROTOCOL_PULL_ARCHIVE))
@@ -602,6 +605,9 @@ static int serve_push(struct ca_remote *r, const char *archive, const char *inde
 	int e = ca_remote_hello(r, (wstore ? CA_PROTOCOL_WRITABLE_STORE : 0) |
 	                               (index ? CA_PROTOCOL_WRITABLE_INDEX : 0) |
 	                               (archive ? CA_PROTOCOL_WRITABLE_ARCHIVE : 0));
+	/* casync's pusher sends the index as it makes it: pieces may be far
+	 * apart */
+	r->idle_ok = e == 0;
 	if (e == 0 && (r->peer_flags & CA_PROTOCOL_PUSH_INDEX)) {
 		e = ca_atomic_file_open(&f, index, 0666);
 		if (e < 0)

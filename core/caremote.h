@@ -29,7 +29,10 @@
  *
  * Everything from the peer is hostile: a size outside 16 B .. 16 MiB, a
  * type out of turn, a malformed body, a chunk not asked for or whose data
- * does not hash to its id, or silence longer than the timeout are errors.
+ * does not hash to its id, or silence longer than the timeout are errors
+ * (the remote end, once past HELLO, waits for a client's next message as
+ * long as the client keeps the connection: its session, its choice; a
+ * message cut short or a client that stops reading still times out).
  * Memory is one message (at most 16 MiB) plus the set of ids of one index.
  * Requests are kept at most CA_REMOTE_WINDOW ids ahead of the answers, so
  * neither side can fill the other's pipe while both write.

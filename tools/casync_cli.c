@@ -831,8 +831,8 @@ fail:
 }
 
 /* Hangs up and waits for the remote command (killed when it outlives the
- * timeout). ok: the transfer went well, so its exit status counts (a
- * pushed index is installed when it exits). */
+ * timeout, or 2 s after a failure). ok: the transfer went well, so its
+ * exit status counts (a pushed index is installed when it exits). */
 static int ssh_close(struct ssh_conn *c, bool ok)
 {
 	int status = 0, e = 0;
@@ -843,7 +843,8 @@ static int ssh_close(struct ssh_conn *c, bool ok)
 		close(c->in);
 	if (c->pid > 0) {
 		struct timespec tick = { 0, 10 * 1000 * 1000 };
-		unsigned long waited = 0, limit = ok ? remote_timeout() * 100ul : 0;
+		/* after a failure, a moment to see our hang-up and end on its own */
+		unsigned long waited = 0, limit = ok ? remote_timeout() * 100ul : 200;
 		pid_t p;
 		while ((p = waitpid(c->pid, &status, WNOHANG)) == 0 && waited++ < limit)
 			nanosleep(&tick, NULL);

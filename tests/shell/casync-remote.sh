@@ -63,6 +63,26 @@ pair "$CAFS_CASYNC" "$CAFS_CASYNC"
 pair "$CAFS_CASYNC" "$REAL"
 pair "$REAL" "$CAFS_CASYNC"
 
+# mount HOST:PATH.caidx: pulled, then mounted; the stage goes at unmount
+remote_mount() {
+	local m=$T/mnt pid rc=0
+	mkdir -p "$m" "$T/tmp-mount"
+	CASYNC_REMOTE_PATH=$CAFS_CASYNC TMPDIR=$T/tmp-mount "$CAFS_CASYNC" mount \
+		"localhost:$T/cafs-to-cafs/img.caidx" "$m" 2>"$T/mount.err" &
+	pid=$!
+	at_cleanup "fusermount3 -uz '$m' 2>/dev/null; kill $pid 2>/dev/null; wait $pid 2>/dev/null"
+	wait_until 10 $pid mountpoint -q "$m" || { cat "$T/mount.err"; return 1; }
+	diff -r --no-dereference . "$m" || rc=1
+	fusermount3 -u "$m" && wait $pid || rc=1
+	cat "$T/mount.err"
+	[ $rc -eq 0 ] && [ -z "$(ls -A "$T/tmp-mount")" ]
+}
+if [ -w /dev/fuse ] && command -v fusermount3 >/dev/null && grep -qw fuse /proc/filesystems; then
+	ok "mount localhost:PATH.caidx: the tree, and nothing left in TMPDIR after unmount" remote_mount
+else
+	ok "mount localhost:PATH.caidx: # SKIP no usable FUSE here" true
+fi
+
 ok "CASYNC_REMOTE_PATH naming cafs itself (not as casync): the remote end still runs" \
 	bash -c 'CASYNC_REMOTE_PATH=$1 "$2" --rate-limit-bps=100000000 digest "localhost:$3/img.catar" | grep -qx "$4"' \
 	_ "$CAFS" "$CAFS_CASYNC" "$T/cafs-to-cafs" "$REF_DIGEST"
