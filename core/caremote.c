@@ -549,10 +549,14 @@ static int open_input(const char *path, int *ret)
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return ca_log_error_errno(errno, "%s", path);
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		int e = errno && !S_ISREG(st.st_mode) ? EINVAL : errno;
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
 		close(fd);
-		return ca_log_error_errno(e ? e : EINVAL, "%s: not a regular file", path);
+		return ca_log_error_errno(e, "%s", path);
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return ca_log_error_errno(EINVAL, "%s: not a regular file", path);
 	}
 	/* a regular file: reads never block; back to blocking for ca_read_full */
 	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);

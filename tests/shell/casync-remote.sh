@@ -180,6 +180,8 @@ p = subprocess.Popen([casync, "pull", "-", "-", index, "-"], stdin=subprocess.PI
 t = time.time()
 if mode == "huge":
     p.stdin.write(struct.pack("<QQ", 1 << 40, 0x3c71d0948ca5fbee)); p.stdin.flush()
+elif mode == "cut":
+    p.stdin.write(struct.pack("<QQQ", 24, 0x3c71d0948ca5fbee, 0x40)[:20]); p.stdin.close()
 try:
     p.wait(timeout=15)  # silent: standard input stays open, says nothing
 except subprocess.TimeoutExpired:
@@ -191,6 +193,9 @@ sys.exit(0 if p.returncode != 0 and err.count(b"\n") == 1 else 1)
 EOF
 ok "cafs's pull end, a client announcing a 1 TiB message: exits, one line" \
 	bash -c 'CAFS_REMOTE_TIMEOUT=2 python3 "$1/client.py" "$2" huge "$1/cafs-to-cafs/img.caidx" | tee /dev/stderr | grep -q "a message of 1099511627776 bytes"' \
+	_ "$T" "$CAFS_CASYNC"
+ok "cafs's pull end, a client cut off mid-message: exits, one line" \
+	bash -c 'CAFS_REMOTE_TIMEOUT=2 python3 "$1/client.py" "$2" cut "$1/cafs-to-cafs/img.caidx" | tee /dev/stderr | grep -q "connection closed in the middle of a message"' \
 	_ "$T" "$CAFS_CASYNC"
 ok "cafs's pull end, a client that says nothing: exits after the timeout, one line" \
 	bash -c 'CAFS_REMOTE_TIMEOUT=2 python3 "$1/client.py" "$2" silent "$1/cafs-to-cafs/img.caidx" | tee /dev/stderr | grep -q "no answer for 2 s"' \
