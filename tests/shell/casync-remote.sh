@@ -159,7 +159,7 @@ ok "Ctrl-C during a pull: interrupted (130), nothing left behind" interrupted
 export CASYNC_REMOTE_PATH=$CAFS_CASYNC
 cp -r "$T/cafs-to-cafs" "$T/corrupt"
 mapfile -t cks < <(find "$T/corrupt/default.castr" -name '*.cacnk' | sort | head -n 2)
-cp -f "${cks[1]}" "${cks[0]}"
+[ "${#cks[@]}" -lt 2 ] || cp -f "${cks[1]}" "${cks[0]}"
 # (casync's remote checks what it reads from its store: it says so on its
 # stderr, passed through by ssh, and hangs up; cafs says one line)
 for srv in "$CAFS_CASYNC" "$REAL"; do
