@@ -8,7 +8,10 @@
  * struct casync_args, and each verb builds the argv of the cafs command
  * that does the work (cafs make, extract, list, mtree, digest, gc, mount),
  * which then runs in-process with its own parser. So a behaviour lives in
- * one place, whichever name the user typed. Where a cafs command goes by a
+ * one place, whichever name the user typed. casync's SSH remoting
+ * (HOST:PATH) is glue here too: what a verb reads is pulled first, what
+ * make writes is pushed after (the protocol is core/caremote.h), and the
+ * remote end is the verbs pull and push. Where a cafs command goes by a
  * name's suffix and casync by --what= or by standard input and output, the
  * command is given a suffixed name for the same bytes (struct stage). What
  * casync has and cafs does not (NBD devices, the encoder cache) is
