@@ -79,11 +79,31 @@ enum ca_image_kind ca_location_image_kind(const char *name)
 	return CA_IMAGE_UNKNOWN;
 }
 
+size_t ca_location_ssh_host_len(const char *s)
+{
+	static const char host[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.";
+	size_t n;
+	if (ca_location_is_url(s) || s[0] == '/' || !strncmp(s, "./", 2))
+		return 0;
+	n = strspn(s, host);
+	if (n == 0)
+		return 0;
+	if (s[n] == '@') {
+		size_t k = strspn(s + n + 1, host);
+		if (k == 0)
+			return 0;
+		n += 1 + k;
+	}
+	return s[n] == ':' && s[n + 1] ? n : 0;
+}
+
 char *ca_location_default_store(const char *index)
 {
 	size_t n = ca_location_is_url(index) ? strcspn(index, "?#") : strlen(index);
 	const char *slash = memrchr(index, '/', n);
 	size_t dir = slash ? (size_t)(slash - index + 1) : 0;
+	if (!slash && ca_location_ssh_host_len(index))
+		dir = ca_location_ssh_host_len(index) + 1; /* "host:x.caidx" -> "host:default.castr" */
 	char *s = malloc(dir + sizeof("default.castr"));
 	if (!s)
 		return NULL;

@@ -15,6 +15,7 @@
 #define CA_LOCATION_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum ca_location_kind {
 	CA_LOCATION_PATH,  /* a local path, or file://PATH */
@@ -46,6 +47,12 @@ enum ca_image_kind {
 
 /* By suffix, as casync decides (URLs too: query and fragment ignored). */
 enum ca_image_kind ca_location_image_kind(const char *name);
+
+/* casync's HOST:PATH (ssh remoting, caremote.h): "[USER@]HOST:PATH",
+ * HOST and USER of letters, digits, '-', '_', '.', PATH not empty, and
+ * neither a URL nor starting with "/" or "./". The length of
+ * "[USER@]HOST" (PATH starts one byte after it), 0 when s is not one. */
+size_t ca_location_ssh_host_len(const char *s);
 
 /* "<directory of index>/default.castr" for an index path or URL, the
  * store casync uses when none is given (malloc'd; NULL on ENOMEM). */

@@ -8,7 +8,10 @@
  * struct casync_args, and each verb builds the argv of the cafs command
  * that does the work (cafs make, extract, list, mtree, digest, gc, mount),
  * which then runs in-process with its own parser. So a behaviour lives in
- * one place, whichever name the user typed. Where a cafs command goes by a
+ * one place, whichever name the user typed. casync's SSH remoting
+ * (HOST:PATH) is glue here too: what a verb reads is pulled first, what
+ * make writes is pushed after (the protocol is core/caremote.h), and the
+ * remote end is the verbs pull and push. Where a cafs command goes by a
  * name's suffix and casync by --what= or by standard input and output, the
  * command is given a suffixed name for the same bytes (struct stage). What
  * casync has and cafs does not (NBD devices, the encoder cache) is
@@ -21,21 +24,29 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cache.h"
+#include "caremote.h"
 #include "casync_cli.h"
 #include "cmd.h"
 #include "fdio.h"
 #include "image_make.h"
+#include "index.h"
+#include "interrupt.h"
 #include "location.h"
 #include "log.h"
+#include "store.h"
 
 /* casync's --what= */
 enum what {
@@ -546,6 +557,7 @@ struct stage {
 	char *in;    /* the input under its suffixed name */
 	char *out;   /* make's output under its suffixed name */
 	char *store; /* the store casync uses for an index (set_default_store) */
+	char *pulled; /* a store of chunks pulled from HOST:PATH, in dir (removed with it) */
 };
 
 static int stage_dir(struct stage *st, const char *beside)
@@ -574,8 +586,18 @@ static int stage_dir(struct stage *st, const char *beside)
 	return 0;
 }
 
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	return (flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
+}
+
 static void stage_release(struct stage *st)
 {
+	if (st->pulled)
+		(void)nftw(st->pulled, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(st->pulled);
 	if (st->in)
 		unlink(st->in);
 	if (st->out)
@@ -700,6 +722,322 @@ static int run_quiet(const struct strv *out)
 	return r;
 }
 
+/* ---- casync's SSH remoting: HOST:PATH through $CASYNC_SSH_PATH ----
+ *
+ * As casync: `$CASYNC_SSH_PATH HOST $CASYNC_REMOTE_PATH pull|push - ARCHIVE
+ * INDEX STORE` (ssh and casync by default), speaking caremote.h over its
+ * standard input and output. A read pulls what it needs into the stage
+ * directory (the index or archive, then the chunks of the index the
+ * store lacks) and runs on those; make makes into the stage directory and
+ * then pushes, the remote asking for the chunks it lacks. */
+
+static bool is_ssh(const char *s)
+{
+	return s && ca_location_ssh_host_len(s) > 0;
+}
+
+/* The peer may stay silent this long: $CAFS_REMOTE_TIMEOUT, 1 to 86400 s. */
+static unsigned remote_timeout(void)
+{
+	const char *e = getenv("CAFS_REMOTE_TIMEOUT");
+	char *end;
+	unsigned long v;
+	if (!e || !*e)
+		return 120;
+	errno = 0;
+	v = strtoul(e, &end, 10);
+	if (errno || *end || v < 1 || v > 86400) {
+		ca_log_warning("CAFS_REMOTE_TIMEOUT=%s: not 1 to 86400 seconds, using 120", e);
+		return 120;
+	}
+	return (unsigned)v;
+}
+
+struct ssh_conn {
+	pid_t pid;
+	int in, out; /* the command's standard output, its standard input */
+	char host[256];
+	struct ca_remote *r;
+	void (*sigpipe)(int); /* restored by ssh_close */
+};
+
+/* Starts the remote casync for loc's host: verb, then ARCHIVE INDEX STORE
+ * (each the path part of a location on that host, or NULL for "-"). */
+static int ssh_open(const struct casync_args *a, const char *loc, bool push, const char *archive, const char *index,
+                    const char *store, struct ssh_conn *c)
+{
+	size_t hl = ca_location_ssh_host_len(loc);
+	const char *ssh = getenv("CASYNC_SSH_PATH"), *casync = getenv("CASYNC_REMOTE_PATH");
+	const char *paths[3] = { archive, index, store };
+	char *argv[12], rate[64];
+	int to[2] = { -1, -1 }, from[2] = { -1, -1 }, n = 0, e;
+	*c = (struct ssh_conn){ .pid = -1, .in = -1, .out = -1, .sigpipe = SIG_ERR };
+	if (hl >= sizeof(c->host))
+		return ca_log_error_errno(ENAMETOOLONG, "%.64s...", loc);
+	memcpy(c->host, loc, hl);
+	c->host[hl] = 0;
+	argv[n++] = (char *)(ssh && *ssh ? ssh : "ssh");
+	argv[n++] = c->host;
+	argv[n++] = (char *)(casync && *casync ? casync : "casync");
+	if (a->rate_limit) {
+		snprintf(rate, sizeof(rate), "--rate-limit-bps=%s", a->rate_limit);
+		argv[n++] = rate;
+	}
+	argv[n++] = push ? "push" : "pull";
+	argv[n++] = "-";
+	for (int i = 0; i < 3; i++)
+		argv[n++] = (char *)(paths[i] ? paths[i] + ca_location_ssh_host_len(paths[i]) + 1 : "-");
+	argv[n] = NULL;
+	/* a remote that went away is an error on the write, not a signal */
+	c->sigpipe = signal(SIGPIPE, SIG_IGN);
+	if (pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0) {
+		e = ca_log_error_errno(errno, "%s: pipe", c->host);
+		goto fail;
+	}
+	fflush(stdout);
+	c->pid = fork();
+	if (c->pid < 0) {
+		e = ca_log_error_errno(errno, "%s: fork", c->host);
+		goto fail;
+	}
+	if (c->pid == 0) {
+		/* the command gets what it would from a shell: no signal
+		 * blocked (our interrupt handling blocks some), SIGPIPE default */
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		if (dup2(to[0], STDIN_FILENO) < 0 || dup2(from[1], STDOUT_FILENO) < 0)
+			_exit(127);
+		execvp(argv[0], argv);
+		fprintf(stderr, "cafs: %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(to[0]);
+	close(from[1]);
+	c->out = to[1];
+	c->in = from[0];
+	e = ca_remote_new(c->in, c->out, c->host, remote_timeout(), &c->r);
+	if (e < 0)
+		ca_log_error_errno(e, "%s", c->host);
+	else
+		ca_remote_set_cancel(c->r, cafs_interrupt_flag());
+	return e;
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (to[i] >= 0)
+			close(to[i]);
+		if (from[i] >= 0)
+			close(from[i]);
+	}
+	return e;
+}
+
+/* Hangs up and waits for the remote command (killed when it outlives the
+ * timeout, or 2 s after a failure). ok: the transfer went well, so its
+ * exit status counts (a pushed index is installed when it exits). */
+static int ssh_close(struct ssh_conn *c, bool ok)
+{
+	int status = 0, e = 0;
+	ca_remote_free(c->r);
+	if (c->out >= 0)
+		close(c->out);
+	if (c->in >= 0)
+		close(c->in);
+	if (c->pid > 0) {
+		struct timespec tick = { 0, 10 * 1000 * 1000 };
+		/* after a failure, a moment to see our hang-up and end on its own */
+		unsigned long waited = 0, limit = ok ? remote_timeout() * 100ul : 200;
+		pid_t p;
+		while ((p = waitpid(c->pid, &status, WNOHANG)) == 0 && waited++ < limit)
+			nanosleep(&tick, NULL);
+		if (p == 0) {
+			kill(c->pid, SIGTERM);
+			(void)waitpid(c->pid, &status, 0);
+			if (ok)
+				e = ca_log_error_errno(ETIMEDOUT, "%s: the remote command did not end", c->host);
+		} else if (ok && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+			e = ca_log_error_errno(EPROTO, "%s: the remote command failed (%s %d)", c->host,
+			                       WIFEXITED(status) ? "exit status" : "signal",
+			                       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		}
+	}
+	if (c->sigpipe != SIG_ERR)
+		signal(SIGPIPE, c->sigpipe);
+	*c = (struct ssh_conn){ .pid = -1, .in = -1, .out = -1, .sigpipe = SIG_ERR };
+	return e;
+}
+
+static bool same_host(const char *x, const char *y)
+{
+	size_t n = ca_location_ssh_host_len(x);
+	return n && n == ca_location_ssh_host_len(y) && !strncmp(x, y, n);
+}
+
+/* An empty store in the stage directory, for chunks pulled or made. */
+static int stage_pulled_store(struct stage *st, struct ca_store **ret)
+{
+	int e = stage_dir(st, NULL);
+	if (e == 0 && !st->pulled && asprintf(&st->pulled, "%s/store", st->dir) < 0)
+		st->pulled = NULL, e = -ENOMEM;
+	if (e == 0)
+		e = ca_store_open(st->pulled, ret);
+	return e < 0 ? ca_log_error_errno(e, "temporary store") : 0;
+}
+
+/* Pulls the chunks of the index at path that its store lacks over c,
+ * into the stage's store, which then is the store. */
+static int pull_chunks(struct ssh_conn *c, struct stage *st, const char *path)
+{
+	struct ca_index *idx = NULL;
+	struct ca_store *store = NULL;
+	int e = ca_index_open(path, &idx);
+	if (e < 0)
+		ca_log_error_errno(e, "%s", path);
+	if (e == 0)
+		e = stage_pulled_store(st, &store);
+	if (e == 0)
+		e = ca_remote_pull_chunks(c->r, idx, store, NULL);
+	if (e == 0)
+		e = ca_remote_goodbye(c->r);
+	if (e == 0) {
+		free(st->store);
+		st->store = strdup(st->pulled);
+		e = st->store ? 0 : ca_log_error_errno(ENOMEM, "store");
+	}
+	ca_store_free(store);
+	ca_index_free(idx);
+	return e;
+}
+
+/* Before a read of *in as w: a HOST:PATH input is pulled into the stage
+ * directory (*in then names the copy), and a HOST:PATH store (st->store)
+ * gives the chunks of the index it lacks (st->store then names the copy).
+ * Returns 0 or the exit code (failures logged; Ctrl-C: 128 + signal). */
+static int remote_pull(const struct casync_args *a, struct stage *st, const char **in, enum what w)
+{
+	struct ssh_conn c = { .pid = -1, .in = -1, .out = -1, .sigpipe = SIG_ERR };
+	const char *store = is_index(w) && is_ssh(st->store) ? st->store : NULL;
+	int e = 0, fd = -1;
+	for (size_t i = 0; i < a->extra_stores.n; i++)
+		if (is_ssh(a->extra_stores.v[i]))
+			return ca_log_error("%s: an extra store cannot be HOST:PATH (only --store)", a->extra_stores.v[i]),
+			       1;
+	if (!is_ssh(*in) && !store)
+		return 0;
+	if ((e = cafs_interrupt_start()) < 0)
+		return ca_log_error_errno(e, "signals"), 1;
+	if (is_ssh(*in)) {
+		bool chunks = store && same_host(*in, store);
+		e = ssh_open(a, *in, false, is_index(w) ? NULL : *in, is_index(w) ? *in : NULL, chunks ? store : NULL, &c);
+		if (e == 0)
+			e = ca_remote_hello(c.r, (is_index(w) ? CA_PROTOCOL_PULL_INDEX : CA_PROTOCOL_PULL_ARCHIVE) |
+			                             (chunks ? CA_PROTOCOL_PULL_CHUNKS : 0));
+		if (e == 0 && (e = stage_dir(st, NULL)) < 0)
+			ca_log_error_errno(e, "temporary directory");
+		if (e == 0 && asprintf(&st->in, "%s/in%s", st->dir, what_suffix(w)) < 0)
+			st->in = NULL, e = ca_log_error_errno(ENOMEM, "%s", *in);
+		if (e == 0 && (fd = open(st->in, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0)
+			e = ca_log_error_errno(errno, "%s", st->in);
+		if (e == 0)
+			e = ca_remote_recv_file(c.r, !is_index(w), fd, is_index(w) ? CA_REMOTE_INDEX_MAX : UINT64_MAX);
+		if (fd >= 0 && close(fd) < 0 && e == 0)
+			e = ca_log_error_errno(errno, "%s", st->in);
+		if (e == 0 && chunks) {
+			e = pull_chunks(&c, st, st->in);
+			store = NULL;
+		} else if (e == 0) {
+			e = ca_remote_goodbye(c.r);
+		}
+		e = ssh_close(&c, e == 0) < 0 && e == 0 ? -EIO : e;
+		if (e == 0)
+			*in = st->in;
+	}
+	if (e == 0 && store) {
+		/* the index is here, its chunks there */
+		if (!*in)
+			e = ca_log_error_errno(EINVAL, "%s: a store on another host needs the index in a file", store);
+		if (e == 0)
+			e = ssh_open(a, store, false, NULL, NULL, store, &c);
+		if (e == 0)
+			e = ca_remote_hello(c.r, CA_PROTOCOL_PULL_CHUNKS);
+		if (e == 0)
+			e = pull_chunks(&c, st, ca_location_path(*in));
+		e = ssh_close(&c, e == 0) < 0 && e == 0 ? -EIO : e;
+	}
+	return cafs_interrupt_exit_code(e < 0 ? 1 : 0);
+}
+
+/* After make into made (and chunks into local_store): pushes it to dst,
+ * HOST:PATH, with the chunks the remote lacks when store is on dst's
+ * host (else the chunks stay in the store they were made into). Returns
+ * 0 or the exit code. */
+static int remote_push(const struct casync_args *a, const char *dst, enum what w, const char *made,
+                       const char *store, const char *local_store)
+{
+	struct ssh_conn c = { .pid = -1, .in = -1, .out = -1, .sigpipe = SIG_ERR };
+	struct ca_store *s = NULL;
+	bool chunks = is_index(w) && is_ssh(store);
+	int fd = open(made, O_RDONLY | O_CLOEXEC), e = 0;
+	if (fd < 0)
+		return ca_log_error_errno(errno, "%s", made), 1;
+	if ((e = cafs_interrupt_start()) < 0) {
+		close(fd);
+		return ca_log_error_errno(e, "signals"), 1;
+	}
+	if (chunks)
+		e = ca_store_open(local_store, &s);
+	if (e < 0)
+		ca_log_error_errno(e, "%s", local_store);
+	if (e == 0)
+		e = ssh_open(a, dst, true, is_index(w) ? NULL : dst, is_index(w) ? dst : NULL, chunks ? store : NULL, &c);
+	if (e == 0)
+		e = ca_remote_hello(c.r, !is_index(w) ? CA_PROTOCOL_PUSH_ARCHIVE
+		                         : chunks     ? CA_PROTOCOL_PUSH_INDEX | CA_PROTOCOL_PUSH_CHUNKS |
+		                                            CA_PROTOCOL_PUSH_INDEX_CHUNKS
+		                                      : CA_PROTOCOL_PUSH_INDEX);
+	if (e == 0)
+		e = ca_remote_send_file(c.r, !is_index(w), fd);
+	if (e == 0)
+		e = ca_remote_push_chunks(c.r, s); /* until the remote's goodbye */
+	e = ssh_close(&c, e == 0) < 0 && e == 0 ? -EIO : e;
+	ca_store_free(s);
+	close(fd);
+	return cafs_interrupt_exit_code(e < 0 ? 1 : 0);
+}
+
+/* `casync pull|push - ARCHIVE INDEX WSTORE [RSTORE...]`: the remote end,
+ * on standard input and output (run by the ssh of remote_pull or of
+ * casync itself). */
+static int verb_serve(const struct casync_args *a, bool push, char **pos, int npos)
+{
+	struct ca_remote *r = NULL;
+	const char *p[4];
+	int e;
+	(void)a;
+	if (npos < 4)
+		return usage(a, "%s: expected at least 4 arguments", push ? "push" : "pull");
+	for (int i = 0; i < 4; i++)
+		p[i] = strcmp(pos[i], "-") && *pos[i] ? pos[i] : NULL;
+	if (p[0])
+		return ca_log_error("%s: a base is not supported", push ? "push" : "pull"), 1;
+	if (!p[1] && !p[2] && !p[3] && npos == 4)
+		return ca_log_error("%s: nothing to do", push ? "push" : "pull"), 1;
+	signal(SIGPIPE, SIG_IGN);
+	/* ssh's hang-up or a SIGTERM: a pushed file half-written is removed */
+	if ((e = cafs_interrupt_start()) < 0)
+		return ca_log_error_errno(e, "signals"), 1;
+	e = ca_remote_new(STDIN_FILENO, STDOUT_FILENO, "client", remote_timeout(), &r);
+	if (e == 0) {
+		ca_remote_set_cancel(r, cafs_interrupt_flag());
+		e = ca_remote_serve(r, push, p[1], p[2], p[3], pos + 4, (size_t)(npos - 4));
+	} else {
+		ca_log_error_errno(e, "%s", push ? "push" : "pull");
+	}
+	ca_remote_free(r);
+	return cafs_interrupt_exit_code(e < 0 ? 1 : 0);
+}
+
 /* list/mtree/stat of a directory are of the archive casync would make of
  * it: its stream, made with cafs make's options (the same translation as
  * for make) and decoded as it is made, never written anywhere (`casync
@@ -778,7 +1116,7 @@ static int read_what(const struct casync_args *a, const char *verb, const char *
 		if (w == WHAT_BLOB_INDEX && !digest)
 			w = WHAT_ANY; /* list goes by .catar and .caidx only */
 	}
-	if (in && ca_location_kind(in) != CA_LOCATION_PATH) {
+	if (in && (ca_location_kind(in) != CA_LOCATION_PATH || is_ssh(in))) {
 		if (w == WHAT_DIRECTORY)
 			return usage(a, "Input must be local path: %s", in);
 		if (w == WHAT_ANY)
@@ -844,6 +1182,10 @@ static int verb_read(const struct casync_args *a, const char *verb, char **pos, 
 		}
 		b.store = st.store;
 	}
+	if ((r = remote_pull(a, &st, &in, w)) != 0)
+		goto out;
+	if (is_index(w))
+		b.store = st.store;
 	if (w == WHAT_BLOB && !in) {
 		in = "-"; /* cafs digest reads standard input */
 	} else if (w == WHAT_DIRECTORY && !digest) {
@@ -932,9 +1274,28 @@ static int verb_make(const struct casync_args *a, char **pos, int npos)
 		r = stage_store(a, &st, dst);
 		b.store = st.store;
 	}
+	/* HOST:PATH: made here (chunks for a store on that host into a
+	 * private one), then pushed */
+	bool push = is_ssh(dst);
+	if (r == 0 && is_index(w) && is_ssh(st.store) && !same_host(dst, st.store)) {
+		r = ca_log_error_errno(EINVAL, "%s: chunks are pushed to a HOST:PATH store with an index on the same host",
+		                       st.store);
+	} else if (r == 0 && is_index(w) && is_ssh(st.store)) {
+		struct ca_store *ps = NULL;
+		r = stage_pulled_store(&st, &ps);
+		ca_store_free(ps);
+		b.store = st.pulled;
+	}
+	if (r == 0 && push) {
+		r = stage_dir(&st, NULL);
+		if (r < 0)
+			ca_log_error_errno(r, "temporary directory");
+		else if (asprintf(&st.out, "%s/out%s", st.dir, what_suffix(w)) < 0)
+			r = ca_log_error_errno(ENOMEM, "make"), st.out = NULL;
+	}
 	/* made under the suffix of w: in a private directory for standard
 	 * output, else beside OUT, to be renamed */
-	if (r == 0 && (!dst || what_of_name(dst) != w)) {
+	if (r == 0 && !push && (!dst || what_of_name(dst) != w)) {
 		r = stage_dir(&st, dst ? ca_location_path(dst) : NULL);
 		if (r < 0)
 			ca_log_error_errno(r, "%s", dst ? dst : "temporary directory");
@@ -955,7 +1316,9 @@ static int verb_make(const struct casync_args *a, char **pos, int npos)
 	}
 	/* casync prints no digest when the archive goes to standard output */
 	r = dst ? run(&out) : run_quiet(&out);
-	if (r == 0 && st.out && dst && rename(st.out, ca_location_path(dst)) < 0)
+	if (r == 0 && push)
+		r = remote_push(a, dst, w, st.out, st.store, st.pulled);
+	else if (r == 0 && st.out && dst && rename(st.out, ca_location_path(dst)) < 0)
 		r = (ca_log_error_errno(errno, "%s", dst), 1);
 	if (r == 0 && !dst) {
 		int fd = open(st.out, O_RDONLY | O_CLOEXEC);
@@ -1049,10 +1412,14 @@ static int verb_extract(const struct casync_args *a, char **pos, int npos)
 		return usage(a, "extract: subtree path only supported for an archive or archive index");
 	(void)command_takes("extract", &takes);
 	r = 0;
-	if (is_index(w)) {
+	if (is_index(w))
 		r = stage_store(a, &st, in);
-		b.store = st.store;
+	if (r == 0 && (r = remote_pull(a, &st, &in, w)) != 0) {
+		stage_release(&st);
+		return r;
 	}
+	if (is_index(w))
+		b.store = st.store;
 	if (r == 0)
 		r = stage_input(&st, in, w, &in) < 0 ? -EIO : 0;
 	if (r == 0)
@@ -1138,6 +1505,10 @@ static int verb_mount(const struct casync_args *a, char **pos, int npos)
 		w = in && what_of_name(in) != WHAT_ANY ? what_of_name(in) : WHAT_ARCHIVE;
 	if (is_index(w))
 		r = stage_store(a, &st, in) < 0 ? -EIO : 0;
+	if (r == 0 && (r = remote_pull(a, &st, &in, w)) != 0) {
+		stage_release(&st);
+		return r;
+	}
 	b.store = st.store ? st.store : a->store;
 	if (r == 0 && stage_input(&st, in, w, &in) < 0)
 		r = -EIO;
@@ -1182,6 +1553,9 @@ static int casync_verb(const struct casync_args *a, char **pos, int npos)
 		return verb_simple(a, "gc", pos, npos, 1, -1, NULL);
 	if (!strcmp(verb, "mount"))
 		return verb_mount(a, pos, npos);
+	/* casync's remote end: not in its --help, run over ssh by the other end */
+	if (!strcmp(verb, "pull") || !strcmp(verb, "push"))
+		return verb_serve(a, !strcmp(verb, "push"), pos, npos);
 	if (!strcmp(verb, "mkdev")) {
 		if (npos > 2)
 			return usage(a, "mkdev: input path/URL and node expected");

@@ -318,6 +318,11 @@ int main(int argc, char **argv)
 		cafs_command_help(c, stdout);
 		return 0;
 	}
+	/* casync's remote end when $CASYNC_REMOTE_PATH names cafs itself:
+	 * `cafs [--rate-limit-bps=N] pull|push - ARCHIVE INDEX STORE...` */
+	int verb = strncmp(argv[1], "--rate-limit-bps=", 17) ? 1 : 2;
+	if (verb < argc && (!strcmp(argv[verb], "pull") || !strcmp(argv[verb], "push")))
+		return cafs_casync_main(argc, argv, CAFS_CASYNC_NAMED);
 	/* casync's global options before the command: `cafs -v --store=S list X` */
 	if (argv[1][0] == '-' && argv[1][1])
 		return cafs_casync_main(argc, argv, CAFS_CASYNC_PREFIX);

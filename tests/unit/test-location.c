@@ -79,6 +79,20 @@ int main(void)
 	check_default_store("x.caidx", "default.castr");
 	check_default_store("/srv/img/x.caidx", "/srv/img/default.castr");
 	check_default_store("http://h/img/x.caidx?token=1", "http://h/img/default.castr");
+	check_default_store("host:/srv/x.caidx", "host:/srv/default.castr");
+	check_default_store("host:x.caidx", "host:default.castr");
+
+	/* casync's HOST:PATH (ssh remoting) */
+	check(ca_location_ssh_host_len("localhost:/tmp/x.caidx") == 9);
+	check(ca_location_ssh_host_len("me@h-1.example_x:x.caidx") == 16);
+	check(ca_location_ssh_host_len("/srv/a:b.caidx") == 0);
+	check(ca_location_ssh_host_len("./a:b.caidx") == 0);
+	check(ca_location_ssh_host_len("http://h/x.caidx") == 0);
+	check(ca_location_ssh_host_len("host:") == 0);
+	check(ca_location_ssh_host_len("a b:x") == 0);
+	check(ca_location_ssh_host_len("@h:x") == 0);
+	check(ca_location_ssh_host_len("u@:x") == 0);
+	check(ca_location_ssh_host_len("x.caidx") == 0);
 
 	/* the blob mount's file name */
 	check_basename("disk.caibx", "disk");
