@@ -28,7 +28,7 @@
 #define MAX_FDS 4
 #define DEATHS_MAX 5
 #define DEATHS_WINDOW_NS (10 * NS)
-#define SERVED_ENOUGH_NS (NS / 2)
+#define SERVED_ENOUGH_NS (NS / 5)
 #define NS INT64_C(1000000000)
 
 #ifndef FUSE_NOTIFY_RESEND
@@ -494,12 +494,13 @@ static int on_server_exit(struct keeper *k, int status)
 			unlink(k->addr.sun_path);
 		return 0;
 	}
+	bool never = k->fuse_fd < 0 || (!k->served_at && k->old >= 0); /* nothing to keep */
 	if (WIFSIGNALED(status))
 		ca_log_error("mount: %s: the server (pid %d) died of signal %d", k->c->mountpoint, (int)pid,
 		             WTERMSIG(status));
-	else
+	else if (!never) /* (one that never served said why itself) */
 		ca_log_error("mount: %s: the server exited %d", k->c->mountpoint, WEXITSTATUS(status));
-	if (k->fuse_fd < 0 || (!k->served_at && k->old >= 0)) /* never served: nothing to keep */
+	if (never)
 		return WIFEXITED(status) && WEXITSTATUS(status) ? WEXITSTATUS(status) : 1;
 	if (count_death(k, now)) {
 		ca_log_error("mount: %s: the server died %d times in %d s: unmounting", k->c->mountpoint, DEATHS_MAX,

@@ -26,8 +26,9 @@
  * keeper stop its server and then do the same.
  *
  * Respawns are limited: five deaths in ten seconds of servers that had not
- * served for half a second (a server that cannot start, or a request that
- * kills every server it reaches) end the mount with one line.
+ * served for 0.2 s (a server that cannot start, or a request that kills
+ * every server it reaches: the kernel resends it to the next) end the
+ * mount with one line.
  *
  * Takeover (`cafs mount --takeover MOUNTPOINT`, an upgrade in place): each
  * keeper listens on a unix socket named after its mountpoint, in
