@@ -192,7 +192,9 @@ static int socket_addr(const char *mountpoint, struct sockaddr_un *ret)
 
 /* Listen at the mountpoint's name: bound under a temporary name and
  * renamed over it, so a keeper taking over replaces the old one's
- * atomically. -1 when there is no place for it (no takeover then). */
+ * atomically. -1 when there is no place for it (no takeover then). The
+ * socket itself is open to all (0666): the directory (0700 when made
+ * here) keeps others away, and SO_PEERCRED decides (on_connect). */
 static int listen_socket(const char *mountpoint, struct sockaddr_un *ret_addr)
 {
 	struct sockaddr_un tmp;
@@ -209,7 +211,7 @@ static int listen_socket(const char *mountpoint, struct sockaddr_un *ret_addr)
 	if (fd < 0)
 		return -1;
 	unlink(tmp.sun_path);
-	if (bind(fd, (struct sockaddr *)&tmp, sizeof(tmp)) < 0 || chmod(tmp.sun_path, 0600) < 0 ||
+	if (bind(fd, (struct sockaddr *)&tmp, sizeof(tmp)) < 0 || chmod(tmp.sun_path, 0666) < 0 ||
 	    listen(fd, 4) < 0 || rename(tmp.sun_path, ret_addr->sun_path) < 0) {
 		ca_log_warning_errno(errno, "mount: %s: no takeover socket", ret_addr->sun_path);
 		unlink(tmp.sun_path);
