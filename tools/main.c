@@ -93,6 +93,8 @@ static const struct cafs_command commands[] = {
 	  "      --threads=N      FUSE worker threads (default 64)\n"
 	  "      --readahead=N    chunks fetched ahead of sequential reads (default 8)\n"
 	  "  -f, --foreground     stay in the foreground (else: return once mounted)\n"
+	  "      --takeover       with MOUNTPOINT alone: take a live mount over from\n"
+	  "                       its keeper (an upgrade in place; its options kept)\n"
 	  "      --log=FILE       once in the background, append messages to FILE\n"
 	  "                       (default: they are dropped)\n"
 	  "      --trusted-key=FILE  only an index signed by this minisign key\n"
@@ -113,7 +115,8 @@ static const struct cafs_command commands[] = {
 	  "                       noauto, user, users, nouser, nofail, _netdev, x-*,\n"
 	  "                       comment= are ignored\n"
 	  "A .caibx shows as one file named after it; .caidx and .catar show the tree.\n"
-	  "Also: mount.cafs SOURCE DIR -o OPTS; mount -t fuse.cafs SOURCE DIR.\n" },
+	  "Also: mount.cafs SOURCE DIR -o OPTS; mount -t fuse.cafs SOURCE DIR.\n"
+	  "A keeper process holds the mount and restarts its server if it dies.\n" },
 	{ "stats", cafs_cmd_stats, "stats MOUNTPOINT",
 	  "Prints a mount's counters: chunks and bytes fetched, cache and LRU hits,\n"
 	  "HTTP requests and retries, errors, and the progress of a profile replay\n"
