@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +163,13 @@ static int new_tree(struct ca_image *im, const struct cafs_fs_options *o, struct
 
 int cafs_fs_new(struct ca_image *im, const struct cafs_fs_options *o, struct cafs_fs **ret)
 {
+	/* Big buffers (chunks, metadata loads up to 8 MiB) from mmap, always:
+	 * glibc otherwise raises its mmap threshold to the largest block
+	 * freed, and every worker thread's arena then keeps megabytes it
+	 * freed (a GiB of RSS with 64 readers of big xattrs); the budget in
+	 * cafs(1) counts what is in use, so freed memory must go back. */
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+	mallopt(M_ARENA_MAX, 8);
 	return ca_image_kind(im) == CA_IMAGE_BLOB_INDEX ? new_blob(im, o, ret) : new_tree(im, o, ret);
 }
 

@@ -46,7 +46,7 @@ def entry():
 
 def xattrs(kib, tag=b''):
     out = []
-    val = tag + b'v' * 65536
+    val = (tag + b'v' * 65536)[:65536]
     left = kib * 1024
     i = 0
     while left > 0:
