@@ -315,6 +315,7 @@ static void fill_entry(struct fuse_entry_param *e, const struct cafs_node *n)
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct cafs_fs *fs = userdata;
+	ca_log_use(fs->logger);
 	/* The largest reads the kernel offers (1 MiB with max_pages) and its
 	 * own readahead as far as it goes: both mean fewer round trips. The
 	 * kernel offers what its readahead was when it sent INIT (128 KiB) and
@@ -327,8 +328,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->congestion_threshold = 48;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
-	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+	/* lookups in one directory at once (libfuse 3.14 does not pass the
+	 * flag on: init.c does) */
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS) {
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+		fs->parallel_dirops = true;
+	}
 	/* the archived ACLs, served as system.posix_acl_* and enforced by
 	 * the kernel along with the modes (default_permissions) */
 	if (fs->tree && (conn->capable & FUSE_CAP_POSIX_ACL))
@@ -341,6 +346,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		fs->no_open = true;
 	}
 	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+	ca_log_debug("mount: FUSE capable %#x, want %#x", conn->capable, conn->want);
 	if (fs->o.ready && !atomic_exchange(&fs->ready_sent, true))
 		fs->o.ready(fs->o.ready_userdata);
 }

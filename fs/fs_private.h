@@ -34,6 +34,7 @@ struct cafs_fs {
 	struct ca_xattr_policy xattrs; /* what the archive's xattrs may show (trusted: per caller) */
 	atomic_bool ready_sent;
 	bool no_open;                  /* set once in init: the kernel skips file opens */
+	bool parallel_dirops;          /* set once in init: op_init wants them (init.c) */
 
 	/* tree.c's bounded caches (see the budget below): the records of
 	 * nodes too big to keep with the node, and directory listings */
