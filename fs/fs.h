@@ -106,6 +106,12 @@ struct cafs_serve_opts {
  * if it could not mount or the loop failed (logged). */
 int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_serve_opts *o);
 
+/* Answer the kernel's INIT on se's freshly mounted descriptor (call it
+ * right after fuse_session_mount, before the loop): through libfuse, with
+ * the flags libfuse 3.14 leaves out of its reply (FUSE_PARALLEL_DIROPS:
+ * lookups in one directory run in parallel) added. fs is se's userdata. */
+int cafs_fs_session_init(struct fuse_session *se, struct cafs_fs *fs);
+
 /* The operations; pass the fs as userdata to fuse_session_new. */
 extern const struct fuse_lowlevel_ops cafs_fs_ops;
 

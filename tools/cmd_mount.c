@@ -42,7 +42,7 @@
 #include "sidecar.h"
 #include "source.h"
 
-#define DEFAULT_LRU_BYTES (UINT64_C(256) << 20)
+#define DEFAULT_LRU_BYTES (UINT64_C(64) << 20)
 /* Workers blocked on downloads must leave room for lookups and cached reads. */
 #define DEFAULT_THREADS 64
 #define MAX_THREADS 1024
