@@ -111,6 +111,11 @@ int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_
  * the flags libfuse 3.14 leaves out of its reply (FUSE_PARALLEL_DIROPS:
  * lookups in one directory run in parallel) added. fs is se's userdata. */
 int cafs_fs_session_init(struct fuse_session *se, struct cafs_fs *fs);
+/* The same with INIT's bytes already read (in[0, len): from the kernel,
+ * or kept by a keeper from the first server); without answer the reply
+ * is dropped (a resumed connection: the kernel finished that INIT long
+ * ago). libfuse's state and op_init run as for a first INIT. */
+int cafs_fs_session_init_with(struct fuse_session *se, struct cafs_fs *fs, void *in, size_t len, bool answer);
 
 /* The operations; pass the fs as userdata to fuse_session_new. */
 extern const struct fuse_lowlevel_ops cafs_fs_ops;

@@ -62,40 +62,41 @@ out:
 	return r;
 }
 
+int cafs_fs_session_init_with(struct fuse_session *se, struct cafs_fs *fs, void *in, size_t len, bool answer)
+{
+	int fd = fuse_session_fd(se), r;
+	uint8_t out[512];
+	size_t out_len = sizeof(out);
+	const struct fuse_in_header *ih = (const void *)in;
+	const struct fuse_init_in *ii = (const void *)(ih + 1);
+	if (len < sizeof(*ih) + sizeof(uint32_t) * 4 || ih->opcode != FUSE_INIT)
+		return -EPROTO;
+	r = run_diverted(se, in, len, out, &out_len);
+	if (r < 0)
+		return r;
+	struct fuse_out_header *oh = (void *)out;
+	struct fuse_init_out *io = (void *)(oh + 1);
+	if (out_len >= sizeof(*oh) + 4 * sizeof(uint32_t) && oh->error == 0 && oh->len == out_len &&
+	    fs->parallel_dirops && (ii->flags & FUSE_PARALLEL_DIROPS))
+		io->flags |= FUSE_PARALLEL_DIROPS;
+	if (answer && write(fd, out, out_len) != (ssize_t)out_len)
+		r = -errno;
+	ca_log_debug("mount: INIT %s, flags %#x", answer ? "answered" : "replayed",
+	             out_len >= sizeof(*oh) + 16 ? io->flags : 0);
+	return r;
+}
+
 int cafs_fs_session_init(struct fuse_session *se, struct cafs_fs *fs)
 {
 	int fd = fuse_session_fd(se), r;
 	uint8_t *in = malloc(DEV_READ_SIZE);
-	uint8_t out[512];
-	size_t out_len = sizeof(out);
 	ssize_t k;
 	if (!in)
 		return -ENOMEM;
 	do
 		k = read(fd, in, DEV_READ_SIZE);
 	while (k < 0 && (errno == EINTR || errno == ENOENT));
-	if (k < 0) {
-		r = -errno;
-		goto out;
-	}
-	const struct fuse_in_header *ih = (const void *)in;
-	const struct fuse_init_in *ii = (const void *)(ih + 1);
-	if ((size_t)k < sizeof(*ih) + sizeof(uint32_t) * 4 || ih->opcode != FUSE_INIT) {
-		r = -EPROTO;
-		goto out;
-	}
-	r = run_diverted(se, in, (size_t)k, out, &out_len);
-	if (r < 0)
-		goto out;
-	struct fuse_out_header *oh = (void *)out;
-	struct fuse_init_out *io = (void *)(oh + 1);
-	if (out_len >= sizeof(*oh) + 4 * sizeof(uint32_t) && oh->error == 0 && oh->len == out_len &&
-	    fs->parallel_dirops && (ii->flags & FUSE_PARALLEL_DIROPS))
-		io->flags |= FUSE_PARALLEL_DIROPS;
-	if (write(fd, out, out_len) != (ssize_t)out_len)
-		r = -errno;
-	ca_log_debug("mount: INIT answered, flags %#x", out_len >= sizeof(*oh) + 16 ? io->flags : 0);
-out:
+	r = k < 0 ? -errno : cafs_fs_session_init_with(se, fs, in, (size_t)k, true);
 	free(in);
 	return r;
 }

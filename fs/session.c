@@ -109,7 +109,7 @@ static void raise_kernel_readahead(const char *path, unsigned kb)
  * the connection feeds them to libfuse again), then process it. Before
  * INIT libfuse reads into memory, never by splice. 0, or a negative errno;
  * a stop before INIT is 0 with the session exited. */
-static int take_init(struct fuse_session *se, const struct cafs_serve_opts *o)
+static int take_init(struct fuse_session *se, struct cafs_fs *fs, const struct cafs_serve_opts *o)
 {
 	struct fuse_buf buf = { .mem = NULL };
 	int k;
@@ -122,25 +122,25 @@ static int take_init(struct fuse_session *se, const struct cafs_serve_opts *o)
 	}
 	if (o->serving)
 		o->serving(o->serving_userdata, fuse_session_fd(se), buf.mem, (size_t)k);
-	fuse_session_process_buf(se, &buf);
+	int r = cafs_fs_session_init_with(se, fs, buf.mem, (size_t)k, true);
 	free(buf.mem);
-	return 0;
+	return r;
 }
 
 /* A new server on a live connection: the kernel sends no INIT again, and
  * libfuse answers anything before INIT with an error, so the first
- * server's INIT goes through libfuse once more. Its reply is written for
- * a request the kernel finished long ago: ENOENT, which libfuse ignores
- * (it means "interrupted" to it). */
-static int replay_init(struct fuse_session *se, const struct cafs_serve_opts *o)
+ * server's INIT goes through libfuse once more (fs/init.c), its reply
+ * dropped: the kernel finished that request long ago. */
+static int replay_init(struct fuse_session *se, struct cafs_fs *fs, const struct cafs_serve_opts *o)
 {
 	void *copy = malloc(o->init_size);
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, o->init, o->init_size);
-	struct fuse_buf buf = { .size = o->init_size, .mem = copy };
-	fuse_session_process_buf(se, &buf);
+	int r = cafs_fs_session_init_with(se, fs, copy, o->init_size, false);
 	free(copy);
+	if (r < 0)
+		return r;
 	if (o->serving)
 		o->serving(o->serving_userdata, fuse_session_fd(se), NULL, 0);
 	return 0;
@@ -192,10 +192,6 @@ int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_
 		r = -EINVAL;
 		goto out_signals;
 	}
-	if ((r = cafs_fs_session_init(se, fs)) < 0) {
-		ca_log_error_errno(r, "mount: %s: no INIT from the kernel", mountpoint);
-		goto out_mount;
-	}
 	if (canon)
 		raise_kernel_readahead(canon, o->kernel_readahead_kb);
 	cfg = fuse_loop_cfg_create();
@@ -205,7 +201,7 @@ int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_
 	}
 	fuse_loop_cfg_set_max_threads(cfg, o->max_threads);
 	fuse_loop_cfg_set_clone_fd(cfg, 0); /* a cloned fd's requests die with it; see keeper.h */
-	r = resume ? replay_init(se, o) : take_init(se, o);
+	r = resume ? replay_init(se, fs, o) : take_init(se, fs, o);
 	if (r < 0) {
 		ca_log_error_errno(r, "mount: %s", mountpoint);
 		goto out_cfg;
