@@ -153,7 +153,7 @@ int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_
 	struct fuse_loop_config *cfg = NULL;
 	char *fsname = escape_opt(o->fsname), *opts = NULL;
 	int r = -ENOMEM;
-	bool resume = o->resume_fd >= 0;
+	bool resume = o->resume_fd >= 0, handed = false;
 	/* canonical, as mountinfo shows it; before the mount, which would make
 	 * realpath wait for the INIT reply */
 	char *canon = o->kernel_readahead_kb && !resume ? realpath(mountpoint, NULL) : NULL;
@@ -202,6 +202,7 @@ int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_
 	fuse_loop_cfg_set_max_threads(cfg, o->max_threads);
 	fuse_loop_cfg_set_clone_fd(cfg, 0); /* a cloned fd's requests die with it; see keeper.h */
 	r = resume ? replay_init(se, fs, o) : take_init(se, fs, o);
+	handed = r == 0;
 	if (r < 0) {
 		ca_log_error_errno(r, "mount: %s", mountpoint);
 		goto out_cfg;
@@ -222,7 +223,9 @@ int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_
 out_cfg:
 	fuse_loop_cfg_destroy(cfg);
 out_mount:
-	if (!o->keep_mounted)
+	/* a keeper unmounts once it has the connection; before that (a first
+	 * server that failed before INIT) nobody else can */
+	if (!o->keep_mounted || !handed)
 		fuse_session_unmount(se);
 out_signals:
 	ca_stop_signals_end(stop);

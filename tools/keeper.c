@@ -255,6 +255,23 @@ static void resend(struct keeper *k)
 	               "those the stopped server had read will hang");
 }
 
+/* The kernel says in INIT whether it can resend (FUSE_HAS_RESEND, bit
+ * 39 of the flags: bit 7 of flags2, protocol 7.36+): say at once when
+ * it cannot, not only when a server dies. */
+static void check_resend(struct keeper *k)
+{
+	uint32_t w[5];
+	if (pread(k->init_fd, w, sizeof(w), (off_t)sizeof(struct fuse_in_header)) != (ssize_t)sizeof(w))
+		return;
+	/* major, minor, max_readahead, flags, flags2 (read only with FUSE_INIT_EXT, flags bit 30) */
+	bool ext = w[1] >= 36 && (w[3] & (UINT32_C(1) << 30));
+	if (ext && (w[4] & (UINT32_C(1) << (39 - 32))))
+		return;
+	k->resend_said = true;
+	ca_log_warning("mount: this kernel cannot resend requests (FUSE_NOTIFY_RESEND, Linux 6.9): "
+	               "if the server dies, the reads it had taken will hang");
+}
+
 static int spawn(struct keeper *k)
 {
 	int sp[2];
@@ -369,6 +386,7 @@ static void on_server_msg(struct keeper *k)
 		k->init_fd = fds[1];
 		k->index_fd = n > 2 ? fds[2] : -1;
 		n = 0;
+		check_resend(k);
 	}
 	for (size_t i = 0; i < n; i++)
 		close(fds[i]);
@@ -394,6 +412,8 @@ static void on_old_msg(struct keeper *k)
 	for (size_t i = 0; i < n; i++)
 		close(fds[i]);
 	close_fd(&k->old);
+	if (!k->served_at)
+		return; /* it went before our server served: ready when that does */
 	ca_log_info("mount: %s: taken over", k->c->mountpoint);
 	become_ready(k);
 }
