@@ -882,6 +882,11 @@ int cafs_cmd_mount(int argc, char **argv)
 	if (server < 0)
 		goto out;
 	if (a.takeover) {
+		for (size_t i = 0; i < a.n_saved; i++)
+			if (strcmp(a.saved[i], "-v") && strcmp(a.saved[i], "-q")) {
+				r = cafs_usage_error(cmd, "--takeover: the mount keeps its own options (%s)", a.saved[i]);
+				goto out;
+			}
 		r = server ? 1 : takeover(cmd, &a);
 		goto out;
 	}

@@ -26,14 +26,15 @@ for i in 0 1 2 3 4 5; do "$GEN" $((1024 - 150 * i))K $((i + 20)) >"$src/d2/g$i";
 "$GEN" 6M 30 >"$T/bref/disk"
 "$CAFS" make -q --store="$W/default.castr" "$W/img.caidx" "$src" >/dev/null || exit 1
 "$CAFS" make -q --store="$W/default.castr" "$W/disk.caibx" "$T/bref/disk" >/dev/null || exit 1
-# /slow/ is the same store at 200 KB/s per connection
-NGINX_EXTRA="location /slow/ { alias $W/default.castr/; limit_rate 200k; }" nginx_start "$W" || exit 1
+# /slow/ is the same store at 100 KB/s per connection
+NGINX_EXTRA="location /slow/ { alias $W/default.castr/; limit_rate 100k; }" nginx_start "$W" || exit 1
 U=$NGINX_URL
 mkdir -p "$T/bin2"
 cp "$CAFS" "$T/bin2/cafs"
 CAFS2=$T/bin2/cafs
 
 not_mounted() { ! is_mounted "$1"; }
+fails_with() { local want=$1 rc=0; shift; "$@" || rc=$?; [ "$rc" = "$want" ]; }
 # the keeper of a mount now (it changes with each takeover)
 keeper_of() { $LOAD pids "$1" | cut -d' ' -f1; }
 # stop_keeper MNT: SIGTERM to whichever keeper serves MNT; the mount goes away
@@ -121,9 +122,9 @@ ok "SIGTERM to the last keeper unmounts" stop_keeper "$m"
 
 # ---- a read in flight when the server dies ----
 m=$T/mb4
-mount_start "blob mount on a slow store (200 KB/s)" "$m" "$T/log.b4" -v --no-cache --lru-size=1 \
+mount_start "blob mount on a slow store (100 KB/s)" "$m" "$T/log.b4" -v --no-cache --lru-size=1 \
 	--store="$U/slow" "$U/disk.caibx" || exit 1
-dd if="$m/disk" of="$T/slow.out" bs=1M skip=2 count=1 iflag=fullblock status=none &
+dd if="$m/disk" of="$T/slow.out" bs=1M skip=2 count=2 iflag=fullblock status=none &
 rd=$!
 sleep 0.5
 ok "the read is still in flight" kill -0 "$rd"
@@ -131,7 +132,7 @@ read -r k s < <($LOAD pids "$m")
 kill -KILL "$s"
 wait "$rd"
 ok "... completes after the kill" test $? = 0
-ok "... with the right bytes" cmp "$T/slow.out" <(dd if="$T/bref/disk" bs=1M skip=2 count=1 status=none)
+ok "... with the right bytes" cmp "$T/slow.out" <(dd if="$T/bref/disk" bs=1M skip=2 count=2 status=none)
 ok "... answered by the next server" grep -q 'died of signal 9' "$T/log.b4"
 mount_stop "unmount, keeper exits 0" "$m"
 
@@ -179,6 +180,7 @@ if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
 else
 	echo "ok $((++_tap_n)) # SKIP another user's takeover needs root and setpriv"
 fi
+ok "--takeover with mount options: a usage error" fails_with 2 "$CAFS2" mount --takeover --cache="$T/x" "$m"
 ok "root's takeover is accepted" "$CAFS2" mount --takeover "$m"
 wait "$kp"
 ok "... the old keeper exited 0" test $? = 0
