@@ -2,10 +2,12 @@
 # setup.sh - one entry point for a fresh Debian 12 machine (run as root):
 #
 #   ./setup.sh demo    install build deps, build cafs, and mount a demo image
-#                      lazily over HTTP on 127.0.0.1 (see docs/demo.md)
-#   ./setup.sh check   install deps, build, run the whole test suite, the sanitizer
-#                      build, each fuzzer for a minute (make fuzz) and make distcheck
-#                      (what CI runs); ends with "N passed, N failed"
+#                      lazily over HTTP on 127.0.0.1 (tests/demo.sh)
+#   ./setup.sh check   install deps, build, run the functional suite (make check:
+#                      unit, shell and fuzz-replay tests; a few minutes); ends with
+#                      "N passed, N failed, N skipped"
+#   ./setup.sh check --full   the same, then the sanitizer build, each fuzzer
+#                      for a minute (make fuzz) and make distcheck (what CI runs)
 #   ./setup.sh build   install deps and build only
 #   ./setup.sh packages  print the Debian packages the build and tests need
 #
@@ -68,13 +70,21 @@ summarize() {
 	[ "$fail" -eq 0 ]
 }
 
-# The test suite, then the unit tests and archive reader again under ASan
-# and UBSan (make check-sanitizers, in $build/sanitizers-build).
+# The functional suite; with --full, then the unit tests and archive reader
+# again under ASan and UBSan (make check-sanitizers, in
+# $build/sanitizers-build), the fuzzers and distcheck.
 check() {
-	local rc=0
+	local rc=0 full=${1:-}
 	cd "$build"
 	find . -name '*.trs' -delete 2>/dev/null || true
+	local t0=$SECONDS
 	make -j"$(nproc)" check || { rc=1; cat test-suite.log || true; }
+	echo "setup.sh: functional suite: $((SECONDS - t0)) s"
+	if [ "$full" != --full ]; then
+		cd "$top"
+		summarize || rc=1
+		return $rc
+	fi
 	make check-sanitizers >sanitizers.log 2>&1 ||
 		{ rc=1; tail -n 50 sanitizers.log; cat sanitizers-build/test-suite.log 2>/dev/null || true; }
 	# each libFuzzer harness for FUZZ_SECONDS (a minute) on top of its seed
@@ -102,7 +112,12 @@ check() {
 case "${1:-}" in
 packages) echo "${packages[@]}" ;;
 build) install_deps; build ;;
-check) install_deps; build; check ;;
+check)
+	case "${2:-}" in
+	""|--full) ;;
+	*) echo "setup.sh: check: unknown option ${2}" >&2; exit 2 ;;
+	esac
+	install_deps; build; check "${2:-}" ;;
 demo) install_deps; build; make -C "$build" tests/gen-data >/dev/null; exec "$top/tests/demo.sh" "$build/cafs" ;;
-*) sed -n '2,12p' "$0"; exit 2 ;;
+*) sed -n '2,14p' "$0"; exit 2 ;;
 esac

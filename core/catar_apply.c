@@ -29,6 +29,28 @@ int ca_ex_fail(struct ex *x, int r, const char *path)
 	return ca_log_error_errno(r, "%s%s%s", x->dest, *path ? "/" : "", path);
 }
 
+mode_t ca_ex_keep_mode(const struct ex *x, const struct ca_catar_node *n, gid_t gid)
+{
+	mode_t m = (mode_t)(n->mode & 07777);
+	bool ids = x->flags & UID_FLAGS;
+	if (x->as_root)
+		return m;
+	if (!ids || n->uid != (uint64_t)x->euid)
+		m &= (mode_t)~S_ISUID;
+	if (!ids || n->gid != (uint64_t)gid)
+		m &= (mode_t)~S_ISGID;
+	return m;
+}
+
+int ca_ex_skip_uncreatable(struct ex *x, const struct ca_catar_node *n, const char *path, int r)
+{
+	const char *what = S_ISCHR(n->mode) ? "a character device" : S_ISBLK(n->mode) ? "a block device" :
+	                   S_ISFIFO(n->mode) ? "a FIFO" : "a socket";
+	ca_log_error_errno(r, "%s%s%s: cannot create %s here, skipped", x->dest, *path ? "/" : "", path, what);
+	x->uncreatable++;
+	return 0;
+}
+
 void ca_ex_warn_once(bool *flag, int r, const char *what)
 {
 	if (*flag)
@@ -241,8 +263,9 @@ int ca_ex_apply_meta(struct ex *x, const struct ca_catar_node *n, int fd, int df
 			ca_ex_warn_once(&x->warned_owner, 0, "file owners (not running as root)");
 		}
 	}
-	if (!lnk && ((n->mode & 07777) != (uint64_t)have_mode || (n->mode & 07000))) {
-		int k = fd >= 0 ? fchmod(fd, (mode_t)(n->mode & 07777)) : fchmodat(dfd, name, (mode_t)(n->mode & 07777), 0);
+	mode_t keep = ca_ex_keep_mode(x, n, have_gid);
+	if (!lnk && (keep != have_mode || (n->mode & 07000))) {
+		int k = fd >= 0 ? fchmod(fd, keep) : fchmodat(dfd, name, keep, 0);
 		if (k < 0)
 			return -errno;
 	}

@@ -40,6 +40,7 @@ enum state { ST_START, ST_IN_DIR, ST_IN_PAYLOAD, ST_DONE };
 
 struct ca_catar_dec {
 	struct ca_catar_source src;
+	bool size_unknown; /* src.size was UINT64_MAX: learned at the stream's end */
 	uint64_t flags;
 	enum state state;
 	int error;
@@ -76,6 +77,7 @@ int ca_catar_dec_new(const struct ca_catar_source *src, struct ca_catar_dec **re
 	if (!d)
 		return -ENOMEM;
 	d->src = *src;
+	d->size_unknown = src->size == UINT64_MAX;
 	d->flags = src->index_flags;
 	d->cap = BLOCK;
 	d->buf = malloc(d->cap);
@@ -178,8 +180,9 @@ uint64_t ca_catar_dec_offset(const struct ca_catar_dec *d)
 	return pos(d);
 }
 
-/* Make n bytes at the current position available in the window. */
-static int ensure(struct ca_catar_dec *d, size_t n)
+/* Make n bytes at the current position available in the window; with
+ * partial, fewer when the stream of unknown size ends first (at least one). */
+static int ensure_ex(struct ca_catar_dec *d, size_t n, bool partial)
 {
 	if (d->len - d->at >= n)
 		return 0;
@@ -219,10 +222,42 @@ static int ensure(struct ca_catar_dec *d, size_t n)
 		ssize_t k = d->src.read(d->src.userdata, d->buf + d->len, want, d->base + d->len);
 		if (k < 0)
 			return (int)k;
+		if (k == 0 && d->size_unknown) {
+			/* the end of a stream of unknown size (a pipe): now known */
+			d->src.size = d->base + d->len;
+			d->size_unknown = false;
+			if (partial && d->len > d->at)
+				return 0;
+			return ca_catar_corrupt("record", pos(d), "the archive ends inside it");
+		}
 		if (k == 0)
 			return ca_catar_corrupt("record", d->base + d->len, "the archive is shorter than its size");
 		d->len += (size_t)k;
 	}
+	return 0;
+}
+
+static int ensure(struct ca_catar_dec *d, size_t n)
+{
+	return ensure_ex(d, n, false);
+}
+
+/* The root's GOODBYE ended at the current position: nothing may follow. */
+static int at_end(struct ca_catar_dec *d)
+{
+	uint8_t b;
+	ssize_t k;
+	if (!d->size_unknown)
+		return pos(d) == d->src.size ? 0 : ca_catar_corrupt("GOODBYE", pos(d), "bytes after the root's GOODBYE");
+	if (d->len > d->at)
+		return ca_catar_corrupt("GOODBYE", pos(d), "bytes after the root's GOODBYE");
+	k = d->src.read(d->src.userdata, &b, 1, pos(d));
+	if (k < 0)
+		return (int)k;
+	if (k > 0)
+		return ca_catar_corrupt("GOODBYE", pos(d), "bytes after the root's GOODBYE");
+	d->src.size = pos(d);
+	d->size_unknown = false;
 	return 0;
 }
 
@@ -504,8 +539,9 @@ static int step(struct ca_catar_dec *d, const struct ca_catar_node **ret_node)
 		d->cur_depth = (unsigned)d->depth;
 		*ret_node = &l->node;
 		if (d->depth == 0) {
-			if (pos(d) != d->src.size)
-				return ca_catar_corrupt("GOODBYE", pos(d), "bytes after the root's GOODBYE");
+			r = at_end(d);
+			if (r < 0)
+				return r;
 			d->state = ST_DONE;
 		} else {
 			r = child_done(d, l->node.filename_offset, l->node.name);
@@ -521,7 +557,7 @@ static int step(struct ca_catar_dec *d, const struct ca_catar_node **ret_node)
 	const char *name;
 	d->cur_depth = (unsigned)d->depth;
 	size_t need;
-	r = ensure(d, FILENAME_MAX_SIZE < d->src.size - f ? FILENAME_MAX_SIZE : (size_t)(d->src.size - f));
+	r = ensure_ex(d, FILENAME_MAX_SIZE < d->src.size - f ? FILENAME_MAX_SIZE : (size_t)(d->src.size - f), true);
 	if (r < 0)
 		return r;
 	r = ca_catar_filename_parse(d->buf + d->at, d->len - d->at, f, &name, &need);

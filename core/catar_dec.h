@@ -59,7 +59,10 @@ enum ca_catar_dec_event {
 
 struct ca_catar_dec;
 
-/* src->size must be the stream's size; src->index_flags as for random access. */
+/* src->size must be the stream's size, or UINT64_MAX when it is not known
+ * (a pipe): the stream then ends where its source's reads return 0, which
+ * must be right after the root's GOODBYE; src->index_flags as for random
+ * access. */
 int ca_catar_dec_new(const struct ca_catar_source *src, struct ca_catar_dec **ret);
 void ca_catar_dec_free(struct ca_catar_dec *d); /* accepts NULL */
 

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <stdio.h>
@@ -274,6 +275,8 @@ static int make_leaf_direct(struct ex *x, const struct ca_catar_node *n, struct 
 	} else {
 		dev_t dev = (S_ISBLK(m) || S_ISCHR(m)) ? makedev(n->device_major, n->device_minor) : 0;
 		r = mknodat(p->fd, n->name, (mode_t)((m & S_IFMT) | cm), dev) < 0 ? -errno : 0;
+		if (r == -EPERM || r == -EOPNOTSUPP)
+			return ca_ex_skip_uncreatable(x, n, path, r);
 	}
 	if (r < 0)
 		return ca_ex_fail(x, r, path);
@@ -322,6 +325,8 @@ static int make_leaf(struct ex *x, const struct ca_catar_node *n, struct dir *p,
 		} else {
 			dev_t dev = (S_ISBLK(m) || S_ISCHR(m)) ? makedev(n->device_major, n->device_minor) : 0;
 			r = mknodat(dfd, tmp, (mode_t)((m & S_IFMT) | cm), dev) < 0 ? -errno : 0;
+			if (r == -EPERM || r == -EOPNOTSUPP)
+				return ca_ex_skip_uncreatable(x, n, path, r);
 		}
 		if (r == 0)
 			created = true;
@@ -749,6 +754,12 @@ int ca_catar_extract(struct ca_catar_dec *d, const char *dest, const struct ca_c
 		close(x.dest_parent_fd);
 	if (r >= 0)
 		ca_ex_report_skipped(&x);
+	/* the rest is in place; the exit says not all of it (as GNU tar's) */
+	if (r >= 0 && x.uncreatable) {
+		ca_log_error("%s: %" PRIu64 " entr%s of the archive could not be created (see above)", dest, x.uncreatable,
+		             x.uncreatable == 1 ? "y" : "ies");
+		r = -EPERM;
+	}
 	for (size_t i = 0; i < EX_SKIP_NAMES; i++)
 		free(x.skip_names[i]);
 	free(x.dirs);

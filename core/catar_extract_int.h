@@ -154,6 +154,7 @@ struct ex {
 	uint8_t *buf;
 	uint64_t done;
 	bool read_failed;
+	uint64_t uncreatable; /* entries that could not be made (device nodes as non-root): skipped */
 	char tmp_base[17]; /* temporary names: ".#cafs" + this + a counter */
 	unsigned tmp_n;
 	int dest_parent_fd; /* a new DEST's parent, while DEST is hidden */
@@ -182,6 +183,16 @@ void ca_ex_apply_chattr(struct ex *x, const struct ca_catar_node *n, int fd, boo
  * an immutable one takes no more changes). fresh_zero: it was just made
  * where nothing gives it a project id, so 0 needs no call. */
 void ca_ex_apply_projid(struct ex *x, const struct ca_catar_node *n, int fd, bool fresh_zero);
+/* The mode bits to give n, which is owned by the extracting user and gid:
+ * as root n's own; else, as GNU tar, without the set-user-ID bit unless n
+ * was this user's, and without set-group-ID unless n had that group (or
+ * the archive records no owners): a setuid file the user now owns is a
+ * hole the archive's owner never meant. */
+mode_t ca_ex_keep_mode(const struct ex *x, const struct ca_catar_node *n, gid_t gid);
+/* n (a device node, FIFO or socket) cannot be created here (r: why,
+ * -EPERM as non-root): one line, counted, the extract goes on and fails at
+ * its end. Returns 0. */
+int ca_ex_skip_uncreatable(struct ex *x, const struct ca_catar_node *n, const char *path, int r);
 /* Nothing to restore but owner, mode and times. */
 bool ca_ex_plain_meta(const struct ex *x, const struct ca_catar_node *n);
 

@@ -267,7 +267,7 @@ int ca_ex_submit_job(struct ex *x, const struct ca_catar_node *n, struct dir *p,
 	memcpy(j->path + pl_len + 1, n->name, nl + 1);
 	j->name = j->path + pl_len + 1;
 	j->create_mode = ca_ex_create_mode(x, p, n->mode);
-	j->mode = (mode_t)(n->mode & 07777);
+	j->mode = ca_ex_keep_mode(x, n, p->child_gid);
 	j->chmod = j->mode != j->create_mode || (n->mode & 07000);
 	if (x->flags & UID_FLAGS) {
 		j->uid = (uid_t)n->uid;
@@ -344,7 +344,7 @@ bool ca_ex_defer_dir(struct ex *x, const struct ca_catar_node *n, struct dir *d,
 	t->path = strdup(path);
 	if (!t->path)
 		return false;
-	t->meta = (struct dir_meta){ .mode = (mode_t)(n->mode & 07777), .times = x->flags & TIME_FLAGS };
+	t->meta = (struct dir_meta){ .mode = ca_ex_keep_mode(x, n, d->gid), .times = x->flags & TIME_FLAGS };
 	if (x->flags & UID_FLAGS) {
 		t->meta.uid = (uid_t)n->uid;
 		t->meta.gid = (gid_t)n->gid;

@@ -390,12 +390,15 @@ int ca_image_make(const char *out, const char *input, const struct ca_image_make
 	return r;
 }
 
-int ca_image_digest_dir(const char *dir, const volatile sig_atomic_t *cancel, uint8_t ret_digest[CA_CHUNK_ID_SIZE])
+int ca_image_digest_dir(const char *dir, enum ca_digest_type digest, const volatile sig_atomic_t *cancel,
+                        uint8_t ret_digest[CA_CHUNK_ID_SIZE])
 {
 	struct ca_image_make_opts o;
 	ca_image_make_opts_init(&o);
 	o.cancel = cancel;
-	struct make_ctx c = { .in_name = dir, .o = &o, .flags = CA_FORMAT_DEFAULT };
+	/* the digest type is a feature flag: it changes the stream, not only its hash */
+	uint64_t flags = digest == CA_DIGEST_SHA256 ? CA_FORMAT_DEFAULT & ~CA_FORMAT_SHA512_256 : CA_FORMAT_DEFAULT;
+	struct make_ctx c = { .in_name = dir, .o = &o, .flags = flags };
 	bool is_stdin;
 	c.in_fd = open_input(dir, false, &is_stdin);
 	if (c.in_fd < 0)
@@ -403,6 +406,47 @@ int ca_image_digest_dir(const char *dir, const volatile sig_atomic_t *cancel, ui
 	int r = check_input(&c, true);
 	if (r == 0)
 		r = encode_to(&c, -1, ret_digest, NULL);
+	close(c.in_fd);
+	return r;
+}
+
+/* The stream into an fd, nothing else (ca_image_encode_dir). */
+struct fd_sink {
+	int fd;
+	const volatile sig_atomic_t *cancel;
+	int err;
+};
+
+static int fd_sink_write(void *userdata, const void *p, size_t n)
+{
+	struct fd_sink *s = userdata;
+	int r = s->cancel && *s->cancel ? -ECANCELED : ca_write_all(s->fd, p, n);
+	/* the reader stopped early (it had what it wanted) and said so first */
+	if (r < 0 && s->cancel && *s->cancel)
+		r = -ECANCELED;
+	if (r < 0 && !s->err)
+		s->err = r;
+	return r;
+}
+
+int ca_image_encode_dir(const char *dir, const struct ca_image_make_opts *o, int fd)
+{
+	struct make_ctx c = { .in_name = dir, .o = o };
+	bool is_stdin;
+	c.in_fd = open_input(dir, false, &is_stdin);
+	if (c.in_fd < 0)
+		return c.in_fd;
+	int r = check_input(&c, true);
+	if (r == 0) {
+		struct fd_sink s = { .fd = fd, .cancel = o->cancel };
+		struct ca_catar_enc_opts eo = {
+			.feature_flags = image_flags(CA_IMAGE_ARCHIVE, o), .write = fd_sink_write, .userdata = &s,
+			.root_name = dir, .uid_shift = o->uid_shift,
+		};
+		r = ca_catar_encode(c.in_fd, &eo, NULL);
+		if (r < 0 && s.err)
+			make_fail(&c, s.err, "archive stream");
+	}
 	close(c.in_fd);
 	return r;
 }

@@ -84,9 +84,18 @@ void ca_image_make_opts_init(struct ca_image_make_opts *o);
 int ca_image_make(const char *out, const char *input, const struct ca_image_make_opts *o,
                   uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats);
 
-/* The digest `casync digest DIR` prints: that of the .catar stream of dir
- * with the default feature set, made without writing it anywhere. Logs
- * as ca_image_make. */
-int ca_image_digest_dir(const char *dir, const volatile sig_atomic_t *cancel, uint8_t ret_digest[CA_CHUNK_ID_SIZE]);
+/* The digest `casync [--digest=D] digest DIR` prints: that of the .catar
+ * stream of dir with the default feature set (its digest bit as D says),
+ * hashed with D, made without writing it anywhere. Logs as ca_image_make. */
+/* The .catar stream `make OUT.catar dir` would write with o (feature
+ * flags, exclusions, uid shift; progress, store and chunking unused),
+ * written to fd and nowhere else: list, mtree and stat of a directory read
+ * it from a pipe, with no copy of the tree on disk. Logs as ca_image_make;
+ * once o->cancel is raised (the reader has what it wants and closes its
+ * end), a failed write is -ECANCELED, silent. */
+int ca_image_encode_dir(const char *dir, const struct ca_image_make_opts *o, int fd);
+
+int ca_image_digest_dir(const char *dir, enum ca_digest_type digest, const volatile sig_atomic_t *cancel,
+                        uint8_t ret_digest[CA_CHUNK_ID_SIZE]);
 
 #endif

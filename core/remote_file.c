@@ -15,6 +15,7 @@
 #include "location.h"
 #include "log.h"
 #include "remote_file.h"
+#include "remote_stream.h"
 #include "s3.h"
 #include "storeconf.h"
 
@@ -40,6 +41,9 @@ struct block {
 
 struct ca_remote_file {
 	char *url;
+	/* a server that ignores Range, read by a sequential caller: the one
+	 * GET instead of everything below (remote_stream.h) */
+	struct ca_remote_stream *stream;
 	struct ca_http *http;
 	uint64_t size;
 	char validator[CA_HTTP_VALIDATOR_MAX]; /* the first answer's ("" = none: only the size is compared) */
@@ -228,7 +232,31 @@ static void readahead_locked(struct ca_remote_file *f, uint64_t first, uint64_t 
 	}
 }
 
-int ca_remote_file_open(const char *url, const struct ca_http_opts *o, size_t cache_bytes,
+/* The server ignores Range; a sequential caller reads the file with one
+ * GET (with the per-store settings remote_file's engine has). */
+static int open_stream(struct ca_remote_file *f, const char *conf_url, const struct ca_http_opts *o)
+{
+	struct ca_storeconf *c = NULL;
+	struct ca_http_opts m;
+	int r = ca_storeconf_load(CA_STORECONF_QUIET, &c); /* logs */
+	if (r < 0)
+		return r;
+	const struct ca_store_settings *st = ca_storeconf_lookup(c, conf_url);
+	if (o)
+		m = *o;
+	else
+		ca_http_opts_init(&m);
+	if (st)
+		ca_storeconf_apply(st, &m);
+	ca_log_debug("%s: the server ignores Range: read with one GET", f->url);
+	r = ca_remote_stream_open(f->url, &m, &f->stream); /* logs */
+	ca_storeconf_free(c);
+	if (r == 0)
+		f->size = ca_remote_stream_size(f->stream);
+	return r;
+}
+
+int ca_remote_file_open(const char *url, const struct ca_http_opts *o, size_t cache_bytes, unsigned flags,
                         struct ca_remote_file **ret)
 {
 	struct ca_remote_file *f = NULL;
@@ -276,8 +304,16 @@ int ca_remote_file_open(const char *url, const struct ca_http_opts *o, size_t ca
 		ca_log_error("%s: not found on the server", url);
 		goto fail;
 	}
+	if (r == -EOPNOTSUPP && (flags & CA_REMOTE_FILE_SEQUENTIAL) && strncmp(conf_url, "s3+", 3) != 0) {
+		r = open_stream(f, conf_url, o);
+		if (r < 0)
+			goto fail;
+		*ret = f;
+		return 0;
+	}
 	if (r == -EOPNOTSUPP) {
-		ca_log_error("%s: the server does not support range requests", url);
+		ca_log_error("%s: the server does not support range requests%s", url,
+		             flags & CA_REMOTE_FILE_SEQUENTIAL ? "" : " (needed to read parts of a .catar)");
 		goto fail;
 	}
 	if (r < 0) {
@@ -320,6 +356,7 @@ void ca_remote_file_free(struct ca_remote_file *f)
 		return;
 	/* completes what is in flight with -ECANCELED: the callbacks drop
 	 * their blocks from the table */
+	ca_remote_stream_free(f->stream);
 	ca_http_free(f->http);
 	for (size_t i = 0; f->buckets && i < f->n_buckets; i++)
 		while (f->buckets[i])
@@ -340,6 +377,8 @@ ssize_t ca_remote_file_pread(struct ca_remote_file *f, void *buf, size_t len, ui
 {
 	size_t done = 0;
 	int r = 0;
+	if (f->stream)
+		return ca_remote_stream_pread(f->stream, buf, len, off);
 	if (off >= f->size)
 		return 0;
 	if (len > f->size - off)
@@ -389,8 +428,8 @@ ssize_t ca_remote_file_pread(struct ca_remote_file *f, void *buf, size_t len, ui
 
 void ca_remote_file_readahead(struct ca_remote_file *f, uint64_t off, uint64_t len)
 {
-	if (off >= f->size || len == 0)
-		return;
+	if (f->stream || off >= f->size || len == 0)
+		return; /* the stream moves as fast as its reader */
 	if (len > f->size - off)
 		len = f->size - off;
 	pthread_mutex_lock(&f->lock);
@@ -402,6 +441,8 @@ void ca_remote_file_readahead(struct ca_remote_file *f, uint64_t off, uint64_t l
 int ca_remote_file_log_read_error(struct ca_remote_file *f, int err, uint64_t off, size_t len)
 {
 	bool changed;
+	if (f->stream)
+		return err; /* the stream said why when it failed */
 	pthread_mutex_lock(&f->lock);
 	changed = f->changed;
 	pthread_mutex_unlock(&f->lock);
@@ -412,5 +453,8 @@ int ca_remote_file_log_read_error(struct ca_remote_file *f, int err, uint64_t of
 
 void ca_remote_file_get_stats(struct ca_remote_file *f, struct ca_http_stats *ret)
 {
-	ca_http_get_stats(f->http, ret);
+	if (f->stream)
+		ca_remote_stream_get_stats(f->stream, ret);
+	else
+		ca_http_get_stats(f->http, ret);
 }

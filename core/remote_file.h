@@ -18,7 +18,8 @@
  * to another of the same size, is -EIO from then on, said once, never a
  * short read or bytes of two versions mixed (a server that gives no
  * validator leaves only the size to compare). The server must honour
- * Range unless the whole file fits in the first block.
+ * Range unless the whole file fits in the first block, or the caller
+ * reads sequentially (CA_REMOTE_FILE_SEQUENTIAL).
  *
  * Errors (reads): -EIO (and the transport errnos of http.h: -ETIMEDOUT,
  * -ECONNREFUSED, ...) for anything the server did wrong, -ENOENT never
@@ -46,12 +47,18 @@
 
 struct ca_remote_file;
 
+/* The caller reads the file front to back (list, mtree, digest, extract
+ * of a whole archive): a server that ignores Range is then read with one
+ * GET (remote_stream.h: reads may not go back past its first 256 KiB),
+ * as casync reads a remote .catar. Not for s3+ URLs. */
+#define CA_REMOTE_FILE_SEQUENTIAL 1u
+
 /* Open url (http:// or https://, else -EINVAL) and learn its size with a
  * range GET of the first block (kept in the cache). o may be NULL for the
  * defaults. Logs one line on failure ("<url>: not found on the server",
  * "<url>: the server does not support range requests", ...) and returns
  * -ENOENT for 404/410, -EOPNOTSUPP, -EIO or a transport errno. */
-int ca_remote_file_open(const char *url, const struct ca_http_opts *o, size_t cache_bytes,
+int ca_remote_file_open(const char *url, const struct ca_http_opts *o, size_t cache_bytes, unsigned flags,
                         struct ca_remote_file **ret);
 /* Cancels downloads in flight and frees everything. Accepts NULL. */
 void ca_remote_file_free(struct ca_remote_file *f);

@@ -371,7 +371,11 @@ static int walk_dest(struct hl *h, int dfd, const char *path, const char *rel, u
 	int fd = dup(dfd);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	struct dirent *e;
+	struct stat before, after;
 	int r = 0;
+	/* a link put in place (link, rename) moves the directory's mtime,
+	 * which the extract set from the archive: it is put back */
+	bool timed = fstat(dfd, &before) == 0;
 	if (!d) {
 		if (fd >= 0)
 			close(fd);
@@ -409,6 +413,11 @@ static int walk_dest(struct hl *h, int dfd, const char *path, const char *rel, u
 		free(q);
 	}
 	closedir(d);
+	if (timed && fstat(dfd, &after) == 0 &&
+	    (after.st_mtim.tv_sec != before.st_mtim.tv_sec || after.st_mtim.tv_nsec != before.st_mtim.tv_nsec)) {
+		struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, before.st_mtim };
+		(void)futimens(dfd, ts); /* best effort, as the extract's own times */
+	}
 	return r;
 }
 

@@ -580,7 +580,8 @@ static int open_archive_url(struct ca_image *im, const struct ca_image_opts *o)
 	int r;
 	if (o->offline)
 		return ca_log_error_errno(ENOMEDIUM, "%s: a remote .catar cannot be read offline", im->name);
-	r = ca_remote_file_open(im->name, http_opts_or_env(o->http, &buf), o->lru_bytes, &im->rf); /* logs */
+	r = ca_remote_file_open(im->name, http_opts_or_env(o->http, &buf), o->lru_bytes,
+	                        o->sequential ? CA_REMOTE_FILE_SEQUENTIAL : 0, &im->rf); /* logs */
 	if (r < 0)
 		return r;
 	im->size = ca_remote_file_size(im->rf);

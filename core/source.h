@@ -142,6 +142,10 @@ struct ca_image_opts {
 	 * refused by its digest). NULL: fetch. Copied. */
 	const void *index_data;
 	size_t index_size;
+	/* the caller reads a .catar front to back (the stream source of
+	 * archive_reader.h, no subtree): a remote .catar whose server
+	 * ignores Range is then read with one GET (remote_file.h) */
+	bool sequential;
 };
 
 struct ca_image;

@@ -18,6 +18,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -32,6 +33,7 @@
 #include "casync_cli.h"
 #include "cmd.h"
 #include "fdio.h"
+#include "image_make.h"
 #include "location.h"
 #include "log.h"
 
@@ -699,31 +701,44 @@ static int run_quiet(const struct strv *out)
 }
 
 /* list/mtree/stat of a directory are of the archive casync would make of
- * it: make that .catar (cafs make, its digest line silenced) in st's
- * private directory. */
-static int tree_archive_make(const struct casync_args *a, struct stage *st, const char *dir, const char **ret)
+ * it: its stream, made with cafs make's options (the same translation as
+ * for make) and decoded as it is made, never written anywhere (`casync
+ * list /` must not copy the file system into $TMPDIR). */
+static int tree_read_dir(const struct casync_args *a, const char *verb, const char *dir)
 {
 	struct strv mk = { 0 };
-	int r = stage_dir(st, NULL);
-	if (r < 0)
-		return ca_log_error_errno(r, "temporary directory");
-	if (asprintf(&st->out, "%s/tree.catar", st->dir) < 0) {
-		st->out = NULL;
-		return ca_log_error_errno(ENOMEM, "%s", dir);
-	}
-	r = strv_add(&mk, "make");
+	struct ca_image_make_opts o;
+	const char *profile, *label = NULL;
+	int r = strv_add(&mk, "make");
 	if (r == 0)
 		r = add_options(a, T_MAKE, &mk);
 	if (r == 0)
-		r = strv_add(&mk, "%s", st->out);
+		r = strv_add(&mk, "stream.catar");
 	if (r == 0)
 		r = strv_add(&mk, "%s", dir);
-	if (r < 0)
+	if (r < 0) {
 		ca_log_error_errno(r, "%s", dir);
-	else
-		r = run_quiet(&mk) == 0 ? 0 : -EIO; /* make logged why */
+		r = 1;
+		goto out;
+	}
+	char **copy = malloc((mk.n + 1) * sizeof(char *)); /* getopt permutes */
+	if (!copy) {
+		ca_log_error_errno(ENOMEM, "%s", dir);
+		r = 1;
+		goto out;
+	}
+	memcpy(copy, mk.v, (mk.n + 1) * sizeof(char *));
+	r = cafs_make_parse((int)mk.n, copy, &o, &profile);
+	free(copy);
+	if (r >= 0)
+		goto out;
+	/* mtree names its digest field after --digest */
+	enum ca_digest_type t;
+	if (a->digest && ca_digest_type_parse(a->digest, &t) == 0)
+		label = t == CA_DIGEST_SHA256 ? "sha256digest" : "sha512256digest";
+	r = cafs_tree_read_dir(verb, dir, &o, !a->recursive, label);
+out:
 	strv_release(&mk);
-	*ret = st->out;
 	return r;
 }
 
@@ -798,7 +813,8 @@ static int read_what(const struct casync_args *a, const char *verb, const char *
 }
 
 /* list, mtree, stat, digest: INPUT defaults to "." (standard input with a
- * --what= other than directory); a directory is archived first */
+ * --what= other than directory); a directory is read as the stream of its
+ * archive (tree_read_dir) */
 static int verb_read(const struct casync_args *a, const char *verb, char **pos, int npos)
 {
 	struct strv out = { 0 };
@@ -831,10 +847,8 @@ static int verb_read(const struct casync_args *a, const char *verb, char **pos, 
 	if (w == WHAT_BLOB && !in) {
 		in = "-"; /* cafs digest reads standard input */
 	} else if (w == WHAT_DIRECTORY && !digest) {
-		if (tree_archive_make(&b, &st, in ? in : "/proc/self/fd/0", &in) < 0) {
-			r = 1;
-			goto out;
-		}
+		r = tree_read_dir(&b, verb, in ? in : "/proc/self/fd/0");
+		goto out;
 	} else if (stage_input(&st, in, w, &in) < 0) {
 		r = 1;
 		goto out;
@@ -957,6 +971,27 @@ out:
 	return r;
 }
 
+/* 1 when directory path holds nothing but . and .., 0 when it holds
+ * something, or a negative errno. */
+static int dir_is_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int r = 1;
+	if (!d)
+		return -errno;
+	errno = 0;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			r = 0;
+			break;
+		}
+	if (r == 1 && errno)
+		r = -errno;
+	closedir(d);
+	return r;
+}
+
 static int verb_extract(const struct casync_args *a, char **pos, int npos)
 {
 	struct strv out = { 0 };
@@ -977,9 +1012,19 @@ static int verb_extract(const struct casync_args *a, char **pos, int npos)
 		if (w == WHAT_ANY)
 			return usage(a, "%s: input must end in .catar, .caidx or .caibx", in);
 	}
-	/* as casync: an archive into the current directory, a blob to stdout */
-	if (!dest && (w == WHAT_ARCHIVE || w == WHAT_ARCHIVE_INDEX))
+	/* as casync: an archive into the current directory, a blob to stdout;
+	 * but casync's --delete=yes would then remove whatever the current
+	 * directory held (a workspace, a home): unless it is empty, it must be
+	 * named (cafs(1), CASYNC COMPATIBILITY) */
+	if (!dest && (w == WHAT_ARCHIVE || w == WHAT_ARCHIVE_INDEX)) {
 		dest = ".";
+		r = dir_is_empty(dest);
+		if (r < 0)
+			return ca_log_error_errno(r, "current directory"), 1;
+		if (r == 0)
+			return usage(a, "extract: no output directory given, and the current directory is not empty: "
+			                "name it ('.') to extract into it (and delete what the archive does not hold)");
+	}
 	if (dest && !strcmp(dest, "-"))
 		dest = NULL;
 	/* what the output is decides when nothing else did */

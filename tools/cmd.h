@@ -136,9 +136,10 @@ int cafs_extract_cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx
 void cafs_extract_seed_cleanup(char *tmp); /* removes and frees; accepts NULL */
 
 /* cmd_tree_make.c: print the digest casync digest would for a directory or an
- * archive(-index), or sub inside the archive (NULL: all of it). */
+ * archive(-index), or sub inside the archive (NULL: all of it); t (--digest)
+ * for a directory (an archive's own flags say its digest). */
 int cafs_digest_tree(const char *path, char **stores, size_t n_stores, const char *sub,
-                     const struct cafs_trusted_keys *tk);
+                     const struct cafs_trusted_keys *tk, enum ca_digest_type t);
 /* cmd_tree_read.c: decode and validate an archive (.catar, .caidx) and print
  * the digest of its stream, as casync digest does; with sub, of that
  * directory's stream or that file's contents. 0 or an exit code. */
@@ -146,6 +147,18 @@ int cafs_digest_archive(const char *path, char **stores, size_t n_stores, const 
                         const struct cafs_trusted_keys *tk);
 /* cmd_tree_read.c: print one entry of an archive (sub, or the root when
  * NULL) as casync stat does; 0 or an exit code. */
+/* cmd_blob.c: cafs make's options into *ret (argv[0] is the command
+ * name; optind is left at the operands), sets the verbosity. Returns -1
+ * to go on, or an exit code. */
+struct ca_image_make_opts;
+int cafs_make_parse(int argc, char **argv, struct ca_image_make_opts *ret, const char **ret_profile);
+/* cmd_tree_read.c: list (flat: --recursive=no), mtree (digest_label:
+ * --digest's field name, NULL: sha512256digest) or stat of directory dir,
+ * as of the archive `make` with mo would write of it, without writing it
+ * anywhere: encoded into a pipe on a thread, decoded from it. 0 or an exit
+ * code; errors logged. */
+int cafs_tree_read_dir(const char *verb, const char *dir, const struct ca_image_make_opts *mo, bool flat,
+                       const char *digest_label);
 int cafs_stat_archive(const char *in, char **stores, size_t n_stores, const char *sub,
                       const struct cafs_trusted_keys *tk);
 

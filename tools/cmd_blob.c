@@ -119,7 +119,7 @@ static int s3_upload(const char *path, const char *url)
 	return r;
 }
 
-int cafs_cmd_make(int argc, char **argv)
+int cafs_make_parse(int argc, char **argv, struct ca_image_make_opts *ret, const char **ret_profile)
 {
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
@@ -142,18 +142,13 @@ int cafs_cmd_make(int argc, char **argv)
 		{}
 	};
 	struct ca_image_make_opts o;
-	struct cafs_progress prog = { .label = "make" };
-	struct ca_make_stats stats;
-	uint8_t digest[CA_CHUNK_ID_SIZE];
-	const char *out, *input, *profile = NULL;
-	struct ca_profile *prof = NULL;
 	int c, verbosity = 0;
 	uint64_t f;
 	bool *bp;
-	struct ca_store_writer *sw = NULL;
-	char *def_store = NULL, *tmp_dir = NULL;
 
 	ca_image_make_opts_init(&o);
+	*ret_profile = NULL;
+	optind = 0;
 	while ((c = getopt_long(argc, argv, "s:j:vqh", opts, NULL)) >= 0) {
 		switch (c) {
 		case 's':
@@ -198,7 +193,7 @@ int cafs_cmd_make(int argc, char **argv)
 				return cafs_usage_error("make", "invalid uid shift '%s'", optarg);
 			break;
 		case OPT_PROFILE:
-			profile = optarg;
+			*ret_profile = optarg;
 			break;
 		case OPT_UID_RANGE:
 			if (cafs_parse_uid_range(optarg, &o.uid_shift) < 0)
@@ -231,6 +226,23 @@ int cafs_cmd_make(int argc, char **argv)
 		}
 	}
 	cafs_set_verbosity(verbosity);
+	*ret = o;
+	return -1;
+}
+
+int cafs_cmd_make(int argc, char **argv)
+{
+	struct ca_image_make_opts o;
+	struct cafs_progress prog = { .label = "make" };
+	struct ca_make_stats stats;
+	uint8_t digest[CA_CHUNK_ID_SIZE];
+	const char *out, *input, *profile = NULL;
+	struct ca_profile *prof = NULL;
+	struct ca_store_writer *sw = NULL;
+	char *def_store = NULL, *tmp_dir = NULL;
+	int e = cafs_make_parse(argc, argv, &o, &profile);
+	if (e >= 0)
+		return e;
 	if (argc - optind != 2)
 		return cafs_usage_error("make", "expected OUT and INPUT");
 	out = argv[optind];
@@ -446,7 +458,7 @@ static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind k
 	struct ca_image_opts io = { .stores = a->stores, .n_stores = a->n_stores,
 	                            .lru_bytes = kind == CA_IMAGE_BLOB_INDEX ? 0 : CA_IMAGE_EXTRACT_LRU,
 	                            .cache_mode = a->cache ? CA_CACHE_DIR : CA_CACHE_NONE, .cache_dir = a->cache,
-	                            .offline = a->offline, .http = &http };
+	                            .offline = a->offline, .http = &http, .sequential = !a->path };
 	struct ca_image *im = NULL;
 	struct ca_reflink *reflink = NULL;
 	struct cafs_progress prog = { .label = "extract" };
@@ -462,11 +474,13 @@ static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind k
 	r = ca_image_open(a->in, &io, &im);
 	if (r < 0)
 		goto out;
-	if (a->n_seeds > 0 || a->cache) {
-		if (!ca_image_index(im)) {
-			r = ca_log_error_errno(EINVAL, "%s: --seed and --cache need an index (.caidx), not a .catar", a->in);
-			goto out;
-		}
+	if (a->cache && !ca_image_index(im)) {
+		r = ca_log_error_errno(EINVAL, "%s: --cache needs an index (.caidx), not a .catar", a->in);
+		goto out;
+	}
+	/* a .catar has no chunks to take from seeds: as casync, its seed
+	 * directories serve only --hardlink and --reflink, after the extract */
+	if ((a->n_seeds > 0 && ca_image_index(im)) || a->cache) {
 		/* a blob's chunks found in seed files are cloned from them
 		 * where the file system can (casync's --reflink=yes) */
 		if (kind == CA_IMAGE_BLOB_INDEX && a->n_seeds > 0 && !a->no_reflink &&
@@ -494,7 +508,7 @@ static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind k
 	if (r == 0 && (a->hardlink || !a->no_reflink) && kind != CA_IMAGE_BLOB_INDEX && a->n_seeds > 0) {
 		struct ca_seed_tree_stats hs;
 		struct ca_seed_tree_opts so = { .hardlink = a->hardlink, .reflink = !a->no_reflink,
-		                                .feature_flags = ca_index_feature_flags(ca_image_index(im)),
+		                                .feature_flags = ca_image_feature_flags(im),
 		                                .subtree = a->path };
 		r = ca_seed_tree_apply(a->out, a->seeds, a->n_seeds, &so, &hs);
 		if (r == 0 && hs.linked_files)
@@ -689,11 +703,11 @@ int cafs_cmd_digest(int argc, char **argv)
 		break;
 	case CA_IMAGE_ARCHIVE:
 	case CA_IMAGE_ARCHIVE_INDEX:
-		r = cafs_digest_tree(in, stores, n_stores, sub, &tk);
+		r = cafs_digest_tree(in, stores, n_stores, sub, &tk, t);
 		break;
 	default:
 		if (strcmp(in, "-") && stat(in, &st) == 0 && S_ISDIR(st.st_mode))
-			r = cafs_digest_tree(in, stores, n_stores, NULL, &tk);
+			r = cafs_digest_tree(in, stores, n_stores, NULL, &tk, t);
 		else
 			r = digest_file(in, t);
 	}

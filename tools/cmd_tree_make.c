@@ -24,19 +24,19 @@ void cafs_raise_fd_limit(void)
 
 /* ---- digests ---- */
 
-static int digest_dir(const char *path)
+static int digest_dir(const char *path, enum ca_digest_type t)
 {
 	uint8_t d[CA_CHUNK_ID_SIZE];
 	cafs_raise_fd_limit();
 	/* digest does not catch signals (it writes nothing): no cancel flag */
-	if (ca_image_digest_dir(path, NULL, d) < 0) /* logs its errors */
+	if (ca_image_digest_dir(path, t, NULL, d) < 0) /* logs its errors */
 		return 1;
 	cafs_print_digest(d);
 	return 0;
 }
 
 int cafs_digest_tree(const char *path, char **stores, size_t n_stores, const char *sub,
-                     const struct cafs_trusted_keys *tk)
+                     const struct cafs_trusted_keys *tk, enum ca_digest_type t)
 {
 	switch (ca_location_image_kind(path)) {
 	case CA_IMAGE_ARCHIVE:
@@ -44,6 +44,6 @@ int cafs_digest_tree(const char *path, char **stores, size_t n_stores, const cha
 		/* decoded and validated on the way (cmd_tree_read.c) */
 		return cafs_digest_archive(path, stores, n_stores, sub, tk);
 	default:
-		return digest_dir(path);
+		return digest_dir(path, t);
 	}
 }

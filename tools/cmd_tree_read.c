@@ -32,9 +32,11 @@
 #include "digest.h"
 #include "feature.h"
 #include "fdio.h"
+#include "image_make.h"
 #include "index.h"
 #include "log.h"
 #include "sidecar.h"
+#include "thread.h"
 
 /* An opened archive image and its reader (core/archive_reader.h). */
 struct archive {
@@ -49,10 +51,14 @@ struct cache_args {
 	bool offline;
 };
 
+/* sequential: only the stream source will read (no PATH), so a remote
+ * .catar may be streamed from a server that ignores Range */
 static int archive_open_cached(struct archive *a, const char *path, char **stores, size_t n_stores,
-                               const struct cafs_trusted_keys *tk, bool no_readahead, const struct cache_args *c)
+                               const struct cafs_trusted_keys *tk, bool no_readahead, bool sequential,
+                               const struct cache_args *c)
 {
-	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores, .lru_bytes = CA_ARCHIVE_READER_LRU };
+	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores, .lru_bytes = CA_ARCHIVE_READER_LRU,
+	                            .sequential = sequential };
 	cafs_trusted_keys_apply(tk, &io);
 	if (c && c->dir) {
 		io.cache_mode = CA_CACHE_DIR;
@@ -68,9 +74,9 @@ static int archive_open_cached(struct archive *a, const char *path, char **store
 }
 
 static int archive_open(struct archive *a, const char *path, char **stores, size_t n_stores,
-                        const struct cafs_trusted_keys *tk, bool no_readahead)
+                        const struct cafs_trusted_keys *tk, bool no_readahead, bool sequential)
 {
-	return archive_open_cached(a, path, stores, n_stores, tk, no_readahead, NULL);
+	return archive_open_cached(a, path, stores, n_stores, tk, no_readahead, sequential, NULL);
 }
 
 static void archive_close(struct archive *a)
@@ -249,15 +255,22 @@ static void print_digest_end(const struct printer *p, const uint8_t d[CA_CHUNK_I
 
 /* ---- list/mtree over the whole archive: the streaming decoder ---- */
 
-static int walk_stream(struct archive *a, const struct printer *p)
+/* An archive's error, logged; for a directory's stream (a == NULL), left
+ * to cafs_tree_read_dir, which knows whether its encoder said why. */
+static int walk_report(struct archive *a, int r, const char *path)
+{
+	return a ? report(a, r, path) : r;
+}
+
+/* The walk over s; a: the archive it reads, NULL for a directory's stream */
+static int walk_source(struct archive *a, const struct ca_catar_source *src, const struct printer *p)
 {
 	struct ca_catar_dec *d = NULL;
-	struct ca_catar_source s;
+	const struct ca_catar_source s = *src;
 	uint8_t *buf = NULL;
-	ca_archive_reader_stream(a->rd, &s);
 	int r = ca_catar_dec_new(&s, &d);
 	if (r < 0)
-		return report(a, r, NULL);
+		return walk_report(a, r, NULL);
 	if (p->mtree && !(buf = malloc(1 << 20))) {
 		r = -ENOMEM;
 		goto out;
@@ -266,7 +279,7 @@ static int walk_stream(struct archive *a, const struct printer *p)
 		const struct ca_catar_node *n;
 		r = ca_catar_dec_next(d, &n);
 		if (r < 0) {
-			report(a, r, ca_catar_dec_path(d));
+			walk_report(a, r, ca_catar_dec_path(d));
 			goto out;
 		}
 		if (r == CA_CATAR_DEC_DONE)
@@ -287,7 +300,7 @@ static int walk_stream(struct archive *a, const struct printer *p)
 		if (k < 0) {
 			putchar('\n');
 			r = (int)k;
-			report(a, r, ca_catar_dec_path(d));
+			walk_report(a, r, ca_catar_dec_path(d));
 			goto out;
 		}
 		uint8_t out[CA_CHUNK_ID_SIZE];
@@ -299,6 +312,13 @@ out:
 	free(buf);
 	ca_catar_dec_free(d);
 	return r;
+}
+
+static int walk_stream(struct archive *a, const struct printer *p)
+{
+	struct ca_catar_source s;
+	ca_archive_reader_stream(a->rd, &s);
+	return walk_source(a, &s, p);
 }
 
 /* ---- list/mtree of a subtree: random access ---- */
@@ -597,7 +617,7 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 		goto out;
 	}
 	/* list skips payloads: fetching them ahead would be waste */
-	r = archive_open_cached(&a, in, stores, n_stores, &tk, !mtree, &ca);
+	r = archive_open_cached(&a, in, stores, n_stores, &tk, !mtree, !sub, &ca);
 	if (r == 0 && mtree)
 		/* casync hashes contents with the archive's digest, and labels
 		 * the field after --digest (sha512256digest by default) */
@@ -770,7 +790,7 @@ int cafs_stat_archive(const char *in, char **stores, size_t n_stores, const char
 	struct ca_catar_ra_node *node = NULL;
 	struct ca_catar_source s;
 	uint8_t digest[CA_CHUNK_ID_SIZE], hl[CA_CHUNK_ID_SIZE];
-	int r = archive_open(&a, in, stores, n_stores, tk, true);
+	int r = archive_open(&a, in, stores, n_stores, tk, true, false);
 	if (r < 0)
 		goto out;
 	w.a = &a;
@@ -853,7 +873,7 @@ int cafs_digest_archive(const char *path, char **stores, size_t n_stores, const 
 	struct ca_catar_dec *d = NULL;
 	uint8_t out[CA_CHUNK_ID_SIZE], *buf = NULL;
 	struct ca_catar_source s;
-	int r = archive_open(&a, path, stores, n_stores, tk, false);
+	int r = archive_open(&a, path, stores, n_stores, tk, false, !(sub && *sub));
 	if (r < 0)
 		goto out;
 	if (sub && *sub) {
@@ -903,5 +923,132 @@ out:
 	free(buf);
 	ca_catar_dec_free(d);
 	archive_close(&a);
+	return r < 0 ? 1 : 0;
+}
+
+/* ---- list, mtree and stat of a directory: its archive stream, unwritten ---- */
+
+/* The read end of the encoder's pipe, as a source for the streaming
+ * decoder: it reads forward only (what it skips is read and dropped). */
+struct pipe_source {
+	int fd;
+	uint64_t pos;
+	uint8_t scratch[64 << 10];
+};
+
+static ssize_t pipe_read(void *userdata, void *buf, size_t len, uint64_t off)
+{
+	struct pipe_source *ps = userdata;
+	if (off < ps->pos)
+		return -ESPIPE; /* the decoder reads forward (catar_dec.h) */
+	while (ps->pos < off) {
+		size_t n = off - ps->pos < sizeof(ps->scratch) ? (size_t)(off - ps->pos) : sizeof(ps->scratch);
+		ssize_t k = ca_read_full(ps->fd, ps->scratch, n);
+		if (k <= 0)
+			return k;
+		ps->pos += (uint64_t)k;
+	}
+	ssize_t k = ca_read_full(ps->fd, buf, len);
+	if (k > 0)
+		ps->pos += (uint64_t)k;
+	return k;
+}
+
+struct encoder {
+	const char *dir;
+	const struct ca_image_make_opts *o;
+	int fd;
+	int r;
+};
+
+static void *encode_thread(void *arg)
+{
+	struct encoder *e = arg;
+	e->r = ca_image_encode_dir(e->dir, e->o, e->fd); /* logs */
+	close(e->fd); /* the decoder sees the end */
+	return NULL;
+}
+
+/* stat of the root: its ENTRY, the first event */
+static int stat_root(const struct ca_catar_source *s)
+{
+	struct ca_catar_dec *d = NULL;
+	const struct ca_catar_node *n;
+	int r = ca_catar_dec_new(s, &d);
+	if (r == 0)
+		r = ca_catar_dec_next(d, &n);
+	if (r == CA_CATAR_DEC_NODE) {
+		print_stat(n, "", NULL, NULL);
+		r = 0;
+	} else if (r >= 0) {
+		r = -EBADMSG;
+	}
+	ca_catar_dec_free(d);
+	return r;
+}
+
+int cafs_tree_read_dir(const char *verb, const char *dir, const struct ca_image_make_opts *mo, bool flat,
+                       const char *digest_label)
+{
+	struct ca_image_make_opts o = *mo;
+	volatile sig_atomic_t stop = 0;
+	struct pipe_source *ps = calloc(1, sizeof(*ps));
+	struct encoder e = { .dir = dir, .o = &o, .fd = -1 };
+	struct printer p = { .mtree = !strcmp(verb, "mtree"), .flat = flat,
+	                     .digest_label = digest_label ? digest_label : "sha512256digest" };
+	pthread_t t;
+	int fds[2] = { -1, -1 }, r = 0;
+	bool started = false;
+
+	o.cancel = &stop; /* raised when the reader stops before the end (stat) */
+	o.progress_start = NULL;
+	o.progress = NULL;
+	o.progress_end = NULL;
+	if (!ps)
+		r = -ENOMEM;
+	else if (pipe2(fds, O_CLOEXEC) < 0)
+		r = -errno;
+	if (r == 0 && p.mtree)
+		r = ca_digest_new(o.digest, &p.digest);
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", dir);
+		goto out;
+	}
+	ps->fd = fds[0];
+	e.fd = fds[1];
+	r = ca_thread_create(&t, encode_thread, &e);
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", dir);
+		goto out;
+	}
+	started = true;
+	fds[1] = -1; /* the thread's to close */
+	struct ca_catar_source s = { .read = pipe_read, .userdata = ps, .size = UINT64_MAX,
+	                             .index_flags = UINT64_MAX };
+	if (!strcmp(verb, "stat"))
+		r = stat_root(&s);
+	else
+		r = walk_source(NULL, &s, &p);
+	/* stopped early, or failed: the encoder's writes fail from here on,
+	 * quietly (it is cancelled) */
+	stop = 1;
+out:
+	if (fds[0] >= 0)
+		close(fds[0]);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	if (started) {
+		pthread_join(t, NULL);
+		/* the encoder's failure, which it logged, explains the stream's
+		 * early end; else the decoder's is said here */
+		if (e.r < 0 && e.r != -ECANCELED)
+			r = e.r;
+		else if (r < 0 && r != -ECANCELED)
+			ca_log_error_errno(r, "%s: its archive stream", dir);
+	}
+	if (r == 0 && fflush(stdout) != 0)
+		r = ca_log_error_errno(EIO, "stdout");
+	ca_digest_free(p.digest);
+	free(ps);
 	return r < 0 ? 1 : 0;
 }

@@ -427,4 +427,70 @@ if [ -c /dev/fuse ] && [ -w /dev/fuse ] && command -v fusermount3 >/dev/null && 
 	ok "mount - MNT <tree.catar" mount_stdin "$FX/tree.catar" -
 fi
 
+# ---- issue 21: casync's own test script's findings, and its smaller ones ----
+# extract of a .catar with --seed: no chunks to take, but the seed's
+# identical files hard-linked (--hardlink=yes), directory times kept
+compat '$C extract tree.catar s && $C extract tree.catar --seed=s --hardlink=yes out && stat -c "%h %n" out/a out/sub/b && $C mtree out'
+compat '$C extract tree.catar s && $C extract tree.catar --seed=s --hardlink=no out && stat -c "%h %n" out/a out/sub/b && $C mtree out'
+compat '$C extract img.caidx s && $C extract img.caidx --seed=s --hardlink=yes out && stat -c "%h %n" out/a && $C mtree out'
+# no destination: an empty current directory is extracted into, as casync
+compat 'mkdir e && cd e && $C extract ../tree.catar && cd .. && $C mtree e'
+compat 'mkdir e && cd e && $C extract ../img.caidx --store=../default.castr && cd .. && $C mtree e'
+# a non-empty one only when named: casync's --delete=yes would empty it
+# (cafs(1), CASYNC COMPATIBILITY)
+ok "extract with no destination refuses a non-empty current directory, and leaves it be" bash -c '
+	mkdir -p "$1/ws" && cd "$1/ws" && echo work >mine && ! "$2" extract "$3/tree.catar" 2>"$1/refuse.err" &&
+	[ "$(cat mine)" = work ] && [ "$(ls)" = mine ] && [ "$(wc -l <"$1/refuse.err")" = 1 ] &&
+	grep -q "current directory is not empty" "$1/refuse.err"' _ "$T" "$FAKE" "$FX"
+ok "... but extracts into it named as '.' (deleting what the archive lacks, as casync)" bash -c '
+	mkdir -p "$1/ws2" && cd "$1/ws2" && echo work >mine && "$2" extract "$3/tree.catar" . &&
+	[ ! -e mine ] && diff -r --no-dereference "$3/tree" .' _ "$T" "$FAKE" "$FX"
+ok "... and into an empty current directory" bash -c '
+	mkdir -p "$1/ws3" && cd "$1/ws3" && "$2" extract "$3/tree.catar" && diff -r --no-dereference "$3/tree" .' _ "$T" "$FAKE" "$FX"
+# list/mtree/stat of a directory: its archive stream decoded as it is made,
+# nothing written to $TMPDIR (which need not even exist); the table above
+# compares their output with casync's
+for v in list mtree stat; do
+	ok "$v of a directory writes no archive copy (TMPDIR missing)" bash -c '
+		cd "$1" && TMPDIR="$2/no-such-tmp" "$3" '"$v"' tree >"$2/o.'"$v"'" && [ -s "$2/o.'"$v"'" ]' _ "$FX" "$T" "$FAKE"
+done
+ok "list of a directory: TMPDIR stays empty" bash -c '
+	mkdir -p "$2/ptmp" && cd "$1" && TMPDIR="$2/ptmp" "$3" list tree | cmp - <("$4" list tree) &&
+	[ -z "$(ls -A "$2/ptmp")" ]' _ "$FX" "$T" "$FAKE" "$REAL"
+
+# a remote .catar from a server that ignores Range (Python's http.server):
+# streamed with one GET for list, mtree, digest and extract, as casync
+if command -v python3 >/dev/null; then
+	PY_LOG=$T/py.log
+	python3 -c 'import http.server, socketserver, sys, functools
+h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+s = S(("127.0.0.1", 0), h)
+print(s.server_address[1], flush=True)
+s.serve_forever()' "$FX" >"$PY_LOG.port" 2>"$PY_LOG" &
+	py_pid=$!
+	at_cleanup "kill $py_pid; wait $py_pid"
+	for ((i = 0; i < 100; i++)); do [ -s "$PY_LOG.port" ] && break; sleep 0.05; done
+	PY=http://127.0.0.1:$(cat "$PY_LOG.port")
+	compat '$C list $PY/tree.catar'
+	compat '$C mtree $PY/tree.catar'
+	compat '$C digest $PY/tree.catar'
+	compat '$C extract $PY/tree.catar out && $C mtree out'
+	compat '$C list $PY/img.caidx'
+	# the range probe (its 200 dropped at the headers), then the one GET read through
+	ok "a streamed list: two requests, the file sent once" bash -c '
+		n0=$(grep -c "GET /tree.catar" "$1"); "$2" list "$3/tree.catar" >/dev/null &&
+		[ $(($(grep -c "GET /tree.catar" "$1") - n0)) = 2 ]' _ "$PY_LOG" "$FAKE" "$PY"
+	ok "random access (list URL PATH) refused with the reason, in one line" bash -c '
+		! "$1" list "$2/tree.catar" sub 2>"$3/ra.err" && [ "$(wc -l <"$3/ra.err")" = 1 ] &&
+		grep -q "does not support range requests (needed to read parts of a .catar)" "$3/ra.err"' _ "$FAKE" "$PY" "$T"
+	# stderr as casync's: nothing after a remote command without -v (the
+	# per-store summary is -v's)
+	for c in "list $PY/img.caidx" "digest $PY/img.caidx" "mtree $PY/tree.catar" "extract $PY/img.caidx $T/q.out"; do
+		ok "casync $c: nothing on stderr" bash -c 'cd "$1" && rm -rf "$3/q.out" && "$2" $4 >/dev/null 2>"$3/q.err" && [ ! -s "$3/q.err" ]' _ "$FX" "$FAKE" "$T" "$c"
+	done
+	ok "... -v prints the per-store summary" bash -c 'cd "$1" && "$2" -v list "$3/img.caidx" 2>&1 >/dev/null | grep -q "requests (0 retries)"' _ "$FX" "$FAKE" "$PY"
+fi
+
 done_testing

@@ -114,13 +114,23 @@ ok "a 404 URL: extract too" fails_cleanly "$CAFS" extract "$U/nonexistent.catar"
 ok "a 404 URL: mount fails, exit 1" fails_cleanly "$CAFS" mount -f "$U/nonexistent.catar" "$mnt"
 
 # A server that ignores Range answers with the whole file: fine when the
-# whole archive fits in the first block, refused (not downloaded) otherwise.
+# whole archive fits in the first block; a larger one is streamed, with
+# one GET, by what reads it front to back (list, mtree, digest, extract of
+# all of it), as casync; what needs random access (a PATH, the mount) is
+# refused, without downloading the body.
 ok "no Range support, archive of one block: list works" \
 	diff <("$CAFS" list "$W/norange/small.catar") <("$CAFS" list "$U/norange/small.catar")
+for c in list mtree digest; do
+	ok "no Range support, larger archive: $c streams it, = local" \
+		diff <("$CAFS" $c "$W/norange/big.catar") <("$CAFS" $c "$U/norange/big.catar")
+done
+ok "... extract too" bash -c '"$1" extract "$2" "$3/nr" && diff -r "$4" "$3/nr"' _ "$CAFS" "$U/norange/big.catar" "$T" "$src"
 nginx_log_reset
-ok "no Range support, larger archive: one line" fails_cleanly "$CAFS" list "$U/norange/big.catar"
+ok "no Range support, larger archive, a PATH in it: one line" fails_cleanly "$CAFS" list "$U/norange/big.catar" small
 ok "... that says why" mentions "range requests"
 ok "... and the body was not downloaded" test "$(bytes_sent)" -lt "$size"
+ok "no Range support, larger archive: mount refused, one line" fails_cleanly "$CAFS" mount -f "$U/norange/big.catar" "$mnt"
+ok "... that says why" mentions "range requests"
 
 ok "a truncated archive: one line" fails_cleanly "$CAFS" list "$U/trunc.catar"
 ok "... that says it is not an archive" mentions "not a valid archive"
@@ -159,7 +169,7 @@ mount_stop "unmount" "$mnt"
 
 # A server whose 206s lie: every lie is caught, one line, no hang.
 cat >"$T/liar.py" <<'PY'
-import http.server, os, re, sys
+import http.server, os, re, sys, time
 root, port_file = sys.argv[1], sys.argv[2]
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -171,6 +181,26 @@ class H(http.server.BaseHTTPRequestHandler):
         # etag: honest with an ETag; swap200, swap206: another file of the
         # same size after the first request, answered as If-Range asks
         # (200, whole file) or ignoring it (206 with the new ETag)
+        # drip, cut: Range ignored (200, the whole file's Content-Length),
+        # then 1 byte every 0.3 s after the first 300000, or the
+        # connection closed half-way
+        if mode in ("drip", "cut"):
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.close_connection = True
+            try:
+                if mode == "cut":
+                    self.wfile.write(data[:len(data) // 2])
+                    return
+                self.wfile.write(data[:300000])
+                for b in data[300000:]:
+                    self.wfile.write(bytes([b]))
+                    self.wfile.flush()
+                    time.sleep(0.3)
+            except OSError:
+                pass
+            return
         etag = '"v1"'
         if mode.startswith("swap") and self.headers.get("If-Range"):
             data, etag = open(os.path.join(root, "y.catar"), "rb").read(), '"v2"'
@@ -223,5 +253,13 @@ ok "replaced, the server ignoring If-Range (206, another ETag): one line" fails_
 ok "... that says so" mentions "changed on the server while being read"
 ok "... extract too, leaving nothing behind" fails_cleanly "$CAFS" extract "$L/swap206/x.catar" "$T/sw"
 ok "... (no directory)" test ! -e "$T/sw"
+# streamed (no Range) from a server that drips, or stops half-way: bounded, one line
+ok "ignoring Range and dripping: list gives up after the stall time, one line" \
+	env CAFS_HTTP_TIMEOUT=2 bash -c 'fails_cleanly() { "$@" >/dev/null 2>"$0"; r=$?; [ $r = 1 ] && [ "$(wc -l <"$0")" = 1 ]; }
+		s=$SECONDS; fails_cleanly "$1" list "$2" && [ $((SECONDS - s)) -le 10 ]' "$T/stderr" "$CAFS" "$L/drip/x.catar"
+ok "... that says why" mentions "slower than the low speed limit"
+ok "ignoring Range and closing half-way: list fails, one line" fails_cleanly "$CAFS" list "$L/cut/x.catar"
+ok "... extract too, leaving nothing behind" fails_cleanly "$CAFS" extract "$L/cut/x.catar" "$T/cut"
+ok "... (no directory)" test ! -e "$T/cut"
 
 done_testing

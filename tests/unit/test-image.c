@@ -166,7 +166,7 @@ static void test_roundtrip(const uint8_t *big)
 	o.store = NULL;
 	check_int(ca_image_make(path("tree.catar"), path("src"), &o, d_tar, &st), ==, 0);
 	check(!memcmp(d_idx, d_tar, CA_CHUNK_ID_SIZE));
-	check_int(ca_image_digest_dir(path("src"), NULL, d_dir), ==, 0);
+	check_int(ca_image_digest_dir(path("src"), CA_DIGEST_SHA512_256, NULL, d_dir), ==, 0);
 	check(!memcmp(d_idx, d_dir, CA_CHUNK_ID_SIZE));
 
 	/* and back */
