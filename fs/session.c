@@ -134,12 +134,12 @@ int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_
 		r = -EINVAL;
 		goto out_signals;
 	}
+	if (canon)
+		raise_kernel_readahead(canon, o->kernel_readahead_kb);
 	if ((r = cafs_fs_session_init(se, fs)) < 0) {
 		ca_log_error_errno(r, "mount: %s: no INIT from the kernel", mountpoint);
 		goto out_mount;
 	}
-	if (canon)
-		raise_kernel_readahead(canon, o->kernel_readahead_kb);
 	cfg = fuse_loop_cfg_create();
 	if (!cfg) {
 		r = ca_log_error_errno(ENOMEM, "mount");
