@@ -448,7 +448,7 @@ static void records_free(void *v);
 int cafs_tree_init(struct cafs_fs *fs)
 {
 	fs->records = mc_new(CAFS_RECORDS_MAX, 1024, records_free);
-	fs->listings = mc_new(CAFS_LISTINGS_MAX, 4096, listing_free);
+	fs->listings = mc_new(CAFS_LISTINGS_MAX, 1024, listing_free);
 	if (!fs->records || !fs->listings)
 		return -ENOMEM;
 	if (fs->sc) {

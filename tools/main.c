@@ -89,7 +89,7 @@ static const struct cafs_command commands[] = {
 	  "                       /var/cache/cafs for root)\n"
 	  "      --no-cache       no chunk cache on disk\n"
 	  "      --offline        only memory and cache; nothing is downloaded\n"
-	  "      --lru-size=SIZE  memory for decompressed chunks (default 256M)\n"
+	  "      --lru-size=SIZE  memory for decompressed chunks (default 64M)\n"
 	  "      --threads=N      FUSE worker threads (default 64)\n"
 	  "      --readahead=N    chunks fetched ahead of sequential reads (default 8)\n"
 	  "  -f, --foreground     stay in the foreground (else: return once mounted)\n"

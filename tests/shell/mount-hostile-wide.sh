@@ -12,7 +12,9 @@
 #    the values are right;
 #  - 64 parallel `getfattr -R -d` of the whole mount finish too;
 #  - the mount's peak RSS stays under the 256 MiB budget;
-#  - SIGTERM with readers in flight unmounts (the handler's own line).
+#  - SIGTERM with readers in flight unmounts (the handler's own line);
+#  - CAFS_TEST_FULL=1: also 256 readers, the whole mount per reader, and
+#    the same readers behind a slow HTTP server (200 ms a round trip).
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 need python3 zstd getfattr timeout
@@ -24,13 +26,14 @@ python3 "$top_srcdir/tests/gen-hostile.py" wide "$T" 64 8000 || exit 1
 readers=(8 64)
 [ -n "${CAFS_TEST_FULL:-}" ] && readers+=(256)
 
-# run_readers N CMD...: N parallel CMD with %d replaced by a directory
-# number; prints how many did not finish within the deadline
+# run_readers N CMD...: N parallel CMD with @D@ replaced by a directory of
+# the mount $MNT; prints how many did not finish within the deadline
+MNT=mnt
 run_readers() {
 	local n=$1 i pids=() late=0 d
 	shift
 	for ((i = 0; i < n; i++)); do
-		d=$(printf 'mnt/d%03d' $((i % 64)))
+		d=$(printf '%s/d%03d' "$MNT" $((i % 64)))
 		timeout -s KILL "$DEADLINE" bash -c "${*//@D@/$d}" >/dev/null 2>&1 &
 		pids+=($!)
 	done
@@ -72,5 +75,35 @@ if mount_start "mount the wide hostile archive" mnt mount.log -v --store wide.ca
 	mount_kill "SIGTERM with 32 readers in flight unmounts" mnt TERM
 	ok "... with the handler's line" grep -q 'mount: SIGTERM: unmounting' mount.log
 	wait
+fi
+
+# ---- behind a slow server (the long tier) ----
+if [ -n "${CAFS_TEST_FULL:-}" ]; then
+	. "$top_srcdir/tests/lib-http.sh"
+	mkdir -p www
+	mv wide.castr wide.caidx www/
+	nginx_start www
+	lport=$(_nginx_free_port)
+	python3 "$top_srcdir/bench/lagproxy.py" "$lport" "$NGINX_PORT" 100 >proxy.log 2>&1 &
+	ppid=$!
+	at_cleanup "kill $ppid; wait $ppid"
+	for ((i = 0; i < 100; i++)); do
+		grep -q ready proxy.log && break
+		sleep 0.05
+	done
+	U=http://127.0.0.1:$lport
+	if mount_start "slow server: mount" smnt smount.log -v --no-cache --store "$U/wide.castr" "$U/wide.caidx"; then
+		for n in "${readers[@]}"; do
+			start=$(date +%s)
+			late=$(MNT=smnt run_readers "$n" 'ls -la @D@ && getfattr -d @D@/x')
+			ok "slow server: $n parallel ls -la + getfattr -d finish ($(($(date +%s) - start)) s)" test "$late" -eq 0
+		done
+		for ((i = 0; i < 32; i++)); do
+			timeout -s KILL "$DEADLINE" getfattr -R -d smnt >/dev/null 2>&1 &
+		done
+		sleep 1
+		mount_kill "slow server: SIGTERM with 32 readers in flight unmounts" smnt TERM
+		wait
+	fi
 fi
 mount_done_testing
