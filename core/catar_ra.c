@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "catar_ra.h"
+#include "condwait.h"
 #include "siphash.h"
 
 #define WINDOW 4096u
@@ -45,15 +46,35 @@ struct ca_catar_ra_node {
 	size_t big;
 };
 
-/* Take n more bytes of big buffers; waits while others hold the budget
- * (one holder alone always gets it, so a lone caller never waits). */
-static void big_take(struct ca_catar_ra *ra, size_t n)
+/* Take n more bytes of big buffers now, if others' (all but the `mine`
+ * bytes the caller holds) leave room: a lone holder always gets them. */
+static bool big_try(struct ca_catar_ra *ra, size_t mine, size_t n)
 {
 	pthread_mutex_lock(&ra->lock);
-	while (ra->big > 0 && ra->big + n > CA_CATAR_RA_BIG_MAX)
-		pthread_cond_wait(&ra->room, &ra->lock);
-	ra->big += n;
+	bool ok = ra->big == mine || ra->big + n <= CA_CATAR_RA_BIG_MAX;
+	if (ok)
+		ra->big += n;
 	pthread_mutex_unlock(&ra->lock);
+	return ok;
+}
+
+/* Take n bytes, holding none: wait for others to give theirs back, at
+ * most CA_CATAR_RA_BIG_WAIT_MS (-ETIMEDOUT after). A waiter holds nothing
+ * (the loader gives its part back before it waits), so loads cannot wait
+ * for each other in a circle; the deadline covers budget that live nodes
+ * keep for longer. */
+static int big_wait(struct ca_catar_ra *ra, size_t n)
+{
+	struct timespec dl = ca_deadline_ms(CA_CATAR_RA_BIG_WAIT_MS);
+	int r = 0;
+	pthread_mutex_lock(&ra->lock);
+	while (ra->big > 0 && ra->big + n > CA_CATAR_RA_BIG_MAX && r == 0)
+		if (pthread_cond_timedwait(&ra->room, &ra->lock, &dl) == ETIMEDOUT)
+			r = -ETIMEDOUT;
+	if (r == 0)
+		ra->big += n;
+	pthread_mutex_unlock(&ra->lock);
+	return r;
 }
 
 static void big_give(struct ca_catar_ra *ra, size_t n)
@@ -205,8 +226,22 @@ static int load_at(struct ca_catar_ra *ra, uint64_t start, uint64_t end, bool fi
 			want = (size_t)span;
 		if (want > hdr + CA_CATAR_META_MAX)
 			want = hdr + CA_CATAR_META_MAX;
-		big_take(ra, want - big);
-		big = want;
+		if (!big_try(ra, big, want - big)) {
+			/* give back what this load holds and wait for the whole
+			 * size holding nothing; then read it all again (from the
+			 * chunk LRU: a copy) */
+			free(buf);
+			buf = NULL;
+			big_give(ra, big);
+			big = 0;
+			r = big_wait(ra, want);
+			if (r < 0)
+				goto fail;
+			big = want;
+			have = 0;
+		} else {
+			big = want;
+		}
 		uint8_t *nb = realloc(buf, want);
 		if (!nb) {
 			r = -ENOMEM;

@@ -24,9 +24,10 @@
  * of at most 1 KiB, its content, which ca_catar_ra_read then serves
  * without a read. Struct copies of a node are not independent: keep the
  * node referenced. Buffers over 8 KiB (live nodes and loads under way)
- * share CA_CATAR_RA_BIG_MAX: a load that would go over waits until others
- * release theirs (a lone holder never waits), so hold few big nodes at
- * once. A listing costs 24 bytes a child plus a 64 KiB part of the table,
+ * share CA_CATAR_RA_BIG_MAX: a load that would go over gives back what it
+ * holds and waits until others release theirs (a lone holder never
+ * waits), at most CA_CATAR_RA_BIG_WAIT_MS, then fails with -ETIMEDOUT; so
+ * hold few big nodes at once (they make loads wait). A listing costs 24 bytes a child plus a 64 KiB part of the table,
  * never the whole table.
  *
  * Bytes touched: loading a node reads one 4 KiB window at its ENTRY (more
@@ -69,6 +70,7 @@ struct ca_catar_ra;
 
 /* The memory budget (see Memory above). */
 #define CA_CATAR_RA_BIG_MAX ((size_t)32 << 20)
+#define CA_CATAR_RA_BIG_WAIT_MS 30000u
 #define CA_CATAR_RA_LIST_MAX ((size_t)1 << 20) /* children in one listing: 24 MiB */
 
 /* Check the root: ENTRY at 0 is a directory, the root GOODBYE tail at the

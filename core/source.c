@@ -644,12 +644,27 @@ static int open_archive_file(struct ca_image *im, const struct ca_image_opts *o)
 	return 0;
 }
 
+/* o->index_data: the bytes an earlier open checked, validated again */
+static int adopt_index(const char *source, const struct ca_image_opts *o, struct ca_index **ret)
+{
+	void *copy = malloc(o->index_size ? o->index_size : 1);
+	if (!copy)
+		return ca_log_error_errno(ENOMEM, "%s", source);
+	memcpy(copy, o->index_data, o->index_size);
+	int r = ca_index_adopt(copy, o->index_size, ret); /* frees copy on failure */
+	if (r == -EBADMSG)
+		return ca_log_error_errno(r, "%s: not a valid casync index", source);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", source);
+	return 0;
+}
+
 static int open_indexed(struct ca_image *im, const struct ca_image_opts *o)
 {
 	struct index_src c;
 	int r = index_src_init(im->name, o, &c);
 	if (r == 0)
-		r = open_index(im->name, o, &c, &im->idx);
+		r = o->index_data ? adopt_index(im->name, o, &im->idx) : open_index(im->name, o, &c, &im->idx);
 	if (r == 0 && im->kind == CA_IMAGE_ARCHIVE_INDEX && !o->no_sidecar)
 		r = ca_index_cache_sidecar(im->name, im->idx, c.http, c.cache, o->offline, c.keys, c.n_keys,
 		                           &im->sidecar);

@@ -139,6 +139,16 @@ struct ca_image_opts {
 	const char *signed_name;
 	bool allow_downgrade;
 	bool no_sidecar;  /* ignore the index's metadata sidecar (index_cache.h) */
+	/* The index's bytes as an earlier open of the same source read and
+	 * checked them (a mount's restarted server, tools/keeper.h): parsed
+	 * and validated like a download instead of fetching SOURCE's index
+	 * again, so the image is the one served before even if the index at
+	 * the URL changed or there is no copy anywhere; the signature was
+	 * checked on those very bytes and is not fetched again. The sidecar
+	 * and the stores are opened as usual (a sidecar of another index is
+	 * refused by its digest). NULL: fetch. Copied. */
+	const void *index_data;
+	size_t index_size;
 	/* the caller reads a .catar front to back (the stream source of
 	 * archive_reader.h, no subtree): a remote .catar whose server
 	 * ignores Range is then read with one GET (remote_file.h) */

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +71,6 @@ static int fs_alloc(struct ca_image *im, const struct cafs_fs_options *o, struct
 	if (!fs)
 		return -ENOMEM;
 	fs->im = im;
-	pthread_mutex_init(&fs->reload_lock, NULL);
 	fs->logger = ca_log_current();
 	ca_image_archive_source(im, &fs->img);
 	fs->o = *o;
@@ -86,6 +86,11 @@ static int fs_alloc(struct ca_image *im, const struct cafs_fs_options *o, struct
 		free(fs);
 		return r;
 	}
+	/* a test hook: a tiny table makes nearly every request rebuild its
+	 * node from the number, as a fresh server on a live mount does */
+	const char *cap = getenv("CAFS_TEST_INODES_MAX");
+	if (cap && *cap)
+		cafs_inode_set_max(fs->inodes, strtoull(cap, NULL, 10));
 	*ret = fs;
 	return 0;
 }
@@ -158,6 +163,13 @@ static int new_tree(struct ca_image *im, const struct cafs_fs_options *o, struct
 
 int cafs_fs_new(struct ca_image *im, const struct cafs_fs_options *o, struct cafs_fs **ret)
 {
+	/* Big buffers (chunks, metadata loads up to 8 MiB) from mmap, always:
+	 * glibc otherwise raises its mmap threshold to the largest block
+	 * freed, and every worker thread's arena then keeps megabytes it
+	 * freed (a GiB of RSS with 64 readers of big xattrs); the budget in
+	 * cafs(1) counts what is in use, so freed memory must go back. */
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+	mallopt(M_ARENA_MAX, 8);
 	return ca_image_kind(im) == CA_IMAGE_BLOB_INDEX ? new_blob(im, o, ret) : new_tree(im, o, ret);
 }
 
@@ -165,9 +177,11 @@ void cafs_fs_free(struct cafs_fs *fs)
 {
 	if (!fs)
 		return;
-	cafs_inode_table_free(fs->inodes); /* first: nodes hold archive node references */
+	/* first: nodes and records hold archive node references */
+	cafs_inode_table_free(fs->inodes);
+	if (fs->tree)
+		cafs_tree_free(fs);
 	ca_catar_ra_free(fs->ra);
-	pthread_mutex_destroy(&fs->reload_lock);
 	free(fs->blob_name);
 	free(fs);
 }
@@ -256,15 +270,34 @@ size_t cafs_fs_stats_text(struct cafs_fs *fs, char *buf, size_t len)
 
 /* ---- helpers ---- */
 
-/* The node for ino. The kernel only asks about inodes it has not
- * forgotten, so a miss means a confused kernel or a bug: ESTALE. */
+/* The node for ino, with a reference (node_put it). A tree mount answers
+ * for any entry of its archive, handed out by this process or not (a
+ * fresh server on a live connection, a node the table let go); a number
+ * that is no entry is ESTALE. */
 static int node_get(struct cafs_fs *fs, fuse_ino_t ino, struct cafs_node **ret)
 {
+	if (fs->tree)
+		return cafs_tree_node(fs, ino, ret);
 	struct cafs_node *n = cafs_inode_find(fs->inodes, ino);
 	if (!n)
 		return -ESTALE;
 	*ret = n;
 	return 0;
+}
+
+static void node_put(struct cafs_fs *fs, struct cafs_node *n)
+{
+	cafs_node_put(fs->inodes, n);
+}
+
+/* node_get's failures: ESTALE as is; the image's (a rebuild reads it) as
+ * for any metadata read. */
+static int node_errno(struct cafs_fs *fs, int r)
+{
+	if (r == -ESTALE)
+		return ESTALE;
+	COUNT(fs, meta_errors, 1);
+	return cafs_fs_errno(r);
 }
 
 static void fill_entry(struct fuse_entry_param *e, const struct cafs_node *n)
@@ -282,6 +315,7 @@ static void fill_entry(struct fuse_entry_param *e, const struct cafs_node *n)
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct cafs_fs *fs = userdata;
+	ca_log_use(fs->logger);
 	/* The largest reads the kernel offers (1 MiB with max_pages) and its
 	 * own readahead as far as it goes: both mean fewer round trips. The
 	 * kernel offers what its readahead was when it sent INIT (128 KiB) and
@@ -294,8 +328,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->congestion_threshold = 48;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
-	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+	/* lookups in one directory at once (libfuse 3.14 does not pass the
+	 * flag on: init.c does) */
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS) {
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+		fs->parallel_dirops = true;
+	}
 	/* the archived ACLs, served as system.posix_acl_* and enforced by
 	 * the kernel along with the modes (default_permissions) */
 	if (fs->tree && (conn->capable & FUSE_CAP_POSIX_ACL))
@@ -308,6 +346,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		fs->no_open = true;
 	}
 	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+	ca_log_debug("mount: FUSE capable %#x, want %#x", conn->capable, conn->want);
 	if (fs->o.ready && !atomic_exchange(&fs->ready_sent, true))
 		fs->o.ready(fs->o.ready_userdata);
 }
@@ -316,10 +355,12 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct cafs_fs *fs = fs_of(req);
 	struct fuse_entry_param e;
-	struct cafs_node *dir, *child = NULL;
+	struct cafs_node *dir = NULL, *child = NULL;
 	int r = node_get(fs, parent, &dir);
-	if (r < 0)
+	if (r < 0) {
+		r = -node_errno(fs, r);
 		goto fail;
+	}
 	if (!S_ISDIR(dir->st.st_mode)) {
 		r = -ENOTDIR;
 		goto fail;
@@ -335,7 +376,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		memset(&e, 0, sizeof(e));
 		e.entry_timeout = CAFS_TIMEOUT;
 		fuse_reply_entry(req, &e);
-		return;
+		goto out;
 	}
 	if (r < 0) {
 		COUNT(fs, meta_errors, 1);
@@ -346,9 +387,12 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fill_entry(&e, child);
 	if (fuse_reply_entry(req, &e) < 0)
 		cafs_inode_forget(fs->inodes, child->ino, 1);
-	return;
+	goto out;
 fail:
 	fuse_reply_err(req, -r);
+out:
+	node_put(fs, child);
+	node_put(fs, dir);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -367,36 +411,49 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)fi;
+	struct cafs_fs *fs = fs_of(req);
 	struct cafs_node *n;
-	int r = node_get(fs_of(req), ino, &n);
-	if (r < 0)
-		fuse_reply_err(req, -r);
-	else
-		fuse_reply_attr(req, &n->st, CAFS_TIMEOUT);
+	(void)fi;
+	int r = node_get(fs, ino, &n);
+	if (r < 0) {
+		fuse_reply_err(req, node_errno(fs, r));
+		return;
+	}
+	fuse_reply_attr(req, &n->st, CAFS_TIMEOUT);
+	node_put(fs, n);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
+	struct cafs_fs *fs = fs_of(req);
 	struct cafs_node *n;
-	int r = node_get(fs_of(req), ino, &n);
-	if (r < 0)
-		fuse_reply_err(req, -r);
-	else if (!S_ISLNK(n->st.st_mode) || !n->cn || !n->cn->symlink_target)
+	int r = node_get(fs, ino, &n);
+	if (r < 0) {
+		fuse_reply_err(req, node_errno(fs, r));
+		return;
+	}
+	if (!S_ISLNK(n->st.st_mode) || !n->cn || !n->cn->symlink_target)
 		fuse_reply_err(req, EINVAL);
 	else
 		fuse_reply_readlink(req, n->cn->symlink_target);
+	node_put(fs, n);
 }
 
+/* An open directory holds nothing of ours (fh 0): readdir finds the
+ * listing by the directory's number, so a handle outlives the process
+ * that opened it. */
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct cafs_fs *fs = fs_of(req);
 	struct cafs_node *n;
-	int r = node_get(fs_of(req), ino, &n);
+	int r = node_get(fs, ino, &n);
 	if (r < 0) {
-		fuse_reply_err(req, -r);
+		fuse_reply_err(req, node_errno(fs, r));
 		return;
 	}
-	if (!S_ISDIR(n->st.st_mode)) {
+	bool dir = S_ISDIR(n->st.st_mode);
+	node_put(fs, n);
+	if (!dir) {
 		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
@@ -404,18 +461,10 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	struct cafs_dirh *dh = calloc(1, sizeof(*dh));
-	if (!dh) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	dh->node = n;
-	pthread_mutex_init(&dh->lock, NULL);
-	fi->fh = (uint64_t)(uintptr_t)dh;
+	fi->fh = 0;
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
-	if (fuse_reply_open(req, fi) < 0)
-		cafs_dirh_free(dh);
+	fuse_reply_open(req, fi);
 }
 
 /* Filling one readdir reply. Offsets handed to the kernel: 1 = after ".",
@@ -460,17 +509,26 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
                        bool plus)
 {
 	struct cafs_fs *fs = fs_of(req);
-	struct cafs_dirh *dh = (struct cafs_dirh *)(uintptr_t)fi->fh;
-	struct cafs_node *dir = dh->node;
+	struct cafs_node *dir;
 	struct dirbuf d = { .req = req, .fs = fs, .size = size, .plus = plus };
 	struct stat st = { 0 };
-	int r = 0;
-	(void)ino;
+	(void)fi;
 
+	int r = node_get(fs, ino, &dir);
+	if (r < 0) {
+		fuse_reply_err(req, node_errno(fs, r));
+		return;
+	}
+	if (!S_ISDIR(dir->st.st_mode)) {
+		node_put(fs, dir);
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
 	if (size > (1u << 20))
 		d.size = size = 1u << 20;
 	d.buf = malloc(size);
 	if (!d.buf) {
+		node_put(fs, dir);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -488,7 +546,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 	}
 	uint64_t from = off < 3 ? 0 : (uint64_t)off - 2;
 	if (fs->tree) {
-		r = cafs_tree_readdir(fs, dh, from, plus, dirbuf_child, &d);
+		r = cafs_tree_readdir(fs, dir, from, plus, dirbuf_child, &d);
 		if (r < 0) {
 			COUNT(fs, meta_errors, 1);
 			cafs_fs_log_io_error(fs, dir, r, "readdir", 0);
@@ -496,6 +554,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 	} else if (dir->ino == FUSE_ROOT_ID && from == 0) {
 		struct cafs_node *f = cafs_inode_find(fs->inodes, CAFS_BLOB_FILE_INO);
 		(void)dirbuf_add(&d, fs->blob_name, &f->st, f, 3);
+		node_put(fs, f);
 	}
 reply:
 	/* entries already in the buffer are good even if a later one failed */
@@ -504,6 +563,7 @@ reply:
 	else
 		fuse_reply_buf(req, d.buf, d.used);
 	free(d.buf);
+	node_put(fs, dir);
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
@@ -518,8 +578,9 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
-	cafs_dirh_free((struct cafs_dirh *)(uintptr_t)fi->fh);
+	/* nothing to free (see op_opendir): also for a handle another
+	 * process of ours opened */
+	(void)ino, (void)fi;
 	fuse_reply_err(req, 0);
 }
 
@@ -533,14 +594,16 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct cafs_node *n;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
-		fuse_reply_err(req, -r);
+		fuse_reply_err(req, node_errno(fs, r));
 		return;
 	}
+	bool dir = S_ISDIR(n->st.st_mode);
+	node_put(fs, n);
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	if (S_ISDIR(n->st.st_mode)) {
+	if (dir) {
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
@@ -624,7 +687,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	struct cafs_node *n;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
-		fuse_reply_err(req, -r);
+		fuse_reply_err(req, node_errno(fs, r));
 		return;
 	}
 	uint64_t fsize = (uint64_t)n->st.st_size;
@@ -632,10 +695,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
+		node_put(fs, n);
 		return;
 	}
 	if ((uint64_t)off >= fsize || size == 0) {
 		fuse_reply_buf(req, NULL, 0);
+		node_put(fs, n);
 		return;
 	}
 	if (size > fsize - (uint64_t)off)
@@ -670,6 +735,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 			                    (uint64_t)k);
 	}
 	free(buf);
+	node_put(fs, n);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -729,54 +795,50 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 {
 	struct cafs_fs *fs = fs_of(req);
 	struct cafs_node *n;
+	char *buf = NULL;
+	size_t len = 0;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
-		fuse_reply_err(req, -r);
+		fuse_reply_err(req, node_errno(fs, r));
 		return;
 	}
 	if (ino == FUSE_ROOT_ID && !strcmp(name, CAFS_STATS_XATTR)) {
 		char text[4096];
-		size_t len = cafs_fs_stats_text(fs, text, sizeof(text));
+		len = cafs_fs_stats_text(fs, text, sizeof(text));
 		reply_xattr(req, text, len, size);
-		return;
-	}
-	if (!fs->tree) {
+	} else if (!fs->tree) {
 		fuse_reply_err(req, ENODATA);
-		return;
-	}
-	char *buf = NULL;
-	size_t len = 0;
-	if (size > 0 && !(buf = malloc(size))) {
+	} else if (size > 0 && !(buf = malloc(size))) {
 		fuse_reply_err(req, ENOMEM);
-		return;
+	} else {
+		r = cafs_tree_getxattr(fs, n, caller_is_root(req), name, buf, size, &len);
+		reply_xattr_result(req, fs, n, r, "getxattr", buf, len, size);
 	}
-	r = cafs_tree_getxattr(fs, n, caller_is_root(req), name, buf, size, &len);
-	reply_xattr_result(req, fs, n, r, "getxattr", buf, len, size);
 	free(buf);
+	node_put(fs, n);
 }
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct cafs_fs *fs = fs_of(req);
 	struct cafs_node *n;
+	char *buf = NULL;
+	size_t len = 0;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
-		fuse_reply_err(req, -r);
+		fuse_reply_err(req, node_errno(fs, r));
 		return;
 	}
 	if (!fs->tree) {
 		reply_xattr(req, "", 0, size);
-		return;
-	}
-	char *buf = NULL;
-	size_t len = 0;
-	if (size > 0 && !(buf = malloc(size))) {
+	} else if (size > 0 && !(buf = malloc(size))) {
 		fuse_reply_err(req, ENOMEM);
-		return;
+	} else {
+		r = cafs_tree_listxattr(fs, n, caller_is_root(req), buf, size, &len);
+		reply_xattr_result(req, fs, n, r, "listxattr", buf, len, size);
 	}
-	r = cafs_tree_listxattr(fs, n, caller_is_root(req), buf, size, &len);
-	reply_xattr_result(req, fs, n, r, "listxattr", buf, len, size);
 	free(buf);
+	node_put(fs, n);
 }
 
 /* lsattr: the archived chattr flags. Nothing else is answered. */
@@ -792,10 +854,11 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	}
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
-		fuse_reply_err(req, -r);
+		fuse_reply_err(req, node_errno(fs, r));
 		return;
 	}
 	unsigned v = cafs_tree_chattr(n);
+	node_put(fs, n);
 	fuse_reply_ioctl(req, 0, &v, out_bufsz < sizeof(v) ? out_bufsz : sizeof(v));
 }
 

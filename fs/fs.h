@@ -77,6 +77,22 @@ struct cafs_serve_opts {
 	 * only, best effort; 0 keeps the kernel's 128 KiB). The kernel reads
 	 * a FUSE file in requests no larger than that window, up to 1 MiB. */
 	unsigned kernel_readahead_kb;
+	/* Managed by a keeper (tools/keeper.h): the server never unmounts (the
+	 * keeper does, on a clean stop), and a stop signal only ends the loop. */
+	bool keep_mounted;
+	/* Resume a live connection instead of mounting: resume_fd is its
+	 * /dev/fuse descriptor (-1: mount), init/init_size the bytes of the
+	 * INIT request the first server answered, fed through libfuse again so
+	 * its state is what it was (its reply goes to a request long gone:
+	 * the kernel says ENOENT, which libfuse ignores). */
+	int resume_fd;
+	const void *init;
+	size_t init_size;
+	/* Called once the server can answer, before it reads any request
+	 * after INIT: with the descriptor and, for a new mount, the INIT
+	 * request's bytes (NULL when resuming). May be NULL. */
+	void (*serving)(void *userdata, int fuse_fd, const void *init, size_t init_size);
+	void *serving_userdata;
 };
 
 /* For a blob mount: a sequential reader's request is then 1 MiB, not
@@ -84,10 +100,22 @@ struct cafs_serve_opts {
  * random mmap fault's read-around is at most 1 MiB of chunks. */
 #define CAFS_BLOB_KERNEL_READAHEAD_KB 1024
 
-/* Mount fs read-only on mountpoint and serve it until it is unmounted or
- * SIGINT/SIGTERM/SIGHUP arrives; then unmount. Returns 0 after a clean
- * stop, a negative errno if it could not mount or the loop failed (logged). */
+/* Mount fs read-only on mountpoint (or resume o->resume_fd) and serve it
+ * until it is unmounted or SIGINT/SIGTERM/SIGHUP arrives; then unmount
+ * (unless o->keep_mounted). Returns 0 after a clean stop, a negative errno
+ * if it could not mount or the loop failed (logged). */
 int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_serve_opts *o);
+
+/* Answer the kernel's INIT on se's freshly mounted descriptor (call it
+ * right after fuse_session_mount, before the loop): through libfuse, with
+ * the flags libfuse 3.14 leaves out of its reply (FUSE_PARALLEL_DIROPS:
+ * lookups in one directory run in parallel) added. fs is se's userdata. */
+int cafs_fs_session_init(struct fuse_session *se, struct cafs_fs *fs);
+/* The same with INIT's bytes already read (in[0, len): from the kernel,
+ * or kept by a keeper from the first server); without answer the reply
+ * is dropped (a resumed connection: the kernel finished that INIT long
+ * ago). libfuse's state and op_init run as for a first INIT. */
+int cafs_fs_session_init_with(struct fuse_session *se, struct cafs_fs *fs, void *in, size_t len, bool answer);
 
 /* The operations; pass the fs as userdata to fuse_session_new. */
 extern const struct fuse_lowlevel_ops cafs_fs_ops;

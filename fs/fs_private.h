@@ -34,52 +34,59 @@ struct cafs_fs {
 	struct ca_xattr_policy xattrs; /* what the archive's xattrs may show (trusted: per caller) */
 	atomic_bool ready_sent;
 	bool no_open;                  /* set once in init: the kernel skips file opens */
+	bool parallel_dirops;          /* set once in init: op_init wants them (init.c) */
 
-	/* the budget for nodes' metadata (tree.c): bytes held by nodes with
-	 * more than CAFS_META_SMALL; reloads of thin nodes, one at a time */
-	atomic_size_t meta_held;
-	pthread_mutex_t reload_lock;
+	/* tree.c's bounded caches (see the budget below): the records of
+	 * nodes too big to keep with the node, and directory listings */
+	struct cafs_mcache *records;
+	struct cafs_mcache *listings;
 
 	/* counters for the stats xattr (relaxed atomics) */
 	atomic_uint_fast64_t reads, bytes_read, read_errors, meta_errors;
 };
 
-/* An open directory of a tree mount: its children, listed at the first
- * readdir. lock guards the rest; it is held across the listing's reads
- * (only readdirs of this one open directory wait on it). */
-struct cafs_dirh {
-	struct cafs_node *node;
-	pthread_mutex_t lock;
-	bool listed;
-	struct ca_catar_child *children;
-	size_t n_children;
-};
-
 /* The mount's memory budget for metadata (see docs/cafs.1, SECURITY):
- * nodes up to CAFS_META_SMALL bytes of records are the usual cost of each
- * inode the kernel keeps; bigger ones share CAFS_META_HELD_MAX, and past
- * it a node is kept thin (its records read again for each xattr call). */
+ *   nodes: at most CAFS_INODES_MAX (inode.h) cached, each a few hundred
+ *     bytes plus its records when they are at most CAFS_META_SMALL;
+ *   records of bigger nodes: loaded when an xattr call needs them, kept
+ *     in an LRU of CAFS_RECORDS_MAX bytes (one load per node at a time,
+ *     the others wait for it);
+ *   listings (24 bytes a child): an LRU of CAFS_LISTINGS_MAX bytes, plus
+ *     the one in use (at most CA_CATAR_RA_LIST_MAX children);
+ *   loads under way: CA_CATAR_RA_BIG_MAX (catar_ra.h).
+ * A reader that waits for a load or for budget gives up after
+ * CAFS_META_WAIT_MS with EIO: never forever. */
 #define CAFS_META_SMALL ((size_t)1 << 10)
-#define CAFS_META_HELD_MAX ((size_t)64 << 20)
+#define CAFS_RECORDS_MAX ((size_t)16 << 20)
+#define CAFS_LISTINGS_MAX ((size_t)8 << 20)
+#define CAFS_META_WAIT_MS 30000u
 
 /* tree.c: the archive tree. All return 0 or a negative errno (-EBADMSG
  * for a corrupt archive, chunk errors as ca_blob_read gives them). */
 
-/* The root node, pinned into the table. */
+/* The root node, pinned into the table, and the caches. */
 int cafs_tree_init(struct cafs_fs *fs);
+void cafs_tree_free(struct cafs_fs *fs); /* the caches */
+/* The node for any inode number of the archive, with a reference (give it
+ * back with cafs_node_put): from the table, or rebuilt from the number
+ * alone (the sidecar's entry, or a walk down from the root through the
+ * listings), so nothing the kernel holds depends on this process having
+ * handed it out. -ESTALE for a number that is no entry of the archive. */
+int cafs_tree_node(struct cafs_fs *fs, uint64_t ino, struct cafs_node **ret);
 /* Look name up in dir. On success *ret is a node in the table whose
- * nlookup was raised by one; -ENOENT when there is no such name. */
+ * nlookup was raised by one, with a reference for the caller; -ENOENT
+ * when there is no such name. */
 int cafs_tree_lookup(struct cafs_fs *fs, struct cafs_node *dir, const char *name, struct cafs_node **ret);
 
-/* Walk the children of an open directory in name order from index `from`
+/* Walk the children of directory dir in name order from index `from`
  * (0-based). For each, fn gets the index, the name and the child's node:
  * with plus, a node in the table with its nlookup raised by one; without,
  * a node only valid during the call. fn returns true to go on, false
- * when the reply is full (the walker then gives the reference back). */
+ * when the reply is full (the walker then gives the reference back). The
+ * listing comes from the listings cache: no per-open state. */
 typedef bool (*cafs_tree_dir_fn)(void *userdata, uint64_t index, const char *name, struct cafs_node *child);
-int cafs_tree_readdir(struct cafs_fs *fs, struct cafs_dirh *dh, uint64_t from, bool plus, cafs_tree_dir_fn fn,
+int cafs_tree_readdir(struct cafs_fs *fs, struct cafs_node *dir, uint64_t from, bool plus, cafs_tree_dir_fn fn,
                       void *userdata);
-void cafs_dirh_free(struct cafs_dirh *dh); /* accepts NULL */
 
 /* Extended attributes (getxattr(2)/listxattr(2) rules for size: with
  * size == 0 only *ret_len is set; -ERANGE if buf is too small; -ENODATA

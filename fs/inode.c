@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* inode.c - the inode table: a chained hash that doubles as it fills. */
+/* inode.c - the inode table: a chained hash that doubles as it fills,
+ * with an LRU list of the unpinned nodes. */
 #include "config.h"
 
 #include <errno.h>
@@ -11,7 +12,8 @@ struct cafs_inode_table {
 	pthread_mutex_t lock; /* guards everything below; a leaf lock */
 	struct cafs_node **buckets;
 	size_t n_buckets; /* a power of two */
-	uint64_t count;
+	uint64_t count, max;
+	struct cafs_node *lru_head, *lru_tail; /* most recently used first */
 };
 
 static size_t bucket_of(uint64_t ino, size_t n_buckets)
@@ -27,6 +29,7 @@ int cafs_inode_table_new(struct cafs_inode_table **ret)
 	if (!t)
 		return -ENOMEM;
 	t->n_buckets = 1024;
+	t->max = CAFS_INODES_MAX;
 	t->buckets = calloc(t->n_buckets, sizeof(*t->buckets));
 	if (!t->buckets) {
 		free(t);
@@ -64,8 +67,6 @@ void cafs_node_free(struct cafs_node *n)
 {
 	if (!n)
 		return;
-	if (n->held_in)
-		atomic_fetch_sub(n->held_in, n->held);
 	free(n->own);
 	ca_catar_ra_node_unref(n->ra);
 	free(n);
@@ -77,6 +78,48 @@ static struct cafs_node *find_locked(struct cafs_inode_table *t, uint64_t ino)
 		if (n->ino == ino)
 			return n;
 	return NULL;
+}
+
+static void lru_unlink(struct cafs_inode_table *t, struct cafs_node *n)
+{
+	if (n->pinned)
+		return;
+	if (n->lru_prev)
+		n->lru_prev->lru_next = n->lru_next;
+	else
+		t->lru_head = n->lru_next;
+	if (n->lru_next)
+		n->lru_next->lru_prev = n->lru_prev;
+	else
+		t->lru_tail = n->lru_prev;
+	n->lru_prev = n->lru_next = NULL;
+}
+
+static void lru_front(struct cafs_inode_table *t, struct cafs_node *n)
+{
+	if (n->pinned)
+		return;
+	n->lru_next = t->lru_head;
+	if (t->lru_head)
+		t->lru_head->lru_prev = n;
+	t->lru_head = n;
+	if (!t->lru_tail)
+		t->lru_tail = n;
+}
+
+/* Take n out of the table; returns it when nobody uses it (free it after
+ * unlocking), NULL when the last put will. */
+static struct cafs_node *drop_locked(struct cafs_inode_table *t, struct cafs_node *n)
+{
+	struct cafs_node **pp = &t->buckets[bucket_of(n->ino, t->n_buckets)];
+	while (*pp != n)
+		pp = &(*pp)->hnext;
+	*pp = n->hnext;
+	n->hnext = NULL;
+	lru_unlink(t, n);
+	n->in_table = false;
+	t->count--;
+	return n->refs == 0 ? n : NULL;
 }
 
 /* Keep chains short; a failed allocation just leaves them longer. */
@@ -99,12 +142,41 @@ static void grow_locked(struct cafs_inode_table *t)
 	t->n_buckets = nb;
 }
 
+/* Drop least recently used nodes past the cap; they go on *freeq (linked
+ * by hnext) to be freed after unlocking. */
+static void trim_locked(struct cafs_inode_table *t, struct cafs_node **freeq)
+{
+	struct cafs_node *n = t->lru_tail;
+	while (t->count > t->max && n) {
+		struct cafs_node *prev = n->lru_prev;
+		struct cafs_node *f = drop_locked(t, n);
+		if (f) {
+			f->hnext = *freeq;
+			*freeq = f;
+		}
+		n = prev;
+	}
+}
+
+static void free_queue(struct cafs_node *q)
+{
+	while (q) {
+		struct cafs_node *next = q->hnext;
+		cafs_node_free(q);
+		q = next;
+	}
+}
+
 struct cafs_node *cafs_inode_add(struct cafs_inode_table *t, struct cafs_node *n, uint64_t lookups)
 {
+	struct cafs_node *freeq = NULL;
 	pthread_mutex_lock(&t->lock);
 	struct cafs_node *have = find_locked(t, n->ino);
 	if (have) {
 		have->nlookup += lookups;
+		have->refs++;
+		lru_unlink(t, have);
+		lru_front(t, have);
 		pthread_mutex_unlock(&t->lock);
 		cafs_node_free(n);
 		return have;
@@ -113,42 +185,67 @@ struct cafs_node *cafs_inode_add(struct cafs_inode_table *t, struct cafs_node *n
 		grow_locked(t);
 	size_t k = bucket_of(n->ino, t->n_buckets);
 	n->nlookup = lookups;
+	n->refs = 1;
+	n->in_table = true;
 	n->hnext = t->buckets[k];
 	t->buckets[k] = n;
 	t->count++;
+	lru_front(t, n);
+	trim_locked(t, &freeq);
 	pthread_mutex_unlock(&t->lock);
+	free_queue(freeq);
 	return n;
 }
 
 void cafs_inode_pin(struct cafs_inode_table *t, struct cafs_node *n)
 {
 	n->pinned = true;
-	(void)cafs_inode_add(t, n, 0);
+	cafs_node_put(t, cafs_inode_add(t, n, 0));
 }
 
 struct cafs_node *cafs_inode_find(struct cafs_inode_table *t, uint64_t ino)
 {
 	pthread_mutex_lock(&t->lock);
 	struct cafs_node *n = find_locked(t, ino);
+	if (n) {
+		n->refs++;
+		lru_unlink(t, n);
+		lru_front(t, n);
+	}
 	pthread_mutex_unlock(&t->lock);
 	return n;
+}
+
+void cafs_node_put(struct cafs_inode_table *t, struct cafs_node *n)
+{
+	if (!n)
+		return;
+	pthread_mutex_lock(&t->lock);
+	bool last = --n->refs == 0 && !n->in_table;
+	pthread_mutex_unlock(&t->lock);
+	if (last)
+		cafs_node_free(n);
+}
+
+void cafs_inode_set_max(struct cafs_inode_table *t, uint64_t max)
+{
+	struct cafs_node *freeq = NULL;
+	pthread_mutex_lock(&t->lock);
+	t->max = max;
+	trim_locked(t, &freeq);
+	pthread_mutex_unlock(&t->lock);
+	free_queue(freeq);
 }
 
 void cafs_inode_forget(struct cafs_inode_table *t, uint64_t ino, uint64_t n)
 {
 	struct cafs_node *drop = NULL;
 	pthread_mutex_lock(&t->lock);
-	struct cafs_node **pp = &t->buckets[bucket_of(ino, t->n_buckets)];
-	while (*pp && (*pp)->ino != ino)
-		pp = &(*pp)->hnext;
-	struct cafs_node *node = *pp;
+	struct cafs_node *node = find_locked(t, ino);
 	if (node) {
 		node->nlookup = node->nlookup > n ? node->nlookup - n : 0;
-		if (node->nlookup == 0 && !node->pinned) {
-			*pp = node->hnext;
-			t->count--;
-			drop = node;
-		}
+		if (node->nlookup == 0 && !node->pinned)
+			drop = drop_locked(t, node);
 	}
 	pthread_mutex_unlock(&t->lock);
 	cafs_node_free(drop);

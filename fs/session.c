@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,11 +22,20 @@
  * signals (core/stop_signals.h) keep waking the loop's thread until the
  * loop has returned.
  */
+struct stopper {
+	struct fuse_session *se;
+	bool keep_mounted; /* a keeper's server: the keeper said the line, and unmounts */
+};
+
 static void on_stop(void *userdata, int sig)
 {
+	struct stopper *st = userdata;
 	const char *name = sigabbrev_np(sig);
-	ca_log_info("mount: SIG%s: unmounting", name ? name : "?");
-	fuse_session_exit(userdata);
+	if (st->keep_mounted)
+		ca_log_debug("server: SIG%s: stopping", name ? name : "?");
+	else
+		ca_log_info("mount: SIG%s: unmounting", name ? name : "?");
+	fuse_session_exit(st->se);
 }
 
 /* fsname goes into the -o list: escape the separators */
@@ -94,6 +104,48 @@ static void raise_kernel_readahead(const char *path, unsigned kb)
 		fclose(f);
 }
 
+/* The first request on a new mount is INIT: read it here rather than in
+ * the loop, to hand its bytes to o->serving (a server that later resumes
+ * the connection feeds them to libfuse again), then process it. Before
+ * INIT libfuse reads into memory, never by splice. 0, or a negative errno;
+ * a stop before INIT is 0 with the session exited. */
+static int take_init(struct fuse_session *se, struct cafs_fs *fs, const struct cafs_serve_opts *o)
+{
+	struct fuse_buf buf = { .mem = NULL };
+	int k;
+	do
+		k = fuse_session_receive_buf(se, &buf);
+	while (k == -EINTR && !fuse_session_exited(se));
+	if (k <= 0 || fuse_session_exited(se)) {
+		free(buf.mem);
+		return k < 0 && k != -EINTR && k != -ENODEV ? k : 0;
+	}
+	if (o->serving)
+		o->serving(o->serving_userdata, fuse_session_fd(se), buf.mem, (size_t)k);
+	int r = cafs_fs_session_init_with(se, fs, buf.mem, (size_t)k, true);
+	free(buf.mem);
+	return r;
+}
+
+/* A new server on a live connection: the kernel sends no INIT again, and
+ * libfuse answers anything before INIT with an error, so the first
+ * server's INIT goes through libfuse once more (fs/init.c), its reply
+ * dropped: the kernel finished that request long ago. */
+static int replay_init(struct fuse_session *se, struct cafs_fs *fs, const struct cafs_serve_opts *o)
+{
+	void *copy = malloc(o->init_size);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, o->init, o->init_size);
+	int r = cafs_fs_session_init_with(se, fs, copy, o->init_size, false);
+	free(copy);
+	if (r < 0)
+		return r;
+	if (o->serving)
+		o->serving(o->serving_userdata, fuse_session_fd(se), NULL, 0);
+	return 0;
+}
+
 int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_serve_opts *o)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
@@ -101,9 +153,11 @@ int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_
 	struct fuse_loop_config *cfg = NULL;
 	char *fsname = escape_opt(o->fsname), *opts = NULL;
 	int r = -ENOMEM;
+	bool resume = o->resume_fd >= 0, handed = false;
 	/* canonical, as mountinfo shows it; before the mount, which would make
 	 * realpath wait for the INIT reply */
-	char *canon = o->kernel_readahead_kb ? realpath(mountpoint, NULL) : NULL;
+	char *canon = o->kernel_readahead_kb && !resume ? realpath(mountpoint, NULL) : NULL;
+	char devfd[32];
 
 	if (!fsname || asprintf(&opts, "ro,default_permissions,subtype=cafs,fsname=%s%s%s%s", fsname,
 	                        o->allow_other ? ",allow_other" : "", o->fuse_opts ? "," : "",
@@ -124,12 +178,16 @@ int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_
 		goto out_args;
 	}
 	struct ca_stop_signals *stop = NULL;
+	struct stopper st = { .se = se, .keep_mounted = o->keep_mounted };
 	signal(SIGPIPE, SIG_IGN); /* a write to a closed pipe is an error, not death */
-	if ((r = ca_stop_signals_start(on_stop, se, false, &stop)) < 0) {
+	if ((r = ca_stop_signals_start(on_stop, &st, false, &stop)) < 0) {
 		ca_log_error_errno(r, "mount: cannot set up signal handling");
 		goto out_session;
 	}
-	if (fuse_session_mount(se, mountpoint) < 0) {
+	/* libfuse takes "/dev/fd/N" as an open connection: no mount, and no
+	 * mountpoint kept, so fuse_session_unmount does nothing for it */
+	snprintf(devfd, sizeof(devfd), "/dev/fd/%d", o->resume_fd);
+	if (fuse_session_mount(se, resume ? devfd : mountpoint) < 0) {
 		ca_log_error("mount: %s: cannot mount", mountpoint);
 		r = -EINVAL;
 		goto out_signals;
@@ -142,17 +200,33 @@ int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_
 		goto out_mount;
 	}
 	fuse_loop_cfg_set_max_threads(cfg, o->max_threads);
-	ca_log_info("%s mounted on %s", o->fsname, mountpoint);
-	r = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_set_clone_fd(cfg, 0); /* a cloned fd's requests die with it; see keeper.h */
+	r = resume ? replay_init(se, fs, o) : take_init(se, fs, o);
+	handed = r == 0;
+	if (r < 0) {
+		ca_log_error_errno(r, "mount: %s", mountpoint);
+		goto out_cfg;
+	}
+	if (!fuse_session_exited(se)) {
+		if (resume)
+			ca_log_info("%s: serving %s again", o->fsname, mountpoint);
+		else
+			ca_log_info("%s mounted on %s", o->fsname, mountpoint);
+		r = fuse_session_loop_mt(se, cfg);
+	}
 	ca_stop_signals_end(stop); /* it stops waking us; a later signal stays pending */
 	stop = NULL;
 	/* a positive value is the signal that ended the loop: a clean stop */
 	if (r < 0)
 		ca_log_error_errno(r, "mount: %s", mountpoint);
 	r = r < 0 ? r : 0;
+out_cfg:
 	fuse_loop_cfg_destroy(cfg);
 out_mount:
-	fuse_session_unmount(se);
+	/* a keeper unmounts once it has the connection; before that (a first
+	 * server that failed before INIT) nobody else can */
+	if (!o->keep_mounted || !handed)
+		fuse_session_unmount(se);
 out_signals:
 	ca_stop_signals_end(stop);
 out_session:

@@ -13,9 +13,218 @@
 #include <sys/sysmacros.h>
 
 #include "catar_attr.h"
+#include "condwait.h"
 #include "feature.h"
 #include "fs_private.h"
 #include "log.h"
+
+/* ---- a bounded LRU of loaded things (records, listings) ----
+ *
+ * Keyed by a number; one load per key at a time (later callers wait for
+ * it, at most CAFS_META_WAIT_MS); entries in use are never freed under
+ * their users; past max bytes (or max entries) the least recently used
+ * unused ones go. */
+
+struct mc_entry {
+	uint64_t key;
+	unsigned refs;    /* users, not the cache */
+	bool loading;     /* the first caller is loading it */
+	bool linked;      /* in the cache's list (findable) */
+	int err;          /* the load's result, for those who waited */
+	void *val;
+	size_t bytes;
+	struct mc_entry *prev, *next;
+};
+
+struct cafs_mcache {
+	pthread_mutex_t lock;
+	pthread_cond_t done; /* a load finished */
+	size_t bytes, max_bytes, n, max_n;
+	void (*free_val)(void *val);
+	struct mc_entry *head, *tail; /* most recently used first */
+};
+
+typedef int (*mc_load_fn)(struct cafs_fs *fs, uint64_t key, void *ctx, void **ret_val, size_t *ret_bytes);
+
+static struct cafs_mcache *mc_new(size_t max_bytes, size_t max_n, void (*free_val)(void *))
+{
+	struct cafs_mcache *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->done, NULL);
+	c->max_bytes = max_bytes;
+	c->max_n = max_n;
+	c->free_val = free_val;
+	return c;
+}
+
+static void mc_entry_free(struct cafs_mcache *c, struct mc_entry *e)
+{
+	if (e->val)
+		c->free_val(e->val);
+	free(e);
+}
+
+static void mc_free(struct cafs_mcache *c)
+{
+	if (!c)
+		return;
+	while (c->head) {
+		struct mc_entry *e = c->head;
+		c->head = e->next;
+		mc_entry_free(c, e);
+	}
+	pthread_cond_destroy(&c->done);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+static void mc_unlink(struct cafs_mcache *c, struct mc_entry *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		c->head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		c->tail = e->prev;
+	e->prev = e->next = NULL;
+	e->linked = false;
+	c->bytes -= e->bytes;
+	c->n--;
+}
+
+static void mc_front(struct cafs_mcache *c, struct mc_entry *e)
+{
+	e->prev = NULL;
+	e->next = c->head;
+	if (c->head)
+		c->head->prev = e;
+	c->head = e;
+	if (!c->tail)
+		c->tail = e;
+	e->linked = true;
+	c->bytes += e->bytes;
+	c->n++;
+}
+
+/* Drop unused entries from the old end while over budget; entries in use
+ * are dropped from the list too (their last user frees them), except the
+ * one just used (keep), which may be alone over the budget. Freed entries
+ * go on *q (by next). */
+static void mc_trim_locked(struct cafs_mcache *c, struct mc_entry *keep, struct mc_entry **q)
+{
+	struct mc_entry *e = c->tail;
+	while ((c->bytes > c->max_bytes || c->n > c->max_n) && e) {
+		struct mc_entry *prev = e->prev;
+		if (e != keep && !e->loading) {
+			mc_unlink(c, e);
+			if (e->refs == 0) {
+				e->next = *q;
+				*q = e;
+			}
+		}
+		e = prev;
+	}
+}
+
+static void mc_free_queue(struct cafs_mcache *c, struct mc_entry *q)
+{
+	while (q) {
+		struct mc_entry *next = q->next;
+		mc_entry_free(c, q);
+		q = next;
+	}
+}
+
+static void mc_put(struct cafs_mcache *c, struct mc_entry *e)
+{
+	if (!e)
+		return;
+	pthread_mutex_lock(&c->lock);
+	bool last = --e->refs == 0 && !e->linked;
+	pthread_mutex_unlock(&c->lock);
+	if (last)
+		mc_entry_free(c, e);
+}
+
+/* The entry for key with a reference (mc_put it), loaded by load when it
+ * is not cached. */
+static int mc_get(struct cafs_fs *fs, struct cafs_mcache *c, uint64_t key, mc_load_fn load, void *ctx,
+                  struct mc_entry **ret)
+{
+	struct mc_entry *e, *q = NULL;
+	int r = 0;
+	pthread_mutex_lock(&c->lock);
+	for (e = c->head; e && e->key != key; e = e->next)
+		;
+	if (e) {
+		e->refs++;
+		if (e->loading) {
+			struct timespec dl = ca_deadline_ms(CAFS_META_WAIT_MS);
+			while (e->loading && r == 0)
+				if (pthread_cond_timedwait(&c->done, &c->lock, &dl) == ETIMEDOUT)
+					r = -ETIMEDOUT;
+		}
+		if (r == 0)
+			r = e->err;
+		if (r == 0 && e->linked) {
+			/* to the front: out and in again */
+			mc_unlink(c, e);
+			mc_front(c, e);
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (r < 0) {
+			mc_put(c, e);
+			return r;
+		}
+		*ret = e;
+		return 0;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		pthread_mutex_unlock(&c->lock);
+		return -ENOMEM;
+	}
+	e->key = key;
+	e->refs = 1;
+	e->loading = true;
+	mc_front(c, e);
+	pthread_mutex_unlock(&c->lock);
+
+	void *val = NULL;
+	size_t bytes = 0;
+	r = load(fs, key, ctx, &val, &bytes);
+
+	pthread_mutex_lock(&c->lock);
+	e->loading = false;
+	e->err = r;
+	if (r < 0) {
+		/* not cached: the next caller tries again; waiters see r */
+		if (e->linked)
+			mc_unlink(c, e);
+	} else {
+		e->val = val;
+		if (e->linked) {
+			c->bytes += bytes;
+			e->bytes = bytes;
+			mc_trim_locked(c, e, &q);
+		} else {
+			e->bytes = bytes;
+		}
+	}
+	pthread_cond_broadcast(&c->done);
+	pthread_mutex_unlock(&c->lock);
+	mc_free_queue(c, q);
+	if (r < 0) {
+		mc_put(c, e);
+		return r;
+	}
+	*ret = e;
+	return 0;
+}
 
 /* A compact copy of a loaded node: its entry's bytes read again (they are
  * in the chunk LRU: a copy, no fetch) and parsed with the public parser,
@@ -93,17 +302,9 @@ static struct cafs_node *node_from(struct cafs_fs *fs, struct ca_catar_ra_node *
 		ca_catar_ra_node_unref(rn);
 		return NULL;
 	}
-	/* big metadata counts against the budget; past it the node is thin */
-	if (cn->meta_size > CAFS_META_SMALL) {
-		size_t was = atomic_fetch_add(&fs->meta_held, cn->meta_size);
-		if (was + cn->meta_size > CAFS_META_HELD_MAX) {
-			atomic_fetch_sub(&fs->meta_held, cn->meta_size);
-			n->thin = true;
-		} else {
-			n->held = cn->meta_size;
-			n->held_in = &fs->meta_held;
-		}
-	}
+	/* big records are not kept with the node (its memory would grow with
+	 * the kernel's inode cache): the records cache loads them on demand */
+	n->thin = cn->meta_size > CAFS_META_SMALL;
 	n->own = n->thin ? thin(cn) : compact(fs, cn);
 	if (n->own) {
 		ca_catar_ra_node_unref(rn);
@@ -122,8 +323,8 @@ static struct cafs_node *node_from(struct cafs_fs *fs, struct ca_catar_ra_node *
 
 /* ---- answers from the metadata sidecar (no chunk is read) ---- */
 
-/* A table node for sidecar entry i: a copy of the parsed node, whose
- * pointers point into the sidecar (it lives as long as the image). */
+/* A node for sidecar entry i: a copy of the parsed node, whose pointers
+ * point into the sidecar (it lives as long as the image). */
 static struct cafs_node *sc_node(struct cafs_fs *fs, size_t i)
 {
 	struct ca_catar_node *cn = malloc(sizeof(*cn));
@@ -144,20 +345,20 @@ static struct cafs_node *sc_node(struct cafs_fs *fs, size_t i)
 	return n;
 }
 
-static int sc_index(struct cafs_fs *fs, const struct cafs_node *n, size_t *ret)
+static int sc_index(struct cafs_fs *fs, uint64_t ino, size_t *ret)
 {
-	/* every node of a sidecar mount came from it: not found is a bug */
-	return ca_sidecar_find(fs->sc, n->ino - 1, ret) < 0 ? -EIO : 0;
+	/* the sidecar lists every entry: not found is no entry of ours */
+	return ino == 0 || ca_sidecar_find(fs->sc, ino - 1, ret) < 0 ? -ESTALE : 0;
 }
 
 static int sc_lookup(struct cafs_fs *fs, struct cafs_node *dir, const char *name, struct cafs_node **ret)
 {
 	size_t d, c;
-	int r = sc_index(fs, dir, &d);
+	int r = sc_index(fs, dir->ino, &d);
 	if (r == 0)
 		r = ca_sidecar_lookup(fs->sc, d, name, strlen(name), &c);
 	if (r < 0)
-		return r;
+		return r == -ESTALE ? -EIO : r;
 	struct cafs_node *n = sc_node(fs, c);
 	if (!n)
 		return -ENOMEM;
@@ -172,24 +373,24 @@ static bool emit(struct cafs_fs *fs, struct cafs_node *n, uint64_t i, const char
 {
 	if (plus) {
 		n = cafs_inode_add(fs->inodes, n, 1);
-		if (!fn(userdata, i, name, n)) {
+		bool more = fn(userdata, i, name, n);
+		if (!more)
 			cafs_inode_forget(fs->inodes, n->ino, 1);
-			return false;
-		}
-		return true;
+		cafs_node_put(fs->inodes, n);
+		return more;
 	}
 	bool more = fn(userdata, i, name, n);
 	cafs_node_free(n);
 	return more;
 }
 
-static int sc_readdir(struct cafs_fs *fs, struct cafs_dirh *dh, uint64_t from, bool plus, cafs_tree_dir_fn fn,
+static int sc_readdir(struct cafs_fs *fs, struct cafs_node *dir, uint64_t from, bool plus, cafs_tree_dir_fn fn,
                       void *userdata)
 {
 	size_t d;
-	int r = sc_index(fs, dh->node, &d);
+	int r = sc_index(fs, dir->ino, &d);
 	if (r < 0)
-		return r;
+		return -EIO;
 	for (uint64_t i = from; i < ca_sidecar_n_children(fs->sc, d); i++) {
 		struct cafs_node *n = sc_node(fs, ca_sidecar_child(fs->sc, d, (size_t)i));
 		if (!n)
@@ -201,10 +402,55 @@ static int sc_readdir(struct cafs_fs *fs, struct cafs_dirh *dh, uint64_t from, b
 	return 0;
 }
 
+/* ---- listings (random access): the listings cache, by directory ino ---- */
+
+struct listing {
+	struct ca_catar_child *children;
+	size_t n;
+};
+
+static void listing_free(void *v)
+{
+	struct listing *l = v;
+	free(l->children);
+	free(l);
+}
+
+static int listing_load(struct cafs_fs *fs, uint64_t key, void *ctx, void **ret_val, size_t *ret_bytes)
+{
+	const struct cafs_node *dir = ctx;
+	struct listing *l = calloc(1, sizeof(*l));
+	(void)key;
+	if (!l)
+		return -ENOMEM;
+	int r = ca_catar_ra_list(fs->ra, dir->cn, &l->children, &l->n);
+	if (r < 0) {
+		free(l);
+		return r;
+	}
+	/* ask for all the children's headers at once so that loading them
+	 * one by one finds their chunks on the way */
+	ca_catar_ra_prefetch_children(fs->ra, l->children, l->n);
+	*ret_val = l;
+	*ret_bytes = sizeof(*l) + l->n * sizeof(*l->children);
+	return 0;
+}
+
+static int listing_get(struct cafs_fs *fs, const struct cafs_node *dir, struct mc_entry **ret)
+{
+	return mc_get(fs, fs->listings, dir->ino, listing_load, (void *)dir, ret);
+}
+
 /* ---- the tree ---- */
+
+static void records_free(void *v);
 
 int cafs_tree_init(struct cafs_fs *fs)
 {
+	fs->records = mc_new(CAFS_RECORDS_MAX, 1024, records_free);
+	fs->listings = mc_new(CAFS_LISTINGS_MAX, 1024, listing_free);
+	if (!fs->records || !fs->listings)
+		return -ENOMEM;
 	if (fs->sc) {
 		struct cafs_node *root = sc_node(fs, 0);
 		if (!root)
@@ -223,6 +469,106 @@ int cafs_tree_init(struct cafs_fs *fs)
 	return 0;
 }
 
+void cafs_tree_free(struct cafs_fs *fs)
+{
+	mc_free(fs->records);
+	mc_free(fs->listings);
+}
+
+/* A child from dir's listing as a node (not in the table); its name into
+ * name (256 bytes) when name is not NULL. */
+static int load_child(struct cafs_fs *fs, const struct cafs_node *dir, const struct ca_catar_child *c,
+                      struct cafs_node **ret, char *name)
+{
+	struct ca_catar_ra_node *rn;
+	int r = ca_catar_ra_load_child(fs->ra, c, &rn);
+	if (r < 0)
+		return r;
+	if (name) {
+		/* it points into the loaded node, which a compact copy drops */
+		const char *nm = ca_catar_ra_node_get(rn)->name;
+		size_t len = strlen(nm);
+		if (len >= 256) {
+			ca_catar_ra_node_unref(rn);
+			return -EBADMSG;
+		}
+		memcpy(name, nm, len + 1);
+	}
+	struct cafs_node *n = node_from(fs, rn, dir->ino);
+	if (!n)
+		return -ENOMEM;
+	*ret = n;
+	return 0;
+}
+
+/* Rebuild the node at ENTRY offset `at` by walking down from the root:
+ * each directory's children tile its children area in archive order, so
+ * one binary search a level finds the child whose range holds `at`. */
+static int ra_locate(struct cafs_fs *fs, uint64_t at, struct cafs_node **ret)
+{
+	struct cafs_node *dir = cafs_inode_find(fs->inodes, FUSE_ROOT_ID);
+	int r = 0;
+	while (dir) {
+		struct mc_entry *e;
+		if (!S_ISDIR(dir->st.st_mode) || at <= dir->ino - 1 || at >= dir->cn->end_offset) {
+			r = -ESTALE;
+			break;
+		}
+		r = listing_get(fs, dir, &e);
+		if (r < 0)
+			break;
+		const struct listing *l = e->val;
+		size_t lo = 0, hi = l->n; /* the last child starting at or before at */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (l->children[mid].filename_offset <= at)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		struct cafs_node *child = NULL;
+		if (lo == 0 || at >= l->children[lo - 1].end_offset)
+			r = -ESTALE;
+		else
+			r = load_child(fs, dir, &l->children[lo - 1], &child, NULL);
+		mc_put(fs->listings, e);
+		if (r < 0)
+			break;
+		cafs_node_put(fs->inodes, dir);
+		/* every step is cached: the next rebuild below it is cheaper */
+		dir = cafs_inode_add(fs->inodes, child, 0);
+		if (dir->ino - 1 == at) {
+			*ret = dir;
+			return 0;
+		}
+	}
+	cafs_node_put(fs->inodes, dir);
+	return r;
+}
+
+int cafs_tree_node(struct cafs_fs *fs, uint64_t ino, struct cafs_node **ret)
+{
+	struct cafs_node *n = cafs_inode_find(fs->inodes, ino);
+	if (n) {
+		*ret = n;
+		return 0;
+	}
+	if (!fs->tree || ino == 0 || ino - 1 >= fs->img.size)
+		return -ESTALE;
+	if (fs->sc) {
+		size_t i;
+		int r = sc_index(fs, ino, &i);
+		if (r < 0)
+			return r;
+		n = sc_node(fs, i);
+		if (!n)
+			return -ENOMEM;
+		*ret = cafs_inode_add(fs->inodes, n, 0);
+		return 0;
+	}
+	return ra_locate(fs, ino - 1, ret);
+}
+
 int cafs_tree_lookup(struct cafs_fs *fs, struct cafs_node *dir, const char *name, struct cafs_node **ret)
 {
 	if (fs->sc)
@@ -238,92 +584,102 @@ int cafs_tree_lookup(struct cafs_fs *fs, struct cafs_node *dir, const char *name
 	return 0;
 }
 
-void cafs_dirh_free(struct cafs_dirh *dh)
-{
-	if (!dh)
-		return;
-	free(dh->children);
-	pthread_mutex_destroy(&dh->lock);
-	free(dh);
-}
-
-/* List the directory once per open; ask for all the children's headers at
- * once so that loading them one by one finds their chunks on the way. */
-static int dirh_list(struct cafs_fs *fs, struct cafs_dirh *dh)
-{
-	int r = 0;
-	pthread_mutex_lock(&dh->lock);
-	if (!dh->listed) {
-		r = ca_catar_ra_list(fs->ra, dh->node->cn, &dh->children, &dh->n_children);
-		if (r == 0) {
-			dh->listed = true;
-			ca_catar_ra_prefetch_children(fs->ra, dh->children, dh->n_children);
-		}
-	}
-	pthread_mutex_unlock(&dh->lock);
-	return r;
-}
-
-int cafs_tree_readdir(struct cafs_fs *fs, struct cafs_dirh *dh, uint64_t from, bool plus, cafs_tree_dir_fn fn,
+int cafs_tree_readdir(struct cafs_fs *fs, struct cafs_node *dir, uint64_t from, bool plus, cafs_tree_dir_fn fn,
                       void *userdata)
 {
 	if (fs->sc)
-		return sc_readdir(fs, dh, from, plus, fn, userdata);
-	int r = dirh_list(fs, dh);
+		return sc_readdir(fs, dir, from, plus, fn, userdata);
+	struct mc_entry *e;
+	int r = listing_get(fs, dir, &e);
 	if (r < 0)
 		return r;
-	for (uint64_t i = from; i < dh->n_children; i++) {
-		struct ca_catar_ra_node *rn;
+	const struct listing *l = e->val;
+	for (uint64_t i = from; i < l->n; i++) {
+		struct cafs_node *n;
 		char name[256];
-		r = ca_catar_ra_load_child(fs->ra, &dh->children[i], &rn);
+		r = load_child(fs, dir, &l->children[i], &n, name);
 		if (r < 0)
-			return r;
-		const char *nm = ca_catar_ra_node_get(rn)->name;
-		size_t len = strlen(nm);
-		if (len >= sizeof(name)) {
-			ca_catar_ra_node_unref(rn);
-			return -EBADMSG;
-		}
-		memcpy(name, nm, len + 1);
-		struct cafs_node *n = node_from(fs, rn, dh->node->ino);
-		if (!n)
-			return -ENOMEM;
+			break;
 		if (!emit(fs, n, i, name, plus, fn, userdata))
 			break;
 	}
-	return 0;
-}
-
-/* A thin node's records, read again: one at a time, so that the reloads
- * of many readers cost one node's metadata at most. */
-static int reload(struct cafs_fs *fs, const struct cafs_node *n, struct ca_catar_ra_node **ret)
-{
-	pthread_mutex_lock(&fs->reload_lock);
-	int r = ca_catar_ra_load(fs->ra, n->cn->entry_offset, n->cn->end_offset, ret);
-	if (r < 0)
-		pthread_mutex_unlock(&fs->reload_lock);
+	mc_put(fs->listings, e);
 	return r;
 }
 
-static void reload_done(struct cafs_fs *fs, struct ca_catar_ra_node *rn)
+/* ---- records of thin nodes: the records cache, by ENTRY offset ---- */
+
+struct records {
+	struct ca_catar_node *own;    /* a compact copy, or */
+	struct ca_catar_ra_node *ra;  /* the loaded node */
+	const struct ca_catar_node *cn;
+};
+
+static void records_free(void *v)
 {
-	ca_catar_ra_node_unref(rn);
-	pthread_mutex_unlock(&fs->reload_lock);
+	struct records *rc = v;
+	free(rc->own);
+	ca_catar_ra_node_unref(rc->ra);
+	free(rc);
+}
+
+static int records_load(struct cafs_fs *fs, uint64_t key, void *ctx, void **ret_val, size_t *ret_bytes)
+{
+	const struct cafs_node *n = ctx;
+	struct ca_catar_ra_node *rn;
+	struct records *rc = calloc(1, sizeof(*rc));
+	(void)key;
+	if (!rc)
+		return -ENOMEM;
+	int r = ca_catar_ra_load(fs->ra, n->cn->entry_offset, n->cn->end_offset, &rn);
+	if (r < 0) {
+		free(rc);
+		return r;
+	}
+	/* a copy of just the records, so the load's buffer (and its share of
+	 * the loads' budget) goes back at once */
+	rc->own = compact(fs, ca_catar_ra_node_get(rn));
+	if (rc->own) {
+		ca_catar_ra_node_unref(rn);
+		rc->cn = rc->own;
+	} else {
+		rc->ra = rn;
+		rc->cn = ca_catar_ra_node_get(rn);
+	}
+	*ret_val = rc;
+	*ret_bytes = sizeof(*rc) + sizeof(*rc->cn) + rc->cn->meta_size;
+	return 0;
+}
+
+/* The node's records: its own, or (thin) from the records cache; *e is
+ * the cache reference to give back (NULL for the node's own). */
+static int records_get(struct cafs_fs *fs, const struct cafs_node *n, const struct ca_catar_node **ret,
+                       struct mc_entry **e)
+{
+	*e = NULL;
+	if (!n->thin) {
+		*ret = n->cn;
+		return 0;
+	}
+	int r = mc_get(fs, fs->records, n->ino, records_load, (void *)n, e);
+	if (r < 0)
+		return r;
+	*ret = ((const struct records *)(*e)->val)->cn;
+	return 0;
 }
 
 int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, bool trusted, char *buf, size_t size,
                         size_t *ret_len)
 {
 	struct ca_xattr_policy p = fs->xattrs;
-	struct ca_catar_ra_node *rn;
+	const struct ca_catar_node *cn;
+	struct mc_entry *e;
 	p.trusted = trusted;
-	if (!n->thin)
-		return ca_catar_node_listxattr(n->cn, &p, buf, size, ret_len);
-	int r = reload(fs, n, &rn);
+	int r = records_get(fs, n, &cn, &e);
 	if (r < 0)
 		return r;
-	r = ca_catar_node_listxattr(ca_catar_ra_node_get(rn), &p, buf, size, ret_len);
-	reload_done(fs, rn);
+	r = ca_catar_node_listxattr(cn, &p, buf, size, ret_len);
+	mc_put(fs->records, e);
 	return r;
 }
 
@@ -331,15 +687,14 @@ int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, bool trusted, co
                        size_t size, size_t *ret_len)
 {
 	struct ca_xattr_policy p = fs->xattrs;
-	struct ca_catar_ra_node *rn;
+	const struct ca_catar_node *cn;
+	struct mc_entry *e;
 	p.trusted = trusted;
-	if (!n->thin)
-		return ca_catar_node_getxattr(n->cn, &p, name, buf, size, ret_len);
-	int r = reload(fs, n, &rn);
+	int r = records_get(fs, n, &cn, &e);
 	if (r < 0)
 		return r;
-	r = ca_catar_node_getxattr(ca_catar_ra_node_get(rn), &p, name, buf, size, ret_len);
-	reload_done(fs, rn);
+	r = ca_catar_node_getxattr(cn, &p, name, buf, size, ret_len);
+	mc_put(fs->records, e);
 	return r;
 }
 

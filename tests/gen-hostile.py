@@ -8,6 +8,11 @@
 #       directories "d", each carrying META_KIB KiB of xattrs, then the
 #       GOODBYEs. Every level's bytes are identical and are one chunk, so
 #       the index is 40 bytes a level and the store three small chunk files.
+#   gen-hostile.py wide DIR N META_KIB
+#       DIR/wide.caidx + DIR/wide.castr: a root with N directories
+#       "d000".."dN-1", each holding one directory "x" with META_KIB KiB of
+#       xattrs unique to it (a chunk per top directory): N parallel
+#       readers each need a node with big metadata at once.
 #   gen-hostile.py pad CHUNK MIB
 #       append MIB MiB of zstd skippable frames to the chunk file CHUNK.
 #   gen-hostile.py xz IN OUT DICT_MIB
@@ -39,9 +44,9 @@ def entry():
     return rec(ENTRY, struct.pack('<QQQQQQ', FLAGS, 0o40755, 0, 0, 0, 10**18))
 
 
-def xattrs(kib):
+def xattrs(kib, tag=b''):
     out = []
-    val = b'v' * 65536
+    val = (tag + b'v' * 65536)[:65536]
     left = kib * 1024
     i = 0
     while left > 0:
@@ -128,6 +133,68 @@ def deep(outdir, depth, kib):
         f.write(head + table + tail)
 
 
+def write_index(outdir, name, store, chunks):
+    items, end = [], 0
+    for c in chunks:
+        end += len(c)
+        items.append(struct.pack('<Q', end) + put(store, c))
+    big = max(len(c) for c in chunks)
+    head = struct.pack('<QQQQQQ', 48, INDEX, FLAGS, 1, big // 2, big)
+    table = struct.pack('<QQ', 2**64 - 1, TABLE) + b''.join(items)
+    tail = struct.pack('<QQQQQ', 0, 0, 48, 16 + 40 * len(items) + 40, TABLE_TAIL)
+    with open(os.path.join(outdir, name), 'wb') as f:
+        f.write(head + table + tail)
+
+
+def layout(n):
+    # casync's GOODBYE order: the sorted items as a binary search tree
+    # in array form (the encoder's ca_catar_goodbye_layout)
+    perm, nxt = [0] * n, [0]
+
+    def fill(i):
+        while i < n:
+            fill(2 * i + 1)
+            perm[i] = nxt[0]
+            nxt[0] += 1
+            i = 2 * i + 2
+    fill(0)
+    return perm
+
+
+def goodbye(g, entry_at, children):
+    # children: (start, end, name) of each child; g: where this GOODBYE starts
+    its = sorted((siphash24(HASH_KEY, nm), st, en) for st, en, nm in children)
+    body = b''.join(struct.pack('<QQQ', g - its[p][1], its[p][2] - its[p][1], its[p][0])
+                    for p in layout(len(its)))
+    size = 16 + len(body) + 24
+    return rec(GOODBYE, body + struct.pack('<QQQ', g - entry_at, size, GOODBYE_TAIL))
+
+
+def wide(outdir, n, kib):
+    store = os.path.join(outdir, 'wide.castr')
+    os.makedirs(store, exist_ok=True)
+    chunks = [entry()]
+    off, kids = len(chunks[0]), []
+    for i in range(n):
+        nm = b'd%03d' % i
+        start = off
+        fn = rec(FILENAME, nm + b'\0')
+        d_entry = start + len(fn)
+        part = fn + entry()
+        x_start = start + len(part)
+        xfn = rec(FILENAME, b'x\0')
+        x_entry = x_start + len(xfn)
+        part += xfn + entry() + xattrs(kib, b'%05d' % i)
+        part += goodbye(start + len(part), x_entry, [])
+        x_end = start + len(part)
+        part += goodbye(start + len(part), d_entry, [(x_start, x_end, b'x')])
+        off += len(part)
+        kids.append((start, off, nm))
+        chunks.append(part)
+    chunks.append(goodbye(off, 0, kids))
+    write_index(outdir, 'wide.caidx', store, chunks)
+
+
 def pad(chunk, mib):
     with open(chunk, 'ab') as f:
         left = mib << 20
@@ -164,9 +231,11 @@ def xz(inp, out, dict_mib):
 if __name__ == '__main__':
     if sys.argv[1] == 'deep':
         deep(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    elif sys.argv[1] == 'wide':
+        wide(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif sys.argv[1] == 'pad':
         pad(sys.argv[2], int(sys.argv[3]))
     elif sys.argv[1] == 'xz':
         xz(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
-        sys.exit('usage: gen-hostile.py deep DIR DEPTH META_KIB | pad CHUNK MIB | xz IN OUT DICT_MIB')
+        sys.exit('usage: gen-hostile.py deep DIR DEPTH META_KIB | wide DIR N META_KIB | pad CHUNK MIB | xz IN OUT DICT_MIB')

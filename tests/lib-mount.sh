@@ -116,6 +116,13 @@ mount_kill() {
 	fi
 }
 
+# mount_server_pid MNT: the process serving MNT now: the keeper ($MOUNT_PID)
+# holds the connection and runs the server as its child (tools/keeper.h)
+mount_server_pid() {
+	local k=${_mount_pid[$1]:-}
+	[ -n "$k" ] && pgrep -P "$k" | head -n 1
+}
+
 # mount_log MNT: the daemon's output so far
 mount_log() { cat "${_mount_log[$1]}"; }
 

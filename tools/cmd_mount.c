@@ -34,6 +34,7 @@
 #include "cmd.h"
 #include "../fs/fs.h"
 #include "failover.h"
+#include "keeper.h"
 #include "location.h"
 #include "log.h"
 #include "prefetch.h"
@@ -41,7 +42,7 @@
 #include "sidecar.h"
 #include "source.h"
 
-#define DEFAULT_LRU_BYTES (UINT64_C(256) << 20)
+#define DEFAULT_LRU_BYTES (UINT64_C(64) << 20)
 /* Workers blocked on downloads must leave room for lookups and cached reads. */
 #define DEFAULT_THREADS 64
 #define MAX_THREADS 1024
@@ -58,6 +59,7 @@ enum {
 	OPT_RECORD_PROFILE,
 	OPT_PROFILE,
 	OPT_FILL,
+	OPT_TAKEOVER,
 };
 
 struct mount_args {
@@ -79,12 +81,19 @@ struct mount_args {
 	const char *record_profile; /* written at unmount (profile.h) */
 	const char *profile;        /* replayed at mount; "none": not even the one beside the index */
 	bool fill;                  /* fetch the whole image into the cache in the background */
+	bool takeover;              /* --takeover MOUNTPOINT */
+	/* the options again, as a keeper passes them to its servers: paths
+	 * made absolute, -f and --takeover left out (NULL-terminated) */
+	char **saved;
+	size_t n_saved;
 };
 
-/* The daemon's start-up state, shared with the INIT callback. */
+/* A keeper's server: its state, and how it leaves the caller's terminal. */
 struct daemon {
-	int ready_fd; /* write end of the readiness pipe, -1 in the foreground */
-	int log_fd;   /* becomes stderr when detaching, -1 for /dev/null */
+	struct cafs_keeper_server ks;
+	const char *log_file; /* stderr once serving (a daemon's first server) */
+	const void *index;    /* the opened index's bytes, for the keeper */
+	size_t index_size;
 };
 
 static int parse_count(const char *s, unsigned max, unsigned *ret)
@@ -139,6 +148,102 @@ static int add_store(struct mount_args *a, const char *s)
 	a->stores = n;
 	a->stores[a->n_stores++] = (char *)s;
 	return 0;
+}
+
+/* Paths stay in use after the daemon's chdir("/"): make them absolute. */
+static char *absolute(const char *p)
+{
+	if (p[0] == '/' || ca_location_is_url(p))
+		return strdup(p);
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof(cwd)))
+		return NULL;
+	char *s = NULL;
+	if (asprintf(&s, "%s/%s", cwd, p) < 0)
+		return NULL;
+	return s;
+}
+
+static char *absolute_stores(const char *s) { return ca_failover_map(s, absolute); }
+
+/* Save an argument for the servers: name (may be NULL) followed by the
+ * value, made absolute by fn when given. */
+static int save(struct mount_args *a, const char *name, const char *value, char *(*fn)(const char *))
+{
+	char *v = NULL, *both = NULL;
+	char **n = realloc(a->saved, (a->n_saved + 2) * sizeof(char *));
+	if (!n)
+		return -ENOMEM;
+	a->saved = n;
+	if (value && !(v = fn ? fn(value) : strdup(value)))
+		return -ENOMEM;
+	if (name && v) {
+		int k = asprintf(&both, "%s=%s", name, v);
+		free(v);
+		if (k < 0)
+			return -ENOMEM;
+		v = both;
+	} else if (name && !(v = strdup(name))) {
+		return -ENOMEM;
+	}
+	a->saved[a->n_saved++] = v;
+	a->saved[a->n_saved] = NULL;
+	return 0;
+}
+
+/* -o's list for the servers, with the paths in it made absolute */
+static int save_o(struct mount_args *a, const char *arg)
+{
+	static const struct {
+		const char *key;
+		char *(*fn)(const char *);
+	} paths[] = { { "store=", absolute_stores }, { "cache=", absolute }, { "log=", absolute }, { "trusted_key=", absolute } };
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	if (!f)
+		return -ENOMEM;
+	for (const char *opt = arg; opt && *opt;) {
+		const char *comma = strchr(opt, ',');
+		size_t n = comma ? (size_t)(comma - opt) : strlen(opt);
+		char *one = strndup(opt, n), *conv = NULL;
+		for (size_t i = 0; one && i < sizeof(paths) / sizeof(paths[0]); i++)
+			if (!strncmp(one, paths[i].key, strlen(paths[i].key)) && one[strlen(paths[i].key)])
+				conv = paths[i].fn(one + strlen(paths[i].key));
+		if (one)
+			fprintf(f, "%s%.*s%s", ftell(f) > 0 ? "," : "", conv ? (int)strcspn(one, "=") + 1 : (int)n,
+			        one, conv ? conv : "");
+		free(conv);
+		free(one);
+		opt = comma ? comma + 1 : NULL;
+	}
+	if (fclose(f) != 0) {
+		free(out);
+		return -ENOMEM;
+	}
+	int r = save(a, "-o", NULL, NULL);
+	if (r == 0) {
+		char **n = realloc(a->saved, (a->n_saved + 2) * sizeof(char *));
+		if (!n) {
+			free(out);
+			return -ENOMEM;
+		}
+		a->saved = n;
+		a->saved[a->n_saved++] = out;
+		a->saved[a->n_saved] = NULL;
+		return 0;
+	}
+	free(out);
+	return r;
+}
+
+static void saved_free(struct mount_args *a)
+{
+	for (size_t i = 0; i < a->n_saved; i++)
+		free(a->saved[i]);
+	free(a->saved);
+	a->saved = NULL;
+	a->n_saved = 0;
 }
 
 static int append_opt(char **opts, const char *opt, size_t len)
@@ -231,6 +336,49 @@ static int parse_o(const char *cmd, struct mount_args *a, char *arg)
 	return -1;
 }
 
+static char *absolute_profile(const char *p) { return strcmp(p, "none") ? absolute(p) : strdup(p); }
+
+/* An option as the keeper passes it on to its servers (save()). */
+static int save_option(struct mount_args *a, int c, const char *arg)
+{
+	switch (c) {
+	case 's':
+		return save(a, "--store", arg, absolute_stores);
+	case OPT_CACHE:
+		return save(a, "--cache", arg, absolute);
+	case OPT_NO_CACHE:
+		return save(a, "--no-cache", NULL, NULL);
+	case OPT_OFFLINE:
+		return save(a, "--offline", NULL, NULL);
+	case 'o':
+		return save_o(a, arg);
+	case OPT_LRU_SIZE:
+		return save(a, "--lru-size", arg, NULL);
+	case OPT_THREADS:
+		return save(a, "--threads", arg, NULL);
+	case OPT_LOG:
+		return save(a, "--log", arg, absolute);
+	case CAFS_OPT_TRUSTED_KEY:
+		return save(a, "--trusted-key", arg, absolute);
+	case OPT_RATE_LIMIT_BPS:
+		return save(a, "--rate-limit-bps", arg, NULL);
+	case OPT_RECORD_PROFILE:
+		return save(a, "--record-profile", arg, absolute);
+	case OPT_PROFILE:
+		return save(a, "--profile", arg, absolute_profile);
+	case OPT_FILL:
+		return save(a, "--fill", NULL, NULL);
+	case OPT_READAHEAD:
+		return save(a, "--readahead", arg, NULL);
+	case 'v':
+		return save(a, "-v", NULL, NULL);
+	case 'q':
+		return save(a, "-q", NULL, NULL);
+	default:
+		return 0; /* -f, --takeover, --help: this process's, not the mount's */
+	}
+}
+
 static int parse_args(const char *cmd, int argc, char **argv, struct mount_args *a)
 {
 	static const struct option opts[] = {
@@ -250,14 +398,18 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 		{ "record-profile", required_argument, NULL, OPT_RECORD_PROFILE },
 		{ "profile", required_argument, NULL, OPT_PROFILE },
 		{ "fill", no_argument, NULL, OPT_FILL },
+		{ "takeover", no_argument, NULL, OPT_TAKEOVER },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	int c, r;
+	int c, r, sr = 0;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "s:fo:vqh", opts, NULL)) >= 0) {
+		sr = save_option(a, c, optarg);
+		if (sr < 0)
+			return ca_log_error_errno(sr, "%s", cmd), 1;
 		switch (c) {
 		case 's':
 			if (add_store(a, optarg) < 0)
@@ -317,6 +469,9 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 		case OPT_FILL:
 			a->fill = true;
 			break;
+		case OPT_TAKEOVER:
+			a->takeover = true;
+			break;
 		case OPT_READAHEAD:
 			if (parse_count(optarg, 1024, &a->readahead_chunks) < 0)
 				return cafs_usage_error(cmd, "invalid chunk count '%s'", optarg);
@@ -334,6 +489,12 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 			return cafs_usage_error(cmd, "bad option");
 		}
 	}
+	if (a->takeover) {
+		if (argc - optind != 1)
+			return cafs_usage_error(cmd, "--takeover: expected MOUNTPOINT alone");
+		a->mountpoint = argv[optind];
+		return -1;
+	}
 	if (argc - optind != 2)
 		return cafs_usage_error(cmd, "expected SOURCE and MOUNTPOINT");
 	a->source = argv[optind];
@@ -341,42 +502,33 @@ static int parse_args(const char *cmd, int argc, char **argv, struct mount_args 
 	return -1;
 }
 
-/* Paths stay in use after the daemon's chdir("/"): make them absolute. */
-static char *absolute(const char *p)
+/* A daemon's first server leaves the caller's terminal and directory
+ * once it serves: the caller waits for EOF on the output it gave us (e.g.
+ * $(cafs mount ...)). Later servers inherit the keeper's, already
+ * detached. */
+static void detach(const char *log_file)
 {
-	if (p[0] == '/' || ca_location_is_url(p))
-		return strdup(p);
-	char cwd[PATH_MAX];
-	if (!getcwd(cwd, sizeof(cwd)))
-		return NULL;
-	char *s = NULL;
-	if (asprintf(&s, "%s/%s", cwd, p) < 0)
-		return NULL;
-	return s;
-}
-
-static void on_ready(void *userdata)
-{
-	struct daemon *d = userdata;
-	if (d->ready_fd < 0)
-		return;
-	/* Detach from the caller's terminal and directory: the caller waits for
-	 * EOF on the output it gave us (e.g. $(cafs mount ...)). */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int log = log_file ? open(log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640) : -1;
 	if (null >= 0) {
 		dup2(null, STDIN_FILENO);
 		dup2(null, STDOUT_FILENO);
-		dup2(d->log_fd >= 0 ? d->log_fd : null, STDERR_FILENO);
+		dup2(log >= 0 ? log : null, STDERR_FILENO);
 		close(null);
 	}
-	if (d->log_fd >= 0) {
-		close(d->log_fd);
-		d->log_fd = -1;
-	}
+	if (log >= 0)
+		close(log);
 	(void)!chdir("/");
-	(void)!write(d->ready_fd, "1", 1);
-	close(d->ready_fd);
-	d->ready_fd = -1;
+}
+
+/* The server answers: its keeper learns the connection and the state a
+ * later server needs (keeper.h). */
+static void on_serving(void *userdata, int fuse_fd, const void *init, size_t init_size)
+{
+	struct daemon *d = userdata;
+	(void)cafs_keeper_server_serving(d->ks.chan, fuse_fd, init, init_size, d->index, d->index_size);
+	if (d->ks.detach)
+		detach(d->log_file);
 }
 
 /* Parent side of the start-up: wait for "ready" or for the child to fail. */
@@ -481,11 +633,11 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 		.http = &http,
 	};
 	cafs_trusted_keys_apply(&a->trusted, &io);
+	io.index_data = d->ks.index; /* a restarted server: the image served before */
+	io.index_size = d->ks.index_size;
 	struct cafs_fs_options o = {
 		.readahead_chunks = a->readahead_chunks,
 		.overlay_xattrs = a->overlay_xattrs,
-		.ready = on_ready,
-		.ready_userdata = d,
 	};
 	char *name = NULL;
 	ca_source_http_opts(&http);
@@ -569,8 +721,16 @@ static int run(const struct mount_args *a, struct daemon *d)
 		.fuse_opts = a->fuse_opts,
 		.allow_other = geteuid() == 0,
 		.max_threads = a->threads,
+		.keep_mounted = true,
+		.resume_fd = d->ks.fuse_fd,
+		.init = d->ks.init,
+		.init_size = d->ks.init_size,
+		.serving = on_serving,
+		.serving_userdata = d,
 	};
 	int r = fsname ? image_open(a, d, &im) : ca_log_error_errno(ENOMEM, "mount");
+	if (r == 0 && ca_image_index(im.im))
+		d->index = ca_index_data(ca_image_index(im.im), &d->index_size);
 	/* a blob is read in bulk (dd, a loop device): larger kernel reads;
 	 * a tree's files keep the default, so a partial read stays partial */
 	if (r == 0 && ca_image_kind(im.im) == CA_IMAGE_BLOB_INDEX)
@@ -584,22 +744,165 @@ static int run(const struct mount_args *a, struct daemon *d)
 	return r < 0 ? 1 : 0;
 }
 
+/* The mountpoint as the keeper and --takeover name it: its directory's
+ * real path and its own name, without looking at the mount itself (which
+ * may not answer). malloc'd; NULL when the directory cannot be resolved. */
+static char *canonical_mountpoint(const char *mp)
+{
+	char *copy = strdup(mp), *slash, *dir = NULL, *out = NULL;
+	size_t len = copy ? strlen(copy) : 0;
+	while (len > 1 && copy[len - 1] == '/')
+		copy[--len] = 0;
+	if (!copy)
+		return NULL;
+	slash = strrchr(copy, '/');
+	const char *base = slash ? slash + 1 : copy;
+	if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
+		out = realpath(copy, NULL);
+	} else {
+		if (slash == copy)
+			dir = strdup("/");
+		else if (slash) {
+			*slash = 0;
+			dir = realpath(copy, NULL);
+		} else {
+			dir = realpath(".", NULL);
+		}
+		if (dir && asprintf(&out, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", base) < 0)
+			out = NULL;
+	}
+	free(dir);
+	free(copy);
+	return out;
+}
+
+/* Run the keeper: here with -f, else as a daemon whose parent returns
+ * once the mount serves (or with the first server's error). */
+static int start_keeper(struct cafs_keeper_conf *c, bool foreground, const char *log_file, const char *cmd)
+{
+	if (foreground) {
+		int r = cafs_keeper_run(c); /* it closed the descriptors */
+		c->fuse_fd = c->init_fd = c->index_fd = c->old_keeper_fd = -1;
+		return r;
+	}
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return ca_log_error_errno(errno, "%s", cmd), 1;
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		ca_log_error_errno(errno, "%s", cmd);
+		close(p[0]);
+		close(p[1]);
+		return 1;
+	}
+	if (pid > 0) {
+		close(p[1]);
+		return wait_ready(pid, p[0]);
+	}
+	close(p[0]);
+	c->ready_fd = p[1];
+	if (log_file) {
+		c->log_fd = open(log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
+		if (c->log_fd < 0) {
+			ca_log_error_errno(errno, "%s", log_file);
+			_exit(1);
+		}
+	}
+	setsid();
+	_exit(cafs_keeper_run(c));
+}
+
+/* --takeover: the running keeper's state and options, then a keeper of
+ * this binary. */
+static int takeover(const char *cmd, const struct mount_args *a)
+{
+	struct cafs_keeper_conf c = {
+		.ready_fd = -1, .log_fd = -1, .fuse_fd = -1, .init_fd = -1, .index_fd = -1, .old_keeper_fd = -1,
+	};
+	char **args = NULL;
+	char *mp = canonical_mountpoint(a->mountpoint);
+	struct mount_args b = { .lru_bytes = DEFAULT_LRU_BYTES, .threads = DEFAULT_THREADS, .blob_uid = -1,
+		                .blob_gid = -1, .blob_mode = -1 };
+	int r = 1;
+	if (!mp) {
+		ca_log_error_errno(errno, "%s", a->mountpoint);
+		return 1;
+	}
+	if (cafs_keeper_takeover(mp, &c, &args) != 0)
+		goto out;
+	/* this binary must understand the mount's options (and names the log) */
+	size_t n = 0;
+	while (args[n])
+		n++;
+	char **argv = calloc(n + 2, sizeof(char *));
+	if (!argv) {
+		ca_log_error_errno(ENOMEM, "%s", cmd);
+		goto out;
+	}
+	argv[0] = "mount";
+	memcpy(argv + 1, args, n * sizeof(char *));
+	char **copy = calloc(n + 2, sizeof(char *)); /* getopt permutes */
+	if (copy)
+		memcpy(copy, argv, (n + 1) * sizeof(char *));
+	r = copy ? parse_args(cmd, (int)n + 1, copy, &b) : 1;
+	free(copy);
+	if (r >= 0) {
+		ca_log_error("takeover: %s: this binary does not take the mount's options", mp);
+		r = 1;
+	} else {
+		c.server_args = args;
+		c.mountpoint = mp;
+		r = start_keeper(&c, a->foreground, b.log_file, cmd);
+	}
+	free(argv);
+out:
+	if (c.fuse_fd >= 0)
+		close(c.fuse_fd);
+	if (c.init_fd >= 0)
+		close(c.init_fd);
+	if (c.index_fd >= 0)
+		close(c.index_fd);
+	if (c.old_keeper_fd >= 0)
+		close(c.old_keeper_fd);
+	free(b.fuse_opts); /* b.stores[] point into args */
+	free(b.stores);
+	cafs_trusted_keys_release(&b.trusted);
+	saved_free(&b);
+	free(args);
+	free(mp);
+	return r;
+}
+
 int cafs_cmd_mount(int argc, char **argv)
 {
 	const char *cmd = "mount";
 	struct mount_args a = {
 		.lru_bytes = DEFAULT_LRU_BYTES, .threads = DEFAULT_THREADS, .blob_uid = -1, .blob_gid = -1, .blob_mode = -1
 	};
-	struct daemon d = { .ready_fd = -1, .log_fd = -1 };
+	struct daemon d = { .ks = { .chan = -1, .fuse_fd = -1 } };
 	char *source = NULL, *mountpoint = NULL, *record_profile = NULL, *profile = NULL;
 	size_t n_abs = 0; /* a.stores[0..n_abs) are ours to free */
 	int r = parse_args(cmd, argc, argv, &a);
 	struct stat st;
+	int server;
 
 	if (r >= 0)
 		goto out;
 	cafs_set_verbosity(a.verbosity);
 	r = 1;
+	server = cafs_keeper_server_env(&d.ks);
+	if (server < 0)
+		goto out;
+	if (a.takeover) {
+		for (size_t i = 0; i < a.n_saved; i++)
+			if (strcmp(a.saved[i], "-v") && strcmp(a.saved[i], "-q")) {
+				r = cafs_usage_error(cmd, "--takeover: the mount keeps its own options (%s)", a.saved[i]);
+				goto out;
+			}
+		r = server ? 1 : takeover(cmd, &a);
+		goto out;
+	}
 	if (a.fill && a.no_cache) {
 		r = cafs_usage_error(cmd, "--fill needs a chunk cache: not with --no-cache");
 		goto out;
@@ -613,18 +916,19 @@ int cafs_cmd_mount(int argc, char **argv)
 		r = cafs_usage_error(cmd, "%s: SOURCE must end in .caibx, .caidx or .catar", a.source);
 		goto out;
 	}
-	if (stat(a.mountpoint, &st) < 0) {
+	/* (a server's keeper looked; a restarted server's stat would wait on itself) */
+	if (!server && stat(a.mountpoint, &st) < 0) {
 		ca_log_error_errno(errno, "%s", a.mountpoint);
 		goto out;
 	}
-	if (!S_ISDIR(st.st_mode)) {
+	if (!server && !S_ISDIR(st.st_mode)) {
 		ca_log_error_errno(ENOTDIR, "%s", a.mountpoint);
 		goto out;
 	}
 	source = absolute(a.source);
-	mountpoint = absolute(a.mountpoint);
+	mountpoint = server ? strdup(a.mountpoint) : canonical_mountpoint(a.mountpoint);
 	if (!source || !mountpoint) {
-		ca_log_error_errno(ENOMEM, "%s", cmd);
+		ca_log_error_errno(errno == ENOENT ? ENOENT : ENOMEM, "%s", cmd);
 		goto out;
 	}
 	a.source = source;
@@ -651,48 +955,31 @@ int cafs_cmd_mount(int argc, char **argv)
 		n_abs = i + 1;
 	}
 
-	if (a.foreground) {
+	if (server) {
+		d.log_file = a.log_file;
 		r = run(&a, &d);
 		goto out;
 	}
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		ca_log_error_errno(errno, "%s", cmd);
+	/* the keeper: the servers get the options and then SOURCE MOUNTPOINT */
+	if (save(&a, a.source, NULL, NULL) < 0 || save(&a, a.mountpoint, NULL, NULL) < 0) {
+		ca_log_error_errno(ENOMEM, "%s", cmd);
 		goto out;
 	}
-	fflush(NULL);
-	pid_t pid = fork();
-	if (pid < 0) {
-		ca_log_error_errno(errno, "%s", cmd);
-		close(p[0]);
-		close(p[1]);
-		goto out;
-	}
-	if (pid > 0) {
-		close(p[1]);
-		r = wait_ready(pid, p[0]);
-		goto out;
-	}
-	close(p[0]);
-	d.ready_fd = p[1];
-	if (a.log_file) {
-		d.log_fd = open(a.log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
-		if (d.log_fd < 0) {
-			ca_log_error_errno(errno, "%s", a.log_file);
-			_exit(1);
-		}
-	}
-	setsid();
-	r = run(&a, &d);
-	if (d.ready_fd >= 0)
-		close(d.ready_fd);
-	_exit(r);
+	struct cafs_keeper_conf c = {
+		.server_args = a.saved, .mountpoint = a.mountpoint, .ready_fd = -1, .log_fd = -1,
+		.fuse_fd = -1, .init_fd = -1, .index_fd = -1, .old_keeper_fd = -1,
+	};
+	char *log_file = a.log_file ? absolute(a.log_file) : NULL;
+	r = start_keeper(&c, a.foreground, log_file, cmd);
+	free(log_file);
 out:
+	cafs_keeper_server_release(&d.ks);
 	for (size_t i = 0; i < n_abs; i++)
 		free(a.stores[i]);
 	free(a.fuse_opts);
 	free(a.stores);
 	cafs_trusted_keys_release(&a.trusted);
+	saved_free(&a);
 	free(source);
 	free(mountpoint);
 	free(record_profile);

@@ -95,10 +95,12 @@ static const struct cafs_command commands[] = {
 	  "                       /var/cache/cafs for root)\n"
 	  "      --no-cache       no chunk cache on disk\n"
 	  "      --offline        only memory and cache; nothing is downloaded\n"
-	  "      --lru-size=SIZE  memory for decompressed chunks (default 256M)\n"
+	  "      --lru-size=SIZE  memory for decompressed chunks (default 64M)\n"
 	  "      --threads=N      FUSE worker threads (default 64)\n"
 	  "      --readahead=N    chunks fetched ahead of sequential reads (default 8)\n"
 	  "  -f, --foreground     stay in the foreground (else: return once mounted)\n"
+	  "      --takeover       with MOUNTPOINT alone: take a live mount over from\n"
+	  "                       its keeper (an upgrade in place; its options kept)\n"
 	  "      --log=FILE       once in the background, append messages to FILE\n"
 	  "                       (default: they are dropped)\n"
 	  "      --trusted-key=FILE  only an index signed by this minisign key\n"
@@ -123,7 +125,8 @@ static const struct cafs_command commands[] = {
 	  "                       noauto, user, users, nouser, nofail, _netdev, x-*,\n"
 	  "                       comment= are ignored\n"
 	  "A .caibx shows as one file named after it; .caidx and .catar show the tree.\n"
-	  "Also: mount.cafs SOURCE DIR -o OPTS; mount -t fuse.cafs SOURCE DIR.\n" },
+	  "Also: mount.cafs SOURCE DIR -o OPTS; mount -t fuse.cafs SOURCE DIR.\n"
+	  "A keeper process holds the mount and restarts its server if it dies.\n" },
 	{ "stats", cafs_cmd_stats, "stats MOUNTPOINT",
 	  "Prints a mount's counters: chunks and bytes fetched, cache and LRU hits,\n"
 	  "HTTP requests and retries, errors, and the progress of a profile replay\n"

@@ -50,7 +50,7 @@ ok "... peak RSS ${kb} KiB under the budget" test "$kb" -lt "$BUDGET_KB"
 # the mount: random access keeps a budget for nodes with big metadata
 # (past it they are thin and read again), so it serves the archive
 if mount_start "mount the hostile archive" mnt mount.log --store deep.castr deep.caidx; then
-	mpid=$MOUNT_PID
+	mpid=$(mount_server_pid mnt) # the server, not its keeper
 	find mnt >find.out 2>find.err
 	ok "find walks it (or fails in the bad part only)" test "$(grep -c . find.out)" -ge 1
 	ls -R mnt >/dev/null 2>&1

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * keeper.h - a mount that outlives the process serving it.
+ *
+ * `cafs mount` runs a KEEPER: a small process that holds the mount's
+ * /dev/fuse descriptor and nothing else (no network, no image parsing:
+ * only opaque bytes and descriptors it is handed), and the SERVER as its
+ * child, the same binary executed again (/proc/self/exe) with the mount's
+ * options re-built as arguments and CAFS_KEEPER_SERVER in its environment
+ * naming the descriptors it inherits.
+ *
+ * The first server opens the image, mounts, reads the kernel's INIT
+ * request itself and, before answering it, hands the keeper over its
+ * channel (a SOCK_SEQPACKET socketpair) the FUSE descriptor, a sealed
+ * memfd with the INIT request's bytes and, for an index, a sealed memfd
+ * with the index's bytes as it opened them. When a server dies (a signal,
+ * an abort, the OOM killer, a non-zero exit), the keeper writes
+ * FUSE_NOTIFY_RESEND to the descriptor (kernel 6.9+: every request a
+ * server had read and not answered goes back to the queue) and starts a
+ * new server on the same descriptor: it opens the image from the kept
+ * index bytes (source.h index_data: the very image served before), feeds
+ * the kept INIT through libfuse (the kernel sends INIT once per
+ * connection) and reads on. A server that exits 0 was stopped cleanly (a
+ * signal to it, or the mount went away): the keeper unmounts (if the
+ * connection is still up) and exits 0. SIGINT, SIGTERM or SIGHUP to the
+ * keeper stop its server and then do the same.
+ *
+ * Respawns are limited: five deaths in ten seconds of servers that had not
+ * served for 0.2 s (a server that cannot start, or a request that kills
+ * every server it reaches: the kernel resends it to the next) end the
+ * mount with one line.
+ *
+ * Takeover (`cafs mount --takeover MOUNTPOINT`, an upgrade in place): each
+ * keeper listens on a unix socket named after its mountpoint, in
+ * $CAFS_RUNTIME_DIR, or /run/cafs for root, or $XDG_RUNTIME_DIR/cafs
+ * (directories made 0700). Only root or the keeper's own user may use it
+ * (SO_PEERCRED). The old keeper sends the descriptor, the INIT and index
+ * memfds and the mount's arguments; the new process becomes the keeper
+ * (a daemon, like `cafs mount`), starts its own server (from its own
+ * binary), and once that server serves tells the old keeper, which stops
+ * its server (it stops reading; its workers finish what they hold),
+ * writes FUSE_NOTIFY_RESEND for anything it read and dropped, answers and
+ * exits without unmounting. Both servers read the descriptor meanwhile:
+ * each request is read, and answered, by one of them.
+ *
+ * What does not survive: the keeper itself killed (the descriptor closes
+ * and the kernel aborts the connection), and on a kernel before 6.9 the
+ * requests a dead server had read (nothing resends them; they hang: said
+ * in one line when it happens).
+ */
+#ifndef CAFS_KEEPER_H
+#define CAFS_KEEPER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* What a keeper runs with. Descriptors it is given become its own. */
+struct cafs_keeper_conf {
+	char **server_args;     /* NULL-terminated: the server's argv after "cafs mount" */
+	const char *mountpoint; /* absolute */
+	int ready_fd;           /* readiness pipe to the starting parent, or -1 (foreground) */
+	int log_fd;             /* stderr once detached; -1: /dev/null */
+	/* a takeover: the state received from the old keeper, and the
+	 * connection to it; all -1 for a new mount */
+	int fuse_fd, init_fd, index_fd, old_keeper_fd;
+};
+
+/* Run the keeper until the mount ends; returns the exit code. */
+int cafs_keeper_run(const struct cafs_keeper_conf *c);
+
+/* The server's side: what CAFS_KEEPER_SERVER names (unset once read). */
+struct cafs_keeper_server {
+	int chan;                 /* to the keeper */
+	int fuse_fd;              /* -1: mount anew */
+	void *init, *index;       /* resuming: the kept bytes (malloc'd; index NULL for a .catar) */
+	size_t init_size, index_size;
+	bool detach;              /* the first server of a daemon: leave the caller's terminal once ready */
+};
+/* 1 and *ret filled when this process is a keeper's server, 0 when not,
+ * or a negative errno (logged). */
+int cafs_keeper_server_env(struct cafs_keeper_server *ret);
+void cafs_keeper_server_release(struct cafs_keeper_server *s);
+/* Tell the keeper this server serves: a first server with the descriptor,
+ * the INIT request's bytes and the index's (index NULL: none); a resumed
+ * one with init NULL. Logs. */
+int cafs_keeper_server_serving(int chan, int fuse_fd, const void *init, size_t init_size, const void *index,
+                               size_t index_size);
+
+/* The takeover's client side: connect to the keeper of mountpoint and
+ * receive its state. On success the conf's fuse_fd, init_fd, index_fd,
+ * old_keeper_fd are set and *ret_args is the mount's arguments
+ * (NULL-terminated, one malloc'd block). Logs; 1 (refused or no keeper)
+ * or 0. */
+int cafs_keeper_takeover(const char *mountpoint, struct cafs_keeper_conf *c, char ***ret_args);
+
+#endif
