@@ -16,7 +16,7 @@
  *
  * Threads: the ops run on libfuse's worker threads, any number at once. A
  * read that needs chunks blocks its worker in ca_blob_get_spans (the chunk
- * source shares one fetch among all waiters); mount.c sizes the worker pool
+ * source shares one fetch among all waiters); tools/cmd_mount.c sizes the worker pool
  * so blocked readers cannot starve lookups. The fs object itself is
  * immutable after creation except for atomic counters and the inode table
  * (which has its own lock, see inode.h).

@@ -137,7 +137,7 @@ if [ "$(id -u)" -eq 0 ] && mkdir "$T/full" && mount -t tmpfs -o size=1m tmpfs "$
 		"$CAFS" make --store="$T/s3" "$T/full/m.caibx" "$T/in"
 	rm -f "$T/full/filler"
 else
-	ok "full disk: (skipped: needs root and tmpfs)" true
+	skip "full disk" "needs root and tmpfs"
 fi
 
 # ---- interrupted: SIGTERM half-way (casync cleans up on SIGINT/SIGTERM) ----

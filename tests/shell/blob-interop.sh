@@ -143,10 +143,10 @@ if [ "$(id -u)" -eq 0 ] && command -v losetup >/dev/null; then
 			_ "$T/rs" "$T/r.caibx" "$T/blk" "$T/blk.err"
 		rm -f "$T/blk"
 	else
-		ok "block device: (skipped: no loop device)" true
+		skip "block device" "no loop device"
 	fi
 else
-	ok "block device: (skipped: needs root and losetup)" true
+	skip "block device" "needs root and losetup"
 fi
 
 ok "no temp files left" bash -c '! find "$1" -name ".#*" -o -name "*.tmp" | grep -q .' _ "$T"

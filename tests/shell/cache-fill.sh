@@ -1,7 +1,7 @@
 #!/bin/bash
 # cafs cache stat / fill from local stores: what is fetched, offline
 # extraction from the cache, a corrupt and a missing chunk at the source.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 
 . "$top_srcdir/tests/lib-cache.sh" # rand, index_ids, store_ids
 count() { "$@" | wc -l; }

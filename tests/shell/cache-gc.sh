@@ -1,6 +1,6 @@
 #!/bin/bash
 # cafs gc: removes exactly what casync gc removes.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 need casync
 
 . "$top_srcdir/tests/lib-cache.sh" # rand

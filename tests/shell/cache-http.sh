@@ -2,7 +2,7 @@
 # cafs cache over a real nginx on 127.0.0.1: fill, an OS-style update
 # (seed with v1, fill v2 downloads exactly what v1 lacks, checked in the
 # access log), a corrupt chunk on the server, a killed fill that resumes.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-cache.sh"
 . "$top_srcdir/tests/lib-http.sh"
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # After `cafs cache fill`, the mount works offline from the cache (the
 # server is gone): the same cache the mount uses for what it fetches.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-cache.sh"
 . "$top_srcdir/tests/lib-http.sh"
 . "$top_srcdir/tests/lib-mount.sh"

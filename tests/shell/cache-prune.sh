@@ -1,7 +1,7 @@
 #!/bin/bash
 # cafs cache prune (LRU by mtime, pinned indexes, temporary files) and
 # cafs cache verify (--repair).
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 
 . "$top_srcdir/tests/lib-cache.sh" # rand, store_ids
 chunk() { echo "C/${1:0:4}/$1.cacnk"; }

@@ -5,7 +5,7 @@
 # it (issue 21.2: the refusal was printed five times, plus two warnings
 # that the index could not be kept). The same commands with a private
 # cache work.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-http.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # An interrupted cache fill (SIGKILL mid-way) loses at most the chunks in
 # flight; the next run skips what is there and completes.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 
 . "$top_srcdir/tests/lib-cache.sh" # rand
 n_chunks() { find "$1" -name '*.cacnk' 2>/dev/null | wc -l; }

@@ -1,7 +1,7 @@
 #!/bin/bash
 # cafs cache seed and cafs extract --seed/--cache: the chunks of v2 that
 # local v1 data yields come from the seed, exactly those and no others.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-cache.sh"
 
 cd "$T"

@@ -80,7 +80,7 @@ remote_mount() {
 if [ -w /dev/fuse ] && command -v fusermount3 >/dev/null && grep -qw fuse /proc/filesystems; then
 	ok "mount localhost:PATH.caidx: the tree, and nothing left in TMPDIR after unmount" remote_mount
 else
-	ok "mount localhost:PATH.caidx: # SKIP no usable FUSE here" true
+	skip "mount localhost:PATH.caidx" "no usable FUSE here"
 fi
 
 ok "CASYNC_REMOTE_PATH naming cafs itself (not as casync): the remote end still runs" \

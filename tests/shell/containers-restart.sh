@@ -5,7 +5,7 @@
 # taken over 10 times by a copy of the binary (page cache dropped after
 # each, so the reads reach the new server); told to stop (SIGTERM), it
 # exits 0. Everything goes in the trap.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need crun busybox python3 unshare

@@ -13,7 +13,7 @@
 # recorded at one start (mount --record-profile) is replayed on a fresh
 # mount: its chunks come before any read, and the container fetches nothing.
 # Everything (container, overlay, FUSE mount, nginx) goes in the trap.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need crun busybox python3 unshare

@@ -3,7 +3,7 @@
 # the middle) leaves nothing behind: no hidden .#cafs* tree beside OUT,
 # even when what it had extracted already carries chattr +i / +a (files
 # and a directory), and an OUT that existed keeps what it had.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 need python3 chattr lsattr
 [ "$(id -u)" = 0 ] || skip_all "needs root (chattr +i)"
 touch "$T/probe"

@@ -6,7 +6,7 @@
 # its first server being killed half-way through a tree, and one that
 # answers 503, without EIO and without a retry storm; a group whose every
 # member is down is EIO with one line, and reads again once one is back.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need python3 timeout

@@ -5,7 +5,7 @@
 # trusted only with ca-file, the server refuses a client without a
 # certificate or with one from another CA, and takes ours (its key plain,
 # or encrypted with client-key-password); the password is never shown.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need openssl timeout

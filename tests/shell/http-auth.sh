@@ -8,7 +8,7 @@
 # file refused for its mode, a malformed line, an unknown key: one line,
 # exit 1, each next to its accepted case; and no secret in any output,
 # stats or /proc/mounts.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need openssl timeout

@@ -2,7 +2,7 @@
 # http-backend.sh - runs tests/unit/test-remote (the HTTP engine and the
 # remote chunk backend through their C API) against a real nginx: a store,
 # the same store throttled to 50 KB/s, a location answering 503, a file.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-http.sh"
 prog=$top_builddir/tests/unit/test-remote
 [ -x "$prog" ] || skip_all "tests/unit/test-remote is not built"

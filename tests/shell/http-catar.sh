@@ -7,7 +7,7 @@
 # fail cleanly, with one line; a file replaced by another of the same size
 # under a mount, or between a command's reads, is EIO / one line, never
 # bytes of both (If-Range and the 206's validator).
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need python3 timeout

@@ -6,7 +6,7 @@
 # and its index comes from the proxy's revalidated copy (a conditional
 # request at the origin, 304) or its cache; the same read through a path
 # the proxy does not cache reaches the origin (the check can fail).
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need python3

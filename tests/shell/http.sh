@@ -5,7 +5,7 @@
 # redirects, parallel transfers, and every failure as one line and exit 1
 # within a bounded time (404 chunk, corrupt chunk, 404 index, 5xx with
 # retries, 403, server gone, server that never answers).
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need casync cmp timeout
 

@@ -5,7 +5,7 @@
 # the server wins; a validator that could miss a change (a file modified
 # in the second it was served) is not kept; a kept copy that no longer
 # matches its validator is not used.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-http.sh"
 
 W=$T/www

@@ -4,7 +4,7 @@
 # installed tree only and run against nginx on 127.0.0.1; only cafs_ names
 # exported; every public header compiles alone as C and as C++ with
 # warnings as errors; chunk errors reach the caller as their own errnos.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need cc c++ pkg-config nm make
 

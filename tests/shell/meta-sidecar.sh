@@ -8,7 +8,7 @@
 # stale or corrupt sidecar is ignored with one warning; and a URL's index
 # and sidecar kept by `cache fill` serve list, extract and an offline
 # mount with the server gone.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need casync getfattr python3

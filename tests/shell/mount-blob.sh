@@ -3,7 +3,7 @@
 # read whole and at random, read-only, from local stores and file:// URLs;
 # missing and corrupt chunks are EIO on that range only; start-up errors;
 # the daemon mode, mount.cafs and mount -t fuse.cafs.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 need python3 casync
 

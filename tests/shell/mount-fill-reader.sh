@@ -10,7 +10,7 @@
 #  - a read of a chunk the fill is downloading (slow server) waits for that
 #    download (a join, with its wait time) instead of fetching it again;
 #  - without a fill, a cold read fetches its chunks itself.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need python3 timeout

@@ -5,7 +5,7 @@
 # once (the fill gives way to it); once stats says done, the server can
 # go: every file reads right, and an --offline mount of the cache works.
 # Without a cache, or for a .catar, --fill is refused in one line.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need python3 timeout

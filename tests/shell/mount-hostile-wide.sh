@@ -15,7 +15,7 @@
 #  - SIGTERM with readers in flight unmounts (the handler's own line);
 #  - CAFS_TEST_FULL=1: also 256 readers, the whole mount per reader, and
 #    the same readers behind a slow HTTP server (200 ms a round trip).
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 need python3 zstd getfattr timeout
 cd "$T"

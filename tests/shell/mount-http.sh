@@ -5,7 +5,7 @@
 # dead server fails reads quickly and a restarted one serves them again,
 # parallel cold readers get the right data, blob images, bad SOURCE URLs;
 # and extract of one directory over HTTP fetches only its chunks.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need python3 timeout

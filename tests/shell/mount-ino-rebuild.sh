@@ -11,7 +11,7 @@
 #  - contents, symlinks and xattrs equal the source;
 #  - an open file, an open directory and a cwd inside the mount keep
 #    working after everything else was walked (their nodes long dropped).
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 need python3 getfattr setfattr
 touch "$T/probe"

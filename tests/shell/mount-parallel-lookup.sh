@@ -8,7 +8,7 @@
 # every child's ENTRY in a chunk of its own and no sidecar, 64 parallel
 # stats take well under half the time of 64 one after another (about one
 # round trip per HTTP connection's share: 64 / 8 here).
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 cd "$T"

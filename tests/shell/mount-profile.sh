@@ -9,7 +9,7 @@
 # with trusted keys a profile naming another index is ignored with one
 # warning; a corrupt one is one warning and the mount works; a .catar
 # cannot record or replay (one line) where its index can.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need python3 minisign

@@ -6,7 +6,7 @@
 # cache; the kernel reads in 1 MiB requests (as root, which may raise the
 # mount's kernel readahead); and an unmount in the middle of a read-ahead
 # stream stops its threads: the daemon exits 0 promptly.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need python3 timeout dd

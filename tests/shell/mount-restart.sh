@@ -9,7 +9,7 @@
 # and a shell's cwd inside the mount work across a takeover. A takeover by
 # another user is refused (the keeper says so) while root's works. A server
 # that cannot start again ends the mount after 5 tries, in one line.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need python3 timeout

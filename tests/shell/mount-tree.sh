@@ -3,7 +3,7 @@
 # local .catar): the mounted tree equals the source tree (contents, types,
 # modes, owners, ns times, symlinks, devices, xattrs), read-only, and
 # corrupt archives are refused at mount time with one line.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 need casync python3 setfattr getfattr mknod
 [ "$(id -u)" = 0 ] || skip_all "needs root (devices, owners, trusted xattrs)"

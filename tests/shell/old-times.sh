@@ -4,7 +4,7 @@
 # signed nanoseconds (two's complement), as casync writes them: -1 ns is
 # all ones, which casync's own reader refuses ("Bad message": a casync
 # bug, so its extract is not compared here, only its make and its mtree).
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 need casync python3
 [ "$(id -u)" = 0 ] || skip_all "needs root (a tmpfs: 64-bit times whatever \$T is on)"

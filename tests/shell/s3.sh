@@ -6,7 +6,7 @@
 # removes exactly the unreferenced chunks; a wrong secret, a missing bucket,
 # a missing chunk and the server dying under a mount each fail as they
 # should, and the secret appears in no output.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-s3.sh"
 need python3 timeout

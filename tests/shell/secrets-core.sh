@@ -6,7 +6,7 @@
 # and that core holds a marker (so the check can see what a core holds);
 # CAFS_DUMPABLE=1 brings the core back, token and all (which shows the
 # check would see a token in a core: it fails without the fix).
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-http.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # tree-make.sh - `cafs make` of directories (.catar, .caidx) and `cafs digest`
 # against casync, byte for byte, on the torture tree and under many flag sets.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 need casync python3 setfattr setfacl mknod
 [ "$(id -u)" = 0 ] || skip_all "needs root (devices, owners, trusted xattrs)"
 touch "$T/probe"

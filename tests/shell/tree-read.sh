@@ -6,7 +6,7 @@
 # print what casync prints; extracting over an existing, different tree
 # replaces what differs; crafted archives ('../x', '..', a symlink and a
 # directory under one name) cannot write outside DEST.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 need casync python3 setfattr setfacl getfattr getfacl mknod
 [ "$(id -u)" = 0 ] || skip_all "needs root (devices, owners, trusted xattrs)"
 touch "$T/probe"

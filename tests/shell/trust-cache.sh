@@ -6,7 +6,7 @@
 # symlink at a chunk path is a miss that is repaired (no hang), and make
 # syncs the store and the index before the index is renamed into place and
 # replaces empty or non-regular chunk files.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-cache.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 

@@ -5,7 +5,7 @@
 # group or others may write, is refused with one line and a non-zero
 # exit, as is a key given with --trusted-key; a directory and keys of
 # root's or the user's own, not writable by others, are accepted.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 need minisign
 
 [ "$(id -u)" = 0 ] || skip_all "needs root (to give files to another user)"

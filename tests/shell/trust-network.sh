@@ -12,7 +12,7 @@
 #     most retries+1 requests however many readers ask for it.
 # The small servers are python3 on 127.0.0.1 (tests/shell/trust-network.sh
 # writes them), plus nginx (tests/lib-http.sh) for basic auth and TLS.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need python3 openssl timeout

@@ -5,7 +5,7 @@
 # refused with one line; --allow-downgrade accepts the older one and makes
 # it the record. Real nginx, real minisign (its default trusted comment)
 # and cafs sign, over HTTP and for local paths.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-http.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 need minisign

@@ -7,7 +7,7 @@
 # (tampered index, wrong key, missing, foreign, truncated or garbage
 # signature, altered trusted comment, key id mismatch, a .catar) is refused
 # with one line and a non-zero exit before any chunk is asked of nginx.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need minisign python3

@@ -113,14 +113,16 @@ static void test_bad_files(void)
 	struct ca_minisign_sig *sig = malloc(sizeof(*sig));
 	char big[CA_MINISIGN_SIG_FILE_MAX + 64];
 
-	/* every truncation of both files but the last newline's */
+	/* every truncation of both files but the last newline's: the count of
+	 * those taken is one check, so a regression shows as a number */
+	size_t taken = 0;
 	for (size_t n = 0; n + 1 < strlen(SIG_HASHED); n++)
-		if (ca_minisign_sig_parse(SIG_HASHED, n, sig) != -EBADMSG)
-			check_int((int)n, ==, -1);
+		taken += ca_minisign_sig_parse(SIG_HASHED, n, sig) != -EBADMSG;
+	check_int((int)taken, ==, 0);
+	taken = 0;
 	for (size_t n = 0; n + 1 < strlen(PUB); n++)
-		if (ca_minisign_key_parse(PUB, n, &k) != -EBADMSG)
-			check_int((int)n, ==, -1);
-	check(1);
+		taken += ca_minisign_key_parse(PUB, n, &k) != -EBADMSG;
+	check_int((int)taken, ==, 0);
 
 	/* the key and the signature taken for each other */
 	check_int(ca_minisign_key_parse(SIG_HASHED, strlen(SIG_HASHED), &k), ==, -EBADMSG);
