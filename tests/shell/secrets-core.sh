@@ -34,7 +34,7 @@ unset CAFS_DUMPABLE
 
 # abort_mount NAME URL: mount URL (no cache) with its working directory
 # $T/NAME, read the file (the token goes out with every request), SIGABRT
-# it; its core, if any, is $T/NAME/core*
+# its server; its core, if any, is $T/NAME/core*
 MARKER=MARKER-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
 abort_mount() {
 	local name=$1 url=$2 mnt=$T/mnt-$1-$MARKER
@@ -42,7 +42,13 @@ abort_mount() {
 	cd "$T/$name" || return 1
 	if mount_start "$name: mount $url" "$mnt" "$T/$name.log" --no-cache "$url"; then
 		ok "$name: ... reads the file" cmp "$T/src/a" "$mnt/a"
-		kill -ABRT "$MOUNT_PID"
+		# the server holds the token, not its keeper (which then starts
+		# another server: stop it and the mount with SIGTERM)
+		local srv
+		srv=$(mount_server_pid "$mnt")
+		[ -n "$srv" ] && kill -ABRT "$srv"
+		wait_until 10 "" test ! -d "/proc/$srv" || true
+		kill -TERM "$MOUNT_PID"
 		{ wait "$MOUNT_PID"; } 2>/dev/null
 	fi
 	cd "$T" || return 1
