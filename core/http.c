@@ -835,7 +835,8 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 	}
 
 	uint64_t delay = retry ? backoff(h, q) : 0, now = now_ms();
-	if (retry && q->attempts <= (unsigned)h->o.retries && now + delay < q->deadline_ms) {
+	if (retry && !(q->flags & CA_HTTP_NO_RETRY) && q->attempts <= (unsigned)h->o.retries &&
+	    now + delay < q->deadline_ms) {
 		ca_log_debug("GET %s: attempt %u failed (HTTP %ld), retrying in %llu ms", q->url, q->attempts, status,
 		             (unsigned long long)delay);
 		q->due_ms = now + delay;
@@ -847,8 +848,12 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 		pthread_mutex_unlock(&h->lock);
 		return;
 	}
-	if (r == -EIO && code == CURLE_OK && !checked)
+	if (r == -EIO && code == CURLE_OK && !checked) {
 		ca_log_warning("GET %s: HTTP status %ld", q->url, status);
+		/* a refusal, not a server in trouble: no outage to wait out (remote.h) */
+		if (status == 401 || status == 403)
+			r = -EACCES;
+	}
 	else if (r == -EPROTO) /* TLS: "Protocol error" alone would not tell the user what to fix */
 		ca_log_warning("GET %s: %s", q->url, q->errbuf[0] ? q->errbuf : curl_easy_strerror(code));
 	else if (r == -EFBIG)
@@ -1323,6 +1328,11 @@ int ca_http_get_range_validator(struct ca_http *h, const char *url, uint64_t sta
 	if (ret_validator)
 		ret_validator[0] = 0;
 	return sync_wait_for(h, url, len, start, SYNC_RANGE, NULL, out, ret_total, ret_validator, NULL);
+}
+
+unsigned ca_http_deadline_s(const struct ca_http *h)
+{
+	return h->o.total_timeout_s;
 }
 
 void ca_http_get_stats(struct ca_http *h, struct ca_http_stats *ret)

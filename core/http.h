@@ -33,6 +33,7 @@
  *
  * Results are 0 or a negative errno, converted once from curl's codes:
  *   -ENOENT       404/410             -ETIMEDOUT    connect, stall or deadline
+ *   -EACCES       401/403 (the status logged as a warning; S3: see below)
  *   -ECONNREFUSED could not connect   -EHOSTUNREACH could not resolve the host
  *   -EFBIG        body over the cap   -ECONNRESET   connection dropped mid-way
  *   -EIO          other status/error  -ECANCELED    engine freed before the end
@@ -120,6 +121,9 @@ int ca_http_submit(struct ca_http *h, const char *url, size_t cap, ca_http_done_
 /* The same with flags: CA_HTTP_HEAD asks only whether url exists (a HEAD
  * request: 0 for 200, -ENOENT for 404/410, no body; cap is ignored). */
 #define CA_HTTP_HEAD 1u
+/* CA_HTTP_NO_RETRY: one attempt, whatever o.retries says (a store's probe
+ * during an outage, remote.h, whose back-off is its own). */
+#define CA_HTTP_NO_RETRY 4u
 int ca_http_submit_flags(struct ca_http *h, const char *url, size_t cap, unsigned flags, ca_http_done_fn fn,
                          void *userdata);
 
@@ -180,6 +184,8 @@ int ca_http_get_if_changed(struct ca_http *h, const char *url, size_t cap, const
                            bool *ret_not_modified, char *ret_validator);
 
 void ca_http_get_stats(struct ca_http *h, struct ca_http_stats *ret);
+/* The engine's request deadline in seconds (o.total_timeout_s as filled in). */
+unsigned ca_http_deadline_s(const struct ca_http *h);
 
 /* Writes (S3 stores). A PUT of data[0..n) (copied), with
  * Content-Type: application/octet-stream; with CA_HTTP_NO_OVERWRITE it

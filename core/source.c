@@ -527,7 +527,7 @@ out:
 /* One store of the chain; an http(s) one is also appended to *remotes
  * when remotes is not NULL. */
 static int add_store(struct ca_chunksrc *src, const char *store, const struct ca_http_opts *http,
-                     struct ca_remote_store ***remotes, size_t *n_remotes)
+                     struct ca_remote_store ***remotes, size_t *n_remotes, struct ca_remote_store **ret_rs)
 {
 	struct ca_remote_store *rs = NULL, **n;
 	struct ca_store *s;
@@ -544,6 +544,7 @@ static int add_store(struct ca_chunksrc *src, const char *store, const struct ca
 	r = ca_chunksrc_add_remote(src, store, http, &rs);
 	if (r < 0)
 		return ca_log_error_errno(r, "%s", store);
+	*ret_rs = rs;
 	if (!remotes)
 		return 0;
 	n = realloc(*remotes, (*n_remotes + 1) * sizeof(*n));
@@ -578,9 +579,12 @@ static int open_chain(const char *index_name, const struct ca_index *idx, const 
 		n_stores = 1;
 	}
 	for (size_t i = 0; i < n_stores; i++) {
-		r = add_store(src, stores[i], http, remotes, n_remotes);
+		struct ca_remote_store *rs = NULL;
+		r = add_store(src, stores[i], http, remotes, n_remotes, &rs);
 		if (r < 0)
 			goto fail;
+		if (rs)
+			ca_remote_store_set_outage(rs, o->outage);
 	}
 	r = add_cache(src, index_name, o, ret_cache_dir);
 	if (r < 0)
@@ -846,6 +850,17 @@ int ca_image_log_read_error(struct ca_image *im, int err, uint64_t off, size_t l
 		return err;
 	}
 	return ca_log_error_errno(err, "%s", im->name);
+}
+
+struct ca_remote_store *ca_image_remote(const struct ca_image *im, size_t i)
+{
+	return i < im->n_remotes ? im->remotes[i] : NULL;
+}
+
+void ca_image_abort_waits(struct ca_image *im)
+{
+	for (size_t i = 0; i < im->n_remotes; i++)
+		ca_remote_store_abort(im->remotes[i]);
 }
 
 struct ca_failover *ca_image_failover(const struct ca_image *im, size_t i)

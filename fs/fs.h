@@ -89,6 +89,10 @@ struct cafs_serve_opts {
  * stop, a negative errno if it could not mount or the loop failed (logged). */
 int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_serve_opts *o);
 
+/* End every read waiting for a failing store now, and any later one
+ * (EIO): the mount is stopping (source.h, ca_image_abort_waits). */
+void cafs_fs_stop_waits(struct cafs_fs *fs);
+
 /* The operations; pass the fs as userdata to fuse_session_new. */
 extern const struct fuse_lowlevel_ops cafs_fs_ops;
 

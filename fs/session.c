@@ -21,11 +21,20 @@
  * signals (core/stop_signals.h) keep waking the loop's thread until the
  * loop has returned.
  */
+struct stopping {
+	struct fuse_session *se;
+	struct cafs_fs *fs;
+};
+
+/* Reads waiting for a failing store (remote.h) end too: a worker busy in
+ * one would keep the loop from returning. */
 static void on_stop(void *userdata, int sig)
 {
+	struct stopping *st = userdata;
 	const char *name = sigabbrev_np(sig);
 	ca_log_info("mount: SIG%s: unmounting", name ? name : "?");
-	fuse_session_exit(userdata);
+	fuse_session_exit(st->se);
+	cafs_fs_stop_waits(st->fs);
 }
 
 /* fsname goes into the -o list: escape the separators */
@@ -124,8 +133,9 @@ int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_
 		goto out_args;
 	}
 	struct ca_stop_signals *stop = NULL;
+	struct stopping stopping = { se, fs };
 	signal(SIGPIPE, SIG_IGN); /* a write to a closed pipe is an error, not death */
-	if ((r = ca_stop_signals_start(on_stop, se, false, &stop)) < 0) {
+	if ((r = ca_stop_signals_start(on_stop, &stopping, false, &stop)) < 0) {
 		ca_log_error_errno(r, "mount: cannot set up signal handling");
 		goto out_session;
 	}

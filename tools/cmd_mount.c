@@ -79,6 +79,7 @@ struct mount_args {
 	const char *record_profile; /* written at unmount (profile.h) */
 	const char *profile;        /* replayed at mount; "none": not even the one beside the index */
 	bool fill;                  /* fetch the whole image into the cache in the background */
+	bool hard;                  /* -o hard: reads wait for a failing store as long as it takes */
 };
 
 /* The daemon's start-up state, shared with the INIT callback. */
@@ -202,6 +203,10 @@ static int parse_o(const char *cmd, struct mount_args *a, char *arg)
 			a->profile = opt + 8;
 		} else if (opt_is(opt, len, "fill")) {
 			a->fill = true;
+		} else if (opt_is(opt, len, "hard")) {
+			a->hard = true;
+		} else if (opt_is(opt, len, "soft")) {
+			a->hard = false;
 		} else if (!strncmp(opt, "lru_size=", 9)) {
 			if (cafs_parse_size(opt + 9, &a->lru_bytes) < 0)
 				return cafs_usage_error(cmd, "invalid size '%s'", opt + 9);
@@ -479,6 +484,7 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 		.offline = a->offline,
 		.lru_bytes = a->lru_bytes,
 		.http = &http,
+		.outage = a->hard ? CA_REMOTE_OUTAGE_HARD : CA_REMOTE_OUTAGE_SOFT,
 	};
 	cafs_trusted_keys_apply(&a->trusted, &io);
 	struct cafs_fs_options o = {
