@@ -368,22 +368,23 @@ static int fetch_fail_fast(struct ca_remote_store *rs, const uint8_t *id, struct
 struct wait {
 	uint64_t start_ms, seen_failed;
 	bool hard;
+	bool began_failing; /* the store was failing when the fetch began */
 };
 
 /* Why a wait must end now, if it must (lock held): the store was
  * aborted, the caller's hook says the request was interrupted, or (soft)
- * a request that ended after the fetch began failed too and the deadline
- * has passed since the fetch began or since the outage did, whichever
- * came first (then the last error: what a soft read ends in). */
+ * a request that ended after the fetch began failed too, and either the
+ * store was failing already when the fetch began (it waited for the next
+ * attempt) or the deadline has passed since it began (then the last
+ * error: what a soft read ends in). */
 static int wait_over(struct ca_remote_store *rs, const struct wait *w)
 {
 	if (rs->aborted)
 		return -ECANCELED;
 	if (ca_chunksrc_wait_cancelled())
 		return -EINTR;
-	uint64_t from = w->start_ms < rs->since_ms ? w->start_ms : rs->since_ms;
 	if (!w->hard && rs->failing && rs->failed_attempts > w->seen_failed &&
-	    now_ms() >= from + (uint64_t)rs->deadline_s * 1000)
+	    (w->began_failing || now_ms() >= w->start_ms + (uint64_t)rs->deadline_s * 1000))
 		return rs->last_err;
 	return 0;
 }
@@ -405,8 +406,9 @@ static int wait_turn(struct ca_remote_store *rs, const struct wait *w, bool *ret
 	while (rs->failing && !(r = wait_over(rs, w))) {
 		uint64_t now = now_ms();
 		bool late = now >= rs->since_ms + d, unanswered = rs->failed_attempts == w->seen_failed;
+		bool alone = rs->waiting == (counted ? 1u : 0u);
 		if (!rs->probing && (now >= rs->next_probe_ms ||
-		                     ((rs->waiting == 0 || late) && now >= rs->last_probe_ms + PROBE_GAP_MS) ||
+		                     ((alone || late) && now >= rs->last_probe_ms + PROBE_GAP_MS) ||
 		                     (!w->hard && unanswered && now >= w->start_ms + d))) {
 			rs->probing = true;
 			rs->probes++;
@@ -439,7 +441,7 @@ static int fetch_waiting(struct ca_remote_store *rs, const uint8_t *id, struct c
 	int r;
 
 	pthread_mutex_lock(&rs->lock);
-	struct wait w = { now_ms(), rs->failed_attempts, rs->outage == CA_REMOTE_OUTAGE_HARD };
+	struct wait w = { now_ms(), rs->failed_attempts, rs->outage == CA_REMOTE_OUTAGE_HARD, rs->failing };
 	for (;;) {
 		r = wait_turn(rs, &w, &probe);
 		if (r < 0)
