@@ -31,6 +31,7 @@
 
 struct ca_image {
 	char *name;
+	struct ca_http_clock *clock; /* the open's (and a command's) progress deadline, http.h */
 	enum ca_image_kind kind;
 	const char *local; /* points into name, or NULL */
 	int fd;            /* a local .catar */
@@ -562,6 +563,14 @@ static int open_chain(const char *index_name, const struct ca_index *idx, const 
 	struct ca_chunksrc *src = NULL;
 	struct ca_http_opts buf;
 	const struct ca_http_opts *http = http_opts_or_env(o->http, &buf);
+	if (o->outage != CA_REMOTE_OUTAGE_FAIL && http->clock) {
+		/* a mount's reads have deadlines of their own (remote.h): the
+		 * shared one is for the open */
+		if (http != &buf)
+			buf = *http;
+		buf.clock = NULL;
+		http = &buf;
+	}
 	char *def = NULL;
 	char *const *stores = o->stores;
 	size_t n_stores = o->n_stores;
@@ -616,8 +625,15 @@ static int open_archive_url(struct ca_image *im, const struct ca_image_opts *o)
 	int r;
 	if (o->offline)
 		return ca_log_error_errno(ENOMEDIUM, "%s: a remote .catar cannot be read offline", im->name);
-	r = ca_remote_file_open(im->name, http_opts_or_env(o->http, &buf), o->lru_bytes,
-	                        o->sequential ? CA_REMOTE_FILE_SEQUENTIAL : 0, &im->rf); /* logs */
+	const struct ca_http_opts *http = http_opts_or_env(o->http, &buf);
+	if (o->outage != CA_REMOTE_OUTAGE_FAIL && http->clock) {
+		if (http != &buf)
+			buf = *http;
+		buf.clock = NULL; /* the mount's reads go on after the open */
+		http = &buf;
+	}
+	r = ca_remote_file_open(im->name, http, o->lru_bytes, o->sequential ? CA_REMOTE_FILE_SEQUENTIAL : 0,
+	                        &im->rf); /* logs */
 	if (r < 0)
 		return r;
 	im->size = ca_remote_file_size(im->rf);
@@ -671,17 +687,30 @@ static int open_indexed(struct ca_image *im, const struct ca_image_opts *o)
 	return 0;
 }
 
-int ca_image_open(const char *source, const struct ca_image_opts *o, struct ca_image **ret)
+int ca_image_open(const char *source, const struct ca_image_opts *given, struct ca_image **ret)
 {
 	static const struct ca_image_opts none = { 0 };
 	struct ca_image *im = calloc(1, sizeof(*im));
+	struct ca_image_opts io;
+	struct ca_http_opts ho;
+	const struct ca_image_opts *o = &io;
 	int r;
-	if (!o)
-		o = &none;
 	if (!im || !(im->name = strdup(source))) {
 		free(im);
 		return ca_log_error_errno(ENOMEM, "%s", source);
 	}
+	im->fd = -1;
+	/* one progress deadline for everything the image asks servers for
+	 * (http.h): the index, its signature and sidecar, chunks, ranges */
+	io = given ? *given : none;
+	ho = *http_opts_or_env(io.http, &ho);
+	r = ca_http_clock_new(ho.total_timeout_s, &im->clock);
+	if (r < 0) {
+		ca_image_free(im);
+		return ca_log_error_errno(r, "%s", source);
+	}
+	ho.clock = im->clock;
+	io.http = &ho;
 	im->fd = -1;
 	im->index_flags = UINT64_MAX;
 	im->kind = ca_location_image_kind(source);
@@ -729,6 +758,7 @@ void ca_image_free(struct ca_image *im)
 	ca_sidecar_free(im->sidecar);
 	ca_index_free(im->idx);
 	ca_remote_file_free(im->rf);
+	ca_http_clock_free(im->clock); /* after every engine that used it */
 	if (im->fd >= 0)
 		close(im->fd);
 	free(im->name);
