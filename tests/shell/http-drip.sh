@@ -85,7 +85,7 @@ one_line_within() {
 	[ "$ms" -le "$max" ] || { echo "took $ms ms, more than $max"; return 1; }
 }
 # 4 s deadline + the last transfer's stall check (about a second) + start-up
-B=6500
+B=7000
 ok "extract, index at once, sidecar and chunks drip: one line within the deadline" \
 	one_line_within $B x1 "$CAFS" extract "$P/fi/img.caidx" "$T/o/x1"
 echo "# extract (sidecar and chunks dripping): $(cat "$T/x1.ms") ms to the error"

@@ -48,7 +48,7 @@ nginx_stop
 ok "server down: a read is EIO" ms expect_errno EIO cat "$mnt/d/f01"
 took=$(cat "$T/ms")
 ok "... after the soft deadline, not at once (${took} ms, CAFS_HTTP_DEADLINE=3)" \
-	test "$took" -ge 2500 -a "$took" -le 6000
+	test "$took" -ge 2500 -a "$took" -le 8000
 stat_line >"$T/st1"; cat "$T/st1"
 ok "stats: failing since, next probe" grep -Eq "^store_state: $U/default.castr failing since 20[0-9-]+T[0-9:]+Z \([0-9]+ s: Connection refused\), (next probe in [0-9]+ s|probing now)$" "$T/st1"
 ok "... and the daemon said so once" test "$(grep -c 'not answering' "$T/log1")" = 1
@@ -56,7 +56,7 @@ ok "still mounted" is_mounted "$mnt"
 nginx_start "$W" "$PORT"
 _tap "server back on the same port" $?
 ok "at once: the file that failed reads right" ms cmp "$mnt/d/f01" "$src/d/f01"
-ok "... quickly ($(cat "$T/ms") ms)" test "$(cat "$T/ms")" -lt 2000
+ok "... quickly ($(cat "$T/ms") ms)" test "$(cat "$T/ms")" -lt 3000
 ok "stats: the store is up again" sh -c "'$CAFS' stats '$mnt' | grep -qx 'store_state: $U/default.castr up'"
 ok "... and the daemon said it is back" grep -q 'answering again after' "$T/log1"
 
@@ -76,7 +76,7 @@ readers() {
 ok "16 readers of 16 files during the outage: each gets EIO" ms readers
 took=$(cat "$T/ms")
 n=$(chunk_gets)
-ok "... within the deadline (${took} ms)" test "$took" -le 6000
+ok "... soon: the next probe, not a deadline each (${took} ms, 16 python start-ups included)" test "$took" -le 8000
 ok "... for at most 8 requests in all ($n), not 16 or more" test "$n" -ge 1 -a "$n" -le 8
 rm -f "$W/down"
 ok "the server answers again: all 16 read right at once" sh -c "for i in \$(seq -w 3 18); do cmp '$mnt/d/f'\$i '$src/d/f'\$i || exit 1; done"
