@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "chunksrc.h"
+#include "condwait.h"
 #include "compress.h"
 #include "log.h"
 #include "thread.h"
@@ -400,6 +401,36 @@ done:
 	return r;
 }
 
+static __thread ca_chunk_cancelled_fn hook_fn;
+static __thread void *hook_arg;
+
+void ca_chunksrc_wait_hook(ca_chunk_cancelled_fn fn, void *arg)
+{
+	hook_fn = fn;
+	hook_arg = arg;
+}
+
+bool ca_chunksrc_wait_cancelled(void)
+{
+	return hook_fn && hook_fn(hook_arg);
+}
+
+/* Wait for another thread's fetch of e (lock held): 0 when it ended,
+ * -EINTR when the caller's hook says to give up first. */
+static int join_wait(struct ca_chunksrc *src, struct entry *e)
+{
+	while (!e->ready && e->err == 0) {
+		if (!hook_fn) {
+			pthread_cond_wait(&src->done, &src->lock);
+			continue;
+		}
+		if (hook_fn(hook_arg))
+			return -EINTR;
+		ca_cond_wait_ms(&src->done, &src->lock, 100);
+	}
+	return 0;
+}
+
 static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size, unsigned flags,
                      const struct ca_chunk **ret)
 {
@@ -421,23 +452,23 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 		if (!e->ready && e->err == 0 && !background) {
 			struct timespec t0, t1;
 			clock_gettime(CLOCK_MONOTONIC, &t0);
-			while (!e->ready && e->err == 0)
-				pthread_cond_wait(&src->done, &src->lock);
+			r = join_wait(src, e);
 			clock_gettime(CLOCK_MONOTONIC, &t1);
 			src->stats.demand_joins++;
 			src->stats.demand_join_wait_us +=
 				(uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+		} else {
+			r = join_wait(src, e);
 		}
-		while (!e->ready && e->err == 0)
-			pthread_cond_wait(&src->done, &src->lock);
-		if (e->ready) {
+		if (r == 0 && e->ready) {
 			if (e->in_table)
 				lru_front(src, e);
 			pthread_mutex_unlock(&src->lock);
 			*ret = &e->chunk;
 			return 0;
 		}
-		r = e->err;
+		if (r == 0)
+			r = e->err;
 		if (--e->refs == 0 && !e->in_table)
 			entry_free(e);
 		pthread_mutex_unlock(&src->lock);

@@ -144,4 +144,14 @@ bool ca_chunksrc_wait_no_demand(struct ca_chunksrc *src);
 #define CA_CHUNKSRC_RA_THREADS 4
 void ca_chunksrc_readahead(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size);
 
+/* The calling thread's way out of its waits for a chunk: a demand get
+ * joining another thread's fetch, and a wait for a failing store
+ * (remote.h). While fn(arg) returns true, such a wait ends with -EINTR.
+ * The mount sets it per FUSE request (the kernel's INTERRUPT); fn is
+ * polled about every 100 ms by the waiting thread itself. A thread-local
+ * setting (as the logger, log.h); NULL clears it. */
+typedef bool (*ca_chunk_cancelled_fn)(void *arg);
+void ca_chunksrc_wait_hook(ca_chunk_cancelled_fn fn, void *arg);
+bool ca_chunksrc_wait_cancelled(void);
+
 #endif

@@ -29,10 +29,46 @@
 /* Once the server speaks HTTP/2, streams are cheap: this many per connection slot */
 #define H2_STREAMS_PER_SLOT 4
 
+struct ca_http_clock {
+	unsigned deadline_s;
+	_Atomic uint64_t progress_ms; /* the last progress of any request */
+};
+
+static uint64_t now_ms(void);
+
+int ca_http_clock_new(unsigned deadline_s, struct ca_http_clock **ret)
+{
+	struct ca_http_clock *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->deadline_s = deadline_s ? deadline_s : 45;
+	c->progress_ms = now_ms();
+	*ret = c;
+	return 0;
+}
+
+void ca_http_clock_free(struct ca_http_clock *c)
+{
+	free(c);
+}
+
+static void clock_progress(struct ca_http_clock *c)
+{
+	if (c)
+		c->progress_ms = now_ms();
+}
+
+/* When the shared clock runs out (UINT64_MAX without one). */
+static uint64_t clock_deadline(const struct ca_http_clock *c)
+{
+	return c ? c->progress_ms + (uint64_t)c->deadline_s * 1000 : UINT64_MAX;
+}
+
 /* the answer to a conditional GET: not_modified for a 304 (body empty) */
 typedef void (*cond_done_fn)(void *userdata, int r, struct ca_buf *body, bool not_modified, const char *validator);
 
 struct req {
+	struct ca_http *h;
 	char *url;
 	size_t cap;
 	unsigned flags;
@@ -62,6 +98,7 @@ struct req {
 	int64_t retry_after_ms; /* the last response's Retry-After, capped; -1: none */
 	CURL *easy;
 	int body_err;    /* why the write callback refused data */
+	uint64_t clock_mark; /* bytes received when it last counted as progress */
 	struct curl_slist *headers; /* the If-Range line of the last attempt */
 	char errbuf[CURL_ERROR_SIZE];
 	struct req *next;
@@ -416,7 +453,13 @@ static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, cur
 	(void)ulnow;
 	curl_off_t size = dltotal > dlnow ? dltotal : dlnow;
 	uint64_t allowed = q->deadline_ms + (uint64_t)(size > 0 ? size : 0) / DEADLINE_BYTES_PER_S * 1000;
-	if (now_ms() < allowed)
+	struct ca_http_clock *c = q->h->o.clock;
+	if (c && dlnow > 0 && (uint64_t)dlnow >= q->clock_mark + q->h->o.low_speed_limit) {
+		q->clock_mark = (uint64_t)dlnow;
+		clock_progress(c);
+	}
+	uint64_t now = now_ms();
+	if (now < allowed && now < clock_deadline(c))
 		return 0;
 	q->body_err = -ETIMEDOUT;
 	return 1; /* CURLE_ABORTED_BY_CALLBACK */
@@ -442,6 +485,7 @@ static int easy_setup(struct ca_http *h, struct req *q)
 	q->easy = e;
 	q->errbuf[0] = 0;
 	q->body_err = 0;
+	q->clock_mark = 0;
 	q->body.size = 0;
 	q->cr_seen = false;
 	q->retry_after_ms = -1;
@@ -598,6 +642,8 @@ static void easy_release(struct ca_http *h, struct req *q)
 
 static void complete(struct ca_http *h, struct req *q, int r)
 {
+	if (r == 0 || r == -ENOENT)
+		clock_progress(h->o.clock); /* an answer */
 	pthread_mutex_lock(&h->lock);
 	if (r == 0) {
 		h->stats.ok++;
@@ -835,7 +881,8 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 	}
 
 	uint64_t delay = retry ? backoff(h, q) : 0, now = now_ms();
-	if (retry && q->attempts <= (unsigned)h->o.retries && now + delay < q->deadline_ms) {
+	if (retry && !(q->flags & CA_HTTP_NO_RETRY) && q->attempts <= (unsigned)h->o.retries &&
+	    now + delay < q->deadline_ms && now + delay < clock_deadline(h->o.clock)) {
 		ca_log_debug("GET %s: attempt %u failed (HTTP %ld), retrying in %llu ms", q->url, q->attempts, status,
 		             (unsigned long long)delay);
 		q->due_ms = now + delay;
@@ -847,8 +894,12 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 		pthread_mutex_unlock(&h->lock);
 		return;
 	}
-	if (r == -EIO && code == CURLE_OK && !checked)
+	if (r == -EIO && code == CURLE_OK && !checked) {
 		ca_log_warning("GET %s: HTTP status %ld", q->url, status);
+		/* a refusal, not a server in trouble: no outage to wait out (remote.h) */
+		if (status == 401 || status == 403)
+			r = -EACCES;
+	}
 	else if (r == -EPROTO) /* TLS: "Protocol error" alone would not tell the user what to fix */
 		ca_log_warning("GET %s: %s", q->url, q->errbuf[0] ? q->errbuf : curl_easy_strerror(code));
 	else if (r == -EFBIG)
@@ -1098,6 +1149,7 @@ int ca_http_submit(struct ca_http *h, const char *url, size_t cap, ca_http_done_
 
 static int submit(struct ca_http *h, struct req *q, const char *url)
 {
+	q->h = h;
 	q->url = strdup(url);
 	if (!q->url) {
 		free(q);
@@ -1323,6 +1375,11 @@ int ca_http_get_range_validator(struct ca_http *h, const char *url, uint64_t sta
 	if (ret_validator)
 		ret_validator[0] = 0;
 	return sync_wait_for(h, url, len, start, SYNC_RANGE, NULL, out, ret_total, ret_validator, NULL);
+}
+
+unsigned ca_http_deadline_s(const struct ca_http *h)
+{
+	return h->o.total_timeout_s;
 }
 
 void ca_http_get_stats(struct ca_http *h, struct ca_http_stats *ret)

@@ -17,6 +17,15 @@
  *    total_timeout_s from the first attempt, plus one second per 64 KiB
  *    the server announces (or has sent) so that a large file on a slow but
  *    honest link still arrives;
+ *  - with a shared clock (ca_http_clock, o.clock: one per command), a
+ *    deadline for the server's progress shared by every request of every
+ *    engine on that clock: any request fails with -ETIMEDOUT (and none is
+ *    retried) once no request made progress for the clock's deadline;
+ *    progress is an answer (a success, 304 or 404) or another
+ *    low_speed_limit bytes received by a transfer. So a command against a
+ *    server that drips its bytes ends within one deadline, however many
+ *    files it asks for one after another, while a slow transfer that
+ *    keeps above the low speed keeps it going;
  *  - connection failures, timeouts, 408, 429 and 5xx are retried at most
  *    retries times, after a back-off with decorrelated jitter (between
  *    retry_delay_ms and three times the previous wait, at most 8 s; each
@@ -33,6 +42,7 @@
  *
  * Results are 0 or a negative errno, converted once from curl's codes:
  *   -ENOENT       404/410             -ETIMEDOUT    connect, stall or deadline
+ *   -EACCES       401/403 (the status logged as a warning; S3: see below)
  *   -ECONNREFUSED could not connect   -EHOSTUNREACH could not resolve the host
  *   -EFBIG        body over the cap   -ECONNRESET   connection dropped mid-way
  *   -EIO          other status/error  -ECANCELED    engine freed before the end
@@ -84,7 +94,16 @@ struct ca_http_opts {
 	 * and their code logged as a warning, once per code per 5 s; 403 is
 	 * then -EACCES and 404 NoSuchBucket -ENXIO (never a "missing" chunk). */
 	const char *sigv4, *sigv4_key, *sigv4_secret, *sigv4_token;
+	/* The command's progress deadline (see above), shared; borrowed: it
+	 * must outlive every engine made with it. NULL: none. */
+	struct ca_http_clock *clock;
 };
+
+/* A progress deadline of deadline_s seconds shared by engines (see
+ * above), started now. Thread-safe. */
+struct ca_http_clock;
+int ca_http_clock_new(unsigned deadline_s, struct ca_http_clock **ret);
+void ca_http_clock_free(struct ca_http_clock *c); /* accepts NULL */
 
 /* The defaults above, written out. */
 void ca_http_opts_init(struct ca_http_opts *o);
@@ -120,6 +139,9 @@ int ca_http_submit(struct ca_http *h, const char *url, size_t cap, ca_http_done_
 /* The same with flags: CA_HTTP_HEAD asks only whether url exists (a HEAD
  * request: 0 for 200, -ENOENT for 404/410, no body; cap is ignored). */
 #define CA_HTTP_HEAD 1u
+/* CA_HTTP_NO_RETRY: one attempt, whatever o.retries says (a store's probe
+ * during an outage, remote.h, whose back-off is its own). */
+#define CA_HTTP_NO_RETRY 4u
 int ca_http_submit_flags(struct ca_http *h, const char *url, size_t cap, unsigned flags, ca_http_done_fn fn,
                          void *userdata);
 
@@ -180,6 +202,8 @@ int ca_http_get_if_changed(struct ca_http *h, const char *url, size_t cap, const
                            bool *ret_not_modified, char *ret_validator);
 
 void ca_http_get_stats(struct ca_http *h, struct ca_http_stats *ret);
+/* The engine's request deadline in seconds (o.total_timeout_s as filled in). */
+unsigned ca_http_deadline_s(const struct ca_http *h);
 
 /* Writes (S3 stores). A PUT of data[0..n) (copied), with
  * Content-Type: application/octet-stream; with CA_HTTP_NO_OVERWRITE it

@@ -476,6 +476,10 @@ static int sidecar_bytes(const char *source, const struct ca_http_opts *http, co
 			forget(cache_dir, source, ".caidx" CA_SIDECAR_SUFFIX);
 		return r;
 	}
+	/* the command's progress deadline ran out (http.h): nothing else will
+	 * come from this server either, so the command ends here, in one line */
+	if (r == -ETIMEDOUT)
+		return ca_log_error_errno(r, "%s", *ret_name);
 	if (r < 0) {
 		ca_log_warning_errno(r, "%s: ignoring the metadata sidecar", *ret_name);
 		return -ENOENT;
@@ -519,6 +523,8 @@ int ca_index_cache_sidecar(const char *source, const struct ca_index *idx, const
 		ca_log_warning("%s: not a valid metadata sidecar: ignored (walking the archive instead)", name);
 	ca_buf_release(&b);
 	free(name);
+	if (r == -ETIMEDOUT)
+		return r; /* said */
 	return r == -ENOMEM ? ca_log_error_errno(r, "%s", source) : 0;
 }
 

@@ -96,7 +96,9 @@ int ca_index_cache_open(const char *source, const struct ca_http_opts *http, con
 /* The sidecar of index idx (opened from source), or *ret = NULL when it
  * has none, or none that can be trusted (said once): with trusted keys,
  * one without a valid signature (X.cameta.minisig) by one of them is not
- * used. Errors only for ENOMEM. cache_dir (may be NULL) and offline as for
+ * used. Errors only for ENOMEM, and -ETIMEDOUT (said) when the server
+ * timed out: a server too slow for the sidecar is too slow for the rest
+ * (http.h). cache_dir (may be NULL) and offline as for
  * ca_index_cache_open. */
 int ca_index_cache_sidecar(const char *source, const struct ca_index *idx, const struct ca_http_opts *http,
                            const char *cache_dir, bool offline, const struct ca_minisign_key *keys, size_t n_keys,

@@ -23,6 +23,31 @@
  * a request, so concurrent or repeated readers of a chunk a failing server
  * cannot give do not multiply the requests.
  *
+ * (That memory is for commands, CA_REMOTE_OUTAGE_FAIL, the default. A
+ * mount sets CA_REMOTE_OUTAGE_SOFT or _HARD, where a failure is never
+ * remembered as the answer to a later fetch; see "Outages" below.)
+ *
+ * Outages. A store is "failing" from the moment a download ends in a
+ * failure of the server rather than an answer about the chunk (could not
+ * connect, timeout, connection reset, 5xx or another unexpected status,
+ * after the engine's retries) until a request gets an answer again (the
+ * chunk, or 404). Hints (prefetch) are not sent to a failing store. In
+ * the soft and hard modes a fetch that needs a failing store waits for
+ * it, and one fetch at a time probes it (one request, no engine retry):
+ * the first probe 0.25-0.5 s after the failure, then in windows that
+ * double up to 15 s, each drawn from the window's upper half (jitter);
+ * a fetch that arrives when nobody is waiting and no probe ran for 1 s
+ * probes at once, so the first read after an outage goes straight to the
+ * server. All waiters share the probe: when it succeeds they all send
+ * their own requests, when it fails they wait for the next. A soft wait
+ * ends after the engine's request deadline (total_timeout_s:
+ * CAFS_HTTP_DEADLINE or the store's deadline setting) with the error the
+ * last request ended in; a hard one waits as long as it takes. Every wait
+ * ends at once with -EINTR when the calling thread's hook
+ * (ca_chunksrc_wait_hook) says so, or -ECANCELED after
+ * ca_remote_store_abort. While readers wait, a warning says so every
+ * 30 s; the store's going down and coming back are warnings too.
+ *
  * Each remote store owns its own engine (one thread, its own connection
  * pool). All functions are thread-safe; ca_remote_store_free must not race
  * with the others (chunksrc guarantees that for its backends).
@@ -70,8 +95,25 @@ struct ca_remote_store_stats {
 	uint64_t prefetch_drops; /* finished prefetches dropped unclaimed */
 	uint64_t prefetch_skips; /* prefetch() hints ignored: table full */
 	uint64_t failed_fast;    /* fetch() answered by a remembered failure */
+	uint64_t probes;         /* requests sent as the probe of a failing store */
+	uint64_t outage_waits;   /* fetch() calls that waited for a failing store */
+	bool failing;            /* the store is failing now */
 };
 void ca_remote_store_get_stats(struct ca_remote_store *rs, struct ca_remote_store_stats *ret);
+
+enum ca_remote_outage {
+	CA_REMOTE_OUTAGE_FAIL, /* a failed download is the answer (commands) */
+	CA_REMOTE_OUTAGE_SOFT, /* wait for a failing store, at most its deadline (mount default) */
+	CA_REMOTE_OUTAGE_HARD, /* wait as long as it takes (mount -o hard) */
+};
+void ca_remote_store_set_outage(struct ca_remote_store *rs, enum ca_remote_outage mode);
+/* End every wait for the store now (-ECANCELED), and every later one:
+ * the mount is stopping. */
+void ca_remote_store_abort(struct ca_remote_store *rs);
+/* The store's state in one line into buf: "URL up", or "URL failing
+ * since 2026-01-01T00:00:00Z (N s: error), next probe in N s" (or
+ * "probing now"); the URL redacted. Returns its length. */
+size_t ca_remote_store_state_text(struct ca_remote_store *rs, char *buf, size_t len);
 
 /* Which of ids[0..n) the server holds, by HEAD requests (many at once,
  * never downloading a chunk): ret_present[i] = 1 or 0. Returns 0, or the

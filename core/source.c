@@ -31,6 +31,7 @@
 
 struct ca_image {
 	char *name;
+	struct ca_http_clock *clock; /* the open's (and a command's) progress deadline, http.h */
 	enum ca_image_kind kind;
 	const char *local; /* points into name, or NULL */
 	int fd;            /* a local .catar */
@@ -527,7 +528,7 @@ out:
 /* One store of the chain; an http(s) one is also appended to *remotes
  * when remotes is not NULL. */
 static int add_store(struct ca_chunksrc *src, const char *store, const struct ca_http_opts *http,
-                     struct ca_remote_store ***remotes, size_t *n_remotes)
+                     struct ca_remote_store ***remotes, size_t *n_remotes, struct ca_remote_store **ret_rs)
 {
 	struct ca_remote_store *rs = NULL, **n;
 	struct ca_store *s;
@@ -544,6 +545,7 @@ static int add_store(struct ca_chunksrc *src, const char *store, const struct ca
 	r = ca_chunksrc_add_remote(src, store, http, &rs);
 	if (r < 0)
 		return ca_log_error_errno(r, "%s", store);
+	*ret_rs = rs;
 	if (!remotes)
 		return 0;
 	n = realloc(*remotes, (*n_remotes + 1) * sizeof(*n));
@@ -561,6 +563,14 @@ static int open_chain(const char *index_name, const struct ca_index *idx, const 
 	struct ca_chunksrc *src = NULL;
 	struct ca_http_opts buf;
 	const struct ca_http_opts *http = http_opts_or_env(o->http, &buf);
+	if (o->outage != CA_REMOTE_OUTAGE_FAIL && http->clock) {
+		/* a mount's reads have deadlines of their own (remote.h): the
+		 * shared one is for the open */
+		if (http != &buf)
+			buf = *http;
+		buf.clock = NULL;
+		http = &buf;
+	}
 	char *def = NULL;
 	char *const *stores = o->stores;
 	size_t n_stores = o->n_stores;
@@ -578,9 +588,12 @@ static int open_chain(const char *index_name, const struct ca_index *idx, const 
 		n_stores = 1;
 	}
 	for (size_t i = 0; i < n_stores; i++) {
-		r = add_store(src, stores[i], http, remotes, n_remotes);
+		struct ca_remote_store *rs = NULL;
+		r = add_store(src, stores[i], http, remotes, n_remotes, &rs);
 		if (r < 0)
 			goto fail;
+		if (rs)
+			ca_remote_store_set_outage(rs, o->outage);
 	}
 	r = add_cache(src, index_name, o, ret_cache_dir);
 	if (r < 0)
@@ -612,8 +625,15 @@ static int open_archive_url(struct ca_image *im, const struct ca_image_opts *o)
 	int r;
 	if (o->offline)
 		return ca_log_error_errno(ENOMEDIUM, "%s: a remote .catar cannot be read offline", im->name);
-	r = ca_remote_file_open(im->name, http_opts_or_env(o->http, &buf), o->lru_bytes,
-	                        o->sequential ? CA_REMOTE_FILE_SEQUENTIAL : 0, &im->rf); /* logs */
+	const struct ca_http_opts *http = http_opts_or_env(o->http, &buf);
+	if (o->outage != CA_REMOTE_OUTAGE_FAIL && http->clock) {
+		if (http != &buf)
+			buf = *http;
+		buf.clock = NULL; /* the mount's reads go on after the open */
+		http = &buf;
+	}
+	r = ca_remote_file_open(im->name, http, o->lru_bytes, o->sequential ? CA_REMOTE_FILE_SEQUENTIAL : 0,
+	                        &im->rf); /* logs */
 	if (r < 0)
 		return r;
 	im->size = ca_remote_file_size(im->rf);
@@ -682,17 +702,30 @@ static int open_indexed(struct ca_image *im, const struct ca_image_opts *o)
 	return 0;
 }
 
-int ca_image_open(const char *source, const struct ca_image_opts *o, struct ca_image **ret)
+int ca_image_open(const char *source, const struct ca_image_opts *given, struct ca_image **ret)
 {
 	static const struct ca_image_opts none = { 0 };
 	struct ca_image *im = calloc(1, sizeof(*im));
+	struct ca_image_opts io;
+	struct ca_http_opts ho;
+	const struct ca_image_opts *o = &io;
 	int r;
-	if (!o)
-		o = &none;
 	if (!im || !(im->name = strdup(source))) {
 		free(im);
 		return ca_log_error_errno(ENOMEM, "%s", source);
 	}
+	im->fd = -1;
+	/* one progress deadline for everything the image asks servers for
+	 * (http.h): the index, its signature and sidecar, chunks, ranges */
+	io = given ? *given : none;
+	ho = *http_opts_or_env(io.http, &ho);
+	r = ca_http_clock_new(ho.total_timeout_s, &im->clock);
+	if (r < 0) {
+		ca_image_free(im);
+		return ca_log_error_errno(r, "%s", source);
+	}
+	ho.clock = im->clock;
+	io.http = &ho;
 	im->fd = -1;
 	im->index_flags = UINT64_MAX;
 	im->kind = ca_location_image_kind(source);
@@ -740,6 +773,7 @@ void ca_image_free(struct ca_image *im)
 	ca_sidecar_free(im->sidecar);
 	ca_index_free(im->idx);
 	ca_remote_file_free(im->rf);
+	ca_http_clock_free(im->clock); /* after every engine that used it */
 	if (im->fd >= 0)
 		close(im->fd);
 	free(im->name);
@@ -861,6 +895,17 @@ int ca_image_log_read_error(struct ca_image *im, int err, uint64_t off, size_t l
 		return err;
 	}
 	return ca_log_error_errno(err, "%s", im->name);
+}
+
+struct ca_remote_store *ca_image_remote(const struct ca_image *im, size_t i)
+{
+	return i < im->n_remotes ? im->remotes[i] : NULL;
+}
+
+void ca_image_abort_waits(struct ca_image *im)
+{
+	for (size_t i = 0; i < im->n_remotes; i++)
+		ca_remote_store_abort(im->remotes[i]);
 }
 
 struct ca_failover *ca_image_failover(const struct ca_image *im, size_t i)

@@ -153,6 +153,11 @@ struct ca_image_opts {
 	 * archive_reader.h, no subtree): a remote .catar whose server
 	 * ignores Range is then read with one GET (remote_file.h) */
 	bool sequential;
+	/* What a chunk read does while an http(s) store is failing (remote.h,
+	 * outages): FAIL (commands) gives the failure; SOFT and HARD (the
+	 * mount) wait for the store. Failover groups' members never wait:
+	 * their group moves on to the next member instead. */
+	enum ca_remote_outage outage;
 };
 
 struct ca_image;
@@ -212,6 +217,13 @@ bool ca_image_remote_stats(const struct ca_image *im, struct ca_remote_store_sta
 /* Say in one line why a read of [off, off+len) failed with err: for an
  * index, which chunk and whether it was missing or corrupt. Returns err. */
 int ca_image_log_read_error(struct ca_image *im, int err, uint64_t off, size_t len);
+
+/* The image's http(s) stores (failover members included), in chain
+ * order: the i-th, or NULL past the last. Borrowed. */
+struct ca_remote_store *ca_image_remote(const struct ca_image *im, size_t i);
+/* End every wait of a read for a failing store, now and later (the mount
+ * is stopping; remote.h). */
+void ca_image_abort_waits(struct ca_image *im);
 
 /* The failover groups among the image's stores (failover.h), in chain
  * order: the i-th, or NULL past the last. Borrowed, as long as im lives. */

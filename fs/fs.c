@@ -33,12 +33,22 @@
  * the kernel's async readahead sends several reads at once, out of order */
 #define SEQ_SLACK (UINT64_C(4) << 20)
 
+static bool req_interrupted(void *arg)
+{
+	return fuse_req_interrupted(arg);
+}
+
 /* Every op starts here: libfuse's threads were not made by us, so they
- * learn the fs's logger now (a thread-local store, cheap). */
+ * learn the fs's logger now (a thread-local store, cheap), and the
+ * request a wait for a failing store must give up on when the kernel
+ * interrupts it (remote.h; EINTR). The hook goes stale when the op
+ * returns, but a worker only waits for a store inside an op, after the
+ * next fs_of. */
 static struct cafs_fs *fs_of(fuse_req_t req)
 {
 	struct cafs_fs *fs = fuse_req_userdata(req);
 	ca_log_use(fs->logger);
+	ca_chunksrc_wait_hook(req_interrupted, req);
 	return fs;
 }
 
@@ -186,6 +196,11 @@ void cafs_fs_free(struct cafs_fs *fs)
 	free(fs);
 }
 
+void cafs_fs_stop_waits(struct cafs_fs *fs)
+{
+	ca_image_abort_waits(fs->im);
+}
+
 /* The background work's progress (prefetch.h), for the stats. */
 static size_t prefetch_stats_text(struct ca_prefetch *p, char *buf, size_t len)
 {
@@ -261,6 +276,13 @@ size_t cafs_fs_stats_text(struct cafs_fs *fs, char *buf, size_t len)
 		ca_failover_active_name(g, active, sizeof(active));
 		n = snprintf(buf + used, len - used, "failover_active: %s\nfailover_switches: %" PRIu64 "\n", active,
 		             fst.switches);
+		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
+	}
+	struct ca_remote_store *rst;
+	for (size_t i = 0; (rst = ca_image_remote(fs->im, i)) && used + 1 < len; i++) {
+		char state[1024];
+		ca_remote_store_state_text(rst, state, sizeof(state));
+		n = snprintf(buf + used, len - used, "store_state: %s\n", state);
 		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
 	}
 	if (fs->o.prefetch && used + 1 < len)

@@ -116,6 +116,9 @@ int cafs_fs_session_init(struct fuse_session *se, struct cafs_fs *fs);
  * is dropped (a resumed connection: the kernel finished that INIT long
  * ago). libfuse's state and op_init run as for a first INIT. */
 int cafs_fs_session_init_with(struct fuse_session *se, struct cafs_fs *fs, void *in, size_t len, bool answer);
+/* End every read waiting for a failing store now, and any later one
+ * (EIO): the mount is stopping (source.h, ca_image_abort_waits). */
+void cafs_fs_stop_waits(struct cafs_fs *fs);
 
 /* The operations; pass the fs as userdata to fuse_session_new. */
 extern const struct fuse_lowlevel_ops cafs_fs_ops;

@@ -24,9 +24,12 @@
  */
 struct stopper {
 	struct fuse_session *se;
+	struct cafs_fs *fs;
 	bool keep_mounted; /* a keeper's server: the keeper said the line, and unmounts */
 };
 
+/* Reads waiting for a failing store (remote.h) end too: a worker busy in
+ * one would keep the loop from returning. */
 static void on_stop(void *userdata, int sig)
 {
 	struct stopper *st = userdata;
@@ -36,6 +39,7 @@ static void on_stop(void *userdata, int sig)
 	else
 		ca_log_info("mount: SIG%s: unmounting", name ? name : "?");
 	fuse_session_exit(st->se);
+	cafs_fs_stop_waits(st->fs);
 }
 
 /* fsname goes into the -o list: escape the separators */
@@ -178,7 +182,7 @@ int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_
 		goto out_args;
 	}
 	struct ca_stop_signals *stop = NULL;
-	struct stopper st = { .se = se, .keep_mounted = o->keep_mounted };
+	struct stopper st = { .se = se, .fs = fs, .keep_mounted = o->keep_mounted };
 	signal(SIGPIPE, SIG_IGN); /* a write to a closed pipe is an error, not death */
 	if ((r = ca_stop_signals_start(on_stop, &st, false, &stop)) < 0) {
 		ca_log_error_errno(r, "mount: cannot set up signal handling");

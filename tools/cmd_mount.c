@@ -86,6 +86,7 @@ struct mount_args {
 	 * made absolute, -f and --takeover left out (NULL-terminated) */
 	char **saved;
 	size_t n_saved;
+	bool hard;                  /* -o hard: reads wait for a failing store as long as it takes */
 };
 
 /* A keeper's server: its state, and how it leaves the caller's terminal. */
@@ -307,6 +308,10 @@ static int parse_o(const char *cmd, struct mount_args *a, char *arg)
 			a->profile = opt + 8;
 		} else if (opt_is(opt, len, "fill")) {
 			a->fill = true;
+		} else if (opt_is(opt, len, "hard")) {
+			a->hard = true;
+		} else if (opt_is(opt, len, "soft")) {
+			a->hard = false;
 		} else if (!strncmp(opt, "lru_size=", 9)) {
 			if (cafs_parse_size(opt + 9, &a->lru_bytes) < 0)
 				return cafs_usage_error(cmd, "invalid size '%s'", opt + 9);
@@ -631,6 +636,7 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 		.offline = a->offline,
 		.lru_bytes = a->lru_bytes,
 		.http = &http,
+		.outage = a->hard ? CA_REMOTE_OUTAGE_HARD : CA_REMOTE_OUTAGE_SOFT,
 	};
 	cafs_trusted_keys_apply(&a->trusted, &io);
 	io.index_data = d->ks.index; /* a restarted server: the image served before */
