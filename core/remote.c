@@ -306,6 +306,26 @@ static int start_download(struct ca_remote_store *rs, struct pf *e)
 	return r;
 }
 
+/* A finished download's answer for one waiter (lock held, the waiter
+ * already counted out): the last one takes the body itself, the others
+ * a copy. */
+static int take_body(struct ca_remote_store *rs, struct pf *e, struct ca_buf *out)
+{
+	int r = e->r;
+
+	if (r == 0) {
+		out->size = 0;
+		if (e->waiters == 0) {
+			struct ca_buf t = *out;
+			*out = e->body;
+			e->body = t;
+		} else {
+			r = ca_buf_append(out, e->body.data, e->body.size, rs->file_max);
+		}
+	}
+	return r;
+}
+
 /* The old way (CA_REMOTE_OUTAGE_FAIL, commands): a failed download is the
  * answer, and is remembered FAIL_MEMORY_MS for the fetches that follow. */
 static int fetch_fail_fast(struct ca_remote_store *rs, const uint8_t *id, struct ca_buf *out)
@@ -341,18 +361,8 @@ static int fetch_fail_fast(struct ca_remote_store *rs, const uint8_t *id, struct
 	}
 	while (!e->done)
 		pthread_cond_wait(&rs->cond, &rs->lock);
-	r = e->r;
 	e->waiters--;
-	if (r == 0) {
-		out->size = 0;
-		if (e->waiters == 0) {
-			struct ca_buf t = *out;
-			*out = e->body;
-			e->body = t;
-		} else {
-			r = ca_buf_append(out, e->body.data, e->body.size, rs->file_max);
-		}
-	}
+	r = take_body(rs, e, out);
 	if (e->waiters == 0) {
 		if (remembered(r))
 			park(rs, e); /* the next readers fail at once, for FAIL_MEMORY_MS */
@@ -486,17 +496,7 @@ static int fetch_waiting(struct ca_remote_store *rs, const uint8_t *id, struct c
 			e = NULL;
 			break;
 		}
-		r = e->r;
-		if (r == 0) {
-			out->size = 0;
-			if (e->waiters == 0) {
-				struct ca_buf t = *out;
-				*out = e->body;
-				e->body = t;
-			} else {
-				r = ca_buf_append(out, e->body.data, e->body.size, rs->file_max);
-			}
-		}
+		r = take_body(rs, e, out);
 		if (e->waiters == 0)
 			drop(rs, e);
 		e = NULL;
