@@ -18,6 +18,7 @@
 #include "http.h"
 #include "location.h"
 #include "log.h"
+#include "rng.h"
 #include "thread.h"
 
 #define MAX_IDLE_HANDLES 64
@@ -132,7 +133,7 @@ struct ca_http {
 	struct req *delayed; /* waiting for due_ms before a retry */
 	unsigned n_active;
 	unsigned max_active; /* o.max_transfers, more once HTTP/2 is seen */
-	uint64_t rng;        /* back-off jitter: this engine's own xorshift state */
+	uint64_t rng;        /* back-off jitter (rng.h): only the engine thread draws */
 	CURL *idle[MAX_IDLE_HANDLES];
 	unsigned n_idle;
 	uint64_t paced_ms; /* with o.max_recv_speed: no transfer starts before this */
@@ -757,17 +758,6 @@ bad:
 	return -EIO;
 }
 
-/* xorshift64*: the engine's own generator (only its thread draws) */
-static uint64_t rng_next(struct ca_http *h)
-{
-	uint64_t x = h->rng;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	h->rng = x;
-	return x * 0x2545F4914F6CDD1Dull;
-}
-
 /* How long to wait before the next attempt: decorrelated jitter (a random
  * wait between the shortest and three times the last one, capped), or the
  * server's Retry-After when that is longer. */
@@ -778,7 +768,7 @@ static uint64_t backoff(struct ca_http *h, struct req *q)
 		hi = MAX_BACKOFF_MS;
 	if (lo > hi)
 		lo = hi;
-	uint64_t d = lo + rng_next(h) % (hi - lo + 1);
+	uint64_t d = lo + ca_rng_next(&h->rng) % (hi - lo + 1);
 	q->last_delay_ms = d;
 	if (q->retry_after_ms >= 0 && (uint64_t)q->retry_after_ms > d)
 		d = (uint64_t)q->retry_after_ms;

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "location.h"
 #include "remote.h"
+#include "rng.h"
 #include "s3.h"
 #include "store.h"
 #include "storeconf.h"
@@ -111,16 +112,6 @@ static bool outage_error(int r)
 	       r == -ENETUNREACH || r == -EIO;
 }
 
-static uint64_t rng_next(struct ca_remote_store *rs)
-{
-	uint64_t x = rs->rng;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	rs->rng = x;
-	return x * 0x2545F4914F6CDD1Dull;
-}
-
 /* When the next probe may start: exponential, jittered (the upper half of
  * the window, so that stores and mounts failing together drift apart). */
 static void schedule_probe(struct ca_remote_store *rs, uint64_t now)
@@ -130,7 +121,7 @@ static void schedule_probe(struct ca_remote_store *rs, uint64_t now)
 		w *= 2;
 	if (w > PROBE_MAX_MS)
 		w = PROBE_MAX_MS;
-	rs->next_probe_ms = now + w / 2 + rng_next(rs) % (w / 2 + 1);
+	rs->next_probe_ms = now + w / 2 + ca_rng_next(&rs->rng) % (w / 2 + 1);
 }
 
 /* How a download ended, for the store's state (lock held). */
