@@ -18,6 +18,7 @@
 #include "http.h"
 #include "location.h"
 #include "log.h"
+#include "rng.h"
 #include "thread.h"
 
 #define MAX_IDLE_HANDLES 64
@@ -132,7 +133,7 @@ struct ca_http {
 	struct req *delayed; /* waiting for due_ms before a retry */
 	unsigned n_active;
 	unsigned max_active; /* o.max_transfers, more once HTTP/2 is seen */
-	uint64_t rng;        /* back-off jitter: this engine's own xorshift state */
+	uint64_t rng;        /* back-off jitter (rng.h): only the engine thread draws */
 	CURL *idle[MAX_IDLE_HANDLES];
 	unsigned n_idle;
 	uint64_t paced_ms; /* with o.max_recv_speed: no transfer starts before this */
@@ -475,6 +476,54 @@ static void add_header(struct req *q, CURLcode *c, const char *line)
 		q->headers = l;
 }
 
+/* http.h: what every transfer of ours carries, whichever engine sends it */
+int ca_http_easy_common(void *easy, const char *url, const struct ca_http_opts *o, bool sigv4)
+{
+	CURLcode c = CURLE_OK;
+	/* what starts on TLS stays on TLS: a redirect may not downgrade it */
+	bool tls = ca_location_is_https(url);
+#define SET(opt, val)                                   \
+	do {                                            \
+		if (c == CURLE_OK)                      \
+			c = curl_easy_setopt(easy, opt, val); \
+	} while (0)
+	SET(CURLOPT_URL, url);
+	SET(CURLOPT_NOSIGNAL, 1L);
+	SET(CURLOPT_FOLLOWLOCATION, 1L);
+	SET(CURLOPT_MAXREDIRS, 10L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+	SET(CURLOPT_PROTOCOLS_STR, "http,https");
+	SET(CURLOPT_REDIR_PROTOCOLS_STR, tls ? "https" : "http,https");
+#else
+	SET(CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+	SET(CURLOPT_REDIR_PROTOCOLS, tls ? (long)CURLPROTO_HTTPS : (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+	SET(CURLOPT_CONNECTTIMEOUT_MS, (long)o->connect_timeout_ms);
+	SET(CURLOPT_TCP_KEEPALIVE, 1L);
+	SET(CURLOPT_USERAGENT, PACKAGE_NAME "/" PACKAGE_VERSION);
+	if (o->max_recv_speed)
+		SET(CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)o->max_recv_speed);
+	if (o->ca_file)
+		SET(CURLOPT_CAINFO, o->ca_file);
+	if (!sigv4) {
+		SET(CURLOPT_NETRC, o->netrc < 0 ? (long)CURL_NETRC_IGNORED : (long)CURL_NETRC_OPTIONAL);
+		if (o->netrc >= 0 && o->netrc_file)
+			SET(CURLOPT_NETRC_FILE, o->netrc_file);
+		if (o->username)
+			SET(CURLOPT_USERNAME, o->username);
+		if (o->password)
+			SET(CURLOPT_PASSWORD, o->password);
+	}
+	if (o->ssl_cert)
+		SET(CURLOPT_SSLCERT, o->ssl_cert);
+	if (o->ssl_key)
+		SET(CURLOPT_SSLKEY, o->ssl_key);
+	if (o->ssl_key_password)
+		SET(CURLOPT_KEYPASSWD, o->ssl_key_password);
+#undef SET
+	return (int)c;
+}
+
 static int easy_setup(struct ca_http *h, struct req *q)
 {
 	CURL *e = h->n_idle ? h->idle[--h->n_idle] : curl_easy_init();
@@ -501,24 +550,12 @@ static int easy_setup(struct ca_http *h, struct req *q)
 		if (c == CURLE_OK)                   \
 			c = curl_easy_setopt(e, opt, val); \
 	} while (0)
-	SET(CURLOPT_URL, q->url);
+	c = (CURLcode)ca_http_easy_common(e, q->url, &h->o, h->sigv4 != NULL);
+	bool tls = ca_location_is_https(q->url);
 	SET(CURLOPT_PRIVATE, q);
 	SET(CURLOPT_WRITEFUNCTION, on_data);
 	SET(CURLOPT_WRITEDATA, q);
 	SET(CURLOPT_ERRORBUFFER, q->errbuf);
-	SET(CURLOPT_NOSIGNAL, 1L);
-	SET(CURLOPT_FOLLOWLOCATION, 1L);
-	SET(CURLOPT_MAXREDIRS, 10L);
-	/* what starts on TLS stays on TLS: a redirect may not downgrade it */
-	bool tls = ca_location_is_https(q->url);
-#if LIBCURL_VERSION_NUM >= 0x075500
-	SET(CURLOPT_PROTOCOLS_STR, "http,https");
-	SET(CURLOPT_REDIR_PROTOCOLS_STR, tls ? "https" : "http,https");
-#else
-	SET(CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-	SET(CURLOPT_REDIR_PROTOCOLS, tls ? (long)CURLPROTO_HTTPS : (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-	SET(CURLOPT_CONNECTTIMEOUT_MS, (long)h->o.connect_timeout_ms);
 	SET(CURLOPT_LOW_SPEED_LIMIT, (long)h->o.low_speed_limit);
 	SET(CURLOPT_LOW_SPEED_TIME, (long)h->o.stall_timeout_s);
 	SET(CURLOPT_NOPROGRESS, 0L);
@@ -535,8 +572,6 @@ static int easy_setup(struct ca_http *h, struct req *q)
 		else
 			q->headers = n;
 	}
-	if (h->o.max_recv_speed)
-		SET(CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)h->o.max_recv_speed);
 	if (q->method == M_PUT) {
 		SET(CURLOPT_CUSTOMREQUEST, "PUT");
 		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->put_len);
@@ -574,9 +609,6 @@ static int easy_setup(struct ca_http *h, struct req *q)
 	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	if (tls)
 		SET(CURLOPT_PIPEWAIT, 1L); /* rather multiplex on the one connection than open more */
-	SET(CURLOPT_TCP_KEEPALIVE, 1L);
-	if (h->o.ca_file)
-		SET(CURLOPT_CAINFO, h->o.ca_file);
 	if (h->sigv4) {
 		/* libcurl signs; the payload hash goes in a header of ours, which
 		 * curl 7.88 needs for S3 (8.0 adds it itself): UNSIGNED-PAYLOAD
@@ -598,24 +630,9 @@ static int easy_setup(struct ca_http *h, struct req *q)
 		SET(CURLOPT_AWS_SIGV4, h->sigv4);
 		SET(CURLOPT_USERNAME, h->sigv4_key);
 		SET(CURLOPT_PASSWORD, h->sigv4_secret);
-	} else {
-		SET(CURLOPT_NETRC, h->o.netrc < 0 ? (long)CURL_NETRC_IGNORED : (long)CURL_NETRC_OPTIONAL);
-		if (h->o.netrc >= 0 && h->o.netrc_file)
-			SET(CURLOPT_NETRC_FILE, h->o.netrc_file);
-		if (h->o.username)
-			SET(CURLOPT_USERNAME, h->o.username);
-		if (h->o.password)
-			SET(CURLOPT_PASSWORD, h->o.password);
 	}
-	if (h->o.ssl_cert)
-		SET(CURLOPT_SSLCERT, h->o.ssl_cert);
-	if (h->o.ssl_key)
-		SET(CURLOPT_SSLKEY, h->o.ssl_key);
-	if (h->o.ssl_key_password)
-		SET(CURLOPT_KEYPASSWD, h->o.ssl_key_password);
 	if (q->headers)
 		SET(CURLOPT_HTTPHEADER, q->headers); /* not copied: freed by the next attempt or complete */
-	SET(CURLOPT_USERAGENT, PACKAGE_NAME "/" PACKAGE_VERSION);
 #undef SET
 	if (c != CURLE_OK) {
 		ca_log_debug("GET %s: %s", q->url, curl_easy_strerror(c));
@@ -741,17 +758,6 @@ bad:
 	return -EIO;
 }
 
-/* xorshift64*: the engine's own generator (only its thread draws) */
-static uint64_t rng_next(struct ca_http *h)
-{
-	uint64_t x = h->rng;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	h->rng = x;
-	return x * 0x2545F4914F6CDD1Dull;
-}
-
 /* How long to wait before the next attempt: decorrelated jitter (a random
  * wait between the shortest and three times the last one, capped), or the
  * server's Retry-After when that is longer. */
@@ -762,7 +768,7 @@ static uint64_t backoff(struct ca_http *h, struct req *q)
 		hi = MAX_BACKOFF_MS;
 	if (lo > hi)
 		lo = hi;
-	uint64_t d = lo + rng_next(h) % (hi - lo + 1);
+	uint64_t d = lo + ca_rng_next(&h->rng) % (hi - lo + 1);
 	q->last_delay_ms = d;
 	if (q->retry_after_ms >= 0 && (uint64_t)q->retry_after_ms > d)
 		d = (uint64_t)q->retry_after_ms;

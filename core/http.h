@@ -108,6 +108,15 @@ void ca_http_clock_free(struct ca_http_clock *c); /* accepts NULL */
 /* The defaults above, written out. */
 void ca_http_opts_init(struct ca_http_opts *o);
 
+/* What every transfer of ours carries, set on a libcurl easy handle (a
+ * CURL *) for url, from o: redirects (at most 10, to http(s) only, never
+ * from https down to http), the connect timeout, the rate, the CA bundle,
+ * the TLS client certificate, TCP keep-alive, the User-Agent and, unless
+ * sigv4 (the request is signed: its credentials are the signature's),
+ * netrc, user and password. The caller adds the rest (write callback,
+ * headers, its own timeouts). 0 or a CURLcode. */
+int ca_http_easy_common(void *easy, const char *url, const struct ca_http_opts *o, bool sigv4);
+
 struct ca_http_stats {
 	uint64_t requests; /* submitted */
 	uint64_t attempts; /* GETs sent, retries included */

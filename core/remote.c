@@ -15,6 +15,7 @@
 #include "log.h"
 #include "location.h"
 #include "remote.h"
+#include "rng.h"
 #include "s3.h"
 #include "store.h"
 #include "storeconf.h"
@@ -111,16 +112,6 @@ static bool outage_error(int r)
 	       r == -ENETUNREACH || r == -EIO;
 }
 
-static uint64_t rng_next(struct ca_remote_store *rs)
-{
-	uint64_t x = rs->rng;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	rs->rng = x;
-	return x * 0x2545F4914F6CDD1Dull;
-}
-
 /* When the next probe may start: exponential, jittered (the upper half of
  * the window, so that stores and mounts failing together drift apart). */
 static void schedule_probe(struct ca_remote_store *rs, uint64_t now)
@@ -130,7 +121,7 @@ static void schedule_probe(struct ca_remote_store *rs, uint64_t now)
 		w *= 2;
 	if (w > PROBE_MAX_MS)
 		w = PROBE_MAX_MS;
-	rs->next_probe_ms = now + w / 2 + rng_next(rs) % (w / 2 + 1);
+	rs->next_probe_ms = now + w / 2 + ca_rng_next(&rs->rng) % (w / 2 + 1);
 }
 
 /* How a download ended, for the store's state (lock held). */
@@ -306,6 +297,26 @@ static int start_download(struct ca_remote_store *rs, struct pf *e)
 	return r;
 }
 
+/* A finished download's answer for one waiter (lock held, the waiter
+ * already counted out): the last one takes the body itself, the others
+ * a copy. */
+static int take_body(struct ca_remote_store *rs, struct pf *e, struct ca_buf *out)
+{
+	int r = e->r;
+
+	if (r == 0) {
+		out->size = 0;
+		if (e->waiters == 0) {
+			struct ca_buf t = *out;
+			*out = e->body;
+			e->body = t;
+		} else {
+			r = ca_buf_append(out, e->body.data, e->body.size, rs->file_max);
+		}
+	}
+	return r;
+}
+
 /* The old way (CA_REMOTE_OUTAGE_FAIL, commands): a failed download is the
  * answer, and is remembered FAIL_MEMORY_MS for the fetches that follow. */
 static int fetch_fail_fast(struct ca_remote_store *rs, const uint8_t *id, struct ca_buf *out)
@@ -341,18 +352,8 @@ static int fetch_fail_fast(struct ca_remote_store *rs, const uint8_t *id, struct
 	}
 	while (!e->done)
 		pthread_cond_wait(&rs->cond, &rs->lock);
-	r = e->r;
 	e->waiters--;
-	if (r == 0) {
-		out->size = 0;
-		if (e->waiters == 0) {
-			struct ca_buf t = *out;
-			*out = e->body;
-			e->body = t;
-		} else {
-			r = ca_buf_append(out, e->body.data, e->body.size, rs->file_max);
-		}
-	}
+	r = take_body(rs, e, out);
 	if (e->waiters == 0) {
 		if (remembered(r))
 			park(rs, e); /* the next readers fail at once, for FAIL_MEMORY_MS */
@@ -486,17 +487,7 @@ static int fetch_waiting(struct ca_remote_store *rs, const uint8_t *id, struct c
 			e = NULL;
 			break;
 		}
-		r = e->r;
-		if (r == 0) {
-			out->size = 0;
-			if (e->waiters == 0) {
-				struct ca_buf t = *out;
-				*out = e->body;
-				e->body = t;
-			} else {
-				r = ca_buf_append(out, e->body.data, e->body.size, rs->file_max);
-			}
-		}
+		r = take_body(rs, e, out);
 		if (e->waiters == 0)
 			drop(rs, e);
 		e = NULL;

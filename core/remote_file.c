@@ -238,16 +238,9 @@ static int open_stream(struct ca_remote_file *f, const char *conf_url, const str
 {
 	struct ca_storeconf *c = NULL;
 	struct ca_http_opts m;
-	int r = ca_storeconf_load(CA_STORECONF_QUIET, &c); /* logs */
+	int r = ca_storeconf_http_opts(conf_url, o, &m, &c, NULL); /* logs */
 	if (r < 0)
 		return r;
-	const struct ca_store_settings *st = ca_storeconf_lookup(c, conf_url);
-	if (o)
-		m = *o;
-	else
-		ca_http_opts_init(&m);
-	if (st)
-		ca_storeconf_apply(st, &m);
 	ca_log_debug("%s: the server ignores Range: read with one GET", f->url);
 	r = ca_remote_stream_open(f->url, &m, &f->stream); /* logs */
 	ca_storeconf_free(c);

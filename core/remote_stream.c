@@ -12,7 +12,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "location.h"
 #include "log.h"
 #include "remote_stream.h"
 
@@ -212,48 +211,16 @@ static int pump(struct ca_remote_stream *s)
 
 static int setup(struct ca_remote_stream *s, const struct ca_http_opts *o)
 {
-	CURLcode c = CURLE_OK;
-	bool tls = ca_location_is_https(s->url);
+	CURLcode c = (CURLcode)ca_http_easy_common(s->easy, s->url, o, false); /* o->sigv4 is refused */
 #define SET(opt, val)                                      \
 	do {                                               \
 		if (c == CURLE_OK)                         \
 			c = curl_easy_setopt(s->easy, opt, val); \
 	} while (0)
-	SET(CURLOPT_URL, s->url);
 	SET(CURLOPT_WRITEFUNCTION, on_data);
 	SET(CURLOPT_WRITEDATA, s);
 	SET(CURLOPT_ERRORBUFFER, s->errbuf);
-	SET(CURLOPT_NOSIGNAL, 1L);
 	SET(CURLOPT_FAILONERROR, 1L);
-	SET(CURLOPT_FOLLOWLOCATION, 1L);
-	SET(CURLOPT_MAXREDIRS, 10L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-	SET(CURLOPT_PROTOCOLS_STR, "http,https");
-	SET(CURLOPT_REDIR_PROTOCOLS_STR, tls ? "https" : "http,https");
-#else
-	SET(CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-	SET(CURLOPT_REDIR_PROTOCOLS, tls ? (long)CURLPROTO_HTTPS : (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-	SET(CURLOPT_CONNECTTIMEOUT_MS, (long)o->connect_timeout_ms);
-	SET(CURLOPT_TCP_KEEPALIVE, 1L);
-	SET(CURLOPT_USERAGENT, PACKAGE_NAME "/" PACKAGE_VERSION);
-	if (o->max_recv_speed)
-		SET(CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)o->max_recv_speed);
-	if (o->ca_file)
-		SET(CURLOPT_CAINFO, o->ca_file);
-	SET(CURLOPT_NETRC, o->netrc < 0 ? (long)CURL_NETRC_IGNORED : (long)CURL_NETRC_OPTIONAL);
-	if (o->netrc >= 0 && o->netrc_file)
-		SET(CURLOPT_NETRC_FILE, o->netrc_file);
-	if (o->username)
-		SET(CURLOPT_USERNAME, o->username);
-	if (o->password)
-		SET(CURLOPT_PASSWORD, o->password);
-	if (o->ssl_cert)
-		SET(CURLOPT_SSLCERT, o->ssl_cert);
-	if (o->ssl_key)
-		SET(CURLOPT_SSLKEY, o->ssl_key);
-	if (o->ssl_key_password)
-		SET(CURLOPT_KEYPASSWD, o->ssl_key_password);
 	for (size_t i = 0; c == CURLE_OK && i < o->n_headers; i++) {
 		struct curl_slist *n = curl_slist_append(s->headers, o->headers[i]);
 		if (!n)

@@ -99,8 +99,14 @@ const struct ca_store_settings *ca_storeconf_lookup(const struct ca_storeconf *c
  * into s, which must outlive o's use: ca_http_new copies them). */
 void ca_storeconf_apply(const struct ca_store_settings *s, struct ca_http_opts *o);
 
-/* The one place HTTP settings meet a URL: load the files (quietly),
- * overlay url's settings on o (NULL: defaults) and start an engine.
+/* The one place HTTP settings meet a URL: load the files (quietly) into
+ * *ret_c and overlay url's settings on o (NULL: defaults), into *ret,
+ * which points into *ret_c: free that (ca_storeconf_free) once *ret has
+ * been used. *ret_store_query (may be NULL): the store-query setting. */
+int ca_storeconf_http_opts(const char *url, const struct ca_http_opts *o, struct ca_http_opts *ret,
+                           struct ca_storeconf **ret_c, bool *ret_store_query);
+
+/* The same, and start an engine with those options.
  * *ret_store_query (may be NULL): the store-query setting for url. */
 int ca_storeconf_http_new(const char *url, const struct ca_http_opts *o, struct ca_http **ret,
                           bool *ret_store_query);

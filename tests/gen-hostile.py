@@ -120,17 +120,7 @@ def deep(outdir, depth, kib):
         size = 16 + len(items) + 24
         last += rec(GOODBYE, items + struct.pack('<QQQ', g - entry_at, size, GOODBYE_TAIL))
         g += size
-    chunks = [root] + [level] * depth + [last]
-    items, end = [], 0
-    for c in chunks:
-        end += len(c)
-        items.append(struct.pack('<Q', end) + put(store, c))
-    big = max(len(c) for c in chunks)
-    head = struct.pack('<QQQQQQ', 48, INDEX, FLAGS, 1, big // 2, big)
-    table = struct.pack('<QQ', 2**64 - 1, TABLE) + b''.join(items)
-    tail = struct.pack('<QQQQQ', 0, 0, 48, 16 + 40 * len(items) + 40, TABLE_TAIL)
-    with open(os.path.join(outdir, 'deep.caidx'), 'wb') as f:
-        f.write(head + table + tail)
+    write_index(outdir, 'deep.caidx', store, [root] + [level] * depth + [last])
 
 
 def write_index(outdir, name, store, chunks):

@@ -8,6 +8,7 @@
 #   nginx_log_reset               # empty it
 #   nginx_stop                    # kill it and wait (also done at exit)
 #   nginx_start "$T/www" "$NGINX_PORT"   # again, on the same port
+#   py_server_start "$T/x.port" python3 "$T/x.py" ARGS...   # a test's own server
 #
 # NGINX_EXTRA (optional) is pasted into the server block before starting,
 # e.g. NGINX_EXTRA='location /slow/ { limit_rate 1k; }'.
@@ -143,3 +144,17 @@ nginx_stop() {
 
 nginx_log() { cat "$NGINX_CONF_DIR/access.log" 2>/dev/null; }
 nginx_log_reset() { : >"$NGINX_CONF_DIR/access.log"; }
+
+# py_server_start PORTFILE COMMAND...: a small server of the test's own (a
+# python3 script that binds 127.0.0.1:0 and writes its port to PORTFILE
+# through a rename) run in the background of this shell and stopped at
+# exit; waits up to 10 s for its port. Sets PY_SERVER_PID, PY_SERVER_URL.
+py_server_start() {
+	local portfile=$1
+	shift
+	"$@" &
+	PY_SERVER_PID=$!
+	at_cleanup "kill $PY_SERVER_PID; wait $PY_SERVER_PID"
+	wait_until 10 "$PY_SERVER_PID" test -s "$portfile" || return 1
+	PY_SERVER_URL=http://127.0.0.1:$(cat "$portfile")
+}

@@ -60,11 +60,8 @@ while True:
     c, _ = s.accept()
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 PY
-timeout 300 python3 "$T/drip.py" "$W" "$T/drip.port" &
-DRIP_PID=$!
-at_cleanup "kill $DRIP_PID; wait $DRIP_PID"
-wait_until 10 "$DRIP_PID" test -s "$T/drip.port" || exit 1
-P=http://127.0.0.1:$(cat "$T/drip.port")
+py_server_start "$T/drip.port" timeout 300 python3 "$T/drip.py" "$W" "$T/drip.port" || exit 1
+P=$PY_SERVER_URL
 
 # the deadline: 4 s without progress; a transfer below 1 KB/s for 2 s is
 # a stall (retried while the deadline allows)

@@ -102,11 +102,8 @@ os.rename(portfile + ".tmp", portfile)
 s.serve_forever()
 PY
 : >"$T/py.log"
-python3 "$T/server.py" "$W" "$T/py.port" "$T/py.log" &
-PY_PID=$!
-at_cleanup "kill $PY_PID; wait $PY_PID"
-wait_until 10 "$PY_PID" test -s "$T/py.port" || exit 1
-P=http://127.0.0.1:$(cat "$T/py.port")
+py_server_start "$T/py.port" python3 "$T/server.py" "$W" "$T/py.port" "$T/py.log" || exit 1
+P=$PY_SERVER_URL
 py_count() { grep -c "^GET $1 " "$T/py.log"; }
 # secs CMD...: run CMD, print its wall time in seconds (2 decimals) on fd 3
 secs() {

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * rng.h - xorshift64*: a small, fast generator for jitter (back-off and
+ * probe delays), never for anything secret. The state is the caller's,
+ * drawn from by one thread at a time (or under the caller's lock); it must
+ * never be 0, xorshift's fixed point.
+ */
+#ifndef CA_RNG_H
+#define CA_RNG_H
+
+#include <stdint.h>
+
+static inline uint64_t ca_rng_next(uint64_t *state)
+{
+	uint64_t x = *state;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*state = x;
+	return x * 0x2545F4914F6CDD1Dull;
+}
+
+#endif
