@@ -42,7 +42,7 @@ struct cafs_fs {
 	struct cafs_mcache *listings;
 
 	/* counters for the stats xattr (relaxed atomics) */
-	atomic_uint_fast64_t reads, bytes_read, read_errors, meta_errors;
+	atomic_uint_fast64_t reads, bytes_read, read_errors, meta_errors, meta_loads;
 };
 
 /* The mount's memory budget for metadata (see docs/cafs.1, SECURITY):
