@@ -610,22 +610,22 @@ int cafs_tree_readdir(struct cafs_fs *fs, struct cafs_node *dir, uint64_t from, 
 /* ---- xattrs of big nodes: the records cache, by ENTRY offset ----
  *
  * A node with big records (thin, or from the sidecar with many xattrs)
- * keeps in the cache an index of its XATTR records (where each sits, 16
- * bytes a record) and a copy of its other records (names, fcaps, SELinux,
- * ACLs), not the values: a getxattr reads one record's name and value
- * from the image (the chunk LRU) or the sidecar, a listxattr the names
- * only. Names are in strict strcmp order (the parser checks it), so a
- * lookup is a binary search. An entry of 8 MiB of xattrs is loaded once
- * to build the index; its values are not kept. */
+ * keeps in the cache an index of its XATTR records (where each value
+ * sits, 16 bytes a record, and the names) and a copy of its other records
+ * (owner names, fcaps, SELinux, ACLs), not the values: listxattr and a
+ * getxattr that asks the size read no chunk, a getxattr reads its one
+ * value from the image (through the chunk LRU) or the sidecar. Names are
+ * in strict strcmp order (the parser checks it), so a lookup is a binary
+ * search. An entry of 8 MiB of xattrs is loaded once to build the index;
+ * its values are not kept. */
 
-#define XATTR_HDR sizeof(struct ca_format_header)
 /* sidecar nodes with fewer records are searched in place */
 #define XATTR_INDEX_MIN 16u
 
 struct xrec {
-	uint64_t off;      /* of the record from the ENTRY */
-	uint32_t size;     /* of the record */
-	uint32_t name_len; /* without the NUL */
+	uint64_t value_off; /* of the value from the ENTRY */
+	uint32_t size;      /* of the value */
+	uint32_t name;      /* offset of its name (NUL-terminated) in names */
 };
 
 struct records {
@@ -638,6 +638,7 @@ struct records {
 	const uint8_t *mem; /* the entry's bytes (sidecar), NULL: read the image */
 	uint64_t base;      /* the ENTRY's archive offset */
 	size_t n;
+	char *names; /* after x[n], in the same block */
 	struct xrec x[];
 };
 
@@ -653,22 +654,30 @@ static void records_free(void *v)
  * records, and its byte count. */
 static struct records *records_index(const struct ca_catar_node *cn, size_t *ret_bytes)
 {
-	size_t n = cn->n_xattrs;
-	struct records *rc = calloc(1, sizeof(*rc) + n * sizeof(struct xrec));
+	size_t n = 0, names = 0, cursor = 0;
+	struct ca_catar_xattr x;
+	while (ca_catar_node_next_xattr(cn, &cursor, &x)) {
+		n++;
+		names += strlen(x.name) + 1;
+	}
+	size_t bytes = sizeof(struct records) + n * sizeof(struct xrec) + names;
+	struct records *rc = calloc(1, bytes);
 	if (!rc)
 		return NULL;
-	size_t cursor = 0, i = 0;
-	struct ca_catar_xattr x;
-	while (i < n && ca_catar_node_next_xattr(cn, &cursor, &x)) {
-		const uint8_t *rec = (const uint8_t *)x.name - XATTR_HDR;
-		rc->x[i].off = (uint64_t)(rec - cn->_meta);
-		rc->x[i].size = (uint32_t)(XATTR_HDR + strlen(x.name) + 1 + x.size);
-		rc->x[i].name_len = (uint32_t)strlen(x.name);
-		i++;
+	rc->names = (char *)&rc->x[n];
+	size_t at = 0;
+	cursor = 0;
+	while (rc->n < n && ca_catar_node_next_xattr(cn, &cursor, &x)) {
+		size_t k = strlen(x.name) + 1;
+		rc->x[rc->n].value_off = (uint64_t)(x.value - cn->_meta);
+		rc->x[rc->n].size = (uint32_t)x.size;
+		rc->x[rc->n].name = (uint32_t)at;
+		memcpy(rc->names + at, x.name, k);
+		at += k;
+		rc->n++;
 	}
-	rc->n = i;
 	rc->base = cn->entry_offset;
-	*ret_bytes = sizeof(*rc) + n * sizeof(struct xrec);
+	*ret_bytes = bytes;
 	return rc;
 }
 
@@ -782,22 +791,6 @@ static int records_read(struct cafs_fs *fs, const struct records *rc, void *buf,
 	return k == (ssize_t)len ? 0 : k < 0 ? (int)k : -EIO;
 }
 
-/* Record i's name (name_len + 1 bytes into name), checked against the
- * index: the header's size and the NUL. */
-static int records_name(struct cafs_fs *fs, const struct records *rc, size_t i, char *name)
-{
-	uint8_t hdr[XATTR_HDR + CA_FORMAT_XATTR_NAME_MAX + 1];
-	const struct xrec *x = &rc->x[i];
-	int r = records_read(fs, rc, hdr, XATTR_HDR + x->name_len + 1, x->off);
-	if (r < 0)
-		return r;
-	if (ca_le64_read(hdr) != x->size || ca_le64_read(hdr + 8) != CA_FORMAT_XATTR ||
-	    hdr[XATTR_HDR + x->name_len] != 0 || memchr(hdr + XATTR_HDR, 0, x->name_len))
-		return -EIO;
-	memcpy(name, hdr + XATTR_HDR, x->name_len + 1);
-	return 0;
-}
-
 /* The node's records: its own, or from the records cache (*rc set, and *e
  * the cache reference to give back; NULL for the node's own). */
 static int records_get(struct cafs_fs *fs, const struct cafs_node *n, const struct ca_catar_node **ret,
@@ -831,11 +824,10 @@ int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, bool trusted, c
 		return r;
 	/* the XATTR records first (their order), then the others */
 	for (size_t i = 0; rc && i < rc->n && r == 0; i++) {
-		char name[CA_FORMAT_XATTR_NAME_MAX + 1];
-		r = records_name(fs, rc, i, name);
-		if (r < 0 || ca_xattr_policy_refuses(&p, cn->feature_flags, CA_XATTR_RECORD, name))
+		const char *name = rc->names + rc->x[i].name;
+		if (ca_xattr_policy_refuses(&p, cn->feature_flags, CA_XATTR_RECORD, name))
 			continue;
-		size_t k = rc->x[i].name_len + 1u;
+		size_t k = strlen(name) + 1;
 		if (size > 0) {
 			if (k > size - len)
 				r = -ERANGE;
@@ -867,26 +859,21 @@ static int records_getxattr(struct cafs_fs *fs, const struct records *rc, const 
 		return 0;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		char nm[CA_FORMAT_XATTR_NAME_MAX + 1];
-		int r = records_name(fs, rc, mid, nm);
-		if (r < 0)
-			return r;
-		int c = strcmp(name, nm);
+		int c = strcmp(name, rc->names + rc->x[mid].name);
 		if (c < 0) {
 			hi = mid;
 		} else if (c > 0) {
 			lo = mid + 1;
 		} else {
 			const struct xrec *x = &rc->x[mid];
-			size_t vsize = x->size - XATTR_HDR - x->name_len - 1;
 			if (size > 0) {
-				if (vsize > size)
+				if (x->size > size)
 					return -ERANGE;
-				r = records_read(fs, rc, buf, vsize, x->off + XATTR_HDR + x->name_len + 1);
+				int r = records_read(fs, rc, buf, x->size, x->value_off);
 				if (r < 0)
 					return r;
 			}
-			*ret_len = vsize;
+			*ret_len = x->size;
 			return 1;
 		}
 	}
