@@ -24,6 +24,11 @@ need python3 zstd getfattr timeout
 cd "$T"
 
 DEADLINE=60 # s per reader: the 30 s budget wait plus the work
+# 256 readers of getfattr -d: no reader waits for a budget, but the work is
+# 32000 value reads, and each entry is one 8 MB chunk, of which the 64 MiB
+# chunk LRU holds 8: most value reads decode and verify their 8 MB chunk
+# again (about 60 s of two cores; see docs/design.md)
+DEADLINE_256=120
 BUDGET_KB=$((256 * 1024))
 python3 "$top_srcdir/tests/gen-hostile.py" wide "$T" 64 8000 || exit 1
 readers=(8 64)
@@ -53,8 +58,10 @@ server_hwm() { awk '/^VmHWM/ { print $2 }' /proc/"$(mount_server_pid "$1")"/stat
 if mount_start "mount the wide hostile archive" mnt mount.log -v --store wide.castr wide.caidx; then
 	for n in "${readers[@]}"; do
 		start=$(date +%s)
-		late=$(run_readers "$n" "ls -la @D@ && getfattr -d @D@/x")
-		ok "$n parallel ls -la + getfattr -d: all finish within ${DEADLINE} s ($(($(date +%s) - start)) s in all, VmHWM $(server_hwm mnt) KiB)" \
+		dl=$DEADLINE
+		[ "$n" -gt 64 ] && dl=$DEADLINE_256
+		late=$(DEADLINE=$dl run_readers "$n" "ls -la @D@ && getfattr -d @D@/x")
+		ok "$n parallel ls -la + getfattr -d: all finish within $dl s ($(($(date +%s) - start)) s in all, $late late, VmHWM $(server_hwm mnt) KiB)" \
 			test "$late" -eq 0
 	done
 	# (a load that gave up after the wait is tried again: some slack)
@@ -110,8 +117,10 @@ if [ -n "${CAFS_TEST_FULL:-}" ]; then
 	if mount_start "slow server: mount" smnt smount.log -v --no-cache --store "$U/wide.castr" "$U/wide.caidx"; then
 		for n in "${readers[@]}"; do
 			start=$(date +%s)
-			late=$(MNT=smnt run_readers "$n" "ls -la @D@ && getfattr -d @D@/x")
-			ok "slow server: $n parallel ls -la + getfattr -d finish ($(($(date +%s) - start)) s, VmHWM $(server_hwm smnt) KiB)" test "$late" -eq 0
+			dl=$DEADLINE
+			[ "$n" -gt 64 ] && dl=$DEADLINE_256
+			late=$(DEADLINE=$dl MNT=smnt run_readers "$n" "ls -la @D@ && getfattr -d @D@/x")
+			ok "slow server: $n parallel ls -la + getfattr -d finish within $dl s ($(($(date +%s) - start)) s, $late late, VmHWM $(server_hwm smnt) KiB)" test "$late" -eq 0
 		done
 		start=$(date +%s)
 		late=$(MNT=smnt run_readers 256 "ls -la @D@")
