@@ -749,6 +749,7 @@ static int records_load(struct cafs_fs *fs, uint64_t key, void *ctx, void **ret_
 		}
 		ca_catar_ra_node_unref(rn);
 		rc->own = rest;
+		rc->cn = rest;
 		bytes += sizeof(*rest) + rest->meta_size;
 		goto done;
 	}
@@ -769,12 +770,7 @@ static int records_load(struct cafs_fs *fs, uint64_t key, void *ctx, void **ret_
 	}
 	bytes = sizeof(*rc) + sizeof(*full) + full->meta_size;
 	rc->cn = full;
-	*ret_val = rc;
-	*ret_bytes = bytes;
-	return 0;
 done:
-	if (!rc->cn)
-		rc->cn = rc->own;
 	*ret_val = rc;
 	*ret_bytes = bytes;
 	return 0;

@@ -114,7 +114,14 @@ if [ -n "${CAFS_TEST_FULL:-}" ]; then
 		sleep 0.05
 	done
 	U=http://127.0.0.1:$lport
-	if mount_start "slow server: mount" smnt smount.log -v --no-cache --store "$U/wide.castr" "$U/wide.caidx"; then
+	# a chunk LRU that holds the 64 chunks of 8 MB: with the default 64 MiB
+	# every value read whose chunk was evicted fetches it again, 8 at a
+	# time (64 MiB in flight), a round trip each: many minutes for 256
+	# readers (docs/design.md); the budget grows with it (cafs(1))
+	LRU_MB=576
+	BUDGET_KB=$(((LRU_MB + 192) * 1024))
+	if mount_start "slow server: mount (--lru-size ${LRU_MB}M)" smnt smount.log -v --no-cache --lru-size "${LRU_MB}M" \
+		--store "$U/wide.castr" "$U/wide.caidx"; then
 		for n in "${readers[@]}"; do
 			start=$(date +%s)
 			dl=$DEADLINE
