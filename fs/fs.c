@@ -239,10 +239,11 @@ size_t cafs_fs_stats_text(struct cafs_fs *fs, char *buf, size_t len)
 	                 "bytes_read: %" PRIu64 "\n"
 	                 "read_errors: %" PRIu64 "\n"
 	                 "metadata_errors: %" PRIu64 "\n"
+	                 "metadata_loads: %" PRIu64 "\n"
 	                 "inodes: %" PRIu64 "\n",
 	                 s.fetched_chunks, s.fetched_bytes, s.cache_hits, s.lru_hits, s.errors, s.corrupt,
 	                 (uint64_t)fs->reads, (uint64_t)fs->bytes_read, (uint64_t)fs->read_errors,
-	                 (uint64_t)fs->meta_errors, cafs_inode_count(fs->inodes));
+	                 (uint64_t)fs->meta_errors, (uint64_t)fs->meta_loads, cafs_inode_count(fs->inodes));
 	size_t used = n < 0 ? 0 : (size_t)n >= len ? len - 1 : (size_t)n;
 	if (ca_image_remote_stats(fs->im, &rs) && used + 1 < len) {
 		n = snprintf(buf + used, len - used,

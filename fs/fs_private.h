@@ -42,15 +42,16 @@ struct cafs_fs {
 	struct cafs_mcache *listings;
 
 	/* counters for the stats xattr (relaxed atomics) */
-	atomic_uint_fast64_t reads, bytes_read, read_errors, meta_errors;
+	atomic_uint_fast64_t reads, bytes_read, read_errors, meta_errors, meta_loads;
 };
 
 /* The mount's memory budget for metadata (see docs/cafs.1, SECURITY):
  *   nodes: at most CAFS_INODES_MAX (inode.h) cached, each a few hundred
  *     bytes plus its records when they are at most CAFS_META_SMALL;
  *   records of bigger nodes: loaded when an xattr call needs them, kept
- *     in an LRU of CAFS_RECORDS_MAX bytes (one load per node at a time,
- *     the others wait for it);
+ *     as an index of their xattrs (16 bytes a record plus the names, no
+ *     value) and their other records in an LRU of CAFS_RECORDS_MAX bytes
+ *     (one load per node at a time, the others wait for it);
  *   listings (24 bytes a child): an LRU of CAFS_LISTINGS_MAX bytes, plus
  *     the one in use (at most CA_CATAR_RA_LIST_MAX children);
  *   loads under way: CA_CATAR_RA_BIG_MAX (catar_ra.h).

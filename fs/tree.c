@@ -607,12 +607,39 @@ int cafs_tree_readdir(struct cafs_fs *fs, struct cafs_node *dir, uint64_t from, 
 	return r;
 }
 
-/* ---- records of thin nodes: the records cache, by ENTRY offset ---- */
+/* ---- xattrs of big nodes: the records cache, by ENTRY offset ----
+ *
+ * A node with big records (thin, or from the sidecar with many xattrs)
+ * keeps in the cache an index of its XATTR records (where each value
+ * sits, 16 bytes a record, and the names) and a copy of its other records
+ * (owner names, fcaps, SELinux, ACLs), not the values: listxattr and a
+ * getxattr that asks the size read no chunk, a getxattr reads its one
+ * value from the image (through the chunk LRU) or the sidecar. Names are
+ * in strict strcmp order (the parser checks it), so a lookup is a binary
+ * search. An entry of 8 MiB of xattrs is loaded once to build the index;
+ * its values are not kept. */
+
+/* sidecar nodes with fewer records are searched in place */
+#define XATTR_INDEX_MIN 16u
+
+struct xrec {
+	uint64_t value_off; /* of the value from the ENTRY */
+	uint32_t size;      /* of the value */
+	uint32_t name;      /* offset of its name (NUL-terminated) in names */
+};
 
 struct records {
-	struct ca_catar_node *own;    /* a compact copy, or */
-	struct ca_catar_ra_node *ra;  /* the loaded node */
+	/* the node's records without its XATTR ones (or, when that copy
+	 * could not be made, all of them and an empty index) */
+	struct ca_catar_node *own;     /* a compact copy, or */
+	struct ca_catar_ra_node *ra;   /* the loaded node, or */
+	struct ca_catar_node sc;       /* a copy of a sidecar node (pointers into it) */
 	const struct ca_catar_node *cn;
+	const uint8_t *mem; /* the entry's bytes (sidecar), NULL: read the image */
+	uint64_t base;      /* the ENTRY's archive offset */
+	size_t n;
+	char *names; /* after x[n], in the same block */
+	struct xrec x[];
 };
 
 static void records_free(void *v)
@@ -623,48 +650,159 @@ static void records_free(void *v)
 	free(rc);
 }
 
+/* The index of cn's XATTR records (cn's bytes in memory) in a new
+ * records, and its byte count. */
+static struct records *records_index(const struct ca_catar_node *cn, size_t *ret_bytes)
+{
+	size_t n = 0, names = 0, cursor = 0;
+	struct ca_catar_xattr x;
+	while (ca_catar_node_next_xattr(cn, &cursor, &x)) {
+		n++;
+		names += strlen(x.name) + 1;
+	}
+	size_t bytes = sizeof(struct records) + n * sizeof(struct xrec) + names;
+	struct records *rc = calloc(1, bytes);
+	if (!rc)
+		return NULL;
+	rc->names = (char *)&rc->x[n];
+	size_t at = 0;
+	cursor = 0;
+	while (rc->n < n && ca_catar_node_next_xattr(cn, &cursor, &x)) {
+		size_t k = strlen(x.name) + 1;
+		rc->x[rc->n].value_off = (uint64_t)(x.value - cn->_meta);
+		rc->x[rc->n].size = (uint32_t)x.size;
+		rc->x[rc->n].name = (uint32_t)at;
+		memcpy(rc->names + at, x.name, k);
+		at += k;
+		rc->n++;
+	}
+	rc->base = cn->entry_offset;
+	*ret_bytes = bytes;
+	return rc;
+}
+
+/* A copy of a loaded node's records without the XATTR ones, parsed by the
+ * archive's parser (so its pointers point into the copy); NULL when
+ * anything disagrees. */
+static struct ca_catar_node *strip_xattrs(struct cafs_fs *fs, const struct ca_catar_node *src)
+{
+	size_t size = src->meta_size;
+	size_t len = S_ISDIR(src->mode) ? size + 16 : size;
+	size_t xb = src->_xattr_begin, xe = src->_xattr_end;
+	if (src->n_xattrs == 0 || size > CA_CATAR_META_MAX || src->end_offset - src->entry_offset < len ||
+	    xb >= xe || xe > size)
+		return NULL;
+	size_t cut = len - (xe - xb), need;
+	struct ca_catar_node *cn = malloc(sizeof(*cn) + cut);
+	if (!cn)
+		return NULL;
+	uint8_t *bytes = (uint8_t *)(cn + 1);
+	memcpy(bytes, src->_meta, xb);
+	memcpy(bytes + xb, src->_meta + xe, size - xe);
+	/* a directory's next header is not among the parsed bytes: read it */
+	ssize_t k = 0;
+	if (len > size)
+		k = fs->img.read(fs->img.userdata, bytes + xb + (size - xe), len - size, src->entry_offset + size);
+	if (k != (ssize_t)(len - size) ||
+	    ca_catar_node_parse(bytes, cut, src->entry_offset, src->end_offset - src->entry_offset,
+	                        src->feature_flags, cn, &need) != 0 ||
+	    cn->meta_size != size - (xe - xb) || cn->mode != src->mode || cn->n_xattrs != 0 ||
+	    cn->n_acl_user != src->n_acl_user || cn->n_acl_group != src->n_acl_group ||
+	    cn->n_acl_default_user != src->n_acl_default_user ||
+	    cn->n_acl_default_group != src->n_acl_default_group) {
+		free(cn);
+		return NULL;
+	}
+	return cn;
+}
+
 static int records_load(struct cafs_fs *fs, uint64_t key, void *ctx, void **ret_val, size_t *ret_bytes)
 {
 	const struct cafs_node *n = ctx;
-	struct ca_catar_ra_node *rn;
-	struct records *rc = calloc(1, sizeof(*rc));
+	struct ca_catar_ra_node *rn = NULL;
+	struct records *rc = NULL;
+	size_t bytes;
 	(void)key;
-	if (!rc)
-		return -ENOMEM;
-	int r = ca_catar_ra_load(fs->ra, n->cn->entry_offset, n->cn->end_offset, &rn);
-	if (r < 0) {
-		free(rc);
-		return r;
+	if (fs->sc) {
+		/* the sidecar holds the bytes: an index, nothing copied */
+		rc = records_index(n->cn, &bytes);
+		if (!rc)
+			return -ENOMEM;
+		rc->sc = *n->cn;
+		rc->sc.n_xattrs = 0;
+		rc->cn = &rc->sc;
+		rc->mem = n->cn->_meta;
+		goto done;
 	}
-	/* a copy of just the records, so the load's buffer (and its share of
-	 * the loads' budget) goes back at once */
-	rc->own = compact(fs, ca_catar_ra_node_get(rn));
+	atomic_fetch_add_explicit(&fs->meta_loads, 1, memory_order_relaxed);
+	int r = ca_catar_ra_load(fs->ra, n->cn->entry_offset, n->cn->end_offset, &rn);
+	if (r < 0)
+		return r;
+	const struct ca_catar_node *full = ca_catar_ra_node_get(rn);
+	struct ca_catar_node *rest = strip_xattrs(fs, full);
+	if (rest) {
+		rc = records_index(full, &bytes);
+		if (!rc) {
+			free(rest);
+			ca_catar_ra_node_unref(rn);
+			return -ENOMEM;
+		}
+		ca_catar_ra_node_unref(rn);
+		rc->own = rest;
+		rc->cn = rest;
+		bytes += sizeof(*rest) + rest->meta_size;
+		goto done;
+	}
+	/* no xattrs (or no stripped copy): all the records, no index; a
+	 * copy of just them, so the load's buffer (and its share of the
+	 * loads' budget) goes back at once */
+	rc = calloc(1, sizeof(*rc));
+	if (!rc) {
+		ca_catar_ra_node_unref(rn);
+		return -ENOMEM;
+	}
+	rc->own = compact(fs, full);
 	if (rc->own) {
 		ca_catar_ra_node_unref(rn);
-		rc->cn = rc->own;
+		full = rc->own;
 	} else {
 		rc->ra = rn;
-		rc->cn = ca_catar_ra_node_get(rn);
 	}
+	bytes = sizeof(*rc) + sizeof(*full) + full->meta_size;
+	rc->cn = full;
+done:
 	*ret_val = rc;
-	*ret_bytes = sizeof(*rc) + sizeof(*rc->cn) + rc->cn->meta_size;
+	*ret_bytes = bytes;
 	return 0;
 }
 
-/* The node's records: its own, or (thin) from the records cache; *e is
- * the cache reference to give back (NULL for the node's own). */
+/* Bytes [off, off + len) of the entry's records. */
+static int records_read(struct cafs_fs *fs, const struct records *rc, void *buf, size_t len, uint64_t off)
+{
+	if (rc->mem) {
+		memcpy(buf, rc->mem + off, len);
+		return 0;
+	}
+	ssize_t k = fs->img.read(fs->img.userdata, buf, len, rc->base + off);
+	return k == (ssize_t)len ? 0 : k < 0 ? (int)k : -EIO;
+}
+
+/* The node's records: its own, or from the records cache (*rc set, and *e
+ * the cache reference to give back; NULL for the node's own). */
 static int records_get(struct cafs_fs *fs, const struct cafs_node *n, const struct ca_catar_node **ret,
-                       struct mc_entry **e)
+                       const struct records **rc, struct mc_entry **e)
 {
 	*e = NULL;
-	if (!n->thin) {
+	*rc = NULL;
+	if (!n->thin && (!fs->sc || n->cn->n_xattrs < XATTR_INDEX_MIN)) {
 		*ret = n->cn;
 		return 0;
 	}
 	int r = mc_get(fs, fs->records, n->ino, records_load, (void *)n, e);
 	if (r < 0)
 		return r;
-	*ret = ((const struct records *)(*e)->val)->cn;
+	*rc = (*e)->val;
+	*ret = (*rc)->cn;
 	return 0;
 }
 
@@ -673,14 +811,69 @@ int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, bool trusted, c
 {
 	struct ca_xattr_policy p = fs->xattrs;
 	const struct ca_catar_node *cn;
+	const struct records *rc;
 	struct mc_entry *e;
+	size_t len = 0, rest;
 	p.trusted = trusted;
-	int r = records_get(fs, n, &cn, &e);
+	int r = records_get(fs, n, &cn, &rc, &e);
 	if (r < 0)
 		return r;
-	r = ca_catar_node_listxattr(cn, &p, buf, size, ret_len);
+	/* the XATTR records first (their order), then the others */
+	for (size_t i = 0; rc && i < rc->n && r == 0; i++) {
+		const char *name = rc->names + rc->x[i].name;
+		if (ca_xattr_policy_refuses(&p, cn->feature_flags, CA_XATTR_RECORD, name))
+			continue;
+		size_t k = strlen(name) + 1;
+		if (size > 0) {
+			if (k > size - len)
+				r = -ERANGE;
+			else
+				memcpy(buf + len, name, k);
+		}
+		len += k;
+	}
+	if (r == 0) {
+		/* size 0 asks only the length: a full buffer must still say ERANGE */
+		r = ca_catar_node_listxattr(cn, &p, size > 0 && size == len ? NULL : buf + len,
+		                            size > 0 ? size - len : 0, &rest);
+		if (r == 0 && size > 0 && size == len && rest > 0)
+			r = -ERANGE;
+		*ret_len = len + rest;
+	}
 	mc_put(fs->records, e);
 	return r;
+}
+
+/* getxattr of an XATTR record by binary search: 1 with the value (or its
+ * length), 0 when no record has that name (or the policy refuses it). */
+static int records_getxattr(struct cafs_fs *fs, const struct records *rc, const struct ca_catar_node *cn,
+                            const struct ca_xattr_policy *p, const char *name, char *buf, size_t size,
+                            size_t *ret_len)
+{
+	size_t lo = 0, hi = rc->n;
+	if (ca_xattr_policy_refuses(p, cn->feature_flags, CA_XATTR_RECORD, name))
+		return 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(name, rc->names + rc->x[mid].name);
+		if (c < 0) {
+			hi = mid;
+		} else if (c > 0) {
+			lo = mid + 1;
+		} else {
+			const struct xrec *x = &rc->x[mid];
+			if (size > 0) {
+				if (x->size > size)
+					return -ERANGE;
+				int r = records_read(fs, rc, buf, x->size, x->value_off);
+				if (r < 0)
+					return r;
+			}
+			*ret_len = x->size;
+			return 1;
+		}
+	}
+	return 0;
 }
 
 int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, bool trusted, const char *name, char *buf,
@@ -688,12 +881,17 @@ int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, bool trusted, co
 {
 	struct ca_xattr_policy p = fs->xattrs;
 	const struct ca_catar_node *cn;
+	const struct records *rc;
 	struct mc_entry *e;
 	p.trusted = trusted;
-	int r = records_get(fs, n, &cn, &e);
+	int r = records_get(fs, n, &cn, &rc, &e);
 	if (r < 0)
 		return r;
-	r = ca_catar_node_getxattr(cn, &p, name, buf, size, ret_len);
+	r = rc ? records_getxattr(fs, rc, cn, &p, name, buf, size, ret_len) : 0;
+	if (r == 0)
+		r = ca_catar_node_getxattr(cn, &p, name, buf, size, ret_len);
+	else if (r > 0)
+		r = 0;
 	mc_put(fs->records, e);
 	return r;
 }

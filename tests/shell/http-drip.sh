@@ -7,7 +7,7 @@
 # a dripping store is EIO within its own bound; and a slow transfer that
 # keeps moving (nginx at 200 KB/s, one connection) still succeeds though
 # it takes longer than the deadline.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need python3 timeout

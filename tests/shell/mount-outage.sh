@@ -11,7 +11,7 @@
 #  - -o hard: a read blocks through the outage and completes after it;
 #    killing the reader ends its wait (FUSE INTERRUPT: the daemon says
 #    so), and SIGTERM stops the mount while a read waits.
-. "$top_srcdir/tests/lib.sh"
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need python3 timeout
