@@ -489,15 +489,36 @@ static int sidecar_bytes(const char *source, const struct ca_http_opts *http, co
 	return 0;
 }
 
-int ca_index_cache_sidecar(const char *source, const struct ca_index *idx, const struct ca_http_opts *http,
-                           const char *cache_dir, bool offline, const struct ca_minisign_key *keys, size_t n_keys,
-                           struct ca_sidecar **ret)
+/* The checks a sidecar's bytes pass once they are in (fetched or kept):
+ * the index's digest, the archive's size and feature flags. Warns and
+ * returns -ENOENT when it cannot be used; -ENOMEM. */
+static int sidecar_check(const char *name, const struct ca_index *idx, const void *data, size_t size,
+                         struct ca_sidecar **ret)
 {
-	struct ca_buf b = CA_BUF_INIT;
-	char *name = NULL;
 	uint8_t digest[CA_CHUNK_ID_SIZE];
 	size_t isize;
 	const void *ibytes = ca_index_data(idx, &isize);
+	int r = ca_sidecar_index_digest(ibytes, isize, digest);
+	if (r == 0)
+		r = ca_sidecar_parse(data, size, digest, ca_index_blob_size(idx), ret);
+	if (r == 0 && ca_sidecar_feature_flags(*ret) != ca_index_feature_flags(idx)) {
+		ca_sidecar_free(*ret);
+		*ret = NULL;
+		r = -ESTALE;
+	}
+	if (r == -ESTALE)
+		ca_log_warning("%s: belongs to another index: ignored (walking the archive instead)", name);
+	else if (r == -EBADMSG)
+		ca_log_warning("%s: not a valid metadata sidecar: ignored (walking the archive instead)", name);
+	return r == 0 || r == -ENOMEM ? r : -ENOENT;
+}
+
+int ca_index_cache_sidecar(const char *source, const struct ca_index *idx, const struct ca_http_opts *http,
+                           const char *cache_dir, bool offline, const struct ca_minisign_key *keys, size_t n_keys,
+                           struct ca_sidecar **ret, struct ca_buf *ret_bytes)
+{
+	struct ca_buf b = CA_BUF_INIT;
+	char *name = NULL;
 	*ret = NULL;
 	int r = sidecar_bytes(source, http, cache_dir, offline, &b, &name);
 	/* trusted like the index: a sidecar that does not verify is not used
@@ -509,22 +530,25 @@ int ca_index_cache_sidecar(const char *source, const struct ca_index *idx, const
 		r = -ENOENT;
 	}
 	if (r == 0)
-		r = ca_sidecar_index_digest(ibytes, isize, digest);
-	if (r == 0)
-		r = ca_sidecar_parse(b.data, b.size, digest, ca_index_blob_size(idx), ret);
-	if (r == 0 && ca_sidecar_feature_flags(*ret) != ca_index_feature_flags(idx)) {
-		ca_sidecar_free(*ret);
-		*ret = NULL;
-		r = -ESTALE;
+		r = sidecar_check(name, idx, b.data, b.size, ret);
+	if (r == 0 && ret_bytes) {
+		*ret_bytes = b;
+		b = (struct ca_buf)CA_BUF_INIT;
 	}
-	if (r == -ESTALE)
-		ca_log_warning("%s: belongs to another index: ignored (walking the archive instead)", name);
-	else if (r == -EBADMSG)
-		ca_log_warning("%s: not a valid metadata sidecar: ignored (walking the archive instead)", name);
 	ca_buf_release(&b);
 	free(name);
 	if (r == -ETIMEDOUT)
 		return r; /* said */
+	return r == -ENOMEM ? ca_log_error_errno(r, "%s", source) : 0;
+}
+
+int ca_index_cache_sidecar_kept(const char *source, const struct ca_index *idx, const void *data, size_t size,
+                                struct ca_sidecar **ret)
+{
+	char *name = ca_sidecar_name_for(source);
+	*ret = NULL;
+	int r = name ? sidecar_check(name, idx, data, size, ret) : -ENOMEM;
+	free(name);
 	return r == -ENOMEM ? ca_log_error_errno(r, "%s", source) : 0;
 }
 
@@ -596,29 +620,17 @@ static int profile_bytes(const char *source, const char *name, const char *suffi
 	return 0;
 }
 
-int ca_index_cache_profile(const char *source, const struct ca_index *idx, const struct ca_http_opts *http,
-                           const char *cache_dir, bool offline, const struct ca_minisign_key *keys, size_t n_keys,
-                           struct ca_profile **ret)
+/* The checks a profile's bytes pass once they are in (fetched or kept):
+ * it parses, and with trusted keys it names this index. Warns and returns
+ * -ENOENT when it cannot be used; -ENOMEM. */
+static int profile_check(const char *name, const struct ca_index *idx, const void *data, size_t size, bool keys,
+                         struct ca_profile **ret)
 {
-	struct ca_buf b = CA_BUF_INIT;
-	char suffix[32];
 	uint8_t digest[CA_CHUNK_ID_SIZE];
 	size_t isize;
 	const void *ibytes = ca_index_data(idx, &isize);
-	char *name = ca_profile_name_for(source);
-	*ret = NULL;
-	snprintf(suffix, sizeof(suffix), "%s" CA_PROFILE_SUFFIX, index_suffix(source));
-	int r = name ? profile_bytes(source, name, suffix, http, cache_dir, offline, &b) : -ENOMEM;
-	/* trusted like the sidecar: signed like the index, and naming it */
-	if (r == 0 && n_keys &&
-	    ca_index_cache_check_signature(name, source, suffix, b.data, b.size, http, cache_dir, offline, keys,
-	                                   n_keys, NULL) < 0) {
-		ca_log_warning("%s: prefetch profile not used", name);
-		r = -ENOENT;
-	}
-	if (r == 0)
-		r = ca_profile_parse(b.data, b.size, ret);
-	if (r == 0 && n_keys) {
+	int r = ca_profile_parse(data, size, ret);
+	if (r == 0 && keys) {
 		const uint8_t *want = ca_profile_index_digest(*ret);
 		r = ca_sidecar_index_digest(ibytes, isize, digest);
 		if (r == 0 && (!want || memcmp(want, digest, CA_CHUNK_ID_SIZE))) {
@@ -631,7 +643,43 @@ int ca_index_cache_profile(const char *source, const struct ca_index *idx, const
 		ca_log_warning("%s: belongs to another index: prefetch profile ignored", name);
 	else if (r == -EBADMSG)
 		ca_log_warning("%s: not a valid prefetch profile: ignored", name);
+	return r == 0 || r == -ENOMEM ? r : -ENOENT;
+}
+
+int ca_index_cache_profile(const char *source, const struct ca_index *idx, const struct ca_http_opts *http,
+                           const char *cache_dir, bool offline, const struct ca_minisign_key *keys, size_t n_keys,
+                           struct ca_profile **ret, struct ca_buf *ret_bytes)
+{
+	struct ca_buf b = CA_BUF_INIT;
+	char suffix[32];
+	char *name = ca_profile_name_for(source);
+	*ret = NULL;
+	snprintf(suffix, sizeof(suffix), "%s" CA_PROFILE_SUFFIX, index_suffix(source));
+	int r = name ? profile_bytes(source, name, suffix, http, cache_dir, offline, &b) : -ENOMEM;
+	/* trusted like the sidecar: signed like the index, and naming it */
+	if (r == 0 && n_keys &&
+	    ca_index_cache_check_signature(name, source, suffix, b.data, b.size, http, cache_dir, offline, keys,
+	                                   n_keys, NULL) < 0) {
+		ca_log_warning("%s: prefetch profile not used", name);
+		r = -ENOENT;
+	}
+	if (r == 0)
+		r = profile_check(name, idx, b.data, b.size, n_keys > 0, ret);
+	if (r == 0 && ret_bytes) {
+		*ret_bytes = b;
+		b = (struct ca_buf)CA_BUF_INIT;
+	}
 	ca_buf_release(&b);
+	free(name);
+	return r == -ENOMEM ? ca_log_error_errno(r, "%s", source) : 0;
+}
+
+int ca_index_cache_profile_kept(const char *source, const struct ca_index *idx, const void *data, size_t size,
+                                bool keys, struct ca_profile **ret)
+{
+	char *name = ca_profile_name_for(source);
+	*ret = NULL;
+	int r = name ? profile_check(name, idx, data, size, keys, ret) : -ENOMEM;
 	free(name);
 	return r == -ENOMEM ? ca_log_error_errno(r, "%s", source) : 0;
 }

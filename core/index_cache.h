@@ -33,6 +33,7 @@
 
 #include <stdbool.h>
 
+#include "buf.h"
 #include "http.h"
 #include "index.h"
 #include "minisign.h"
@@ -99,10 +100,17 @@ int ca_index_cache_open(const char *source, const struct ca_http_opts *http, con
  * used. Errors only for ENOMEM, and -ETIMEDOUT (said) when the server
  * timed out: a server too slow for the sidecar is too slow for the rest
  * (http.h). cache_dir (may be NULL) and offline as for
- * ca_index_cache_open. */
+ * ca_index_cache_open. ret_bytes (may be NULL) gets the bytes used, when
+ * *ret is set (a mount's keeper keeps them). */
 int ca_index_cache_sidecar(const char *source, const struct ca_index *idx, const struct ca_http_opts *http,
                            const char *cache_dir, bool offline, const struct ca_minisign_key *keys, size_t n_keys,
-                           struct ca_sidecar **ret);
+                           struct ca_sidecar **ret, struct ca_buf *ret_bytes);
+/* The same from bytes an earlier ca_index_cache_sidecar of the same
+ * source returned (their signature, if any was asked for, was checked on
+ * these very bytes): parsed and checked against idx (its digest, size and
+ * flags) as fetched ones are. Nothing is read or fetched. */
+int ca_index_cache_sidecar_kept(const char *source, const struct ca_index *idx, const void *data, size_t size,
+                                struct ca_sidecar **ret);
 
 /* Make the sidecar of an opened .caidx image by walking its archive
  * through its chunk source (an image made by casync or desync), and write
@@ -120,6 +128,11 @@ int ca_index_cache_make_sidecar(struct ca_image *im, const char *out);
 struct ca_profile;
 int ca_index_cache_profile(const char *source, const struct ca_index *idx, const struct ca_http_opts *http,
                            const char *cache_dir, bool offline, const struct ca_minisign_key *keys, size_t n_keys,
-                           struct ca_profile **ret);
+                           struct ca_profile **ret, struct ca_buf *ret_bytes);
+/* The same from bytes an earlier ca_index_cache_profile returned in
+ * ret_bytes: parsed, and with keys (trusted keys in use) checked to name
+ * idx, as fetched ones are. Nothing is read or fetched. */
+int ca_index_cache_profile_kept(const char *source, const struct ca_index *idx, const void *data, size_t size,
+                                bool keys, struct ca_profile **ret);
 
 #endif

@@ -44,6 +44,7 @@ struct ca_image {
 	size_t n_remotes;
 	char *cache_dir; /* the cache the chain writes to, or NULL */
 	struct ca_sidecar *sidecar; /* the index's metadata sidecar, or NULL */
+	struct ca_buf sidecar_bytes; /* what it was parsed from */
 };
 
 /* ---- settings ---- */
@@ -311,21 +312,37 @@ int ca_source_open_sidecar(const char *source, const struct ca_index *idx, const
 	int r = index_src_init(source, o, &c);
 	*ret = NULL;
 	if (r == 0)
-		r = ca_index_cache_sidecar(source, idx, c.http, c.cache, o->offline, c.keys, c.n_keys, ret);
+		r = ca_index_cache_sidecar(source, idx, c.http, c.cache, o->offline, c.keys, c.n_keys, ret, NULL);
 	index_src_release(&c);
+	return r;
+}
+
+int ca_source_open_profile_kept(const char *source, const struct ca_index *idx, const struct ca_image_opts *o,
+                                struct ca_profile **ret, struct ca_buf *ret_bytes)
+{
+	struct index_src c;
+	int r = index_src_init(source, o, &c);
+	*ret = NULL;
+	if (ret_bytes)
+		*ret_bytes = (struct ca_buf)CA_BUF_INIT;
+	if (r == 0 && o->profile_data && o->profile_size)
+		r = ca_index_cache_profile_kept(source, idx, o->profile_data, o->profile_size, c.n_keys > 0, ret);
+	else if (r == 0 && !o->profile_data)
+		r = ca_index_cache_profile(source, idx, c.http, c.cache, o->offline, c.keys, c.n_keys, ret, ret_bytes);
+	if (r == 0 && *ret && ret_bytes && o->profile_data)
+		r = ca_buf_append(ret_bytes, o->profile_data, o->profile_size, o->profile_size);
+	if (r == -ENOMEM)
+		ca_log_error_errno(r, "%s", source);
+	index_src_release(&c);
+	if (r < 0 && ret_bytes)
+		ca_buf_release(ret_bytes);
 	return r;
 }
 
 int ca_source_open_profile(const char *source, const struct ca_index *idx, const struct ca_image_opts *o,
                            struct ca_profile **ret)
 {
-	struct index_src c;
-	int r = index_src_init(source, o, &c);
-	*ret = NULL;
-	if (r == 0)
-		r = ca_index_cache_profile(source, idx, c.http, c.cache, o->offline, c.keys, c.n_keys, ret);
-	index_src_release(&c);
-	return r;
+	return ca_source_open_profile_kept(source, idx, o, ret, NULL);
 }
 
 /* A .catar carries no signature of its own: with trusted keys, refused. */
@@ -685,9 +702,18 @@ static int open_indexed(struct ca_image *im, const struct ca_image_opts *o)
 	int r = index_src_init(im->name, o, &c);
 	if (r == 0)
 		r = o->index_data ? adopt_index(im->name, o, &im->idx) : open_index(im->name, o, &c, &im->idx);
-	if (r == 0 && im->kind == CA_IMAGE_ARCHIVE_INDEX && !o->no_sidecar)
+	if (r == 0 && im->kind == CA_IMAGE_ARCHIVE_INDEX && !o->no_sidecar && o->sidecar_data) {
+		if (o->sidecar_size)
+			r = ca_index_cache_sidecar_kept(im->name, im->idx, o->sidecar_data, o->sidecar_size,
+			                                &im->sidecar);
+		if (r == 0 && im->sidecar)
+			r = ca_buf_append(&im->sidecar_bytes, o->sidecar_data, o->sidecar_size, o->sidecar_size);
+		if (r < 0)
+			ca_log_error_errno(r, "%s", im->name);
+	} else if (r == 0 && im->kind == CA_IMAGE_ARCHIVE_INDEX && !o->no_sidecar) {
 		r = ca_index_cache_sidecar(im->name, im->idx, c.http, c.cache, o->offline, c.keys, c.n_keys,
-		                           &im->sidecar);
+		                           &im->sidecar, &im->sidecar_bytes);
+	}
 	index_src_release(&c);
 	if (r < 0)
 		return r;
@@ -771,6 +797,7 @@ void ca_image_free(struct ca_image *im)
 	free(im->remotes);
 	free(im->cache_dir);
 	ca_sidecar_free(im->sidecar);
+	ca_buf_release(&im->sidecar_bytes);
 	ca_index_free(im->idx);
 	ca_remote_file_free(im->rf);
 	ca_http_clock_free(im->clock); /* after every engine that used it */
@@ -790,6 +817,12 @@ struct ca_chunksrc *ca_image_chunksrc(const struct ca_image *im) { return im->sr
 struct ca_blob *ca_image_blob(const struct ca_image *im) { return im->blob; }
 const struct ca_sidecar *ca_image_sidecar(const struct ca_image *im) { return im->sidecar; }
 const char *ca_image_cache_dir(const struct ca_image *im) { return im->cache_dir; }
+
+const void *ca_image_sidecar_data(const struct ca_image *im, size_t *ret_size)
+{
+	*ret_size = im->sidecar ? im->sidecar_bytes.size : 0;
+	return im->sidecar ? im->sidecar_bytes.data : NULL;
+}
 
 uint64_t ca_image_feature_flags(struct ca_image *im)
 {

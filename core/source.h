@@ -94,6 +94,12 @@ int ca_source_open_sidecar(const char *source, const struct ca_index *idx, const
 struct ca_profile;
 int ca_source_open_profile(const char *source, const struct ca_index *idx, const struct ca_image_opts *o,
                            struct ca_profile **ret);
+/* The same, and the bytes used in *ret_bytes (empty when *ret is NULL;
+ * initialised here) for a mount's keeper to keep. With o->profile_data,
+ * those bytes are used instead: nothing is read or fetched. */
+struct ca_buf;
+int ca_source_open_profile_kept(const char *source, const struct ca_index *idx, const struct ca_image_opts *o,
+                                struct ca_profile **ret, struct ca_buf *ret_bytes);
 
 /* A local store (a path or file:// URL; -EPROTONOSUPPORT for other URLs).
  * Logs. */
@@ -149,6 +155,16 @@ struct ca_image_opts {
 	 * refused by its digest). NULL: fetch. Copied. */
 	const void *index_data;
 	size_t index_size;
+	/* The same for the metadata sidecar and the prefetch profile: the
+	 * bytes an earlier open used (ca_image_sidecar_data,
+	 * ca_source_open_profile_kept), size 0 when it had none. Not NULL:
+	 * nothing is fetched for them (no network: a restarted server serves
+	 * during an outage as it did before); they are parsed and checked
+	 * against the index as fetched ones are (a sidecar or, with trusted
+	 * keys, a profile of another index is refused by its digest); their
+	 * signature was checked on these very bytes. NULL: fetch. */
+	const void *sidecar_data, *profile_data;
+	size_t sidecar_size, profile_size;
 	/* the caller reads a .catar front to back (the stream source of
 	 * archive_reader.h, no subtree): a remote .catar whose server
 	 * ignores Range is then read with one GET (remote_file.h) */
@@ -200,6 +216,9 @@ struct ca_blob *ca_image_blob(const struct ca_image *im);
  * or it was ignored (said once). Borrowed. */
 struct ca_sidecar;
 const struct ca_sidecar *ca_image_sidecar(const struct ca_image *im);
+/* The bytes that sidecar was parsed from (for ca_image_opts.sidecar_data),
+ * or NULL (*ret_size 0) when there is none. Borrowed. */
+const void *ca_image_sidecar_data(const struct ca_image *im, size_t *ret_size);
 
 /* Read up to len bytes of the image at off (short only at its end), with
  * the error policy above. */

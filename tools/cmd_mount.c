@@ -32,8 +32,10 @@
 
 #include "cache.h"
 #include "cmd.h"
+#include "digest.h"
 #include "../fs/fs.h"
 #include "failover.h"
+#include "fdio.h"
 #include "keeper.h"
 #include "location.h"
 #include "log.h"
@@ -93,8 +95,8 @@ struct mount_args {
 struct daemon {
 	struct cafs_keeper_server ks;
 	const char *log_file; /* stderr once serving (a daemon's first server) */
-	const void *index;    /* the opened index's bytes, for the keeper */
-	size_t index_size;
+	struct cafs_keeper_kept kept; /* the bytes the image was opened from, for the keeper */
+	struct ca_buf profile;        /* the profile's, kept there */
 };
 
 static int parse_count(const char *s, unsigned max, unsigned *ret)
@@ -531,7 +533,7 @@ static void detach(const char *log_file)
 static void on_serving(void *userdata, int fuse_fd, const void *init, size_t init_size)
 {
 	struct daemon *d = userdata;
-	(void)cafs_keeper_server_serving(d->ks.chan, fuse_fd, init, init_size, d->index, d->index_size);
+	(void)cafs_keeper_server_serving(d->ks.chan, fuse_fd, init, init_size, &d->kept);
 	if (d->ks.detach)
 		detach(d->log_file);
 }
@@ -578,14 +580,14 @@ static void image_release(struct image *im)
 /* The profile to replay: --profile FILE, or the one published beside the
  * index (none with --profile=none). A profile that cannot be used is
  * said in one warning; the mount goes on without it. */
-static int open_profile(const struct mount_args *a, const struct ca_image_opts *io, struct image *im,
-                        struct ca_profile **ret)
+static int open_profile(const struct mount_args *a, const struct ca_image_opts *io, struct daemon *d,
+                        struct image *im, struct ca_profile **ret)
 {
 	*ret = NULL;
 	if (a->profile && !strcmp(a->profile, "none"))
 		return 0;
-	if (!a->profile)
-		return ca_source_open_profile(a->source, ca_image_index(im->im), io, ret);
+	if (!a->profile) /* (its bytes kept for a restarted server) */
+		return ca_source_open_profile_kept(a->source, ca_image_index(im->im), io, ret, &d->profile);
 	int r = ca_profile_load(a->profile, ret);
 	if (r == -EBADMSG)
 		ca_log_warning("%s: not a valid prefetch profile: ignored", a->profile);
@@ -598,12 +600,13 @@ static int open_profile(const struct mount_args *a, const struct ca_image_opts *
 
 /* Start the background work: the profile's chunks, then with --fill the
  * rest. Logs its errors. */
-static int start_prefetch(const struct mount_args *a, const struct ca_image_opts *io, struct image *im)
+static int start_prefetch(const struct mount_args *a, const struct ca_image_opts *io, struct daemon *d,
+                          struct image *im)
 {
 	struct ca_profile *prof = NULL;
 	size_t *order = NULL, n = 0, skipped = 0;
 	struct ca_index *idx = ca_image_index(im->im);
-	int r = idx ? open_profile(a, io, im, &prof) : 0;
+	int r = idx ? open_profile(a, io, d, im, &prof) : 0;
 	if (r == 0 && prof) {
 		r = ca_profile_resolve(prof, idx, ca_image_sidecar(im->im), &order, &n, &skipped);
 		if (r < 0)
@@ -621,6 +624,31 @@ static int start_prefetch(const struct mount_args *a, const struct ca_image_opts
 		free(order);
 	}
 	return r;
+}
+
+/* SHA-256 of an index's bytes as hex (what `sha256sum` of the file
+ * says, for an admin to compare); "?" if it cannot be computed. */
+static void index_sha256(const void *data, size_t size, char hex[2 * CA_CHUNK_ID_SIZE + 1])
+{
+	struct ca_digest *dg = NULL;
+	uint8_t sum[CA_CHUNK_ID_SIZE];
+	if (ca_digest_new(CA_DIGEST_SHA256, &dg) == 0 && ca_digest_once(dg, data, size, sum) == 0)
+		ca_id_to_hex(sum, hex);
+	else
+		strcpy(hex, "?");
+	ca_digest_free(dg);
+}
+
+/* A restarted server says, once, what it serves: the kept index, whatever
+ * the URL holds now (keeper.h). */
+static void log_kept(const struct mount_args *a, const struct daemon *d)
+{
+	char hex[2 * CA_CHUNK_ID_SIZE + 1];
+	char *shown = ca_location_redact(a->source);
+	index_sha256(d->ks.index, d->ks.index_size, hex);
+	ca_log_info("%s: serving the index kept since the mount (sha256 %s)%s", shown ? shown : "mount", hex,
+	            d->ks.sidecar ? ", its sidecar and profile: nothing fetched" : "; its sidecar and profile fetched");
+	free(shown);
 }
 
 /* Everything up to a ready fs. Logs its errors. */
@@ -641,6 +669,10 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 	cafs_trusted_keys_apply(&a->trusted, &io);
 	io.index_data = d->ks.index; /* a restarted server: the image served before */
 	io.index_size = d->ks.index_size;
+	io.sidecar_data = d->ks.sidecar; /* ... its sidecar and profile: no network */
+	io.sidecar_size = d->ks.sidecar_size;
+	io.profile_data = d->ks.profile;
+	io.profile_size = d->ks.profile_size;
 	struct cafs_fs_options o = {
 		.readahead_chunks = a->readahead_chunks,
 		.overlay_xattrs = a->overlay_xattrs,
@@ -651,6 +683,8 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 	int r = ca_image_open(a->source, &io, &im->im);
 	if (r < 0)
 		return r;
+	if (d->ks.index)
+		log_kept(a, d);
 	bool blob = ca_image_kind(im->im) == CA_IMAGE_BLOB_INDEX;
 	if (!blob && (a->blob_uid >= 0 || a->blob_gid >= 0 || a->blob_mode >= 0))
 		return ca_log_error("%s: uid=, gid= and mode= are for blob mounts (a .caibx)", a->source), -EINVAL;
@@ -690,7 +724,7 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 	if (a->record_profile && (r = ca_profile_rec_new(&im->rec)) < 0)
 		return ca_log_error_errno(r, "mount");
 	o.record = im->rec;
-	r = start_prefetch(a, &io, im);
+	r = start_prefetch(a, &io, d, im);
 	if (r < 0)
 		return r;
 	o.prefetch = im->pf;
@@ -735,8 +769,12 @@ static int run(const struct mount_args *a, struct daemon *d)
 		.serving_userdata = d,
 	};
 	int r = fsname ? image_open(a, d, &im) : ca_log_error_errno(ENOMEM, "mount");
-	if (r == 0 && ca_image_index(im.im))
-		d->index = ca_index_data(ca_image_index(im.im), &d->index_size);
+	if (r == 0 && ca_image_index(im.im)) {
+		d->kept.index = ca_index_data(ca_image_index(im.im), &d->kept.index_size);
+		d->kept.sidecar = ca_image_sidecar_data(im.im, &d->kept.sidecar_size);
+		d->kept.profile = d->profile.data;
+		d->kept.profile_size = d->profile.size;
+	}
 	/* a blob is read in bulk (dd, a loop device): larger kernel reads;
 	 * a tree's files keep the default, so a partial read stays partial */
 	if (r == 0 && ca_image_kind(im.im) == CA_IMAGE_BLOB_INDEX)
@@ -788,7 +826,7 @@ static int start_keeper(struct cafs_keeper_conf *c, bool foreground, const char 
 {
 	if (foreground) {
 		int r = cafs_keeper_run(c); /* it closed the descriptors */
-		c->fuse_fd = c->init_fd = c->index_fd = c->old_keeper_fd = -1;
+		c->fuse_fd = c->init_fd = c->index_fd = c->sidecar_fd = c->profile_fd = c->old_keeper_fd = -1;
 		return r;
 	}
 	int p[2];
@@ -819,12 +857,71 @@ static int start_keeper(struct cafs_keeper_conf *c, bool foreground, const char 
 	_exit(cafs_keeper_run(c));
 }
 
+/* The check below says what goes wrong only at debug level: it is advice,
+ * and the takeover does not depend on it. */
+static void demoted(void *userdata, enum ca_log_level level, const char *line)
+{
+	const struct ca_logger *prev = userdata;
+	(void)level;
+	if (prev && prev->level >= CA_LOG_DEBUG)
+		fprintf(stderr, "cafs: takeover: index check: %s\n", line);
+}
+
+/* --takeover: has the index at the mount's source changed since it was
+ * mounted? Fetched as a mount would (the cache's copy and a conditional
+ * GET, trusted keys, the usual deadline; not offline); the new server
+ * serves the kept one regardless (keeper.h), and this says so in one
+ * line. A failure to fetch is a debug line, never an error. */
+static void check_index_changed(const char *mp, const struct mount_args *b, int index_fd)
+{
+	struct ca_http_opts http;
+	struct ca_image_opts io = {
+		.cache_mode = b->no_cache ? CA_CACHE_NONE : CA_CACHE_AUTO,
+		.cache_dir = b->cache,
+		.http = &http,
+	};
+	struct ca_index *now = NULL;
+	struct stat st;
+	char kept_hex[2 * CA_CHUNK_ID_SIZE + 1], now_hex[2 * CA_CHUNK_ID_SIZE + 1];
+	void *kept = NULL;
+	size_t size, now_size;
+	if (b->offline || fstat(index_fd, &st) < 0 || !(kept = malloc((size = (size_t)st.st_size) ? size : 1)) ||
+	    ca_pread_full(index_fd, kept, size, 0) != (ssize_t)size)
+		goto out;
+	cafs_trusted_keys_apply(&b->trusted, &io);
+	ca_source_http_opts(&http);
+	http.max_recv_speed = b->rate_limit_bps;
+	struct ca_logger *prev = ca_log_current();
+	struct ca_logger quiet = { .fn = demoted, .userdata = prev, .level = CA_LOG_DEBUG };
+	ca_log_use(&quiet);
+	int r = ca_source_open_index(b->source, &io, &now);
+	ca_log_use(prev);
+	if (r < 0)
+		goto out;
+	const void *bytes = ca_index_data(now, &now_size);
+	if (now_size == size && !memcmp(bytes, kept, size)) {
+		ca_log_debug("takeover: %s: the index at the source is the one mounted", mp);
+		goto out;
+	}
+	char *shown = ca_location_redact(b->source);
+	index_sha256(kept, size, kept_hex);
+	index_sha256(bytes, now_size, now_hex);
+	ca_log_warning("%s: the index at %s changed since it was mounted; still serving the mounted one (sha256 %s, "
+	               "now %s); remount to switch",
+	               mp, shown ? shown : "its source", kept_hex, now_hex);
+	free(shown);
+out:
+	ca_index_free(now);
+	free(kept);
+}
+
 /* --takeover: the running keeper's state and options, then a keeper of
  * this binary. */
 static int takeover(const char *cmd, const struct mount_args *a)
 {
 	struct cafs_keeper_conf c = {
-		.ready_fd = -1, .log_fd = -1, .fuse_fd = -1, .init_fd = -1, .index_fd = -1, .old_keeper_fd = -1,
+		.ready_fd = -1, .log_fd = -1, .fuse_fd = -1, .init_fd = -1, .index_fd = -1, .sidecar_fd = -1,
+		.profile_fd = -1, .old_keeper_fd = -1,
 	};
 	char **args = NULL;
 	char *mp = canonical_mountpoint(a->mountpoint);
@@ -859,6 +956,8 @@ static int takeover(const char *cmd, const struct mount_args *a)
 	} else {
 		c.server_args = args;
 		c.mountpoint = mp;
+		if (c.index_fd >= 0)
+			check_index_changed(mp, &b, c.index_fd);
 		r = start_keeper(&c, a->foreground, b.log_file, cmd);
 	}
 	free(argv);
@@ -867,8 +966,10 @@ out:
 		close(c.fuse_fd);
 	if (c.init_fd >= 0)
 		close(c.init_fd);
-	if (c.index_fd >= 0)
-		close(c.index_fd);
+	int kept[] = { c.index_fd, c.sidecar_fd, c.profile_fd };
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+		if (kept[i] >= 0)
+			close(kept[i]);
 	if (c.old_keeper_fd >= 0)
 		close(c.old_keeper_fd);
 	free(b.fuse_opts); /* b.stores[] point into args */
@@ -973,13 +1074,14 @@ int cafs_cmd_mount(int argc, char **argv)
 	}
 	struct cafs_keeper_conf c = {
 		.server_args = a.saved, .mountpoint = a.mountpoint, .ready_fd = -1, .log_fd = -1,
-		.fuse_fd = -1, .init_fd = -1, .index_fd = -1, .old_keeper_fd = -1,
+		.fuse_fd = -1, .init_fd = -1, .index_fd = -1, .sidecar_fd = -1, .profile_fd = -1, .old_keeper_fd = -1,
 	};
 	char *log_file = a.log_file ? absolute(a.log_file) : NULL;
 	r = start_keeper(&c, a.foreground, log_file, cmd);
 	free(log_file);
 out:
 	cafs_keeper_server_release(&d.ks);
+	ca_buf_release(&d.profile);
 	for (size_t i = 0; i < n_abs; i++)
 		free(a.stores[i]);
 	free(a.fuse_opts);

@@ -25,7 +25,7 @@
 #include "log.h"
 
 #define ENV_SERVER "CAFS_KEEPER_SERVER"
-#define MAX_FDS 4
+#define MAX_FDS 6
 #define DEATHS_MAX 5
 #define DEATHS_WINDOW_NS (10 * NS)
 #define SERVED_ENOUGH_NS (NS / 5)
@@ -226,7 +226,7 @@ static int listen_socket(const char *mountpoint, struct sockaddr_un *ret_addr)
 struct keeper {
 	const struct cafs_keeper_conf *c;
 	char **args;
-	int fuse_fd, init_fd, index_fd;
+	int fuse_fd, init_fd, index_fd, sidecar_fd, profile_fd;
 	int sfd;            /* signalfd */
 	int chan;           /* to the current server */
 	pid_t server;
@@ -289,14 +289,14 @@ static int spawn(struct keeper *k)
 	argv[0] = "cafs";
 	argv[1] = "mount";
 	memcpy(argv + 2, k->args, n * sizeof(char *));
-	char env[96];
-	snprintf(env, sizeof(env), "%d,%d,%d,%d,%d", sp[1], k->fuse_fd, k->init_fd, k->index_fd,
-	         !k->ready && k->c->ready_fd >= 0);
+	char env[128];
+	snprintf(env, sizeof(env), "%d,%d,%d,%d,%d,%d,%d", sp[1], k->fuse_fd, k->init_fd, k->index_fd,
+	         k->sidecar_fd, k->profile_fd, !k->ready && k->c->ready_fd >= 0);
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0) {
-		int keep[] = { sp[1], k->fuse_fd, k->init_fd, k->index_fd };
-		for (size_t i = 0; i < 4; i++)
+		int keep[] = { sp[1], k->fuse_fd, k->init_fd, k->index_fd, k->sidecar_fd, k->profile_fd };
+		for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
 			if (keep[i] >= 0)
 				fcntl(keep[i], F_SETFD, 0);
 		sigset_t none;
@@ -385,6 +385,8 @@ static void on_server_msg(struct keeper *k)
 		k->fuse_fd = fds[0];
 		k->init_fd = fds[1];
 		k->index_fd = n > 2 ? fds[2] : -1;
+		k->sidecar_fd = n > 3 ? fds[3] : -1;
+		k->profile_fd = n > 4 ? fds[4] : -1;
 		n = 0;
 		check_resend(k);
 	}
@@ -450,8 +452,9 @@ static void on_connect(struct keeper *k)
 		p = stpcpy(p, *a) + 1;
 	int args = blob_fd("cafs-args", buf, size);
 	free(buf);
-	int fds[] = { k->fuse_fd, k->init_fd, args, k->index_fd };
-	if (args < 0 || send_msg(fd, "HAND", fds, k->index_fd >= 0 ? 4 : 3) < 0) {
+	int fds[] = { k->fuse_fd, k->init_fd, args, k->index_fd, k->sidecar_fd, k->profile_fd };
+	size_t n_fds = k->index_fd < 0 ? 3 : k->sidecar_fd < 0 || k->profile_fd < 0 ? 4 : 6;
+	if (args < 0 || send_msg(fd, "HAND", fds, n_fds) < 0) {
 		close(fd);
 	} else {
 		fcntl(fd, F_SETFL, O_NONBLOCK);
@@ -566,6 +569,7 @@ int cafs_keeper_run(const struct cafs_keeper_conf *c)
 {
 	struct keeper k = {
 		.c = c, .args = c->server_args, .fuse_fd = c->fuse_fd, .init_fd = c->init_fd, .index_fd = c->index_fd,
+		.sidecar_fd = c->sidecar_fd, .profile_fd = c->profile_fd,
 		.sfd = -1, .chan = -1, .server = -1, .listen_fd = -1, .taker = -1, .old = c->old_keeper_fd,
 	};
 	sigset_t set;
@@ -623,6 +627,8 @@ out:
 	close_fd(&k.old);
 	close_fd(&k.init_fd);
 	close_fd(&k.index_fd);
+	close_fd(&k.sidecar_fd);
+	close_fd(&k.profile_fd);
 	close_fd(&k.fuse_fd);
 	return r;
 }
@@ -632,12 +638,13 @@ out:
 int cafs_keeper_server_env(struct cafs_keeper_server *ret)
 {
 	const char *env = getenv(ENV_SERVER);
-	int chan, fuse_fd, init_fd, index_fd, detach, r = 0;
+	int chan, fuse_fd, init_fd, index_fd, sidecar_fd, profile_fd, detach, r = 0;
 	*ret = (struct cafs_keeper_server){ .chan = -1, .fuse_fd = -1 };
 	if (!env)
 		return 0;
-	if (sscanf(env, "%d,%d,%d,%d,%d", &chan, &fuse_fd, &init_fd, &index_fd, &detach) != 5 || chan < 0 ||
-	    fcntl(chan, F_GETFD) < 0 || (fuse_fd >= 0 && (init_fd < 0 || fcntl(fuse_fd, F_GETFD) < 0))) {
+	if (sscanf(env, "%d,%d,%d,%d,%d,%d,%d", &chan, &fuse_fd, &init_fd, &index_fd, &sidecar_fd, &profile_fd,
+	           &detach) != 7 ||
+	    chan < 0 || fcntl(chan, F_GETFD) < 0 || (fuse_fd >= 0 && (init_fd < 0 || fcntl(fuse_fd, F_GETFD) < 0))) {
 		unsetenv(ENV_SERVER);
 		return ca_log_error_errno(EINVAL, "mount: %s: not from a keeper", ENV_SERVER);
 	}
@@ -651,11 +658,16 @@ int cafs_keeper_server_env(struct cafs_keeper_server *ret)
 		r = blob_read(init_fd, &ret->init, &ret->init_size);
 		if (r == 0 && index_fd >= 0)
 			r = blob_read(index_fd, &ret->index, &ret->index_size);
+		/* kept only with the index (an old keeper's takeover may not have them: fetched then) */
+		if (r == 0 && index_fd >= 0 && sidecar_fd >= 0)
+			r = blob_read(sidecar_fd, &ret->sidecar, &ret->sidecar_size);
+		if (r == 0 && index_fd >= 0 && profile_fd >= 0)
+			r = blob_read(profile_fd, &ret->profile, &ret->profile_size);
 	}
-	if (init_fd >= 0)
-		close(init_fd);
-	if (index_fd >= 0)
-		close(index_fd);
+	int fds[] = { init_fd, index_fd, sidecar_fd, profile_fd };
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	if (r < 0)
 		return ca_log_error_errno(r, "mount: the keeper's state");
 	return 1;
@@ -665,29 +677,36 @@ void cafs_keeper_server_release(struct cafs_keeper_server *s)
 {
 	free(s->init);
 	free(s->index);
+	free(s->sidecar);
+	free(s->profile);
 	if (s->chan >= 0)
 		close(s->chan);
-	s->init = s->index = NULL;
+	s->init = s->index = s->sidecar = s->profile = NULL;
 	s->chan = -1;
 }
 
-int cafs_keeper_server_serving(int chan, int fuse_fd, const void *init, size_t init_size, const void *index,
-                               size_t index_size)
+int cafs_keeper_server_serving(int chan, int fuse_fd, const void *init, size_t init_size,
+                               const struct cafs_keeper_kept *kept)
 {
 	if (!init)
 		return send_msg(chan, "SERV", NULL, 0);
-	int fds[3] = { fuse_fd, blob_fd("cafs-init", init, init_size), -1 };
+	int fds[5] = { fuse_fd, blob_fd("cafs-init", init, init_size), -1, -1, -1 };
+	size_t n = 2;
 	int r = fds[1] < 0 ? fds[1] : 0;
-	if (r == 0 && index) {
-		fds[2] = blob_fd("cafs-index", index, index_size);
-		r = fds[2] < 0 ? fds[2] : 0;
+	if (r == 0 && kept->index) {
+		fds[2] = blob_fd("cafs-index", kept->index, kept->index_size);
+		fds[3] = blob_fd("cafs-sidecar", kept->sidecar, kept->sidecar_size);
+		fds[4] = blob_fd("cafs-profile", kept->profile, kept->profile_size);
+		n = 5;
+		for (size_t i = 2; i < n; i++)
+			if (r == 0 && fds[i] < 0)
+				r = fds[i];
 	}
 	if (r == 0)
-		r = send_msg(chan, "STAT", fds, index ? 3 : 2);
-	if (fds[1] >= 0)
-		close(fds[1]);
-	if (fds[2] >= 0)
-		close(fds[2]);
+		r = send_msg(chan, "STAT", fds, n);
+	for (size_t i = 1; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	if (r < 0)
 		ca_log_error_errno(r, "mount: cannot hand the keeper its state");
 	return r;
@@ -747,6 +766,8 @@ int cafs_keeper_takeover(const char *mountpoint, struct cafs_keeper_conf *c, cha
 	c->fuse_fd = fds[0];
 	c->init_fd = fds[1];
 	c->index_fd = fds[3];
+	c->sidecar_fd = fds[4];
+	c->profile_fd = fds[5];
 	c->old_keeper_fd = sock;
 	*ret_args = v;
 	return 0;

@@ -12,13 +12,15 @@
  * The first server opens the image, mounts, reads the kernel's INIT
  * request itself and, before answering it, hands the keeper over its
  * channel (a SOCK_SEQPACKET socketpair) the FUSE descriptor, a sealed
- * memfd with the INIT request's bytes and, for an index, a sealed memfd
- * with the index's bytes as it opened them. When a server dies (a signal,
+ * memfd with the INIT request's bytes and, for an index, sealed memfds
+ * with the index's bytes as it opened them, and its metadata sidecar's and
+ * prefetch profile's (empty: it had none). When a server dies (a signal,
  * an abort, the OOM killer, a non-zero exit), the keeper writes
  * FUSE_NOTIFY_RESEND to the descriptor (kernel 6.9+: every request a
  * server had read and not answered goes back to the queue) and starts a
  * new server on the same descriptor: it opens the image from the kept
- * index bytes (source.h index_data: the very image served before), feeds
+ * index, sidecar and profile bytes (source.h index_data: the very image
+ * served before, with no network request for any of them), feeds
  * the kept INIT through libfuse (the kernel sends INIT once per
  * connection) and reads on. A server that exits 0 was stopped cleanly (a
  * signal to it, or the mount went away): the keeper unmounts (if the
@@ -34,8 +36,8 @@
  * keeper listens on a unix socket named after its mountpoint, in
  * $CAFS_RUNTIME_DIR, or /run/cafs for root, or $XDG_RUNTIME_DIR/cafs
  * (directories made 0700). Only root or the keeper's own user may use it
- * (SO_PEERCRED). The old keeper sends the descriptor, the INIT and index
- * memfds and the mount's arguments; the new process becomes the keeper
+ * (SO_PEERCRED). The old keeper sends the descriptor, the INIT, index,
+ * sidecar and profile memfds and the mount's arguments; the new process becomes the keeper
  * (a daemon, like `cafs mount`), starts its own server (from its own
  * binary), and once that server serves tells the old keeper, which stops
  * its server (it stops reading; its workers finish what they hold),
@@ -62,7 +64,7 @@ struct cafs_keeper_conf {
 	int log_fd;             /* stderr once detached; -1: /dev/null */
 	/* a takeover: the state received from the old keeper, and the
 	 * connection to it; all -1 for a new mount */
-	int fuse_fd, init_fd, index_fd, old_keeper_fd;
+	int fuse_fd, init_fd, index_fd, sidecar_fd, profile_fd, old_keeper_fd;
 };
 
 /* Run the keeper until the mount ends; returns the exit code. */
@@ -74,21 +76,33 @@ struct cafs_keeper_server {
 	int fuse_fd;              /* -1: mount anew */
 	void *init, *index;       /* resuming: the kept bytes (malloc'd; index NULL for a .catar) */
 	size_t init_size, index_size;
+	/* resuming: the kept sidecar and profile (size 0: there was none);
+	 * NULL: not kept (a takeover from an older keeper): fetch them */
+	void *sidecar, *profile;
+	size_t sidecar_size, profile_size;
 	bool detach;              /* the first server of a daemon: leave the caller's terminal once ready */
 };
 /* 1 and *ret filled when this process is a keeper's server, 0 when not,
  * or a negative errno (logged). */
 int cafs_keeper_server_env(struct cafs_keeper_server *ret);
 void cafs_keeper_server_release(struct cafs_keeper_server *s);
+/* What a first server hands its keeper besides the connection: the
+ * bytes it opened the image from (index NULL: a .catar, nothing kept;
+ * sidecar and profile may be NULL with size 0: it had none). */
+struct cafs_keeper_kept {
+	const void *index, *sidecar, *profile;
+	size_t index_size, sidecar_size, profile_size;
+};
 /* Tell the keeper this server serves: a first server with the descriptor,
- * the INIT request's bytes and the index's (index NULL: none); a resumed
- * one with init NULL. Logs. */
-int cafs_keeper_server_serving(int chan, int fuse_fd, const void *init, size_t init_size, const void *index,
-                               size_t index_size);
+ * the INIT request's bytes and the kept bytes; a resumed one with init
+ * NULL. Logs. */
+int cafs_keeper_server_serving(int chan, int fuse_fd, const void *init, size_t init_size,
+                               const struct cafs_keeper_kept *kept);
 
 /* The takeover's client side: connect to the keeper of mountpoint and
  * receive its state. On success the conf's fuse_fd, init_fd, index_fd,
- * old_keeper_fd are set and *ret_args is the mount's arguments
+ * sidecar_fd, profile_fd (the last three -1 when not sent), old_keeper_fd
+ * are set and *ret_args is the mount's arguments
  * (NULL-terminated, one malloc'd block). Logs; 1 (refused or no keeper)
  * or 0. */
 int cafs_keeper_takeover(const char *mountpoint, struct cafs_keeper_conf *c, char ***ret_args);
