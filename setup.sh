@@ -6,8 +6,9 @@
 #   ./setup.sh check   install deps, build, run the functional suite (make check:
 #                      unit, shell and fuzz-replay tests; a few minutes); ends with
 #                      "N passed, N failed, N skipped"
-#   ./setup.sh check --full   the same, then the sanitizer build, each fuzzer
-#                      for a minute (make fuzz) and make distcheck (what CI runs)
+#   ./setup.sh check --full   the same, then the stress variants (CAFS_TEST_FULL=1),
+#                      the sanitizer build, each fuzzer for a minute (make fuzz)
+#                      and make distcheck (what CI runs)
 #   ./setup.sh build   install deps and build only
 #   ./setup.sh packages  print the Debian packages the build and tests need
 #
@@ -85,6 +86,10 @@ check() {
 		summarize || rc=1
 		return $rc
 	fi
+	# the stress variants of the hostile-archive tests (hundreds of readers,
+	# a slow server): minutes, so not in the functional suite
+	CAFS_TEST_FULL=1 make check TESTS=tests/shell/mount-hostile-wide.sh >full-stress.log 2>&1 ||
+		{ rc=1; tail -n 50 full-stress.log; }
 	make check-sanitizers >sanitizers.log 2>&1 ||
 		{ rc=1; tail -n 50 sanitizers.log; cat sanitizers-build/test-suite.log 2>/dev/null || true; }
 	# each libFuzzer harness for FUZZ_SECONDS (a minute) on top of its seed
