@@ -85,6 +85,16 @@ fails() {
 	fi
 }
 
+# cafs_for_others: a copy of $CAFS that another user can run (the build
+# may sit in a directory only root can enter, as a mktemp -d clone does):
+# $T/bin/cafs, with $T opened to others. Prints its path.
+cafs_for_others() {
+	chmod 755 "$T"
+	mkdir -p "$T/bin"
+	[ -x "$T/bin/cafs" ] || install -m 0755 "$CAFS" "$T/bin/cafs"
+	echo "$T/bin/cafs"
+}
+
 # skip DESCRIPTION REASON: one check that cannot run here, a TAP SKIP
 # (never an ok: a skipped check has not passed)
 skip() {

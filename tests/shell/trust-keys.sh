@@ -92,7 +92,7 @@ chmod 0644 k.pub
 # the user's own directory and key, run as that user: accepted
 mkdir -m 0700 nb.d nbc && cp k.pub nb.d/ && chown -R $NOBODY:$NOBODY nb.d nbc
 ok "nobody's own directory and key, as nobody: accepted" \
-	as_nobody env CAFS_TRUSTED_KEYS_DIR="$T/nb.d" XDG_CACHE_HOME="$T/nbc" "$CAFS" list img.caidx
+	as_nobody env CAFS_TRUSTED_KEYS_DIR="$T/nb.d" XDG_CACHE_HOME="$T/nbc" "$(cafs_for_others)" list img.caidx
 ok "... root refuses nobody's directory" \
 	bash -c "! CAFS_TRUSTED_KEYS_DIR='$T/nb.d' '$CAFS' list img.caidx 2>err4 && grep -q 'owned by another user' err4"
 
