@@ -44,7 +44,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t n = strlen(store), k = strlen("default.castr");
 		fuzz_check(n >= k && !strcmp(store + n - k, "default.castr"), "default store '%s'", store);
 		fuzz_check(!memcmp(store, s, n - k), "the default store's directory is not the input's");
-		fuzz_check(n == k || store[n - k - 1] == '/', "default store '%s': no '/' before the name", store);
+		/* beside the index's name: after its directory's '/', or after the
+		 * "HOST:" of casync's SSH remoting ("host:x.caidx") */
+		fuzz_check(n == k || store[n - k - 1] == '/' || (ca_location_ssh_host_len(s) == n - k - 1 && store[n - k - 1] == ':'),
+		           "default store '%s': no '/' (or HOST:) before the name", store);
 	}
 	char *base = ca_location_basename(s);
 	if (base) {
