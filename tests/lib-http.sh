@@ -158,3 +158,18 @@ py_server_start() {
 	wait_until 10 "$PY_SERVER_PID" test -s "$portfile" || return 1
 	PY_SERVER_URL=http://127.0.0.1:$(cat "$portfile")
 }
+
+# lagproxy_start MS: bench/lagproxy.py in front of nginx_start's server,
+# adding MS milliseconds to each round trip; killed at exit. Sets LAG_URL.
+lagproxy_start() {
+	local port i
+	port=$(_nginx_free_port)
+	python3 "$top_srcdir/bench/lagproxy.py" "$port" "$NGINX_PORT" "$1" >"$T/lagproxy.log" 2>&1 &
+	local pid=$!
+	at_cleanup "kill $pid; wait $pid"
+	for ((i = 0; i < 100; i++)); do
+		grep -q ready "$T/lagproxy.log" && break
+		sleep 0.05
+	done
+	LAG_URL=http://127.0.0.1:$port
+}

@@ -105,15 +105,8 @@ if [ -n "${CAFS_TEST_FULL:-}" ]; then
 	mkdir -p www
 	mv wide.castr wide.caidx www/
 	nginx_start www
-	lport=$(_nginx_free_port)
-	python3 "$top_srcdir/bench/lagproxy.py" "$lport" "$NGINX_PORT" 100 >proxy.log 2>&1 &
-	ppid=$!
-	at_cleanup "kill $ppid; wait $ppid"
-	for ((i = 0; i < 100; i++)); do
-		grep -q ready proxy.log && break
-		sleep 0.05
-	done
-	U=http://127.0.0.1:$lport
+	lagproxy_start 100
+	U=$LAG_URL
 	# a chunk LRU that holds the 64 chunks of 8 MB: with the default 64 MiB
 	# every value read whose chunk was evicted fetches it again, 8 at a
 	# time (64 MiB in flight), a round trip each: many minutes for 256

@@ -17,15 +17,8 @@ mkdir -p src/dir www
 for i in $(seq -w 1 72); do head -c 262144 /dev/urandom >src/dir/f$i; done
 "$CAFS" make --meta=no --store www/s.castr www/img.caidx src >/dev/null || exit 1
 nginx_start www
-lport=$(_nginx_free_port)
-python3 "$top_srcdir/bench/lagproxy.py" "$lport" "$NGINX_PORT" 100 >proxy.log 2>&1 &
-ppid=$!
-at_cleanup "kill $ppid; wait $ppid"
-for ((i = 0; i < 100; i++)); do
-	grep -q ready proxy.log && break
-	sleep 0.05
-done
-U=http://127.0.0.1:$lport
+lagproxy_start 100
+U=$LAG_URL
 if mount_start "mount through a 200 ms round trip proxy" mnt mount.log -vv --no-cache --store "$U/s.castr" "$U/img.caidx"; then
 	flags=$(sed -n 's/.*INIT answered, flags //p' mount.log)
 	ok "INIT: the reply carries FUSE_PARALLEL_DIROPS (flags ${flags:-none})" test $((${flags:-0} & 0x40000)) -ne 0
