@@ -32,10 +32,10 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "catar_ra.h"
-#include "prefetch.h"
-#include "profile.h"
-#include "source.h"
+#include "catar/catar_ra.h"
+#include "store/prefetch.h"
+#include "image/profile.h"
+#include "image/source.h"
 
 struct cafs_fs;
 

@@ -11,8 +11,8 @@
 
 #include "fs.h"
 #include "inode.h"
-#include "sidecar.h"
-#include "xattr_policy.h"
+#include "image/sidecar.h"
+#include "catar/xattr_policy.h"
 
 /* The image never changes: let the kernel cache everything for a day. */
 #define CAFS_TIMEOUT 86400.0

@@ -31,7 +31,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "catar_ra.h"
+#include "catar/catar_ra.h"
 
 struct cafs_node {
 	uint64_t ino;

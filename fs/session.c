@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "fs.h"
-#include "log.h"
-#include "stop_signals.h"
+#include "base/log.h"
+#include "base/stop_signals.h"
 
 /*
  * SIGINT, SIGTERM and SIGHUP end the loop: a clean unmount. Not with
@@ -19,7 +19,7 @@
  * thread takes the signal, and the loop's main thread checks that flag
  * and then sleeps on a semaphore, so a signal landing between the two
  * was lost and the daemon ran on (seen under load in CI). The stop
- * signals (core/stop_signals.h) keep waking the loop's thread until the
+ * signals (core/base/stop_signals.h) keep waking the loop's thread until the
  * loop has returned.
  */
 struct stopper {

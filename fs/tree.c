@@ -12,11 +12,11 @@
 #include <linux/fs.h>
 #include <sys/sysmacros.h>
 
-#include "catar_attr.h"
-#include "condwait.h"
-#include "feature.h"
+#include "catar/catar_attr.h"
+#include "base/condwait.h"
+#include "format/feature.h"
 #include "fs_private.h"
-#include "log.h"
+#include "base/log.h"
 
 /* ---- a bounded LRU of loaded things (records, listings) ----
  *

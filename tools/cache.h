@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "format.h"
+#include "format/format.h"
 
 struct ca_index;
 struct ca_store;

@@ -9,7 +9,7 @@
 
 #include "cache.h"
 #include "cmd.h"
-#include "log.h"
+#include "base/log.h"
 
 char *cafs_cache_dir(const char *opt)
 {

@@ -10,7 +10,7 @@
  * which then runs in-process with its own parser. So a behaviour lives in
  * one place, whichever name the user typed. casync's SSH remoting
  * (HOST:PATH) is glue here too: what a verb reads is pulled first, what
- * make writes is pushed after (the protocol is core/caremote.h), and the
+ * make writes is pushed after (the protocol is core/net/caremote.h), and the
  * remote end is the verbs pull and push. Where a cafs command goes by a
  * name's suffix and casync by --what= or by standard input and output, the
  * command is given a suffixed name for the same bytes (struct stage). What
@@ -37,16 +37,16 @@
 #include <unistd.h>
 
 #include "cache.h"
-#include "caremote.h"
+#include "net/caremote.h"
 #include "casync_cli.h"
 #include "cmd.h"
-#include "fdio.h"
-#include "image_make.h"
-#include "index.h"
+#include "base/fdio.h"
+#include "image/image_make.h"
+#include "format/index.h"
 #include "interrupt.h"
-#include "location.h"
-#include "log.h"
-#include "store.h"
+#include "base/location.h"
+#include "base/log.h"
+#include "store/store.h"
 
 /* casync's --what= */
 enum what {

@@ -14,11 +14,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "digest.h"
-#include "format.h"
-#include "minisign.h"
-#include "source.h"
-#include "uidshift.h"
+#include "base/digest.h"
+#include "format/format.h"
+#include "trust/minisign.h"
+#include "image/source.h"
+#include "catar/uidshift.h"
 
 #define EXIT_USAGE 2
 

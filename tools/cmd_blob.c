@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * cmd_blob.c - make, extract, digest and info: option parsing for all
- * inputs. make and extract are one core call each (core/image_make.h,
- * core/image_extract.h) between parsing and printing; digest and info of
+ * inputs. make and extract are one core call each (core/image/image_make.h,
+ * core/image/image_extract.h) between parsing and printing; digest and info of
  * a blob index are here, of archives and directories in cmd_tree_*.c.
  */
 #include "config.h"
@@ -15,26 +15,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "archive_reader.h"
-#include "blob.h"
+#include "image/archive_reader.h"
+#include "store/blob.h"
 #include "cache.h"
-#include "chunker.h"
+#include "chunk/chunker.h"
 #include "cmd.h"
-#include "compress.h"
-#include "feature.h"
-#include "seed_tree.h"
-#include "image_extract.h"
-#include "image_make.h"
-#include "index.h"
-#include "failover.h"
-#include "log.h"
-#include "make.h"
+#include "chunk/compress.h"
+#include "format/feature.h"
+#include "chunk/seed_tree.h"
+#include "image/image_extract.h"
+#include "image/image_make.h"
+#include "format/index.h"
+#include "net/failover.h"
+#include "base/log.h"
+#include "store/make.h"
 #include "interrupt.h"
-#include "profile.h"
+#include "image/profile.h"
 #include "progress.h"
-#include "reflink.h"
-#include "s3.h"
-#include "store_writer.h"
+#include "chunk/reflink.h"
+#include "net/s3.h"
+#include "store/store_writer.h"
 
 enum {
 	OPT_CHUNK_SIZE = 0x100,

@@ -14,15 +14,15 @@
 #include <string.h>
 
 #include "cache.h"
-#include "cache_fill.h"
-#include "cache_prune.h"
+#include "store/cache_fill.h"
+#include "store/cache_prune.h"
 #include "cmd.h"
-#include "digest.h"
-#include "idset.h"
-#include "index.h"
-#include "log.h"
-#include "store.h"
-#include "store_verify.h"
+#include "base/digest.h"
+#include "format/idset.h"
+#include "format/index.h"
+#include "base/log.h"
+#include "store/store.h"
+#include "store/store_verify.h"
 
 enum { OPT_CACHE = 0x100, OPT_MAX_SIZE, OPT_KEEP, OPT_MIN_AGE, OPT_REPAIR, OPT_DIGEST };
 

@@ -2,7 +2,7 @@
 /*
  * cmd_cache_fill.c - `cafs cache fill`: download every chunk the given
  * indexes need that the cache lacks, so extract and the mount then work
- * offline. The work is core/cache_fill.c's; here are the options, the
+ * offline. The work is core/store/cache_fill.c's; here are the options, the
  * opening of each SOURCE's index and chunk source, and the messages.
  */
 #include "config.h"
@@ -15,18 +15,18 @@
 #include <time.h>
 
 #include "cache.h"
-#include "cache_fill.h"
-#include "chunksrc.h"
+#include "store/cache_fill.h"
+#include "store/chunksrc.h"
 #include "cmd.h"
-#include "digest.h"
-#include "idset.h"
-#include "index.h"
-#include "index_cache.h"
+#include "base/digest.h"
+#include "format/idset.h"
+#include "format/index.h"
+#include "image/index_cache.h"
 #include "interrupt.h"
-#include "log.h"
-#include "profile.h"
+#include "base/log.h"
+#include "image/profile.h"
 #include "progress.h"
-#include "store.h"
+#include "store/store.h"
 
 /* chunk errors printed one per line; past that only counted, since a store
  * that is gone entirely would otherwise print one line per chunk of the image */

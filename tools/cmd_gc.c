@@ -17,13 +17,13 @@
 
 #include "cache.h"
 #include "cmd.h"
-#include "digest.h"
-#include "idset.h"
-#include "index.h"
-#include "log.h"
-#include "s3.h"
-#include "store.h"
-#include "store_gc.h"
+#include "base/digest.h"
+#include "format/idset.h"
+#include "format/index.h"
+#include "base/log.h"
+#include "net/s3.h"
+#include "store/store.h"
+#include "store/store_gc.h"
 
 static void gc_report(void *userdata, const char *rel, int err)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * cmd_meta.c - cafs meta make: the metadata sidecar (core/sidecar.h) of an
+ * cmd_meta.c - cafs meta make: the metadata sidecar (core/image/sidecar.h) of an
  * existing .caidx (made by casync, desync, or cafs make --no-meta), read
  * through its store.
  */
@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "archive_reader.h"
+#include "image/archive_reader.h"
 #include "cmd.h"
-#include "index_cache.h"
-#include "location.h"
-#include "log.h"
-#include "sidecar.h"
-#include "source.h"
+#include "image/index_cache.h"
+#include "base/location.h"
+#include "base/log.h"
+#include "image/sidecar.h"
+#include "image/source.h"
 
 int cafs_cmd_meta(int argc, char **argv)
 {

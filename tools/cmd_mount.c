@@ -32,17 +32,17 @@
 
 #include "cache.h"
 #include "cmd.h"
-#include "digest.h"
+#include "base/digest.h"
 #include "../fs/fs.h"
-#include "failover.h"
-#include "fdio.h"
+#include "net/failover.h"
+#include "base/fdio.h"
 #include "keeper.h"
-#include "location.h"
-#include "log.h"
-#include "prefetch.h"
-#include "profile.h"
-#include "sidecar.h"
-#include "source.h"
+#include "base/location.h"
+#include "base/log.h"
+#include "store/prefetch.h"
+#include "image/profile.h"
+#include "image/sidecar.h"
+#include "image/source.h"
 
 #define DEFAULT_LRU_BYTES (UINT64_C(64) << 20)
 /* Workers blocked on downloads must leave room for lookups and cached reads. */

@@ -16,8 +16,8 @@
 #include <openssl/crypto.h>
 
 #include "cmd.h"
-#include "log.h"
-#include "trust.h"
+#include "base/log.h"
+#include "trust/trust.h"
 
 #define PASSWORD_MAX 1024 /* minisign's */
 

@@ -2,7 +2,7 @@
 /*
  * cmd_tree_make.c - what the commands that walk a tree share (the fd
  * limit), and the digests `casync digest` prints for directories and
- * archives. Making archives is core/image_make.c, called by cafs make
+ * archives. Making archives is core/image/image_make.c, called by cafs make
  * (cmd_blob.c).
  */
 #include "config.h"
@@ -10,7 +10,7 @@
 #include <sys/resource.h>
 
 #include "cmd.h"
-#include "image_make.h"
+#include "image/image_make.h"
 
 /* One fd per directory level is open during the walk. */
 void cafs_raise_fd_limit(void)

@@ -2,7 +2,7 @@
 /*
  * cmd_tree_read.c - listing and describing archives (.catar/.caidx): cafs
  * list, cafs mtree, and the archive half of cafs digest (extract is
- * core/image_extract.c, called by cmd_blob.c). All read through the core's
+ * core/image/image_extract.c, called by cmd_blob.c). All read through the core's
  * archive reader.
  *
  * Whole-archive walks go through the streaming decoder (which validates
@@ -24,21 +24,21 @@
 #include <unistd.h>
 #include <linux/fs.h>
 
-#include "archive_reader.h"
-#include "catar_dec.h"
-#include "catar_ra.h"
-#include "chunksrc.h"
+#include "image/archive_reader.h"
+#include "catar/catar_dec.h"
+#include "catar/catar_ra.h"
+#include "store/chunksrc.h"
 #include "cmd.h"
-#include "digest.h"
-#include "feature.h"
-#include "fdio.h"
-#include "image_make.h"
-#include "index.h"
-#include "log.h"
-#include "sidecar.h"
-#include "thread.h"
+#include "base/digest.h"
+#include "format/feature.h"
+#include "base/fdio.h"
+#include "image/image_make.h"
+#include "format/index.h"
+#include "base/log.h"
+#include "image/sidecar.h"
+#include "base/thread.h"
 
-/* An opened archive image and its reader (core/archive_reader.h). */
+/* An opened archive image and its reader (core/image/archive_reader.h). */
 struct archive {
 	struct ca_image *im;
 	struct ca_archive_reader *rd;

@@ -11,9 +11,9 @@
 #include <strings.h>
 
 #include "cmd.h"
-#include "log.h"
-#include "make.h"
-#include "trust.h"
+#include "base/log.h"
+#include "store/make.h"
+#include "trust/trust.h"
 
 void cafs_set_verbosity(int level)
 {

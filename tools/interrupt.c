@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "interrupt.h"
-#include "log.h"
-#include "stop_signals.h"
+#include "base/log.h"
+#include "base/stop_signals.h"
 
 /* Signal state is process-wide by nature; this is the command's (main's)
  * side of it, never touched by core/ except through the flag pointer. */

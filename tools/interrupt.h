@@ -6,7 +6,7 @@
  * path, and exits 128 + signal.
  *
  * cafs_interrupt_start takes SIGINT, SIGTERM and SIGHUP with
- * ca_stop_signals (core/stop_signals.h): on the first one the flag goes
+ * ca_stop_signals (core/base/stop_signals.h): on the first one the flag goes
  * up, logging goes quiet, and the calling thread's blocking calls return
  * EINTR until it is done; a second signal ends the process at once. Call
  * start from the main thread before any other thread exists; at most one

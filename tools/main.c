@@ -20,9 +20,9 @@
 
 #include "casync_cli.h"
 #include "cmd.h"
-#include "location.h"
-#include "log.h"
-#include "storeconf.h"
+#include "base/location.h"
+#include "base/log.h"
+#include "net/storeconf.h"
 
 static const struct cafs_command commands[] = {
 	{ "make", cafs_cmd_make, "make [OPTIONS] OUT.caibx|OUT.caidx|OUT.catar INPUT",

@@ -13,9 +13,9 @@
 #include <signal.h>
 
 #include "cafs/context.h"
-#include "log.h"
-#include "minisign.h"
-#include "source.h"
+#include "base/log.h"
+#include "trust/minisign.h"
+#include "image/source.h"
 
 struct ca_catar_ra;
 

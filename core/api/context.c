@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <syslog.h>
 
-#include "api.h"
-#include "trust.h"
+#include "api/api.h"
+#include "trust/trust.h"
 
 /* syslog priorities <-> our levels (NOTICE counts as INFO) */
 static enum ca_log_level level_of(int priority)

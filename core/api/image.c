@@ -11,11 +11,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "api.h"
+#include "api/api.h"
 #include "cafs/image.h"
-#include "catar_attr.h"
-#include "catar_ra.h"
-#include "source.h"
+#include "catar/catar_attr.h"
+#include "catar/catar_ra.h"
+#include "image/source.h"
 
 static struct ca_catar_ra_node *ra_node(const struct cafs_node *n)
 {

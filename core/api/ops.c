@@ -9,12 +9,12 @@
 #include <errno.h>
 #include <string.h>
 
-#include "api.h"
-#include "cache_fill.h"
+#include "api/api.h"
+#include "store/cache_fill.h"
 #include "cafs/ops.h"
-#include "image_extract.h"
-#include "image_make.h"
-#include "store.h"
+#include "image/image_extract.h"
+#include "image/image_make.h"
+#include "store/store.h"
 
 /* core reports done bytes (and the total once); the caller gets both */
 struct progress {

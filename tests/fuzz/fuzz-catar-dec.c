@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "catar_dec.h"
+#include "catar/catar_dec.h"
 #include "fuzz.h"
 
 static uint64_t mix(uint64_t h, uint64_t v)

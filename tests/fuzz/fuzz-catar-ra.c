@@ -17,9 +17,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "catar_attr.h"
-#include "catar_dec.h"
-#include "catar_ra.h"
+#include "catar/catar_attr.h"
+#include "catar/catar_dec.h"
+#include "catar/catar_ra.h"
 #include "fuzz.h"
 
 #define NODES_MAX 3000u

@@ -21,7 +21,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "compress.h"
+#include "chunk/compress.h"
 #include "fuzz.h"
 
 static struct ca_codec *codec;

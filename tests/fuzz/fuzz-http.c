@@ -33,10 +33,10 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "compress.h"
+#include "chunk/compress.h"
 #include "fuzz.h"
-#include "http.h"
-#include "remote.h"
+#include "net/http.h"
+#include "net/remote.h"
 
 static struct {
 	pthread_mutex_t lock;

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "index.h"
+#include "format/index.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

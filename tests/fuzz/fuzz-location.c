@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "location.h"
+#include "base/location.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "minisign.h"
+#include "trust/minisign.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * fuzz-profile - the prefetch profile parser (core/profile.c) on arbitrary
+ * fuzz-profile - the prefetch profile parser (core/image/profile.c) on arbitrary
  * bytes.
  *
  * Properties: a profile is accepted or refused with -EBADMSG (never
@@ -13,9 +13,9 @@
 
 #include <errno.h>
 
-#include "buf.h"
+#include "base/buf.h"
 #include "fuzz.h"
-#include "profile.h"
+#include "image/profile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

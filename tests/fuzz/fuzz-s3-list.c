@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "s3.h"
+#include "net/s3.h"
 
 struct seen {
 	unsigned n, stop_at;

@@ -42,7 +42,7 @@
 #include <curl/curl.h>
 
 #include "fuzz.h"
-#include "s3.h"
+#include "net/s3.h"
 
 #define REQ_MAX 65536
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * fuzz-sidecar - the metadata sidecar reader (core/sidecar.c) on arbitrary
+ * fuzz-sidecar - the metadata sidecar reader (core/image/sidecar.c) on arbitrary
  * bytes (any index digest accepted, the header's archive size taken).
  *
  * Properties: a sidecar is accepted or refused with -EBADMSG (never
@@ -25,9 +25,9 @@
 #include <stdlib.h>
 #include <zstd.h>
 
-#include "digest.h"
+#include "base/digest.h"
 #include "fuzz.h"
-#include "sidecar.h"
+#include "image/sidecar.h"
 
 /* A sidecar file around body: what ca_sidecar_build writes. malloc'd. */
 static uint8_t *wrap(const uint8_t *p, size_t n, size_t *ret_size)

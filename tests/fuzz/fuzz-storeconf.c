@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "storeconf.h"
+#include "net/storeconf.h"
 
 static unsigned n_msgs;
 static bool bad_msg;

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "log.h"
+#include "base/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

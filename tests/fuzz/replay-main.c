@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fdio.h"
+#include "base/fdio.h"
 #include "fuzz.h"
 
 #ifndef FUZZ_NAME

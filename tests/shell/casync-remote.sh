@@ -1,5 +1,5 @@
 #!/bin/bash
-# casync-remote.sh - casync's SSH remoting (HOST:PATH, core/caremote.h)
+# casync-remote.sh - casync's SSH remoting (HOST:PATH, core/net/caremote.h)
 # between cafs and the real casync, both ways: make HOST:PATH pushes the
 # index (or archive) and the chunks the remote lacks, extract/list/digest
 # HOST:PATH pull them, --store=HOST:PATH pulls chunks only. As casync's

@@ -1,5 +1,5 @@
 #!/bin/bash
-# http-auth.sh - the store settings file (core/storeconf.c) against a real
+# http-auth.sh - the store settings file (core/net/storeconf.c) against a real
 # nginx on 127.0.0.1: a bearer header, basic auth (settings and netrc),
 # two prefixes with two tokens (the longest prefix wins), a pre-signed
 # style index URL whose query reaches the index only (and the chunks too

@@ -243,20 +243,20 @@ o_keys() {
 }
 ok "mount -o keys: tools/cmd_mount.c, man page and help agree" o_keys
 
-# cafs.conf(5): the keys the parser knows (core/storeconf.c keys[]) are the
+# cafs.conf(5): the keys the parser knows (core/net/storeconf.c keys[]) are the
 # ones the SETTINGS section lists
 conf_keys() {
 	local src man
 	src=$(awk '/^static const struct key keys\[\]/ { on = 1; next } on && /^};/ { exit }
 		on { if (match($0, /\{ "[a-z-]+"/)) print substr($0, RSTART + 3, RLENGTH - 4) }' \
-		"$top_srcdir/core/storeconf.c" | sort -u)
+		"$top_srcdir/core/net/storeconf.c" | sort -u)
 	man=$(awk '/^\.SH / { on = $0 == ".SH SETTINGS"; next }
 		on && /^\.T[PQ]/ { tag = 1; next }
 		on && tag { tag = 0; l = $0; sub(/^\.[A-Z]+ +/, "", l); gsub(/\\/, "", l); split(l, w, " "); print w[1] }' \
 		"$top_srcdir/docs/cafs.conf.5" | sort -u)
-	[ -n "$src" ] || { echo "no keys found in core/storeconf.c"; return 1; }
-	[ "$src" = "$man" ] || { echo "core/storeconf.c:" $src; echo "cafs.conf.5:" $man; return 1; }
+	[ -n "$src" ] || { echo "no keys found in core/net/storeconf.c"; return 1; }
+	[ "$src" = "$man" ] || { echo "core/net/storeconf.c:" $src; echo "cafs.conf.5:" $man; return 1; }
 }
-ok "cafs.conf keys: core/storeconf.c and cafs.conf(5) agree" conf_keys
+ok "cafs.conf keys: core/net/storeconf.c and cafs.conf(5) agree" conf_keys
 
 done_testing

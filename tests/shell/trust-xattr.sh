@@ -1,5 +1,5 @@
 #!/bin/bash
-# trust-xattr.sh - the xattr policy (core/xattr_policy.h): extract applies
+# trust-xattr.sh - the xattr policy (core/catar/xattr_policy.h): extract applies
 # and the mount serves only user.*, trusted.* (root only), fcaps from the
 # FCAPS record, SELinux labels on a SELinux host, ACLs from the ACL
 # records; trusted.overlay.* / user.overlay.* only when asked

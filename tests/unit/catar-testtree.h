@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fdio.h"
+#include "base/fdio.h"
 #include "testdata.h" /* testdata_sh, testdata_have */
 
 /* A tree with every node type casync archives by default: files (empty,

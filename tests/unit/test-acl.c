@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-acl.c - the ACL codec (core/acl.h): kernel xattr values decode and
+ * test-acl.c - the ACL codec (core/catar/acl.h): kernel xattr values decode and
  * encode back byte for byte, archive records become the xattr the kernel
  * expects (minimal, extended, default ACLs; named users and groups in
  * order), records come out in casync's order, and malformed input fails
@@ -13,11 +13,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "acl.h"
-#include "buf.h"
-#include "catar_node.h"
-#include "feature.h"
-#include "format.h"
+#include "catar/acl.h"
+#include "base/buf.h"
+#include "catar/catar_node.h"
+#include "format/feature.h"
+#include "format/format.h"
 #include "tap.h"
 
 enum { USER_OBJ = 1, USER = 2, GROUP_OBJ = 4, GROUP = 8, MASK = 0x10, OTHER = 0x20 };

@@ -17,14 +17,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "blob.h"
-#include "blob_stream.h"
-#include "chunksrc.h"
-#include "digest.h"
-#include "extract.h"
-#include "index.h"
-#include "make.h"
-#include "store.h"
+#include "store/blob.h"
+#include "store/blob_stream.h"
+#include "store/chunksrc.h"
+#include "base/digest.h"
+#include "store/extract.h"
+#include "format/index.h"
+#include "store/make.h"
+#include "store/store.h"
 #include "tap.h"
 #include "testdata.h"
 

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chunker.h"
-#include "digest.h"
-#include "idset.h"
-#include "seed.h"
+#include "chunk/chunker.h"
+#include "base/digest.h"
+#include "format/idset.h"
+#include "chunk/seed.h"
 #include "tap.h"
 #include "testdata.h"
 

@@ -17,16 +17,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache_fill.h"
-#include "cache_prune.h"
-#include "chunksrc.h"
-#include "compress.h"
-#include "digest.h"
-#include "idset.h"
-#include "index.h"
-#include "store.h"
-#include "store_gc.h"
-#include "store_verify.h"
+#include "store/cache_fill.h"
+#include "store/cache_prune.h"
+#include "store/chunksrc.h"
+#include "chunk/compress.h"
+#include "base/digest.h"
+#include "format/idset.h"
+#include "format/index.h"
+#include "store/store.h"
+#include "store/store_gc.h"
+#include "store/store_verify.h"
 #include "tap.h"
 #include "testdata.h"
 

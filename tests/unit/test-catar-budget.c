@@ -19,7 +19,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "catar_dec.h"
+#include "catar/catar_dec.h"
 #include "tap.h"
 
 #define FLAGS (CA_FORMAT_WITH_32BIT_UIDS | CA_FORMAT_WITH_NSEC_TIME | CA_FORMAT_WITH_PERMISSIONS | CA_FORMAT_WITH_XATTRS)

@@ -10,12 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "catar_enc.h"
-#include "digest.h"
-#include "exclude.h"
-#include "format.h"
-#include "siphash.h"
+#include "base/buf.h"
+#include "catar/catar_enc.h"
+#include "base/digest.h"
+#include "catar/exclude.h"
+#include "format/format.h"
+#include "format/siphash.h"
 #include "tap.h"
 
 /* casync's own statement of the layout (reference 6.3): for a sub-array

@@ -12,9 +12,9 @@
 #include <signal.h>
 
 #include "catar-testtree.h"
-#include "catar_dec.h"
-#include "catar_ra.h"
-#include "siphash.h"
+#include "catar/catar_dec.h"
+#include "catar/catar_ra.h"
+#include "format/siphash.h"
 #include "tap.h"
 
 static uint8_t *arch;

@@ -13,10 +13,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "catar_node.h"
-#include "feature.h"
-#include "format.h"
-#include "log.h"
+#include "catar/catar_node.h"
+#include "format/feature.h"
+#include "format/format.h"
+#include "base/log.h"
 #include "tap.h"
 
 static char last[512];

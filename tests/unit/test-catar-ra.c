@@ -13,13 +13,13 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 
-#include "blob.h"
+#include "store/blob.h"
 #include "catar-testtree.h"
-#include "catar_dec.h"
-#include "catar_ra.h"
-#include "chunksrc.h"
-#include "index.h"
-#include "store.h"
+#include "catar/catar_dec.h"
+#include "catar/catar_ra.h"
+#include "store/chunksrc.h"
+#include "format/index.h"
+#include "store/store.h"
 #include "tap.h"
 
 static char base[256];

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buzhash_table.h"
-#include "chunker.h"
-#include "digest.h"
+#include "chunk/buzhash_table.h"
+#include "chunk/chunker.h"
+#include "base/digest.h"
 #include "tap.h"
 #include "testdata.h"
 

@@ -12,7 +12,7 @@
 
 #include <zstd.h>
 
-#include "compress.h"
+#include "chunk/compress.h"
 #include "tap.h"
 #include "testdata.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-config.c - the store settings file parser (core/storeconf.c):
+ * test-config.c - the store settings file parser (core/net/storeconf.c):
  * every key, longest-prefix selection, userinfo never matching another
  * host, a later file replacing a section, hostile input (NUL bytes,
  * control characters, header injection, huge numbers, junk) refused with
@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "storeconf.h"
+#include "base/log.h"
+#include "net/storeconf.h"
 #include "tap.h"
 
 /* every message of the test's logger, one per line */

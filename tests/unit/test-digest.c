@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chunker.h"
-#include "digest.h"
+#include "chunk/chunker.h"
+#include "base/digest.h"
+#include "format/feature.h"
 #include "tap.h"
 #include "testdata.h"
 

@@ -19,11 +19,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "chunksrc.h"
-#include "digest.h"
-#include "failover.h"
-#include "remote.h"
-#include "store.h"
+#include "store/chunksrc.h"
+#include "base/digest.h"
+#include "net/failover.h"
+#include "net/remote.h"
+#include "store/store.h"
 #include "tap.h"
 #include "testdata.h"
 

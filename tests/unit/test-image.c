@@ -18,10 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "digest.h"
-#include "image_extract.h"
-#include "image_make.h"
-#include "source.h"
+#include "base/digest.h"
+#include "image/image_extract.h"
+#include "image/image_make.h"
+#include "image/source.h"
 #include "tap.h"
 #include "testdata.h"
 

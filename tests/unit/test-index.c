@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "index.h"
+#include "format/index.h"
 #include "tap.h"
 #include "testdata.h"
 

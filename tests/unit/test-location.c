@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "location.h"
+#include "base/location.h"
 #include "tap.h"
 
 static void check_default_store(const char *index, const char *want)

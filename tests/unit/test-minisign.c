@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "minisign.h"
+#include "trust/minisign.h"
 #include "tap.h"
-#include "trust.h"
+#include "trust/trust.h"
 
 /* minisign -G -W; minisign -S [-l] -t 'cafs test' -m msg */
 static const char MSG[] = "cafs signed message\n";

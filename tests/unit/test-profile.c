@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* test-profile - prefetch profiles (core/profile.c): recording merges a
+/* test-profile - prefetch profiles (core/image/profile.c): recording merges a
  * file's reads however they complete, the text written parses back, and
  * the parser refuses every malformed line. */
 #include "config.h"
@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "profile.h"
+#include "base/buf.h"
+#include "image/profile.h"
 #include "tap.h"
 
 static char *slurp(const char *path)

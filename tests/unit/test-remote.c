@@ -22,11 +22,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "compress.h"
-#include "digest.h"
-#include "http.h"
-#include "remote.h"
-#include "source.h"
+#include "chunk/compress.h"
+#include "base/digest.h"
+#include "net/http.h"
+#include "net/remote.h"
+#include "image/source.h"
 #include "tap.h"
 
 static int hex_to_id(const char *s, uint8_t id[CA_CHUNK_ID_SIZE])

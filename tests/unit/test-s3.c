@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "s3.h"
+#include "base/log.h"
+#include "net/s3.h"
 #include "tap.h"
 
 static void check_url(const char *url, const char *base, const char *bucket_url, const char *prefix)

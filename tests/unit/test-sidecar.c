@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-sidecar - the metadata sidecar (core/sidecar.c): built from a
+ * test-sidecar - the metadata sidecar (core/image/sidecar.c): built from a
  * varied archive, every entry equals what random access loads from the
  * archive (fields, xattrs, ACL counts, children and their order, lookups);
  * building twice gives the same bytes; and the reader refuses, cleanly,
@@ -13,13 +13,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "buf.h"
+#include "base/buf.h"
 #include "catar-testtree.h"
-#include "catar_attr.h"
-#include "catar_ra.h"
-#include "image_make.h"
-#include "log.h"
-#include "sidecar.h"
+#include "catar/catar_attr.h"
+#include "catar/catar_ra.h"
+#include "image/image_make.h"
+#include "base/log.h"
+#include "image/sidecar.h"
 #include "tap.h"
 
 static char dir[256];

@@ -26,11 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "chunksrc.h"
-#include "compress.h"
-#include "digest.h"
-#include "log.h"
-#include "store.h"
+#include "store/chunksrc.h"
+#include "chunk/compress.h"
+#include "base/digest.h"
+#include "base/log.h"
+#include "store/store.h"
 #include "tap.h"
 #include "testdata.h"
 

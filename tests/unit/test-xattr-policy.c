@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * test-xattr-policy.c - the xattr policy (core/xattr_policy.h) name by
+ * test-xattr-policy.c - the xattr policy (core/catar/xattr_policy.h) name by
  * name: which source may give which namespace, with and without root, a
  * SELinux host and the overlay option, and that the feature flags rule.
  */
@@ -9,9 +9,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "format.h"
+#include "format/format.h"
 #include "tap.h"
-#include "xattr_policy.h"
+#include "catar/xattr_policy.h"
 
 #define ALL (CA_FORMAT_WITH_XATTRS | CA_FORMAT_WITH_ACL | CA_FORMAT_WITH_SELINUX | CA_FORMAT_WITH_FCAPS)
 

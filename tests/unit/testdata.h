@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "base/buf.h"
 #include "testsh.h"
 
 /* The one pseudo-random generator of the tests (C and, through

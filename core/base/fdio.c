@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* fdio.c - read/write loops. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/fdio.h"
+
+int ca_write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *q = p;
+	while (n > 0) {
+		ssize_t k = write(fd, q, n);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		q += k;
+		n -= k;
+	}
+	return 0;
+}
+
+int ca_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
+{
+	const uint8_t *q = p;
+	while (n > 0) {
+		ssize_t k = pwrite(fd, q, n, (off_t)off);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		q += k;
+		n -= k;
+		off += k;
+	}
+	return 0;
+}
+
+ssize_t ca_read_full(int fd, void *p, size_t n)
+{
+	uint8_t *q = p;
+	size_t done = 0;
+	while (done < n) {
+		ssize_t k = read(fd, q + done, n - done);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (k == 0)
+			break;
+		done += k;
+	}
+	return (ssize_t)done;
+}
+
+ssize_t ca_pread_full(int fd, void *p, size_t n, uint64_t off)
+{
+	uint8_t *q = p;
+	size_t done = 0;
+	while (done < n) {
+		ssize_t k = pread(fd, q + done, n - done, (off_t)(off + done));
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (k == 0)
+			break;
+		done += k;
+	}
+	return (ssize_t)done;
+}
+
+#define SPARSE_BLOCK 4096
+
+static bool block_zero(const uint8_t *p, size_t n)
+{
+	return p[0] == 0 && !memcmp(p, p + 1, n - 1);
+}
+
+/* at the file offset (seq) or at off */
+static int put(int fd, const uint8_t *p, size_t n, uint64_t off, bool seq)
+{
+	return seq ? ca_write_all(fd, p, n) : ca_pwrite_all(fd, p, n, off);
+}
+
+static int write_sparse(int fd, const void *p, size_t n, uint64_t off, bool seq)
+{
+	const uint8_t *b = p;
+	size_t i = 0, data = 0; /* [data, i): bytes not written yet */
+	int r;
+	while (i < n) {
+		size_t len = SPARSE_BLOCK - (size_t)((off + i) % SPARSE_BLOCK);
+		if (len > n - i)
+			len = n - i;
+		/* a block's zeros split over two calls are skipped in both */
+		if (block_zero(b + i, len)) {
+			if (i > data && (r = put(fd, b + data, i - data, off + data, seq)) < 0)
+				return r;
+			if (seq && lseek(fd, (off_t)len, SEEK_CUR) < 0)
+				return -errno;
+			data = i + len;
+		}
+		i += len;
+	}
+	return n > data ? put(fd, b + data, n - data, off + data, seq) : 0;
+}
+
+int ca_write_sparse(int fd, const void *p, size_t n, uint64_t off)
+{
+	return write_sparse(fd, p, n, off, true);
+}
+
+int ca_pwrite_sparse(int fd, const void *p, size_t n, uint64_t off)
+{
+	return write_sparse(fd, p, n, off, false);
+}
+
+bool ca_sparse_ends_in_hole(const void *p, size_t n, uint64_t off)
+{
+	if (n == 0)
+		return false;
+	size_t in_block = (size_t)((off + n - 1) % SPARSE_BLOCK); /* bytes of the last block before its last byte */
+	size_t start = in_block < n ? n - 1 - in_block : 0;
+	return block_zero((const uint8_t *)p + start, n - start);
+}

@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * image_make.c - make an image (.caibx, .caidx, .catar) from a file or a
+ * directory: input checks, feature flags, the default store, and the
+ * wiring of input -> (catar encoder) -> make pipeline or file.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/atomic_file.h"
+#include "catar/catar_enc.h"
+#include "base/digest_pipe.h"
+#include "base/fdio.h"
+#include "format/feature.h"
+#include "image/image_make.h"
+#include "base/log.h"
+#include "image/sidecar.h"
+
+void ca_image_make_opts_init(struct ca_image_make_opts *o)
+{
+	*o = (struct ca_image_make_opts){
+		.chunk_min = CA_CHUNK_SIZE_AVG_DEFAULT / 4,
+		.chunk_avg = CA_CHUNK_SIZE_AVG_DEFAULT,
+		.chunk_max = CA_CHUNK_SIZE_AVG_DEFAULT * 4,
+		.digest = CA_DIGEST_SHA512_256,
+		.exclude_nodump = true,
+		.exclude_file = true,
+	};
+}
+
+/* The feature flags make writes for an image of this kind (normalized):
+ * for a blob only the digest and the exclusion bits casync always sets;
+ * for an archive casync's rule: (--with, or every WITH bit) minus
+ * --without, plus the exclusion and digest bits. */
+static uint64_t image_flags(enum ca_image_kind kind, const struct ca_image_make_opts *o)
+{
+	uint64_t sha = o->digest == CA_DIGEST_SHA512_256 ? CA_FORMAT_SHA512_256 : 0;
+	/* casync writes these two into every blob index, whatever was asked */
+	if (kind == CA_IMAGE_BLOB_INDEX)
+		return sha | CA_FORMAT_EXCLUDE_NODUMP | CA_FORMAT_EXCLUDE_FILE;
+	uint64_t f = (o->with_set ? o->with : CA_FORMAT_WITH_MASK) & ~o->without & CA_FORMAT_WITH_MASK;
+	if (o->exclude_nodump)
+		f |= CA_FORMAT_EXCLUDE_NODUMP;
+	if (o->exclude_submounts)
+		f |= CA_FORMAT_EXCLUDE_SUBMOUNTS;
+	if (o->exclude_file)
+		f |= CA_FORMAT_EXCLUDE_FILE;
+	return ca_feature_normalize(f | sha);
+}
+
+/* One make: what every path needs to report and clean up. */
+struct make_ctx {
+	const char *out, *in_name;
+	const struct ca_image_make_opts *o;
+	int in_fd;
+	struct stat st;
+	uint64_t flags;
+	bool started, ended;
+};
+
+static void progress_end(struct make_ctx *c)
+{
+	if (c->started && !c->ended && c->o->progress_end)
+		c->o->progress_end(c->o->progress_userdata);
+	c->ended = true;
+}
+
+/* The one way a make fails: erase the progress first, then one line
+ * (none for a cancel: the canceller knows). Returns r. */
+static int make_fail(struct make_ctx *c, int r, const char *what)
+{
+	progress_end(c);
+	if (r == -ECANCELED)
+		return r;
+	return ca_log_error_errno(r, "%s", what);
+}
+
+/* Sink for a .catar and for digests: optional fd, running digest. */
+struct file_sink {
+	int fd;
+	struct ca_digest_pipe *dp; /* hashing overlaps reading the tree and writing the archive */
+	const struct ca_image_make_opts *o; /* progress and cancel; NULL for none */
+	uint64_t written;
+	int err; /* first failure, to tell the sink's errors from the walk's */
+	bool digest_failed;
+};
+
+static int file_sink_write(void *userdata, const void *p, size_t n)
+{
+	struct file_sink *s = userdata;
+	/* the encoder has no cancel flag of its own: every block passes here */
+	if (s->o && s->o->cancel && *s->o->cancel) {
+		s->err = -ECANCELED;
+		return -ECANCELED;
+	}
+	int r = ca_digest_pipe_push(s->dp, p, n);
+	s->digest_failed = r < 0;
+	if (r == 0 && s->fd >= 0)
+		r = ca_write_all(s->fd, p, n);
+	if (r < 0 && !s->err)
+		s->err = r;
+	s->written += n;
+	if (r == 0 && s->o && s->o->progress)
+		s->o->progress(s->o->progress_userdata, s->written);
+	return r;
+}
+
+struct maker_sink {
+	struct ca_maker *m;
+	int err;
+};
+
+static int maker_sink_write(void *userdata, const void *p, size_t n)
+{
+	struct maker_sink *s = userdata;
+	int r = ca_maker_feed(s->m, p, n);
+	if (r < 0 && !s->err)
+		s->err = r;
+	return r;
+}
+
+static void maker_opts(const struct make_ctx *c, const char *store, struct ca_make_opts *ret)
+{
+	*ret = (struct ca_make_opts){
+		.chunk_min = c->o->chunk_min, .chunk_avg = c->o->chunk_avg, .chunk_max = c->o->chunk_max,
+		.feature_flags = c->flags,
+		.store_path = store,
+		.index_path = c->out,
+		.threads = c->o->threads,
+		.progress = c->o->progress,
+		.progress_userdata = c->o->progress_userdata,
+		.cancel = c->o->cancel,
+		.compression = c->o->compression,
+		.store_writer = c->o->store_writer,
+	};
+}
+
+static int make_blob(struct make_ctx *c, const char *store, uint8_t ret_digest[CA_CHUNK_ID_SIZE],
+                     struct ca_make_stats *ret_stats)
+{
+	struct ca_make_opts mo;
+	struct ca_maker *m = NULL;
+	int r;
+
+	maker_opts(c, store, &mo);
+	mo.index_mode = S_ISREG(c->st.st_mode) ? c->st.st_mode & 0666 : 0644;
+	r = ca_maker_new(&mo, &m);
+	if (r < 0) {
+		make_fail(c, r, c->out);
+		goto out;
+	}
+	r = ca_maker_feed_fd(m, c->in_fd);
+	if (r < 0) {
+		/* the pipeline's own errors (store, index) surface here too */
+		const char *p = ca_maker_error_path(m);
+		make_fail(c, r, p ? p : c->in_name);
+		goto out;
+	}
+	r = ca_maker_finish(m, ret_digest, ret_stats);
+	if (r < 0) {
+		const char *p = ca_maker_error_path(m);
+		make_fail(c, r, p ? p : c->out);
+	}
+out:
+	ca_maker_free(m);
+	return r;
+}
+
+/* The metadata sidecar beside a new .caidx (sidecar.h), built from the
+ * encoder's calls as the archive is made (NULL sc: none wanted). Only an
+ * optimization: failing to make it leaves a good image, said in one
+ * warning. */
+static void write_sidecar(struct make_ctx *c, struct ca_sidecar_stream *sc, uint64_t archive_size)
+{
+	if (sc && ca_sidecar_stream_write_local(sc, c->out, archive_size) < 0)
+		ca_log_warning("%s: made without a metadata sidecar", c->out);
+}
+
+static int make_caidx(struct make_ctx *c, const char *store, uint8_t ret_digest[CA_CHUNK_ID_SIZE],
+                      struct ca_make_stats *ret_stats)
+{
+	struct ca_make_opts mo;
+	struct maker_sink s = { 0 };
+	struct ca_sidecar_stream *sc = NULL;
+	struct ca_catar_enc_observer obs;
+	struct ca_make_stats stats;
+	int r;
+
+	maker_opts(c, store, &mo);
+	mo.index_mode = c->st.st_mode & 0666;
+	r = ca_maker_new(&mo, &s.m);
+	/* no sidecar with a store writer: it says where chunks go, not
+	 * where a sidecar could (an S3 bucket) */
+	if (r == 0 && !c->o->no_sidecar && !c->o->store_writer) {
+		r = ca_sidecar_stream_new(&sc);
+		if (r == 0)
+			ca_sidecar_stream_observer(sc, &obs);
+	}
+	if (r < 0) {
+		make_fail(c, r, c->out);
+		goto out;
+	}
+	struct ca_catar_enc_opts eo = {
+		.feature_flags = c->flags, .write = maker_sink_write, .userdata = &s, .root_name = c->in_name,
+		.uid_shift = c->o->uid_shift, .observer = sc ? &obs : NULL,
+	};
+	r = ca_catar_encode(c->in_fd, &eo, NULL);
+	if (r < 0) {
+		/* the walk's own errors are logged by the encoder */
+		if (s.err)
+			make_fail(c, s.err, ca_maker_error_path(s.m) ? ca_maker_error_path(s.m) : c->out);
+		progress_end(c);
+		goto out;
+	}
+	r = ca_maker_finish(s.m, ret_digest, &stats);
+	if (r < 0) /* the store's failure names the store (an upload, a sync) */
+		make_fail(c, r, ca_maker_error_path(s.m) ? ca_maker_error_path(s.m) : c->out);
+	if (r == 0)
+		write_sidecar(c, sc, stats.bytes);
+	if (ret_stats)
+		*ret_stats = stats;
+out:
+	ca_sidecar_stream_free(sc);
+	ca_maker_free(s.m);
+	return r;
+}
+
+/* Encode the directory at c->in_fd into fd (-1: nowhere), returning the
+ * stream's digest. */
+static int encode_to(struct make_ctx *c, int fd, uint8_t ret_digest[CA_CHUNK_ID_SIZE], uint64_t *ret_size)
+{
+	struct file_sink s = { .fd = fd, .o = c->o };
+	int r = ca_digest_pipe_new(ca_digest_type_from_flags(c->flags), &s.dp);
+	if (r < 0)
+		return make_fail(c, r, "digest");
+	struct ca_catar_enc_opts eo = {
+		.feature_flags = c->flags, .write = file_sink_write, .userdata = &s, .root_name = c->in_name,
+		.uid_shift = c->o->uid_shift,
+	};
+	r = ca_catar_encode(c->in_fd, &eo, ret_size);
+	if (r < 0) {
+		if (s.err)
+			make_fail(c, s.err, s.digest_failed ? "digest" : c->out ? c->out : "digest");
+		progress_end(c);
+	}
+	int k = ca_digest_pipe_finish(s.dp, r == 0 ? ret_digest : NULL);
+	if (r == 0 && k < 0)
+		r = make_fail(c, k, "digest");
+	return r;
+}
+
+static int make_catar(struct make_ctx *c, uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats)
+{
+	struct ca_atomic_file af = { .fd = -1 };
+	uint64_t size = 0;
+	/* casync gives the archive the input's read/write bits */
+	int r = ca_atomic_file_open(&af, c->out, c->st.st_mode & 0666);
+	if (r < 0) {
+		make_fail(c, r, c->out);
+		goto out;
+	}
+	af.durable = true;
+	r = encode_to(c, af.fd, ret_digest, &size);
+	if (r < 0)
+		goto out;
+	r = ca_atomic_file_commit(&af);
+	if (r < 0) {
+		make_fail(c, r, c->out);
+		goto out;
+	}
+	if (ret_stats)
+		*ret_stats = (struct ca_make_stats){ .bytes = size };
+out:
+	ca_atomic_file_abort(&af); /* nothing left to undo once committed */
+	return r;
+}
+
+/* fstat the input and check it suits the kind: a directory for an
+ * archive, anything else for a blob. Sets c->st. */
+static int check_input(struct make_ctx *c, bool want_dir)
+{
+	if (fstat(c->in_fd, &c->st) < 0)
+		return make_fail(c, -errno, c->in_name);
+	if (want_dir && !S_ISDIR(c->st.st_mode))
+		return make_fail(c, -ENOTDIR, c->in_name);
+	if (!want_dir && S_ISDIR(c->st.st_mode))
+		return make_fail(c, -EISDIR, c->in_name);
+	if (S_ISBLK(c->st.st_mode)) {
+		/* a block device's size is not in st_size: for the progress total */
+		uint64_t size;
+		if (ioctl(c->in_fd, BLKGETSIZE64, &size) == 0)
+			c->st.st_size = (off_t)size;
+	}
+	return 0;
+}
+
+static int bad_kind(const char *out)
+{
+	ca_log_error("%s: output must end in .caibx, .caidx or .catar", out);
+	return -EINVAL;
+}
+
+/* ca_image_make from an open fd (not closed; read from its current position for a
+ * blob). in_name names the input in messages and is the archive root's
+ * name in them. */
+static int make_fd(const char *out, int in_fd, const char *in_name, const struct ca_image_make_opts *o,
+                   uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats)
+{
+	struct make_ctx c = { .out = out, .in_name = in_name, .o = o, .in_fd = in_fd };
+	enum ca_image_kind kind = ca_location_image_kind(out);
+	char *def = NULL;
+	int r;
+
+	if (kind == CA_IMAGE_UNKNOWN) {
+		r = bad_kind(out);
+		goto out;
+	}
+	/* raised before we began (a signal racing the start): touch nothing */
+	if (o->cancel && *o->cancel) {
+		r = -ECANCELED;
+		goto out;
+	}
+	r = check_input(&c, kind != CA_IMAGE_BLOB_INDEX);
+	if (r < 0)
+		goto out;
+	c.flags = image_flags(kind, o);
+	const char *store = o->store;
+	if (!store && kind != CA_IMAGE_ARCHIVE) {
+		def = ca_location_default_store(out);
+		if (!def) {
+			r = make_fail(&c, -ENOMEM, "store");
+			goto out;
+		}
+		store = def;
+	}
+	c.started = true;
+	if (o->progress_start) {
+		bool sized = kind == CA_IMAGE_BLOB_INDEX && (S_ISREG(c.st.st_mode) || S_ISBLK(c.st.st_mode));
+		o->progress_start(o->progress_userdata, sized ? (uint64_t)c.st.st_size : 0);
+	}
+	switch (kind) {
+	case CA_IMAGE_BLOB_INDEX:
+		r = make_blob(&c, store, ret_digest, ret_stats);
+		break;
+	case CA_IMAGE_ARCHIVE_INDEX:
+		r = make_caidx(&c, store, ret_digest, ret_stats);
+		break;
+	default:
+		r = make_catar(&c, ret_digest, ret_stats);
+		break;
+	}
+	progress_end(&c);
+out:
+	free(def);
+	return r;
+}
+
+/* The input as make_fd wants it: "-" is stdin for a blob only
+ * (an archive is made of a directory, which cannot come down a pipe). */
+static int open_input(const char *input, bool blob, bool *ret_stdin)
+{
+	*ret_stdin = blob && !strcmp(input, "-");
+	if (*ret_stdin)
+		return STDIN_FILENO;
+	int fd = open(input, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	return fd < 0 ? ca_log_error_errno(errno, "%s", input) : fd;
+}
+
+int ca_image_make(const char *out, const char *input, const struct ca_image_make_opts *o,
+                  uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats)
+{
+	enum ca_image_kind kind = ca_location_image_kind(out);
+	bool is_stdin;
+	if (kind == CA_IMAGE_UNKNOWN)
+		return bad_kind(out);
+	int fd = open_input(input, kind == CA_IMAGE_BLOB_INDEX, &is_stdin);
+	if (fd < 0)
+		return fd;
+	int r = make_fd(out, fd, input, o, ret_digest, ret_stats);
+	if (!is_stdin)
+		close(fd);
+	return r;
+}
+
+int ca_image_digest_dir(const char *dir, enum ca_digest_type digest, const volatile sig_atomic_t *cancel,
+                        uint8_t ret_digest[CA_CHUNK_ID_SIZE])
+{
+	struct ca_image_make_opts o;
+	ca_image_make_opts_init(&o);
+	o.cancel = cancel;
+	/* the digest type is a feature flag: it changes the stream, not only its hash */
+	uint64_t flags = digest == CA_DIGEST_SHA256 ? CA_FORMAT_DEFAULT & ~CA_FORMAT_SHA512_256 : CA_FORMAT_DEFAULT;
+	struct make_ctx c = { .in_name = dir, .o = &o, .flags = flags };
+	bool is_stdin;
+	c.in_fd = open_input(dir, false, &is_stdin);
+	if (c.in_fd < 0)
+		return c.in_fd;
+	int r = check_input(&c, true);
+	if (r == 0)
+		r = encode_to(&c, -1, ret_digest, NULL);
+	close(c.in_fd);
+	return r;
+}
+
+/* The stream into an fd, nothing else (ca_image_encode_dir). */
+struct fd_sink {
+	int fd;
+	const volatile sig_atomic_t *cancel;
+	int err;
+};
+
+static int fd_sink_write(void *userdata, const void *p, size_t n)
+{
+	struct fd_sink *s = userdata;
+	int r = s->cancel && *s->cancel ? -ECANCELED : ca_write_all(s->fd, p, n);
+	/* the reader stopped early (it had what it wanted) and said so first */
+	if (r < 0 && s->cancel && *s->cancel)
+		r = -ECANCELED;
+	if (r < 0 && !s->err)
+		s->err = r;
+	return r;
+}
+
+int ca_image_encode_dir(const char *dir, const struct ca_image_make_opts *o, int fd)
+{
+	struct make_ctx c = { .in_name = dir, .o = o };
+	bool is_stdin;
+	c.in_fd = open_input(dir, false, &is_stdin);
+	if (c.in_fd < 0)
+		return c.in_fd;
+	int r = check_input(&c, true);
+	if (r == 0) {
+		struct fd_sink s = { .fd = fd, .cancel = o->cancel };
+		struct ca_catar_enc_opts eo = {
+			.feature_flags = image_flags(CA_IMAGE_ARCHIVE, o), .write = fd_sink_write, .userdata = &s,
+			.root_name = dir, .uid_shift = o->uid_shift,
+		};
+		r = ca_catar_encode(c.in_fd, &eo, NULL);
+		if (r < 0 && s.err)
+			make_fail(&c, s.err, "archive stream");
+	}
+	close(c.in_fd);
+	return r;
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * image_make.h - make an image, as `casync make` does: the whole
+ * orchestration behind `cafs make` and the library's "make an image".
+ *
+ *   OUT.caibx  <- a regular file, a block device or a pipe (stdin): its
+ *                 bytes go through the make pipeline (make.h)
+ *   OUT.caidx  <- a directory: the catar encoder's stream (catar_enc.h)
+ *                 goes through the make pipeline
+ *   OUT.catar  <- a directory: the catar stream written to OUT (atomic:
+ *                 under a temporary name, renamed when complete)
+ *
+ * What OUT is comes from its suffix (location.h). Chunks go to the store
+ * (default: default.castr beside OUT, as casync). The digest returned is
+ * the one `casync make` prints: of the blob, or of the catar stream.
+ *
+ * Errors: 0 or a negative errno. Every failure but -ECANCELED is logged
+ * as one line, "cafs: <what>: <why>" (the input, OUT, the store, or
+ * "digest"); -ECANCELED (the cancel flag was raised) is returned silently,
+ * since whoever raised it knows why. On any failure OUT is not created
+ * (nor replaced); chunks already written to the store stay (they are
+ * valid and a later make reuses them).
+ *
+ * Threads: the make pipeline and the digest run threads of their own, all
+ * joined before return; the caller's thread feeds them. Callbacks are
+ * called from the caller's thread. No global state: any number of makes
+ * may run at once (into different outputs).
+ */
+#ifndef CA_IMAGE_MAKE_H
+#define CA_IMAGE_MAKE_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/digest.h"
+#include "format/format.h"
+#include "base/location.h"
+#include "store/make.h"
+#include "catar/uidshift.h"
+
+struct ca_image_make_opts {
+	/* a local path (only a name, with store_writer); NULL: default.castr beside OUT (unused for .catar) */
+	const char *store;
+	uint64_t chunk_min, chunk_avg, chunk_max;
+	enum ca_digest_type digest;
+	/* feature flags of an archive, by casync's rules:
+	 * --with replaces the default set, --without removes bits */
+	uint64_t with;      /* meaningful when with_set */
+	bool with_set;
+	uint64_t without;
+	bool exclude_nodump, exclude_submounts, exclude_file;
+	struct ca_uid_shift uid_shift; /* archives: casync's --uid-shift/--uid-range (uidshift.h) */
+	unsigned threads; /* make pipeline workers; 0 = number of CPUs */
+	bool no_sidecar;  /* .caidx: no X.caidx.cameta beside it (sidecar.h) */
+	/* progress_start (may be NULL) is called once before any byte is read,
+	 * with the input's size (0 if unknown: a pipe, a directory); then
+	 * progress (may be NULL) now and then with the bytes made so far; then
+	 * progress_end (may be NULL) once, before anything is logged on failure
+	 * (so that a progress bar can be erased first) or before returning. */
+	void (*progress_start)(void *userdata, uint64_t total);
+	void (*progress)(void *userdata, uint64_t bytes);
+	void (*progress_end)(void *userdata);
+	void *progress_userdata;
+	/* when non-NULL and it becomes non-zero (a signal handler sets it),
+	 * make stops and returns -ECANCELED */
+	const volatile sig_atomic_t *cancel;
+	enum ca_compression compression; /* chunks (compress.h); NONE (0): zstd */
+	/* chunks go here instead of a local store (borrowed; store_writer.h):
+	 * e.g. an S3 bucket. store then only names it in messages, and no
+	 * metadata sidecar is made (it is written only beside a local index) */
+	struct ca_store_writer *store_writer;
+};
+
+/* casync's defaults: chunks 16/64/256 KiB, SHA-512/256, the default
+ * feature set, .caexclude files and nodump flags honoured. */
+void ca_image_make_opts_init(struct ca_image_make_opts *o);
+
+/* Make out (kind by suffix) from input: a path, or "-" for standard input
+ * (a blob only). ret_digest gets the stream digest; ret_stats (may be
+ * NULL) the pipeline's counters (for a .catar only bytes is set). The
+ * output gets the input's read/write mode bits (0644 for a pipe or a
+ * device), as with casync. -EINVAL (logged) for an out of unknown kind. */
+int ca_image_make(const char *out, const char *input, const struct ca_image_make_opts *o,
+                  uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats);
+
+/* The digest `casync [--digest=D] digest DIR` prints: that of the .catar
+ * stream of dir with the default feature set (its digest bit as D says),
+ * hashed with D, made without writing it anywhere. Logs as ca_image_make. */
+/* The .catar stream `make OUT.catar dir` would write with o (feature
+ * flags, exclusions, uid shift; progress, store and chunking unused),
+ * written to fd and nowhere else: list, mtree and stat of a directory read
+ * it from a pipe, with no copy of the tree on disk. Logs as ca_image_make;
+ * once o->cancel is raised (the reader has what it wants and closes its
+ * end), a failed write is -ECANCELED, silent. */
+int ca_image_encode_dir(const char *dir, const struct ca_image_make_opts *o, int fd);
+
+int ca_image_digest_dir(const char *dir, enum ca_digest_type digest, const volatile sig_atomic_t *cancel,
+                        uint8_t ret_digest[CA_CHUNK_ID_SIZE]);
+
+#endif

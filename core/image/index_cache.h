@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * index_cache.h - what sits beside an index, and the indexes a cache
+ * keeps by URL for offline use.
+ *
+ * The cache keeps every index it was used with by URL:
+ *     CACHE/indexes/<SHA-256 hex of the URL as given>.caidx (or .caibx)
+ *     CACHE/indexes/<same>.caidx.cameta       the metadata sidecar, if any
+ *     CACHE/indexes/<same>.caidx.caprofile    the prefetch profile, if any
+ *     <any of these>.minisig                  its signature, once it verified
+ *     <any of these>.validator                "<SHA-256 of the copy> <validator>"
+ * directory 0700, files 0600 (the URL may carry secrets; its hash does
+ * not). Online, the index, sidecar and profile are asked for with the
+ * kept copy's validator (ca_http_get_if_changed: If-None-Match or
+ * If-Modified-Since), so the server's newer version always wins and an
+ * unchanged one costs a 304 instead of its bytes; a validator that cannot
+ * tell versions apart (a Last-Modified within a second of the answer) is
+ * not kept, nor is one whose copy's digest does not match. Offline, the
+ * copy is used, and its absence is an error that says to run `cafs cache
+ * fill` first.
+ *
+ * The metadata sidecar (sidecar.h) of an index X is X.cameta: a local
+ * file beside it, or the URL with ".cameta" before its query, fetched
+ * with the same HTTP settings (404: no sidecar, silently; another error:
+ * one warning). A sidecar that belongs to another index or does not parse
+ * is ignored with one warning; the caller then walks the archive.
+ *
+ * All functions log their errors (one line) and return 0 or a negative
+ * errno.
+ */
+#ifndef CA_INDEX_CACHE_H
+#define CA_INDEX_CACHE_H
+
+#include <stdbool.h>
+
+#include "base/buf.h"
+#include "net/http.h"
+#include "format/index.h"
+#include "trust/minisign.h"
+#include "image/sidecar.h"
+#include "trust/trust.h"
+
+/* Is cache_dir a cache this process may keep copies in: the cache and its
+ * indexes/ ours and private (store.h ca_store_open_private; a cache of an
+ * older cafs is tightened), or not there yet? 0, or one line logged and
+ * -EPERM, -ELOOP, -ENOTDIR... Callers check once, before anything is
+ * fetched, so a refused cache is said once and nothing is attempted. */
+int ca_index_cache_check_dir(const char *cache_dir);
+
+/* CACHE/indexes/<sha256 of url><suffix>, malloc'd (NULL: ENOMEM). */
+char *ca_index_cache_path(const char *cache_dir, const char *url, const char *suffix);
+
+/* Is data (the bytes of file name) signed by one of keys[0..n_keys)? Its
+ * signature name.minisig is read beside a local file, downloaded for a URL
+ * (and, with cache_dir, kept under url's hash + suffix + ".minisig" once
+ * it verifies), or offline the kept one. 0, or one line logged and
+ * -EKEYREJECTED (missing, not a minisign signature, no trusted key signed
+ * it) or another -errno. url/suffix matter only with cache_dir. */
+int ca_index_cache_check_signature(const char *name, const char *url, const char *suffix, const void *data,
+                                   size_t size, const struct ca_http_opts *http, const char *cache_dir, bool offline,
+                                   const struct ca_minisign_key *keys, size_t n_keys, struct ca_trust_claim *ret_claim);
+
+/* The rollback record (issue 21.6): cache_dir/signed/<SHA-256 of the
+ * index's key> holds "<timestamp><tab><key>\n", the newest signing time
+ * (the trusted comment's timestamp:) of an index accepted for it; the key
+ * is a URL as shown (ca_location_redact: no userinfo, no query) or a path
+ * made absolute through its directory. An index signed before it, or
+ * whose signature names no time once a time is recorded, is refused with
+ * one line naming both times (-EKEYREJECTED), unless allow_downgrade,
+ * which accepts it and makes it the record (no time: the record is
+ * removed). A newer one becomes the record. The check and the update are
+ * one step under flock on cache_dir/signed (made 0700 and checked as the
+ * cache is: its problems are said and returned: a record that cannot be
+ * kept refuses, it does not skip the check). */
+int ca_index_cache_check_rollback(const char *cache_dir, const char *source, const struct ca_trust_claim *claim,
+                                  bool allow_downgrade);
+
+/* Everything an index's signature must pass (trust.h ca_trust_policy):
+ * ca_index_cache_check_signature, the name check (ca_trust_check_name),
+ * the rollback record in trust->record_dir (when not NULL), then a
+ * warning if the signature binds no time or name. 0 or one line logged
+ * and -EKEYREJECTED (or another -errno). */
+int ca_index_cache_accept_signed(const char *source, const char *suffix, const void *data, size_t size,
+                                 const struct ca_http_opts *http, const char *cache_dir, bool offline,
+                                 const struct ca_trust_policy *trust);
+
+/* The index at URL source, kept in cache_dir: online, download it and
+ * keep a copy; offline, the copy (-ENOMEDIUM when none). With trusted
+ * keys (trust not NULL, n_keys > 0), the bytes must pass
+ * ca_index_cache_accept_signed against source's signature
+ * (downloaded and kept beside the copy; offline, the kept one) before they
+ * are kept or parsed: -EKEYREJECTED otherwise. (Paths, and URLs without a
+ * cache, are ca_source_open_index's.) */
+int ca_index_cache_open(const char *source, const struct ca_http_opts *http, const char *cache_dir, bool offline,
+                        const struct ca_trust_policy *trust, struct ca_index **ret);
+
+/* The sidecar of index idx (opened from source), or *ret = NULL when it
+ * has none, or none that can be trusted (said once): with trusted keys,
+ * one without a valid signature (X.cameta.minisig) by one of them is not
+ * used. Errors only for ENOMEM, and -ETIMEDOUT (said) when the server
+ * timed out: a server too slow for the sidecar is too slow for the rest
+ * (http.h). cache_dir (may be NULL) and offline as for
+ * ca_index_cache_open. ret_bytes (may be NULL) gets the bytes used, when
+ * *ret is set (a mount's keeper keeps them). */
+int ca_index_cache_sidecar(const char *source, const struct ca_index *idx, const struct ca_http_opts *http,
+                           const char *cache_dir, bool offline, const struct ca_minisign_key *keys, size_t n_keys,
+                           struct ca_sidecar **ret, struct ca_buf *ret_bytes);
+/* The same from bytes an earlier ca_index_cache_sidecar of the same
+ * source returned (their signature, if any was asked for, was checked on
+ * these very bytes): parsed and checked against idx (its digest, size and
+ * flags) as fetched ones are. Nothing is read or fetched. */
+int ca_index_cache_sidecar_kept(const char *source, const struct ca_index *idx, const void *data, size_t size,
+                                struct ca_sidecar **ret);
+
+/* Make the sidecar of an opened .caidx image by walking its archive
+ * through its chunk source (an image made by casync or desync), and write
+ * it to out (atomically; mode 0644). */
+struct ca_image;
+int ca_index_cache_make_sidecar(struct ca_image *im, const char *out);
+
+/* The prefetch profile published beside index idx (opened from source):
+ * X.caprofile beside a local index, URL.caprofile (before the query) for
+ * a remote one, kept in cache_dir as CACHE/indexes/<hash>.caidx.caprofile
+ * (or .caibx...) and read from there offline. *ret = NULL when there is
+ * none (silently) or none that can be used (one warning: unreadable,
+ * invalid; with trusted keys also unsigned (X.caprofile.minisig) or
+ * naming another index's digest). Errors only for ENOMEM. */
+struct ca_profile;
+int ca_index_cache_profile(const char *source, const struct ca_index *idx, const struct ca_http_opts *http,
+                           const char *cache_dir, bool offline, const struct ca_minisign_key *keys, size_t n_keys,
+                           struct ca_profile **ret, struct ca_buf *ret_bytes);
+/* The same from bytes an earlier ca_index_cache_profile returned in
+ * ret_bytes: parsed, and with keys (trusted keys in use) checked to name
+ * idx, as fetched ones are. Nothing is read or fetched. */
+int ca_index_cache_profile_kept(const char *source, const struct ca_index *idx, const void *data, size_t size,
+                                bool keys, struct ca_profile **ret);
+
+#endif

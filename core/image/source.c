@@ -1,0 +1,955 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* source.c - open images from source strings (see source.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <pwd.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "format/feature.h"
+#include "base/buf.h"
+#include "net/failover.h"
+#include "base/fdio.h"
+#include "format/format.h"
+#include "image/index_cache.h"
+#include "base/log.h"
+#include "net/remote_file.h"
+#include "image/source.h"
+#include "net/storeconf.h"
+#include "trust/trust.h"
+
+/* An index downloaded whole; indexes list 40 bytes per chunk, so this is a
+ * multi-terabyte image, and it bounds what a server can make us allocate. */
+#define INDEX_DOWNLOAD_MAX ((size_t)1 << 30)
+
+struct ca_image {
+	char *name;
+	struct ca_http_clock *clock; /* the open's (and a command's) progress deadline, http.h */
+	enum ca_image_kind kind;
+	const char *local; /* points into name, or NULL */
+	int fd;            /* a local .catar */
+	struct ca_remote_file *rf; /* a remote .catar */
+	uint64_t size, index_flags;
+	struct ca_index *idx;
+	struct ca_chunksrc *src;
+	struct ca_blob *blob;
+	struct ca_remote_store **remotes; /* owned by src; for the stats */
+	size_t n_remotes;
+	char *cache_dir; /* the cache the chain writes to, or NULL */
+	struct ca_sidecar *sidecar; /* the index's metadata sidecar, or NULL */
+	struct ca_buf sidecar_bytes; /* what it was parsed from */
+};
+
+/* ---- settings ---- */
+
+/* An environment variable holding a number in [min, max]; *ret unchanged when unset. */
+static void env_uint(const char *name, unsigned long min, unsigned long max, unsigned long *ret)
+{
+	const char *v = getenv(name);
+	char *end;
+	if (!v || !*v)
+		return;
+	errno = 0;
+	unsigned long n = strtoul(v, &end, 10);
+	if (errno || *end || n < min || n > max) {
+		ca_log_warning("ignoring %s=%s: expected a number from %lu to %lu", name, v, min, max);
+		return;
+	}
+	*ret = n;
+}
+
+void ca_source_http_opts(struct ca_http_opts *o)
+{
+	unsigned long v;
+	ca_http_opts_init(o);
+	v = 0;
+	env_uint("CAFS_HTTP_TIMEOUT", 1, 3600, &v);
+	if (v) {
+		o->connect_timeout_ms = (unsigned)v * 1000;
+		o->stall_timeout_s = (unsigned)v;
+	}
+	v = o->total_timeout_s;
+	env_uint("CAFS_HTTP_DEADLINE", 1, 86400, &v);
+	o->total_timeout_s = (unsigned)v;
+	v = o->low_speed_limit;
+	env_uint("CAFS_HTTP_LOW_SPEED", 1, 1u << 30, &v);
+	o->low_speed_limit = (unsigned)v;
+	v = (unsigned long)o->retries;
+	env_uint("CAFS_HTTP_RETRIES", 0, 20, &v);
+	o->retries = (int)v;
+	v = o->max_connections;
+	env_uint("CAFS_HTTP_CONNECTIONS", 1, 256, &v);
+	o->max_connections = o->max_transfers = (unsigned)v;
+	const char *ca = getenv("CAFS_HTTP_CAINFO");
+	if (ca && *ca)
+		o->ca_file = ca;
+}
+
+char *ca_source_default_cache_dir(void)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	char *r = NULL;
+	/* XDG says a relative value is to be ignored */
+	if (xdg && xdg[0] == '/')
+		return asprintf(&r, "%s/cafs", xdg) < 0 ? NULL : r;
+	if (geteuid() == 0)
+		return strdup("/var/cache/cafs");
+	const char *home = getenv("HOME");
+	if (!home || home[0] != '/') {
+		struct passwd *pw = getpwuid(geteuid());
+		home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
+	}
+	/* no home: no shared fallback such as /var/tmp/cafs-cache, where
+	 * another user could make the directory first */
+	if (!home) {
+		errno = ENOENT;
+		return NULL;
+	}
+	return asprintf(&r, "%s/.cache/cafs", home) < 0 ? NULL : r;
+}
+
+/* The caller's HTTP settings, or the environment's (filled into *buf). */
+static const struct ca_http_opts *http_opts_or_env(const struct ca_http_opts *given, struct ca_http_opts *buf)
+{
+	if (given)
+		return given;
+	ca_source_http_opts(buf);
+	return buf;
+}
+
+/* ---- indexes and stores ---- */
+
+static int open_remote_index(const char *url, const struct ca_http_opts *http, struct ca_index **ret)
+{
+	struct ca_buf b = CA_BUF_INIT;
+	int r = ca_remote_get_file(url, INDEX_DOWNLOAD_MAX, http, &b);
+	if (r == -ENOENT)
+		return ca_log_error("%s: not found on the server", url), r;
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", url);
+	r = ca_index_adopt(b.data, b.size, ret); /* takes b.data */
+	if (r == -EBADMSG)
+		return ca_log_error_errno(r, "%s: not a valid casync index", url);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", url);
+	return 0;
+}
+
+/* ---- signed indexes ---- */
+
+/* The keys an index must be signed by: o's and the trusted key
+ * directory's (malloc'd; none: nothing to check). */
+static int trusted_keys(const struct ca_image_opts *o, struct ca_minisign_key **ret, size_t *ret_n)
+{
+	size_t n = o ? o->n_trusted_keys : 0;
+	struct ca_minisign_key *k = n ? malloc(n * sizeof(*k)) : NULL;
+	int r;
+	if (n && !k)
+		return ca_log_error_errno(ENOMEM, "trusted keys");
+	if (n)
+		memcpy(k, o->trusted_keys, n * sizeof(*k));
+	r = ca_trust_load_system(&k, &n);
+	if (r < 0) {
+		free(k);
+		return r;
+	}
+	*ret = k;
+	*ret_n = n;
+	return 0;
+}
+
+/* A file's bytes, from a server or the local file; does not log. */
+static int fetch_whole(const char *source, size_t cap, const struct ca_http_opts *http, struct ca_buf *out)
+{
+	if (ca_location_kind(source) == CA_LOCATION_HTTP)
+		return ca_remote_get_file(source, cap, http, out);
+	return ca_buf_read_file(out, ca_location_path(source), 0, cap);
+}
+
+/* Read the index once, then its signature, check, and parse those very
+ * bytes: a file changed in between fails the check instead of slipping
+ * past it. No chunk is asked for before the check passes. */
+static int open_signed_index(const char *source, const struct ca_http_opts *http, const struct ca_trust_policy *trust,
+                             struct ca_index **ret)
+{
+	struct ca_buf b = CA_BUF_INIT;
+	int r = fetch_whole(source, INDEX_DOWNLOAD_MAX, http, &b);
+	if (r == -ENOENT && ca_location_kind(source) == CA_LOCATION_HTTP)
+		ca_log_error("%s: not found on the server", source);
+	else if (r == -EFBIG || r == -EINVAL) /* too large, or not a regular file */
+		r = ca_log_error_errno(EBADMSG, "%s: not a valid casync index", source);
+	else if (r < 0)
+		ca_log_error_errno(r, "%s", source);
+	if (r < 0)
+		goto out;
+	r = ca_index_cache_accept_signed(source, "", b.data, b.size, http, NULL, false, trust);
+	if (r < 0)
+		goto out;
+	r = ca_index_adopt(b.data, b.size, ret); /* takes b.data */
+	b = (struct ca_buf)CA_BUF_INIT;
+	if (r < 0)
+		ca_log_error_errno(r, r == -EBADMSG ? "%s: not a valid casync index" : "%s", source);
+out:
+	ca_buf_release(&b);
+	return r;
+}
+
+/* The cache an index URL is kept in (index_cache.h): the chunk cache's
+ * directory, as add_cache picks it. NULL: none (or ENOMEM, said later). */
+static char *index_cache_dir(const char *name, const struct ca_image_opts *o)
+{
+	if (o->cache_mode == CA_CACHE_NONE || !ca_location_is_remote(name))
+		return NULL;
+	if (o->cache_dir)
+		return strdup(o->cache_dir);
+	return o->cache_mode == CA_CACHE_AUTO ? ca_source_default_cache_dir() : NULL;
+}
+
+/* What opening an index and its sidecar share, worked out once: the HTTP
+ * settings, the trusted keys (the key directory is read once) and the
+ * cache a URL's copies are kept in. */
+struct index_src {
+	struct ca_http_opts buf;
+	const struct ca_http_opts *http;
+	struct ca_minisign_key *keys;
+	size_t n_keys;
+	char *cache;
+	bool remote;
+	struct ca_trust_policy trust; /* with keys: what the index's signature must also say */
+	char *record_dir;
+};
+
+/* With trusted keys, where the rollback record is kept: the cache in use,
+ * else the default cache, even with no chunk cache (--no-cache) and for a
+ * local index: the record is a few bytes per index, and without it any
+ * older signed index would do. */
+static int record_dir(const struct ca_image_opts *o, char **ret)
+{
+	*ret = o && o->cache_dir ? strdup(o->cache_dir) : ca_source_default_cache_dir();
+	if (!*ret && errno == ENOENT)
+		return ca_log_error("trusted keys: no home directory to keep the record of signed indexes in: give "
+		                    "a cache directory or set XDG_CACHE_HOME"),
+		       -ENOENT;
+	return *ret ? 0 : ca_log_error_errno(ENOMEM, "trusted keys");
+}
+
+static int index_src_init(const char *source, const struct ca_image_opts *o, struct index_src *c)
+{
+	*c = (struct index_src){ .remote = ca_location_kind(source) == CA_LOCATION_HTTP };
+	if (ca_location_kind(source) == CA_LOCATION_OTHER)
+		return ca_log_error_errno(-EPROTONOSUPPORT, "%s", source);
+	if (c->remote)
+		c->http = http_opts_or_env(o ? o->http : NULL, &c->buf);
+	int r = trusted_keys(o, &c->keys, &c->n_keys);
+	if (r == 0 && o && c->remote)
+		c->cache = index_cache_dir(source, o);
+	if (r == 0 && c->n_keys) {
+		r = record_dir(o, &c->record_dir);
+		c->trust = (struct ca_trust_policy){ .keys = c->keys, .n_keys = c->n_keys, .record_dir = c->record_dir };
+		if (o) {
+			c->trust.signed_name = o->signed_name;
+			c->trust.allow_downgrade = o->allow_downgrade;
+		}
+	}
+	if (r == 0 && c->cache) {
+		/* A cache that will be refused is refused here, once, before
+		 * anything is downloaded: each later use of it (the index's copy,
+		 * its signature, the sidecar's, the chunk cache) would otherwise
+		 * refuse it again, or warn that a copy cannot be kept. */
+		r = ca_index_cache_check_dir(c->cache); /* logs */
+	}
+	return r;
+}
+
+static void index_src_release(struct index_src *c)
+{
+	free(c->keys);
+	free(c->cache);
+	free(c->record_dir);
+}
+
+static int open_index(const char *source, const struct ca_image_opts *o, const struct index_src *c,
+                      struct ca_index **ret)
+{
+	const char *path;
+	int r;
+	if (c->cache)
+		return ca_index_cache_open(source, c->http, c->cache, o->offline, &c->trust, ret);
+	if (c->n_keys)
+		return open_signed_index(source, c->http, &c->trust, ret);
+	if (c->remote)
+		return open_remote_index(source, c->http, ret);
+	path = ca_location_path(source);
+	r = ca_index_open(path, ret);
+	if (r == -EBADMSG)
+		return ca_log_error_errno(r, "%s: not a valid casync index", path);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", path);
+	return 0;
+}
+
+int ca_source_open_index(const char *source, const struct ca_image_opts *o, struct ca_index **ret)
+{
+	struct index_src c;
+	int r = index_src_init(source, o, &c);
+	if (r == 0)
+		r = open_index(source, o, &c, ret);
+	index_src_release(&c);
+	return r;
+}
+
+int ca_source_open_sidecar(const char *source, const struct ca_index *idx, const struct ca_image_opts *o,
+                           struct ca_sidecar **ret)
+{
+	struct index_src c;
+	int r = index_src_init(source, o, &c);
+	*ret = NULL;
+	if (r == 0)
+		r = ca_index_cache_sidecar(source, idx, c.http, c.cache, o->offline, c.keys, c.n_keys, ret, NULL);
+	index_src_release(&c);
+	return r;
+}
+
+int ca_source_open_profile_kept(const char *source, const struct ca_index *idx, const struct ca_image_opts *o,
+                                struct ca_profile **ret, struct ca_buf *ret_bytes)
+{
+	struct index_src c;
+	int r = index_src_init(source, o, &c);
+	*ret = NULL;
+	if (ret_bytes)
+		*ret_bytes = (struct ca_buf)CA_BUF_INIT;
+	if (r == 0 && o->profile_data && o->profile_size)
+		r = ca_index_cache_profile_kept(source, idx, o->profile_data, o->profile_size, c.n_keys > 0, ret);
+	else if (r == 0 && !o->profile_data)
+		r = ca_index_cache_profile(source, idx, c.http, c.cache, o->offline, c.keys, c.n_keys, ret, ret_bytes);
+	if (r == 0 && *ret && ret_bytes && o->profile_data)
+		r = ca_buf_append(ret_bytes, o->profile_data, o->profile_size, o->profile_size);
+	if (r == -ENOMEM)
+		ca_log_error_errno(r, "%s", source);
+	index_src_release(&c);
+	if (r < 0 && ret_bytes)
+		ca_buf_release(ret_bytes);
+	return r;
+}
+
+int ca_source_open_profile(const char *source, const struct ca_index *idx, const struct ca_image_opts *o,
+                           struct ca_profile **ret)
+{
+	return ca_source_open_profile_kept(source, idx, o, ret, NULL);
+}
+
+/* A .catar carries no signature of its own: with trusted keys, refused. */
+static int check_archive_trust(const char *source, const struct ca_image_opts *o)
+{
+	struct ca_minisign_key *keys = NULL;
+	size_t n_keys = 0;
+	int r = trusted_keys(o, &keys, &n_keys);
+	free(keys);
+	if (r == 0 && n_keys) {
+		ca_log_error("%s: cannot verify an archive, sign an index (trusted keys are configured)", source);
+		r = -EKEYREJECTED;
+	}
+	return r;
+}
+
+int ca_source_open_store(const char *store, struct ca_store **ret)
+{
+	const char *path = ca_location_kind(store) == CA_LOCATION_PATH ? ca_location_path(store) : NULL;
+	if (!path)
+		return ca_log_error_errno(-EPROTONOSUPPORT, "%s: not a local store", store);
+	int r = ca_store_open(path, ret);
+	return r < 0 ? ca_log_error_errno(r, "%s", path) : 0;
+}
+
+static int remote_presence(const char *store, const struct ca_index *idx, uint8_t *ret_have)
+{
+	size_t n = ca_index_n_chunks(idx);
+	struct ca_http_opts o;
+	struct ca_remote_store *rs = NULL;
+	const uint8_t **ids = malloc((n ? n : 1) * sizeof(*ids));
+	int r = ids ? 0 : -ENOMEM;
+	ca_source_http_opts(&o);
+	if (r == 0)
+		r = ca_remote_store_new(store, &o, &rs);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		ca_index_chunk(idx, i, NULL, NULL, &ids[i]);
+	if (r == 0)
+		r = ca_remote_store_probe(rs, ids, n, ret_have);
+	ca_remote_store_free(rs);
+	free(ids);
+	return r < 0 ? ca_log_error_errno(r, "%s", store) : 0;
+}
+
+/* A group's presence: its first member that answers (they are mirrors). */
+static int group_presence(const char *store, const struct ca_index *idx, uint8_t *ret_have)
+{
+	char **members = NULL;
+	size_t n = 0;
+	int r = ca_failover_split(store, &members, &n);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", store);
+	r = -ENOENT;
+	for (size_t i = 0; r < 0 && i < n; i++)
+		r = ca_source_store_presence(members[i], idx, ret_have); /* logs */
+	ca_failover_strv_free(members);
+	return r;
+}
+
+int ca_source_stores_presence(char *const *stores, size_t n_stores, const struct ca_index *idx,
+                              uint8_t *ret_have)
+{
+	size_t n = ca_index_n_chunks(idx);
+	uint8_t *one = n_stores > 1 ? malloc(n ? n : 1) : NULL;
+	int r = n_stores > 1 && !one ? ca_log_error_errno(ENOMEM, "%s", stores[0]) : 0;
+	memset(ret_have, 0, n);
+	for (size_t s = 0; r == 0 && s < n_stores; s++) {
+		r = ca_source_store_presence(stores[s], idx, one ? one : ret_have);
+		for (size_t i = 0; r == 0 && one && i < n; i++)
+			ret_have[i] |= one[i];
+	}
+	free(one);
+	return r;
+}
+
+int ca_source_store_presence(const char *store, const struct ca_index *idx, uint8_t *ret_have)
+{
+	struct ca_store *st;
+	if (ca_failover_is_group(store))
+		return group_presence(store, idx, ret_have);
+	if (ca_location_kind(store) == CA_LOCATION_HTTP)
+		return remote_presence(store, idx, ret_have);
+	int r = ca_source_open_store(store, &st);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < ca_index_n_chunks(idx); i++) {
+		const uint8_t *id;
+		ca_index_chunk(idx, i, NULL, NULL, &id);
+		ret_have[i] = ca_store_has(st, id) > 0;
+	}
+	ca_store_free(st);
+	return 0;
+}
+
+/* ---- the chunk source chain ---- */
+
+static bool anything_remote(const char *index_name, const struct ca_image_opts *o)
+{
+	bool remote = ca_location_is_remote(index_name);
+	for (size_t i = 0; i < o->n_stores; i++)
+		remote = remote || ca_location_is_remote(o->stores[i]);
+	return remote;
+}
+
+/* *ret_dir (may be NULL) gets the cache directory in use (malloc'd), or NULL. */
+static int add_cache(struct ca_chunksrc *src, const char *index_name, const struct ca_image_opts *o, char **ret_dir)
+{
+	char *dir = NULL;
+	struct ca_store *cs;
+	int r = 0;
+	if (o->cache_mode == CA_CACHE_NONE)
+		return 0;
+	if (o->cache_dir)
+		dir = strdup(o->cache_dir);
+	else if (o->cache_mode == CA_CACHE_AUTO && anything_remote(index_name, o))
+		dir = ca_source_default_cache_dir();
+	else if (o->cache_mode == CA_CACHE_AUTO)
+		return 0; /* everything is local: a cache would only copy it */
+	if (!dir && errno == ENOENT)
+		return ca_log_error("cache: no home directory to keep it in: give a cache directory or set "
+		                    "XDG_CACHE_HOME"),
+		       -ENOENT;
+	if (!dir)
+		return ca_log_error_errno(ENOMEM, "cache");
+	r = ca_store_open_private(dir, true, &cs);
+	if (r < 0)
+		goto out;
+	r = ca_chunksrc_set_cache(src, cs, o->cache_touch);
+	if (r < 0)
+		ca_log_error_errno(r, "cache %s", dir);
+	if (r == 0 && ret_dir) {
+		*ret_dir = dir;
+		dir = NULL;
+	}
+out:
+	free(dir);
+	return r;
+}
+
+/* A failover group "STORE1|STORE2|..." (failover.h) as one store of the
+ * chain; its http(s) members are also appended to *remotes. */
+static int add_group(struct ca_chunksrc *src, const char *store, const struct ca_http_opts *http,
+                     struct ca_remote_store ***remotes, size_t *n_remotes)
+{
+	struct ca_failover *g = NULL;
+	struct ca_http_opts mo = *http;
+	char **members = NULL;
+	size_t n = 0;
+	bool logged = false;
+	int r = ca_failover_split(store, &members, &n);
+	if (r == -EINVAL)
+		return ca_log_error_errno(r, "%s: a failover group with an empty member", store);
+	if (r == -E2BIG)
+		return ca_log_error_errno(r, "%s: more than %d stores in a failover group", store,
+		                          CA_FAILOVER_MAX_MEMBERS);
+	if (r == 0)
+		r = ca_failover_new(&g);
+	if (r < 0)
+		goto out;
+	/* the next member is the retry (failover.h) */
+	if (n > 1)
+		mo.retries = 0;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		struct ca_remote_store *rs = NULL, **nr;
+		struct ca_store *s;
+		if (ca_location_kind(members[i]) != CA_LOCATION_HTTP) {
+			r = ca_source_open_store(members[i], &s);
+			if (r < 0) {
+				logged = true; /* it said which member */
+				goto out;
+			}
+			r = ca_failover_add(g, members[i], ca_chunksrc_store_backend(), s);
+			continue;
+		}
+		r = ca_remote_store_new(members[i], &mo, &rs);
+		if (r == 0)
+			r = ca_failover_add(g, members[i], &ca_remote_store_ops, rs);
+		if (r < 0 || !remotes)
+			continue;
+		nr = realloc(*remotes, (*n_remotes + 1) * sizeof(*nr));
+		if (!nr) {
+			r = -ENOMEM;
+			continue;
+		}
+		*remotes = nr;
+		nr[(*n_remotes)++] = rs;
+	}
+	if (r == 0) {
+		r = ca_chunksrc_add_backend(src, &ca_failover_ops, g); /* frees g on failure */
+		g = NULL;
+	}
+out:
+	ca_failover_free(g);
+	ca_failover_strv_free(members);
+	if (r < 0 && !logged)
+		ca_log_error_errno(r, "%s", store);
+	return r < 0 ? r : 0;
+}
+
+/* One store of the chain; an http(s) one is also appended to *remotes
+ * when remotes is not NULL. */
+static int add_store(struct ca_chunksrc *src, const char *store, const struct ca_http_opts *http,
+                     struct ca_remote_store ***remotes, size_t *n_remotes, struct ca_remote_store **ret_rs)
+{
+	struct ca_remote_store *rs = NULL, **n;
+	struct ca_store *s;
+	int r;
+	if (ca_failover_is_group(store))
+		return add_group(src, store, http, remotes, n_remotes);
+	if (ca_location_kind(store) != CA_LOCATION_HTTP) {
+		r = ca_source_open_store(store, &s);
+		if (r < 0)
+			return r;
+		r = ca_chunksrc_add_store(src, s);
+		return r < 0 ? ca_log_error_errno(r, "%s", store) : 0;
+	}
+	r = ca_chunksrc_add_remote(src, store, http, &rs);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", store);
+	*ret_rs = rs;
+	if (!remotes)
+		return 0;
+	n = realloc(*remotes, (*n_remotes + 1) * sizeof(*n));
+	if (!n)
+		return ca_log_error_errno(ENOMEM, "%s", store);
+	*remotes = n;
+	n[(*n_remotes)++] = rs;
+	return 0;
+}
+
+static int open_chain(const char *index_name, const struct ca_index *idx, const struct ca_image_opts *o,
+                      struct ca_chunksrc **ret, struct ca_remote_store ***remotes, size_t *n_remotes,
+                      char **ret_cache_dir)
+{
+	struct ca_chunksrc *src = NULL;
+	struct ca_http_opts buf;
+	const struct ca_http_opts *http = http_opts_or_env(o->http, &buf);
+	if (o->outage != CA_REMOTE_OUTAGE_FAIL && http->clock) {
+		/* a mount's reads have deadlines of their own (remote.h): the
+		 * shared one is for the open */
+		if (http != &buf)
+			buf = *http;
+		buf.clock = NULL;
+		http = &buf;
+	}
+	char *def = NULL;
+	char *const *stores = o->stores;
+	size_t n_stores = o->n_stores;
+	enum ca_digest_type digest = ca_digest_type_from_flags(ca_index_feature_flags(idx));
+	int r = ca_chunksrc_new(digest, o->lru_bytes, &src);
+	if (r < 0)
+		return ca_log_error_errno(r, "chunk source");
+	if (n_stores == 0) {
+		def = ca_storeconf_default_store(index_name); /* the index's query too, if configured */
+		if (!def) {
+			r = ca_log_error_errno(ENOMEM, "%s", index_name);
+			goto fail;
+		}
+		stores = &def;
+		n_stores = 1;
+	}
+	for (size_t i = 0; i < n_stores; i++) {
+		struct ca_remote_store *rs = NULL;
+		r = add_store(src, stores[i], http, remotes, n_remotes, &rs);
+		if (r < 0)
+			goto fail;
+		if (rs)
+			ca_remote_store_set_outage(rs, o->outage);
+	}
+	r = add_cache(src, index_name, o, ret_cache_dir);
+	if (r < 0)
+		goto fail;
+	ca_chunksrc_set_offline(src, o->offline);
+	ca_chunksrc_set_chunk_size_max(src, ca_index_chunk_size_max(idx));
+	free(def);
+	*ret = src;
+	return 0;
+fail:
+	free(def);
+	ca_chunksrc_free(src);
+	return r;
+}
+
+int ca_source_open_chunksrc(const char *index_name, const struct ca_index *idx, const struct ca_image_opts *o,
+                            struct ca_chunksrc **ret)
+{
+	return open_chain(index_name, idx, o, ret, NULL, NULL, NULL);
+}
+
+/* ---- images ---- */
+
+/* A remote .catar: read by range requests through a block cache, which
+ * takes the memory the chunk LRU would have. */
+static int open_archive_url(struct ca_image *im, const struct ca_image_opts *o)
+{
+	struct ca_http_opts buf;
+	int r;
+	if (o->offline)
+		return ca_log_error_errno(ENOMEDIUM, "%s: a remote .catar cannot be read offline", im->name);
+	const struct ca_http_opts *http = http_opts_or_env(o->http, &buf);
+	if (o->outage != CA_REMOTE_OUTAGE_FAIL && http->clock) {
+		if (http != &buf)
+			buf = *http;
+		buf.clock = NULL; /* the mount's reads go on after the open */
+		http = &buf;
+	}
+	r = ca_remote_file_open(im->name, http, o->lru_bytes, o->sequential ? CA_REMOTE_FILE_SEQUENTIAL : 0,
+	                        &im->rf); /* logs */
+	if (r < 0)
+		return r;
+	im->size = ca_remote_file_size(im->rf);
+	return 0;
+}
+
+/* A local .catar: no index, no chunks, just the file (or block device). */
+static int open_archive_file(struct ca_image *im, const struct ca_image_opts *o)
+{
+	struct stat st;
+	if (!im->local)
+		return open_archive_url(im, o);
+	im->fd = open(im->local, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (im->fd < 0)
+		return ca_log_error_errno(errno, "%s", im->local);
+	if (fstat(im->fd, &st) < 0)
+		return ca_log_error_errno(errno, "%s", im->local);
+	if (S_ISBLK(st.st_mode)) {
+		uint64_t size;
+		if (ioctl(im->fd, BLKGETSIZE64, &size) < 0)
+			return ca_log_error_errno(errno, "%s", im->local);
+		im->size = size;
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode))
+		return ca_log_error_errno(S_ISDIR(st.st_mode) ? EISDIR : EINVAL, "%s: not a regular file", im->local);
+	im->size = (uint64_t)st.st_size;
+	return 0;
+}
+
+/* o->index_data: the bytes an earlier open checked, validated again */
+static int adopt_index(const char *source, const struct ca_image_opts *o, struct ca_index **ret)
+{
+	void *copy = malloc(o->index_size ? o->index_size : 1);
+	if (!copy)
+		return ca_log_error_errno(ENOMEM, "%s", source);
+	memcpy(copy, o->index_data, o->index_size);
+	int r = ca_index_adopt(copy, o->index_size, ret); /* frees copy on failure */
+	if (r == -EBADMSG)
+		return ca_log_error_errno(r, "%s: not a valid casync index", source);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", source);
+	return 0;
+}
+
+static int open_indexed(struct ca_image *im, const struct ca_image_opts *o)
+{
+	struct index_src c;
+	int r = index_src_init(im->name, o, &c);
+	if (r == 0)
+		r = o->index_data ? adopt_index(im->name, o, &im->idx) : open_index(im->name, o, &c, &im->idx);
+	if (r == 0 && im->kind == CA_IMAGE_ARCHIVE_INDEX && !o->no_sidecar && o->sidecar_data) {
+		if (o->sidecar_size)
+			r = ca_index_cache_sidecar_kept(im->name, im->idx, o->sidecar_data, o->sidecar_size,
+			                                &im->sidecar);
+		if (r == 0 && im->sidecar)
+			r = ca_buf_append(&im->sidecar_bytes, o->sidecar_data, o->sidecar_size, o->sidecar_size);
+		if (r < 0)
+			ca_log_error_errno(r, "%s", im->name);
+	} else if (r == 0 && im->kind == CA_IMAGE_ARCHIVE_INDEX && !o->no_sidecar) {
+		r = ca_index_cache_sidecar(im->name, im->idx, c.http, c.cache, o->offline, c.keys, c.n_keys,
+		                           &im->sidecar, &im->sidecar_bytes);
+	}
+	index_src_release(&c);
+	if (r < 0)
+		return r;
+	im->index_flags = ca_index_feature_flags(im->idx);
+	r = open_chain(im->name, im->idx, o, &im->src, &im->remotes, &im->n_remotes, &im->cache_dir);
+	if (r < 0)
+		return r;
+	r = ca_blob_new(im->idx, im->src, &im->blob);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", im->name);
+	im->size = ca_blob_size(im->blob);
+	return 0;
+}
+
+int ca_image_open(const char *source, const struct ca_image_opts *given, struct ca_image **ret)
+{
+	static const struct ca_image_opts none = { 0 };
+	struct ca_image *im = calloc(1, sizeof(*im));
+	struct ca_image_opts io;
+	struct ca_http_opts ho;
+	const struct ca_image_opts *o = &io;
+	int r;
+	if (!im || !(im->name = strdup(source))) {
+		free(im);
+		return ca_log_error_errno(ENOMEM, "%s", source);
+	}
+	im->fd = -1;
+	/* one progress deadline for everything the image asks servers for
+	 * (http.h): the index, its signature and sidecar, chunks, ranges */
+	io = given ? *given : none;
+	ho = *http_opts_or_env(io.http, &ho);
+	r = ca_http_clock_new(ho.total_timeout_s, &im->clock);
+	if (r < 0) {
+		ca_image_free(im);
+		return ca_log_error_errno(r, "%s", source);
+	}
+	ho.clock = im->clock;
+	io.http = &ho;
+	im->fd = -1;
+	im->index_flags = UINT64_MAX;
+	im->kind = ca_location_image_kind(source);
+	switch (ca_location_kind(source)) {
+	case CA_LOCATION_PATH:
+		im->local = ca_location_path(im->name);
+		break;
+	case CA_LOCATION_OTHER:
+		r = ca_log_error_errno(EPROTONOSUPPORT, "%s", source);
+		goto fail;
+	case CA_LOCATION_HTTP:
+		break;
+	}
+	switch (im->kind) {
+	case CA_IMAGE_ARCHIVE:
+		r = check_archive_trust(source, o);
+		if (r == 0)
+			r = open_archive_file(im, o);
+		break;
+	case CA_IMAGE_BLOB_INDEX:
+	case CA_IMAGE_ARCHIVE_INDEX:
+		r = open_indexed(im, o);
+		break;
+	default:
+		r = ca_log_error_errno(EINVAL, "%s: not an image (.caibx, .caidx or .catar)", source);
+		break;
+	}
+	if (r < 0)
+		goto fail;
+	*ret = im;
+	return 0;
+fail:
+	ca_image_free(im);
+	return r;
+}
+
+void ca_image_free(struct ca_image *im)
+{
+	if (!im)
+		return;
+	ca_blob_free(im->blob);
+	ca_chunksrc_free(im->src);
+	free(im->remotes);
+	free(im->cache_dir);
+	ca_sidecar_free(im->sidecar);
+	ca_buf_release(&im->sidecar_bytes);
+	ca_index_free(im->idx);
+	ca_remote_file_free(im->rf);
+	ca_http_clock_free(im->clock); /* after every engine that used it */
+	if (im->fd >= 0)
+		close(im->fd);
+	free(im->name);
+	free(im);
+}
+
+const char *ca_image_name(const struct ca_image *im) { return im->name; }
+enum ca_image_kind ca_image_kind(const struct ca_image *im) { return im->kind; }
+const char *ca_image_local_path(const struct ca_image *im) { return im->local; }
+uint64_t ca_image_size(const struct ca_image *im) { return im->size; }
+uint64_t ca_image_index_flags(const struct ca_image *im) { return im->index_flags; }
+struct ca_index *ca_image_index(const struct ca_image *im) { return im->idx; }
+struct ca_chunksrc *ca_image_chunksrc(const struct ca_image *im) { return im->src; }
+struct ca_blob *ca_image_blob(const struct ca_image *im) { return im->blob; }
+const struct ca_sidecar *ca_image_sidecar(const struct ca_image *im) { return im->sidecar; }
+const char *ca_image_cache_dir(const struct ca_image *im) { return im->cache_dir; }
+
+const void *ca_image_sidecar_data(const struct ca_image *im, size_t *ret_size)
+{
+	*ret_size = im->sidecar ? im->sidecar_bytes.size : 0;
+	return im->sidecar ? im->sidecar_bytes.data : NULL;
+}
+
+uint64_t ca_image_feature_flags(struct ca_image *im)
+{
+	uint8_t e[sizeof(struct ca_format_entry)];
+	if (im->index_flags != UINT64_MAX)
+		return im->index_flags;
+	if (ca_image_pread(im, e, sizeof(e), 0) != (ssize_t)sizeof(e))
+		return CA_FORMAT_SHA512_256;
+	return ca_le64_read(e + offsetof(struct ca_format_entry, feature_flags));
+}
+
+ssize_t ca_image_pread(struct ca_image *im, void *buf, size_t len, uint64_t off)
+{
+	if (im->blob)
+		return ca_blob_read(im->blob, buf, len, off);
+	if (off >= im->size)
+		return 0;
+	if (len > im->size - off)
+		len = (size_t)(im->size - off);
+	if (im->rf)
+		return ca_remote_file_pread(im->rf, buf, len, off);
+	return ca_pread_full(im->fd, buf, len, off);
+}
+
+void ca_image_readahead(struct ca_image *im, uint64_t off, uint64_t len)
+{
+	if (im->blob)
+		ca_blob_readahead(im->blob, off, len);
+	else if (im->rf)
+		ca_remote_file_readahead(im->rf, off, len);
+	else if (off <= INT64_MAX && len <= INT64_MAX)
+		(void)posix_fadvise(im->fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
+}
+
+static ssize_t source_read(void *userdata, void *buf, size_t len, uint64_t off)
+{
+	return ca_image_pread(userdata, buf, len, off);
+}
+
+static void source_readahead(void *userdata, uint64_t off, uint64_t len)
+{
+	ca_image_readahead(userdata, off, len);
+}
+
+void ca_image_archive_source(struct ca_image *im, struct ca_catar_source *ret)
+{
+	*ret = (struct ca_catar_source){
+		.read = source_read,
+		.readahead = source_readahead,
+		.userdata = im,
+		.size = im->size,
+		.index_flags = im->index_flags,
+	};
+}
+
+bool ca_image_remote_stats(const struct ca_image *im, struct ca_remote_store_stats *ret)
+{
+	*ret = (struct ca_remote_store_stats){ 0 };
+	if (im->rf)
+		ca_remote_file_get_stats(im->rf, &ret->http);
+	for (size_t i = 0; i < im->n_remotes; i++) {
+		struct ca_remote_store_stats s;
+		ca_remote_store_get_stats(im->remotes[i], &s);
+		ret->http.requests += s.http.requests;
+		ret->http.attempts += s.http.attempts;
+		ret->http.retries += s.http.retries;
+		ret->http.ok += s.http.ok;
+		ret->http.missing += s.http.missing;
+		ret->http.errors += s.http.errors;
+		ret->http.bytes += s.http.bytes;
+		ret->prefetches += s.prefetches;
+		ret->prefetch_hits += s.prefetch_hits;
+		ret->prefetch_drops += s.prefetch_drops;
+		ret->prefetch_skips += s.prefetch_skips;
+	}
+	return im->n_remotes > 0 || im->rf;
+}
+
+int ca_image_log_read_error(struct ca_image *im, int err, uint64_t off, size_t len)
+{
+	if (im->rf)
+		return ca_remote_file_log_read_error(im->rf, err, off, len);
+	if (!im->blob || off >= im->size)
+		return ca_log_error_errno(err, "%s", im->name);
+	for (size_t i = (size_t)ca_index_find(im->idx, off); i < ca_index_n_chunks(im->idx); i++) {
+		uint64_t s, e;
+		const uint8_t *id;
+		const struct ca_chunk *c = NULL;
+		char hex[2 * CA_CHUNK_ID_SIZE + 1];
+		ca_index_chunk(im->idx, i, &s, &e, &id);
+		if (s >= off + len)
+			break;
+		/* the culprit is the first chunk of the range that fails again */
+		int r = ca_chunksrc_get(im->src, id, e - s, &c);
+		ca_chunksrc_put(im->src, c);
+		if (r == 0)
+			continue;
+		ca_id_to_hex(id, hex);
+		if (r == -ENOENT)
+			ca_log_error("%s: chunk %s: not found in any store", im->name, hex);
+		else
+			ca_log_error_errno(r, "%s: chunk %s", im->name, hex);
+		return err;
+	}
+	return ca_log_error_errno(err, "%s", im->name);
+}
+
+struct ca_remote_store *ca_image_remote(const struct ca_image *im, size_t i)
+{
+	return i < im->n_remotes ? im->remotes[i] : NULL;
+}
+
+void ca_image_abort_waits(struct ca_image *im)
+{
+	for (size_t i = 0; i < im->n_remotes; i++)
+		ca_remote_store_abort(im->remotes[i]);
+}
+
+struct ca_failover *ca_image_failover(const struct ca_image *im, size_t i)
+{
+	size_t n = im->src ? ca_chunksrc_n_backends(im->src) : 0;
+	for (size_t k = 0; k < n; k++) {
+		const struct ca_chunk_backend_ops *ops;
+		void *be = ca_chunksrc_backend(im->src, k, &ops);
+		if (ops == &ca_failover_ops && i-- == 0)
+			return be;
+	}
+	return NULL;
+}

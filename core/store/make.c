@@ -1,0 +1,616 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * make.c - the make pipeline (see make.h for the picture).
+ *
+ * One lock (m->lock) guards all queues and counters; it is held only to
+ * move pointers, never across hashing, compression or file I/O, except for
+ * the buffered index append that keeps items in stream order.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "format/feature.h"
+#include "chunk/chunker.h"
+#include "chunk/compress.h"
+#include "base/fdio.h"
+#include "format/index.h"
+#include "base/log.h"
+#include "base/thread.h"
+#include "store/make.h"
+#include "store/store.h"
+#include "store/store_writer.h"
+
+#define SEG_SIZE (4u << 20)
+#define MAX_SEGS 4                    /* input buffered ahead of the chunker and digest */
+#define MAX_JOB_BYTES (32u << 20)     /* chunk data waiting for workers */
+#define JOBS_PER_WORKER 4             /* chunks waiting for workers, at most, per worker */
+#define MAX_WORKERS 64
+
+struct segment {
+	struct segment *next_c, *next_d; /* chunker queue, digest queue */
+	unsigned refs;
+	size_t size;
+	uint8_t data[];
+};
+
+struct job {
+	struct job *next_w, *next_p; /* work queue, pending (stream order) list */
+	uint64_t end;
+	/* the chunk's bytes: in place in seg (a reference held) when the
+	 * chunk lies in one segment, else copied into buf */
+	const uint8_t *data;
+	size_t size;
+	struct segment *seg;
+	struct ca_buf buf;
+	uint8_t id[CA_CHUNK_ID_SIZE];
+	bool done;
+};
+
+struct ca_maker {
+	struct ca_make_opts o;
+	struct ca_chunker chunker;
+	struct ca_store_writer *store; /* o.store_writer, or our own local one */
+	struct ca_index_writer *index;
+	struct ca_digest *stream_digest;
+	struct segment *cur; /* being filled by feed */
+	uint64_t fed;
+
+	pthread_mutex_t lock;
+	/* one condition per kind of waiter, so a finished chunk does not wake everyone */
+	pthread_cond_t feed_cond;    /* feeder: a segment was freed */
+	pthread_cond_t chunker_cond; /* chunker: a segment arrived, or job memory was freed */
+	pthread_cond_t digest_cond;  /* digest: a segment arrived */
+	pthread_cond_t work_cond;    /* workers: a job arrived, or the chunker is done */
+	struct segment *cq_head, *cq_tail, *dq_head, *dq_tail;
+	struct segment *spare_segs;  /* freed segments, reused so their pages stay mapped */
+	unsigned live_segs;
+	struct job *wq_head, *wq_tail, *pq_head, *pq_tail;
+	uint64_t job_bytes;
+	size_t jobs_live, max_jobs; /* chunks emitted whose buffer is not back yet */
+	struct ca_buf *spare_bufs; /* recycled chunk buffers, so big chunks don't fault in fresh pages */
+	size_t n_spare, cap_spare;
+	bool input_done, chunker_done, stop;
+	int err;
+	const char *err_path; /* what err is about: o.store_path, o.index_path or NULL */
+	struct ca_make_stats stats;
+
+	pthread_t chunker_thread, digest_thread, workers[MAX_WORKERS];
+	unsigned n_workers;
+	bool chunker_started, digest_started;
+};
+
+static bool cancelled(const struct ca_maker *m)
+{
+	return m->o.cancel && *m->o.cancel;
+}
+
+static void wake_all(struct ca_maker *m)
+{
+	pthread_cond_broadcast(&m->feed_cond);
+	pthread_cond_broadcast(&m->chunker_cond);
+	pthread_cond_broadcast(&m->digest_cond);
+	pthread_cond_broadcast(&m->work_cond);
+}
+
+static void fail_locked(struct ca_maker *m, int r)
+{
+	if (!m->err) /* atomic: the chunker peeks at err without the lock */
+		__atomic_store_n(&m->err, r, __ATOMIC_RELAXED);
+	wake_all(m);
+}
+
+static void seg_unref_locked(struct ca_maker *m, struct segment *s)
+{
+	if (--s->refs == 0) {
+		s->next_c = m->spare_segs;
+		m->spare_segs = s;
+		m->live_segs--;
+		pthread_cond_signal(&m->feed_cond);
+	}
+}
+
+static void *digest_main(void *arg)
+{
+	struct ca_maker *m = arg;
+	pthread_mutex_lock(&m->lock);
+	for (;;) {
+		while (!m->dq_head && !m->input_done && !m->err)
+			pthread_cond_wait(&m->digest_cond, &m->lock);
+		struct segment *s = m->dq_head;
+		if (!s || m->err)
+			break;
+		m->dq_head = s->next_d;
+		if (!m->dq_head)
+			m->dq_tail = NULL;
+		pthread_mutex_unlock(&m->lock);
+		int r = ca_digest_update(m->stream_digest, s->data, s->size);
+		pthread_mutex_lock(&m->lock);
+		if (r < 0)
+			fail_locked(m, r);
+		seg_unref_locked(m, s);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+/* A chunk is complete: hand it to the workers, either in place (seg,
+ * data, size: the segment gets one more reference) or as the bytes
+ * gathered in acc (seg NULL). Called with the lock held. */
+static void emit_locked(struct ca_maker *m, struct ca_buf *acc, struct segment *seg, const uint8_t *data, size_t size,
+                        uint64_t end)
+{
+	struct job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		fail_locked(m, -ENOMEM);
+		return;
+	}
+	j->end = end;
+	if (seg) {
+		seg->refs++;
+		j->seg = seg;
+		j->data = data;
+		j->size = size;
+	} else {
+		j->buf = *acc;
+		j->data = j->buf.data;
+		j->size = j->buf.size;
+		*acc = (struct ca_buf)CA_BUF_INIT;
+		if (m->n_spare)
+			*acc = m->spare_bufs[--m->n_spare];
+		acc->size = 0;
+	}
+	m->job_bytes += j->size;
+	m->jobs_live++;
+	if (m->pq_tail)
+		m->pq_tail->next_p = j;
+	else
+		m->pq_head = j;
+	m->pq_tail = j;
+	if (m->wq_tail)
+		m->wq_tail->next_w = j;
+	else
+		m->wq_head = j;
+	m->wq_tail = j;
+	m->stats.chunks++;
+	pthread_cond_signal(&m->work_cond);
+}
+
+static void *chunker_main(void *arg)
+{
+	struct ca_maker *m = arg;
+	struct ca_buf acc = CA_BUF_INIT;
+	uint64_t pos = 0; /* stream offset of the end of acc */
+	int r;
+
+	pthread_mutex_lock(&m->lock);
+	for (;;) {
+		while (!m->cq_head && !m->input_done && !m->err)
+			pthread_cond_wait(&m->chunker_cond, &m->lock);
+		struct segment *s = m->cq_head;
+		if (m->err || !s)
+			break;
+		m->cq_head = s->next_c;
+		if (!m->cq_head)
+			m->cq_tail = NULL;
+		pthread_mutex_unlock(&m->lock);
+
+		/* a chunk that begins and ends in this segment is hashed and
+		 * compressed where it lies; only one that spans segments is
+		 * gathered (copied) in acc */
+		size_t off = 0;
+		while (off < s->size && !__atomic_load_n(&m->err, __ATOMIC_RELAXED)) {
+			size_t k = ca_chunker_scan(&m->chunker, s->data + off, s->size - off);
+			bool cut = k != CA_CHUNKER_NO_CUT, in_place = cut && acc.size == 0;
+			if (!cut)
+				k = s->size - off;
+			r = in_place ? 0 : ca_buf_append(&acc, s->data + off, k, CA_CHUNK_SIZE_LIMIT_MAX);
+			off += k;
+			pos += k;
+			if (cut || r < 0) {
+				pthread_mutex_lock(&m->lock);
+				if (r < 0)
+					fail_locked(m, r);
+				else if (in_place)
+					emit_locked(m, NULL, s, s->data + off - k, k, pos);
+				else
+					emit_locked(m, &acc, NULL, NULL, 0, pos);
+				while ((m->job_bytes > MAX_JOB_BYTES || m->jobs_live >= m->max_jobs) && !m->err)
+					pthread_cond_wait(&m->chunker_cond, &m->lock);
+				pthread_mutex_unlock(&m->lock);
+			}
+		}
+		pthread_mutex_lock(&m->lock);
+		seg_unref_locked(m, s);
+	}
+	if (!m->err && acc.size > 0)
+		emit_locked(m, &acc, NULL, NULL, 0, pos);
+	m->chunker_done = true;
+	pthread_cond_broadcast(&m->work_cond);
+	pthread_mutex_unlock(&m->lock);
+	ca_buf_release(&acc);
+	return NULL;
+}
+
+/* Write finished jobs at the head of the stream-order list into the index. */
+static void retire_locked(struct ca_maker *m)
+{
+	while (m->pq_head && m->pq_head->done) {
+		struct job *j = m->pq_head;
+		m->pq_head = j->next_p;
+		if (!m->pq_head)
+			m->pq_tail = NULL;
+		if (m->index && !m->err) {
+			int r = ca_index_writer_add(m->index, j->end, j->id);
+			if (r < 0) {
+				m->err_path = m->o.index_path;
+				fail_locked(m, r);
+			}
+		}
+		free(j);
+	}
+}
+
+static int store_chunk(struct ca_maker *m, struct ca_codec *codec, struct ca_buf *cbuf, struct job *j, bool *ret_new)
+{
+	int r = ca_store_writer_has(m->store, j->id);
+	*ret_new = false;
+	if (r != 0)
+		return r < 0 ? r : 0;
+	r = ca_codec_compress(codec, j->data, j->size, cbuf);
+	if (r < 0)
+		return r;
+	r = ca_store_writer_put(m->store, codec, j->id, cbuf->data, cbuf->size);
+	if (r < 0)
+		return r;
+	*ret_new = r > 0;
+	return 0;
+}
+
+static void *worker_main(void *arg)
+{
+	struct ca_maker *m = arg;
+	struct ca_codec *codec = NULL;
+	struct ca_buf cbuf = CA_BUF_INIT;
+	int r = ca_codec_new(ca_digest_type_from_flags(m->o.feature_flags), &codec);
+	if (r == 0 && m->o.compression != CA_COMPRESSION_NONE)
+		r = ca_codec_set_compression(codec, m->o.compression);
+
+	pthread_mutex_lock(&m->lock);
+	if (r < 0)
+		fail_locked(m, r);
+	for (;;) {
+		while (!m->wq_head && !m->chunker_done && !m->err)
+			pthread_cond_wait(&m->work_cond, &m->lock);
+		struct job *j = m->wq_head;
+		if (!j || m->err)
+			break;
+		m->wq_head = j->next_w;
+		if (!m->wq_head)
+			m->wq_tail = NULL;
+		pthread_mutex_unlock(&m->lock);
+
+		bool is_new = false;
+		r = cancelled(m) ? -ECANCELED : ca_digest_once(ca_codec_digest(codec), j->data, j->size, j->id);
+		if (r == 0 && m->store)
+			r = store_chunk(m, codec, &cbuf, j, &is_new);
+
+		pthread_mutex_lock(&m->lock);
+		if (r < 0 && !m->err)
+			m->err_path = m->o.store_path; /* hashing cannot fail but for ENOMEM */
+		if (r < 0)
+			fail_locked(m, r);
+		if (is_new) {
+			m->stats.chunks_new++;
+			m->stats.bytes_stored += cbuf.size;
+		}
+		m->job_bytes -= j->size;
+		m->jobs_live--;
+		if (j->seg)
+			seg_unref_locked(m, j->seg);
+		else if (m->n_spare < m->cap_spare)
+			m->spare_bufs[m->n_spare++] = j->buf;
+		else
+			ca_buf_release(&j->buf);
+		j->buf = (struct ca_buf)CA_BUF_INIT;
+		j->seg = NULL;
+		j->done = true;
+		retire_locked(m);
+		/* the chunker waits when the queue is full; waking it for every
+		 * finished chunk made it and the workers take turns, a futex
+		 * wake and a context switch per chunk: wake it at half */
+		if (m->job_bytes <= MAX_JOB_BYTES / 2 && m->jobs_live <= m->max_jobs / 2)
+			pthread_cond_signal(&m->chunker_cond);
+	}
+	pthread_mutex_unlock(&m->lock);
+	ca_buf_release(&cbuf);
+	ca_codec_free(codec);
+	return NULL;
+}
+
+int ca_maker_new(const struct ca_make_opts *o, struct ca_maker **ret)
+{
+	struct ca_maker *m = calloc(1, sizeof(*m));
+	int r;
+	if (!m)
+		return -ENOMEM;
+	m->o = *o;
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->feed_cond, NULL);
+	pthread_cond_init(&m->chunker_cond, NULL);
+	pthread_cond_init(&m->digest_cond, NULL);
+	pthread_cond_init(&m->work_cond, NULL);
+	r = ca_chunker_init(&m->chunker, o->chunk_min, o->chunk_avg, o->chunk_max);
+	if (r < 0)
+		goto fail;
+	r = ca_digest_new(ca_digest_type_from_flags(o->feature_flags), &m->stream_digest);
+	if (r < 0)
+		goto fail;
+	if (o->store_writer)
+		m->store = o->store_writer;
+	else if (o->store_path && (r = ca_store_writer_open_local(o->store_path, &m->store)) < 0)
+		goto fail;
+	if (o->index_path &&
+	    (r = ca_index_writer_open(o->index_path, o->feature_flags, o->chunk_min, o->chunk_avg, o->chunk_max,
+	                              o->index_mode, &m->index)) < 0)
+		goto fail;
+
+	unsigned n = o->threads;
+	if (n == 0) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+		n = c > 0 ? (unsigned)c : 1;
+	}
+	if (n > MAX_WORKERS)
+		n = MAX_WORKERS;
+	/* a few chunks queued per worker keep them busy; more only cost
+	 * memory, and buffers beyond the spares would be allocated and grown
+	 * afresh (page faults, reallocs) for every chunk */
+	m->max_jobs = JOBS_PER_WORKER * n;
+	m->cap_spare = m->max_jobs + 1;
+	m->spare_bufs = calloc(m->cap_spare, sizeof(*m->spare_bufs));
+	if (!m->spare_bufs) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	if ((r = ca_thread_create(&m->digest_thread, digest_main, m)) < 0)
+		goto fail;
+	m->digest_started = true;
+	if ((r = ca_thread_create(&m->chunker_thread, chunker_main, m)) < 0)
+		goto fail;
+	m->chunker_started = true;
+	for (; m->n_workers < n; m->n_workers++)
+		if ((r = ca_thread_create(&m->workers[m->n_workers], worker_main, m)) < 0)
+			goto fail;
+	*ret = m;
+	return 0;
+fail:
+	ca_maker_free(m);
+	return r;
+}
+
+static int push_segment(struct ca_maker *m)
+{
+	struct segment *s = m->cur;
+	m->cur = NULL;
+	s->refs = 2;
+	pthread_mutex_lock(&m->lock);
+	if (m->cq_tail)
+		m->cq_tail->next_c = s;
+	else
+		m->cq_head = s;
+	m->cq_tail = s;
+	if (m->dq_tail)
+		m->dq_tail->next_d = s;
+	else
+		m->dq_head = s;
+	m->dq_tail = s;
+	pthread_cond_signal(&m->chunker_cond);
+	pthread_cond_signal(&m->digest_cond);
+	int r = m->err;
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
+/* Make sure there is a segment with room to fill, waiting for the
+ * pipeline to drain when it holds its bound. */
+
+static int seg_ensure(struct ca_maker *m)
+{
+	if (cancelled(m)) {
+		pthread_mutex_lock(&m->lock);
+		fail_locked(m, -ECANCELED);
+		pthread_mutex_unlock(&m->lock);
+	}
+	if (m->cur)
+		return __atomic_load_n(&m->err, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&m->lock);
+	while (m->live_segs >= MAX_SEGS && !m->err)
+		pthread_cond_wait(&m->feed_cond, &m->lock);
+	int r = m->err;
+	if (!r) {
+		m->live_segs++;
+		m->cur = m->spare_segs;
+		if (m->cur)
+			m->spare_segs = m->cur->next_c;
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (r)
+		return r;
+	if (!m->cur)
+		m->cur = malloc(sizeof(struct segment) + SEG_SIZE);
+	if (!m->cur) {
+		pthread_mutex_lock(&m->lock);
+		m->live_segs--;
+		pthread_mutex_unlock(&m->lock);
+		return -ENOMEM;
+	}
+	m->cur->next_c = m->cur->next_d = NULL;
+	m->cur->size = 0;
+	return 0;
+}
+
+/* Account k bytes just placed in the current segment; ship it when full. */
+static int seg_filled(struct ca_maker *m, size_t k)
+{
+	m->cur->size += k;
+	m->fed += k;
+	if (m->cur->size < SEG_SIZE)
+		return 0;
+	int r = push_segment(m);
+	if (r == 0 && m->o.progress)
+		m->o.progress(m->o.progress_userdata, m->fed);
+	return r;
+}
+
+int ca_maker_feed(struct ca_maker *m, const void *p, size_t n)
+{
+	const uint8_t *q = p;
+	while (n > 0) {
+		int r = seg_ensure(m);
+		if (r)
+			return r;
+		size_t k = SEG_SIZE - m->cur->size;
+		if (k > n)
+			k = n;
+		memcpy(m->cur->data + m->cur->size, q, k);
+		q += k;
+		n -= k;
+		r = seg_filled(m, k);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int ca_maker_feed_fd(struct ca_maker *m, int fd)
+{
+	for (;;) {
+		/* read straight into the segment: no bounce buffer */
+		int r = seg_ensure(m);
+		if (r)
+			return r;
+		ssize_t k = read(fd, m->cur->data + m->cur->size, SEG_SIZE - m->cur->size);
+		if (k < 0 && errno == EINTR)
+			continue; /* seg_ensure looks at the cancel flag */
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			return 0;
+		r = seg_filled(m, k);
+		if (r)
+			return r;
+	}
+}
+
+static void join_all(struct ca_maker *m)
+{
+	if (m->chunker_started)
+		pthread_join(m->chunker_thread, NULL);
+	if (m->digest_started)
+		pthread_join(m->digest_thread, NULL);
+	for (unsigned i = 0; i < m->n_workers; i++)
+		pthread_join(m->workers[i], NULL);
+	m->chunker_started = m->digest_started = false;
+	m->n_workers = 0;
+}
+
+int ca_maker_finish(struct ca_maker *m, uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats)
+{
+	int r = cancelled(m) ? -ECANCELED : 0;
+	if (r == 0 && m->cur && m->cur->size > 0)
+		r = push_segment(m);
+	pthread_mutex_lock(&m->lock);
+	if (r)
+		fail_locked(m, r);
+	m->input_done = true;
+	wake_all(m);
+	pthread_mutex_unlock(&m->lock);
+	join_all(m);
+	r = m->err;
+	if (r == 0)
+		r = ca_digest_final(m->stream_digest, ret_digest);
+	/* the chunks reach the disk before the index that names them: one
+	 * syncfs for the store rather than an fsync per chunk */
+	if (r == 0 && m->store && m->index) {
+		uint64_t skipped = 0, skipped_bytes = 0;
+		r = ca_store_writer_finish(m->store, &skipped, &skipped_bytes);
+		if (r < 0)
+			m->err_path = m->o.store_path;
+		m->stats.chunks_new -= skipped < m->stats.chunks_new ? skipped : m->stats.chunks_new;
+		m->stats.bytes_stored -= skipped_bytes < m->stats.bytes_stored ? skipped_bytes : m->stats.bytes_stored;
+	}
+	if (r == 0 && m->index) {
+		r = ca_index_writer_commit(m->index);
+		m->index = NULL;
+		if (r < 0)
+			m->err_path = m->o.index_path;
+	}
+	m->stats.bytes = m->fed;
+	if (ret_stats)
+		*ret_stats = m->stats;
+	if (m->o.progress)
+		m->o.progress(m->o.progress_userdata, m->fed);
+	return r;
+}
+
+const char *ca_maker_error_path(struct ca_maker *m)
+{
+	pthread_mutex_lock(&m->lock);
+	const char *p = m->err_path;
+	pthread_mutex_unlock(&m->lock);
+	return p;
+}
+
+void ca_maker_free(struct ca_maker *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	fail_locked(m, -ECANCELED);
+	m->input_done = true;
+	pthread_mutex_unlock(&m->lock);
+	join_all(m);
+	free(m->cur);
+	while (m->cq_head) { /* segments nobody consumed */
+		struct segment *s = m->cq_head;
+		m->cq_head = s->next_c;
+		if (--s->refs == 0)
+			free(s);
+	}
+	while (m->dq_head) {
+		struct segment *s = m->dq_head;
+		m->dq_head = s->next_d;
+		if (--s->refs == 0)
+			free(s);
+	}
+	while (m->pq_head) { /* jobs not done: they may hold the last reference to a segment */
+		struct job *j = m->pq_head;
+		m->pq_head = j->next_p;
+		if (j->seg && --j->seg->refs == 0)
+			free(j->seg);
+		ca_buf_release(&j->buf);
+		free(j);
+	}
+	while (m->spare_segs) {
+		struct segment *s = m->spare_segs;
+		m->spare_segs = s->next_c;
+		free(s);
+	}
+	for (size_t i = 0; i < m->n_spare; i++)
+		ca_buf_release(&m->spare_bufs[i]);
+	free(m->spare_bufs);
+	ca_index_writer_abort(m->index);
+	if (m->store != m->o.store_writer)
+		ca_store_writer_free(m->store);
+	ca_digest_free(m->stream_digest);
+	pthread_cond_destroy(&m->feed_cond);
+	pthread_cond_destroy(&m->chunker_cond);
+	pthread_cond_destroy(&m->digest_cond);
+	pthread_cond_destroy(&m->work_cond);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}

@@ -1,0 +1,83 @@
+#!/bin/bash
+# layers.sh - the include map keeps the house's shape (docs/design.md,
+# "Layers"):
+#  - core/ has one folder per layer, in this order, and no loose source;
+#  - a file in core/L/ includes "config.h", system headers, and headers of
+#    L or of a layer before L, each named with its folder ("base/log.h"):
+#    imports only go down, so no two folders include each other; api/, the
+#    last, also includes the public headers it implements;
+#  - the public headers (core/include/cafs) include only each other;
+#  - fs/ and tools/ include core/ through the names below, and core/ never
+#    includes fs/ or tools/.
+# The checker runs on the tree, then on a copy with one upward include
+# planted, which it must refuse (a checker that passes everything would
+# otherwise pass here too).
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
+
+LAYERS="base format chunk catar store net trust image api"
+
+# check_tree ROOT: prints one line per broken rule; fails if any.
+check_tree() {
+	local root=$1
+	(
+		cd "$root" || exit 1
+		# folders: exactly the layers, plus the public headers
+		local dirs want
+		dirs=$(find core -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort | tr '\n' ' ')
+		want=$(printf '%s\n' $LAYERS include | sort | tr '\n' ' ')
+		[ "$dirs" = "$want" ] || echo "core/ folders are '$dirs', want '$want'"
+		find core -maxdepth 1 -type f -name '*.[ch]' -printf 'core/%f: a source outside every layer\n'
+		awk -v layers="$LAYERS" '
+			BEGIN { n = split(layers, l, " "); for (i = 1; i <= n; i++) rank[l[i]] = i }
+			FNR == 1 {
+				split(FILENAME, p, "/")
+				if (p[1] == "core" && p[2] == "include") kind = "public"
+				else if (p[1] == "core") { kind = "core"; own = p[2] }
+				else kind = p[1]
+			}
+			/^[ \t]*#[ \t]*include[ \t]*"/ {
+				match($0, /"[^"]*"/)
+				h = substr($0, RSTART + 1, RLENGTH - 2)
+				if (h == "config.h") next
+				split(h, q, "/")
+				if (kind == "public") {
+					if (q[1] != "cafs" && index(h, "/") != 0)
+						printf "%s:%d: public header includes %s\n", FILENAME, FNR, h
+					next
+				}
+				if (kind == "core") {
+					if (own == "api" && q[1] == "cafs") next
+					if (index(h, "/") == 0 || !(q[1] in rank)) {
+						printf "%s:%d: %s names no layer folder\n", FILENAME, FNR, h
+						next
+					}
+					if (rank[q[1]] > rank[own])
+						printf "%s:%d: %s (layer %s) includes %s above it\n", FILENAME, FNR, h, own, q[1]
+					next
+				}
+				# fs/ and tools/: their own headers, a core layer, or fs/ from tools/
+				if (index(h, "/") == 0 || (q[1] in rank) || q[1] == "cafs") next
+				if (kind == "tools" && h ~ /^\.\.\/fs\/[a-z_]+\.h$/) next
+				printf "%s:%d: unexpected include %s\n", FILENAME, FNR, h
+			}
+		' $(find core fs tools -name '*.[ch]' | sort)
+	) | tee "$T/broken.$$"
+	[ ! -s "$T/broken.$$" ]
+}
+
+ok "the tree keeps the layers" check_tree "$top_srcdir"
+
+# The refusal: an upward include (store/ reaching into net/) in a copy.
+mkdir -p "$T/copy"
+cp -r "$top_srcdir/core" "$top_srcdir/fs" "$top_srcdir/tools" "$T/copy/"
+sed -i '0,/^#include "store\/store.h"/s//#include "net\/http.h"\n&/' "$T/copy/core/store/store.c"
+refused() { ! check_tree "$T/copy" >"$T/out" 2>&1 && grep -q 'store/store.c:.*includes net' "$T/out"; }
+ok "an upward include (store/ -> net/) is refused, by file and line" refused
+
+# A loose file in core/ is refused as well.
+rm -rf "$T/copy"/*; cp -r "$top_srcdir/core" "$top_srcdir/fs" "$top_srcdir/tools" "$T/copy/"
+echo 'int x;' >"$T/copy/core/loose.c"
+refused_loose() { ! check_tree "$T/copy" >"$T/out" 2>&1 && grep -q 'core/loose.c: a source outside' "$T/out"; }
+ok "a source outside every layer folder is refused" refused_loose
+
+done_testing
