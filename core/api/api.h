@@ -35,6 +35,13 @@ struct cafs_image {
 	struct ca_catar_ra *ra; /* archives only */
 };
 
+/* Copy a caller's options struct (its first member its size, see
+ * cafs/context.h) into copy, ours bytes long: the caller's bytes up to the
+ * shorter of the two sizes, zeros after. NULL user: all zeros. -EINVAL for a
+ * size below the size member, -E2BIG for a longer struct with a non-zero
+ * tail (a member this library does not know is in use). */
+int api_options(const void *user, void *copy, size_t ours);
+
 /* Make ctx's logger the thread's; returns the one to restore. */
 static inline struct ca_logger *api_enter(struct cafs_ctx *ctx)
 {

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <syslog.h>
 
 #include "api/api.h"
@@ -106,4 +107,21 @@ int cafs_ctx_add_trusted_key(struct cafs_ctx *ctx, const char *path)
 const char *cafs_version(void)
 {
 	return PACKAGE_VERSION;
+}
+
+int api_options(const void *user, void *copy, size_t ours)
+{
+	const unsigned char *u = user;
+	size_t theirs;
+	memset(copy, 0, ours);
+	if (!user)
+		return 0;
+	memcpy(&theirs, user, sizeof(theirs));
+	if (theirs < sizeof(size_t))
+		return -EINVAL;
+	for (size_t i = ours; i < theirs; i++)
+		if (u[i])
+			return -E2BIG;
+	memcpy(copy, user, theirs < ours ? theirs : ours);
+	return 0;
 }

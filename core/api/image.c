@@ -40,26 +40,29 @@ static int report(struct cafs_image *img, int r, const char *what)
 	return r;
 }
 
-int cafs_image_open(struct cafs_ctx *ctx, const char *source, const struct cafs_image_options *o,
+int cafs_image_open(struct cafs_ctx *ctx, const char *source, const struct cafs_image_options *user_o,
                     struct cafs_image **ret)
 {
 	struct ca_logger *old = api_enter(ctx);
-	struct cafs_image *img = calloc(1, sizeof(*img));
+	struct cafs_image *img = NULL;
+	struct cafs_image_options o;
 	struct ca_image_opts io = { .trusted_keys = ctx->trusted_keys, .n_trusted_keys = ctx->n_trusted_keys };
-	int r = img ? 0 : ca_log_error_errno(ENOMEM, "%s", source);
+	int r = api_options(user_o, &o, sizeof(o));
 	if (r < 0)
 		goto out;
-	if (o) {
-		io.stores = (char *const *)o->stores;
-		io.n_stores = o->n_stores;
-		io.cache_mode = o->cache_mode == CAFS_CACHE_DIR    ? CA_CACHE_DIR
-		                : o->cache_mode == CAFS_CACHE_AUTO ? CA_CACHE_AUTO
-		                                                   : CA_CACHE_NONE;
-		io.cache_dir = o->cache_dir;
-		io.cache_touch = true;
-		io.offline = o->offline;
-		io.lru_bytes = o->memory_cache_bytes;
-	}
+	img = calloc(1, sizeof(*img));
+	r = img ? 0 : ca_log_error_errno(ENOMEM, "%s", source);
+	if (r < 0)
+		goto out;
+	io.stores = (char *const *)o.stores;
+	io.n_stores = o.n_stores;
+	io.cache_mode = o.cache_mode == CAFS_CACHE_DIR    ? CA_CACHE_DIR
+	                : o.cache_mode == CAFS_CACHE_AUTO ? CA_CACHE_AUTO
+	                                                  : CA_CACHE_NONE;
+	io.cache_dir = o.cache_dir;
+	io.cache_touch = true;
+	io.offline = o.offline;
+	io.lru_bytes = o.memory_cache_bytes;
 	img->ctx = cafs_ctx_ref(ctx);
 	r = ctx->cancelled ? -ECANCELED : ca_image_open(source, &io, &img->im);
 	if (r < 0)

@@ -36,17 +36,18 @@ static void progress_step(void *userdata, uint64_t done)
 	p->fn(p->userdata, done, p->total);
 }
 
-int cafs_make(struct cafs_ctx *ctx, const char *out, const char *input, const struct cafs_make_options *o,
+int cafs_make(struct cafs_ctx *ctx, const char *out, const char *input, const struct cafs_make_options *user_o,
               uint8_t digest[CAFS_DIGEST_SIZE])
 {
-	static const struct cafs_make_options none = { 0 };
 	struct ca_logger *old = api_enter(ctx);
+	struct cafs_make_options oc;
+	const struct cafs_make_options *o = &oc;
 	struct ca_image_make_opts mo;
 	struct progress p = { 0 };
 	uint8_t d[CA_CHUNK_ID_SIZE];
-	int r;
-	if (!o)
-		o = &none;
+	int r = api_options(user_o, &oc, sizeof(oc));
+	if (r < 0)
+		goto out;
 	ca_image_make_opts_init(&mo);
 	mo.store = o->store;
 	if (o->chunk_size_avg) {
@@ -69,27 +70,30 @@ int cafs_make(struct cafs_ctx *ctx, const char *out, const char *input, const st
 	r = ctx->cancelled ? -ECANCELED : ca_image_make(out, input, &mo, d, NULL);
 	if (r == 0 && digest)
 		memcpy(digest, d, CAFS_DIGEST_SIZE);
+out:
 	api_leave(old);
 	return r;
 }
 
-int cafs_image_extract(struct cafs_image *img, const char *dest, const struct cafs_extract_options *o)
+int cafs_image_extract(struct cafs_image *img, const char *dest, const struct cafs_extract_options *user_o)
 {
 	struct ca_logger *old = api_enter(img->ctx);
 	struct ca_image_extract_opts eo = { .cancel = &img->ctx->cancelled };
+	struct cafs_extract_options o;
 	struct progress p = { 0 };
-	int r;
-	if (o) {
-		eo.path = o->path;
-		eo.threads = o->threads;
-		if (o->progress) {
-			p = (struct progress){ o->progress, o->progress_userdata, 0 };
-			eo.progress_start = progress_start;
-			eo.progress = progress_step;
-			eo.progress_userdata = &p;
-		}
+	int r = api_options(user_o, &o, sizeof(o));
+	if (r < 0)
+		goto out;
+	eo.path = o.path;
+	eo.threads = o.threads;
+	if (o.progress) {
+		p = (struct progress){ o.progress, o.progress_userdata, 0 };
+		eo.progress_start = progress_start;
+		eo.progress = progress_step;
+		eo.progress_userdata = &p;
 	}
 	r = img->ctx->cancelled ? -ECANCELED : ca_image_extract(img->im, dest, &eo);
+out:
 	api_leave(old);
 	return r;
 }
@@ -118,8 +122,9 @@ static void fill_error(void *userdata, const uint8_t id[CA_CHUNK_ID_SIZE], int e
 	__atomic_compare_exchange_n(&f->first_err, &none, err, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
-int cafs_image_fill_cache(struct cafs_image *img, const struct cafs_fill_options *o)
+int cafs_image_fill_cache(struct cafs_image *img, const struct cafs_fill_options *user_o)
 {
+	struct cafs_fill_options o;
 	struct ca_logger *old = api_enter(img->ctx);
 	const char *dir = ca_image_cache_dir(img->im);
 	struct ca_cache_fill_plan *plan = NULL;
@@ -133,17 +138,17 @@ int cafs_image_fill_cache(struct cafs_image *img, const struct cafs_fill_options
 		.on_error = fill_error,
 		.error_userdata = &f,
 	};
-	int r;
+	int r = api_options(user_o, &o, sizeof(o));
+	if (r < 0)
+		goto out;
 	if (!ca_image_index(img->im) || !dir) {
 		r = ca_log_error_errno(EINVAL, "%s: %s", f.name,
 		                       dir ? "a .catar has no chunks" : "opened without a cache: nothing to fill");
 		goto out;
 	}
-	if (o) {
-		fo.threads = o->threads;
-		fo.rate_limit_bps = o->rate_limit_bps;
-		f.p = (struct progress){ o->progress, o->progress_userdata, 0 };
-	}
+	fo.threads = o.threads;
+	fo.rate_limit_bps = o.rate_limit_bps;
+	f.p = (struct progress){ o.progress, o.progress_userdata, 0 };
 	r = img->ctx->cancelled ? -ECANCELED : ca_store_open_private(dir, true, &cache);
 	if (r < 0) /* logged by ca_store_open_private */
 		goto out;

@@ -109,7 +109,7 @@ int main(void)
 	{
 		char out[256], in[256], dest[256], cache[256], store[256];
 		uint8_t d1[CAFS_DIGEST_SIZE], d2[CAFS_DIGEST_SIZE];
-		struct cafs_make_options mo = { .chunk_size_avg = 4096 };
+		struct cafs_make_options mo = { .size = sizeof mo, .chunk_size_avg = 4096 };
 		struct cafs_image *im2 = NULL;
 		struct cafs_node *f = NULL;
 		char buf[16] = { 0 };
@@ -124,10 +124,24 @@ int main(void)
 		check_int(testdata_sh("%s make -q --chunk-size 4096 %s/z.caidx %s >%s/z.digest", cafs, dir, in, dir), ==, 0);
 		check_int(testdata_sh("cmp -s %s %s/z.caidx", out, dir), ==, 0); /* the same index as the command's */
 		check_int(cafs_make(ctx, out, in, NULL, d2), ==, 0);
+		/* options carry their size: too small to hold it, a longer struct
+		 * from a newer program with a member in use, one with a zero tail */
+		{
+			struct {
+				struct cafs_make_options o;
+				uint64_t newer;
+			} big = { { .size = sizeof big, .chunk_size_avg = 4096 }, 1 };
+			struct cafs_make_options tiny = { .size = 4 };
+			check_int(cafs_make(ctx, out, in, &tiny, d2), ==, -EINVAL);
+			check_int(cafs_make(ctx, out, in, &big.o, d2), ==, -E2BIG);
+			big.newer = 0;
+			check_int(cafs_make(ctx, out, in, &big.o, d2), ==, 0);
+			check_int(testdata_sh("cmp -s %s %s/z.caidx", out, dir), ==, 0);
+		}
 		check(memcmp(d1, d2, sizeof(d1)) == 0); /* the stream digest does not depend on chunking */
 
 		const char *stores[] = { store };
-		struct cafs_image_options io = { .stores = stores, .n_stores = 1, .cache_mode = CAFS_CACHE_DIR,
+		struct cafs_image_options io = { .size = sizeof io, .stores = stores, .n_stores = 1, .cache_mode = CAFS_CACHE_DIR,
 			                         .cache_dir = cache };
 		snprintf(cache, sizeof(cache), "%s/cache", dir);
 		check_int(cafs_image_open(ctx, out, &io, &im2), ==, 0);
@@ -164,7 +178,7 @@ int main(void)
 		struct cafs_image *ti = NULL;
 		char pub[256], other[256], away[256];
 		const char *away_stores[] = { away };
-		struct cafs_image_options to = { .stores = away_stores, .n_stores = 1 };
+		struct cafs_image_options to = { .size = sizeof to, .stores = away_stores, .n_stores = 1 };
 		snprintf(away, sizeof(away), "%s/default.castr.away", dir); /* moved there above */
 		snprintf(pub, sizeof(pub), "%s/k.pub", dir);
 		snprintf(other, sizeof(other), "%s/o.pub", dir);

@@ -42,6 +42,16 @@ extern "C" {
 #define CAFS_EOFFLINE (-ENOMEDIUM)
 #define CAFS_EUNTRUSTED (-EKEYREJECTED)
 
+/*
+ * Options structs (struct cafs_*_options) begin with `size_t size`: set it to
+ * the sizeof the struct as your program was built (`{ .size = sizeof o }`).
+ * A newer library reads that many bytes and gives every later member its
+ * default (zero); an older library refuses a larger struct whose unknown
+ * tail is not all zero with -E2BIG, and any call refuses a size smaller than
+ * the size member itself with -EINVAL. A NULL options pointer means all
+ * defaults. Members are only ever added at the end.
+ */
+
 struct cafs_ctx;
 
 /* A new context with one reference: messages of priority LOG_ERR go to

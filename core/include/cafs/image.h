@@ -49,6 +49,7 @@ enum cafs_cache_mode {
 /* Zero-initialize, then set what you need: all zero means default.castr
  * beside the index, no cache, online, no memory cache. */
 struct cafs_image_options {
+	size_t size;               /* sizeof(struct cafs_image_options): see cafs/context.h */
 	const char *const *stores; /* paths or URLs, tried in order; "URL1|URL2": a failover group */
 	size_t n_stores;
 	enum cafs_cache_mode cache_mode;

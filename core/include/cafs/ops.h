@@ -26,6 +26,7 @@ typedef void (*cafs_progress_fn)(void *userdata, uint64_t done, uint64_t total);
 
 /* Zero-initialize: all zero is casync's defaults. */
 struct cafs_make_options {
+	size_t size; /* sizeof(struct cafs_make_options): see cafs/context.h */
 	const char *store;       /* chunk store directory; NULL: default.castr beside out */
 	uint64_t chunk_size_min; /* 0: avg / 4 */
 	uint64_t chunk_size_avg; /* 0: 64 KiB */
@@ -45,6 +46,7 @@ int cafs_make(struct cafs_ctx *ctx, const char *out, const char *input, const st
               uint8_t digest[CAFS_DIGEST_SIZE]);
 
 struct cafs_extract_options {
+	size_t size; /* sizeof(struct cafs_extract_options): see cafs/context.h */
 	const char *path; /* an archive's directory to extract instead of its root; NULL: all */
 	unsigned threads; /* 0: one per CPU */
 	cafs_progress_fn progress;
@@ -57,6 +59,7 @@ struct cafs_extract_options {
 int cafs_image_extract(struct cafs_image *img, const char *dest, const struct cafs_extract_options *o);
 
 struct cafs_fill_options {
+	size_t size; /* sizeof(struct cafs_fill_options): see cafs/context.h */
 	unsigned threads;        /* transfers in flight; 0: 8 */
 	uint64_t rate_limit_bps; /* 0: no limit */
 	cafs_progress_fn progress;
