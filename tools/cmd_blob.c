@@ -33,8 +33,6 @@
 #include "image/profile.h"
 #include "progress.h"
 #include "chunk/reflink.h"
-#include "net/s3.h"
-#include "store/store_writer.h"
 
 enum {
 	OPT_CHUNK_SIZE = 0x100,
@@ -74,49 +72,6 @@ static void progress_start(void *userdata, uint64_t total)
 static void progress_end(void *userdata)
 {
 	cafs_progress_done(userdata);
-}
-
-/* An index for a bucket is made in a private temporary directory, then
- * uploaded: *ret_out is the local name to make (malloc'd). */
-static int s3_make_out(const char *url, char **ret_dir, const char **ret_out)
-{
-	const char *t = getenv("TMPDIR");
-	char *dir = NULL, *name = ca_location_basename(url), *out = NULL;
-	const char *suffix = ca_location_image_kind(url) == CA_IMAGE_BLOB_INDEX ? ".caibx" : ".caidx";
-	if (!name || asprintf(&dir, "%s/cafs-make-XXXXXX", t && *t ? t : "/tmp") < 0)
-		dir = NULL;
-	if (!dir || !mkdtemp(dir) || asprintf(&out, "%s/%s%s", dir, name, suffix) < 0) {
-		int e = dir ? errno : ENOMEM;
-		free(name);
-		free(dir);
-		return ca_log_error_errno(e, "temporary directory");
-	}
-	free(name);
-	*ret_dir = dir;
-	*ret_out = out;
-	return 0;
-}
-
-static int s3_upload(const char *path, const char *url)
-{
-	struct ca_buf b = CA_BUF_INIT;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int r = fd < 0 ? -errno : 0;
-	char chunk[65536];
-	for (ssize_t n; r == 0 && (n = read(fd, chunk, sizeof(chunk))) != 0;)
-		r = n < 0 ? (errno == EINTR ? 0 : -errno) : ca_buf_append(&b, chunk, (size_t)n, (size_t)1 << 30);
-	if (fd >= 0)
-		close(fd);
-	if (r == 0)
-	{
-		struct ca_http_opts ho;
-		ca_source_http_opts(&ho);
-		r = ca_s3_put_file(url, NULL, &ho, b.data, b.size);
-	}
-	if (r < 0)
-		ca_log_error_errno(r, "%s", url);
-	ca_buf_release(&b);
-	return r;
 }
 
 int cafs_make_parse(int argc, char **argv, struct ca_image_make_opts *ret, const char **ret_profile)
@@ -237,9 +192,7 @@ int cafs_cmd_make(int argc, char **argv)
 	struct ca_make_stats stats;
 	uint8_t digest[CA_CHUNK_ID_SIZE];
 	const char *out, *input, *profile = NULL;
-	struct ca_profile *prof = NULL;
-	struct ca_store_writer *sw = NULL;
-	char *def_store = NULL, *tmp_dir = NULL;
+	char msg[512];
 	int e = cafs_make_parse(argc, argv, &o, &profile);
 	if (e >= 0)
 		return e;
@@ -247,40 +200,15 @@ int cafs_cmd_make(int argc, char **argv)
 		return cafs_usage_error("make", "expected OUT and INPUT");
 	out = argv[optind];
 	input = argv[optind + 1];
-	/* as casync: file:// is a path; other URLs cannot be written (casync
-	 * pushes only over ssh), but for S3 buckets (s3.h) */
-	const char *s3_out = ca_s3_is_url(out) ? out : NULL;
-	if (!o.store && s3_out)
-		o.store = def_store = ca_location_default_store(out);
-	if (s3_out && ca_location_image_kind(out) == CA_IMAGE_ARCHIVE)
-		return cafs_usage_error("make", "%s: a .catar cannot be written to a bucket: make an index", out);
-	if (o.store && ca_failover_is_group(o.store))
-		return ca_log_error("%s: a failover group is read from, not written to: give one store", o.store), 1;
-	const char **w[] = { &out, &o.store };
-	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
-		if (!*w[i] || ca_s3_is_url(*w[i]))
-			continue;
-		const char *p = ca_location_path(*w[i]);
-		if (!p || ca_location_kind(*w[i]) != CA_LOCATION_PATH)
-			return cafs_usage_error("make", "%s: cannot write to a URL", *w[i]);
-		*w[i] = p;
-	}
-	enum ca_image_kind kind = ca_location_image_kind(out);
-	if (kind == CA_IMAGE_UNKNOWN)
-		return cafs_usage_error("make", "%s: output must end in .caibx, .caidx or .catar", out);
-	if (profile && kind == CA_IMAGE_ARCHIVE)
-		return cafs_usage_error("make", "--profile is for an index (.caidx or .caibx), not %s", out);
-	/* checked before the work: a profile that cannot be copied fails now */
-	int r = profile ? ca_profile_load(profile, &prof) : 0;
-	if (r == -EBADMSG)
-		return ca_log_error("%s: not a valid prefetch profile", profile), 1;
+	o.profile = profile;
+	/* the library refuses the same, logged; a command says it as a usage error */
+	int r = ca_image_make_check(out, &o, msg, sizeof(msg));
 	if (r < 0)
-		return ca_log_error_errno(r, "%s", profile), 1;
+		return *msg ? cafs_usage_error("make", "%s", msg) : 1;
 	r = cafs_interrupt_start();
-	if (r < 0) {
-		ca_profile_free(prof);
+	if (r < 0)
 		return ca_log_error_errno(r, "signals"), 1;
-	}
+	enum ca_image_kind kind = ca_location_image_kind(out);
 	if (kind != CA_IMAGE_BLOB_INDEX)
 		cafs_raise_fd_limit();
 	o.progress_start = progress_start;
@@ -288,40 +216,12 @@ int cafs_cmd_make(int argc, char **argv)
 	o.progress_end = progress_end;
 	o.progress_userdata = &prog;
 	o.cancel = cafs_interrupt_flag();
-	if (s3_out) {
-		r = s3_make_out(out, &tmp_dir, &out);
-		if (r < 0)
-			goto out;
-	}
-	if (o.store && ca_s3_is_url(o.store)) {
-		struct ca_http_opts ho;
-		ca_source_http_opts(&ho);
-		r = ca_store_writer_open(o.store, &ho, &sw); /* logs its errors */
-		if (r < 0)
-			goto out;
-		o.store_writer = sw;
-	}
 	r = ca_image_make(out, input, &o, digest, &stats); /* logs its errors */
-	if (r == 0 && s3_out)
-		r = s3_upload(out, s3_out);
-	if (r == 0 && prof)
-		r = ca_profile_write_beside(prof, out); /* logs */
-	ca_profile_free(prof);
 	if (r == 0) {
 		cafs_print_digest(digest);
 		if (kind != CA_IMAGE_ARCHIVE) /* a .catar has no chunks to count */
 			cafs_log_make_stats(&stats);
 	}
-out:
-	ca_store_writer_free(sw);
-	if (tmp_dir) {
-		if (out != argv[optind])
-			unlink(out);
-		rmdir(tmp_dir);
-		free(tmp_dir);
-		free((char *)out);
-	}
-	free(def_store);
 	return cafs_interrupt_exit_code(r < 0 ? 1 : 0);
 }
 
