@@ -3,8 +3,8 @@
  * cmd_gc.c - `cafs gc [--store DIR] [--dry-run] INDEX...`: remove every
  * chunk of the store that none of the indexes references, as casync gc
  * does: only <prefix>/<id>.cacnk files are considered, and emptied prefix
- * directories are removed. The collection is core's (store_gc.h); here
- * are the options, the indexes and the messages.
+ * directories are removed. The collection is one core call
+ * (image/store_ops.h); here are the options and the messages.
  */
 #include "config.h"
 
@@ -17,20 +17,11 @@
 
 #include "cache.h"
 #include "cmd.h"
-#include "base/digest.h"
-#include "format/idset.h"
-#include "format/index.h"
-#include "base/log.h"
-#include "net/s3.h"
-#include "store/store.h"
-#include "store/store_gc.h"
+#include "image/store_ops.h"
 
-static void gc_report(void *userdata, const char *rel, int err)
+static void gc_removed(void *userdata, const char *rel)
 {
-	bool dry_run = *(const bool *)userdata;
-	if (err < 0)
-		ca_log_error_errno(err, "%s", rel);
-	else if (dry_run)
+	if (*(const bool *)userdata) /* a dry run shows what would go */
 		printf("would remove %s\n", rel);
 }
 
@@ -45,12 +36,8 @@ int cafs_cmd_gc(int argc, char **argv)
 		{}
 	};
 	const char *store = NULL;
-	char *def = NULL;
-	struct ca_idset *keep = NULL;
-	struct ca_store *st = NULL;
-	struct ca_store_gc_stats gs;
 	bool dry_run = false;
-	int c, verbosity = 0, r = 1;
+	int c, verbosity = 0;
 	while ((c = getopt_long(argc, argv, "s:nvqh", opts, NULL)) >= 0) {
 		switch (c) {
 		case 's':
@@ -71,54 +58,14 @@ int cafs_cmd_gc(int argc, char **argv)
 	/* casync refuses an empty list too: it would delete the whole store */
 	if (optind == argc)
 		return cafs_usage_error("gc", "expected at least one INDEX");
-	if (!store) {
-		if (ca_location_is_remote(argv[optind]))
-			return cafs_usage_error("gc", "the store of a URL index must be given with --store");
-		def = ca_location_default_store(argv[optind]);
-		if (!def)
-			return ca_log_error_errno(ENOMEM, "gc"), 1;
-		store = def;
-	}
-	bool s3 = ca_s3_is_url(store);
-	if (ca_location_is_remote(store) && !s3) {
-		r = cafs_usage_error("gc", "%s: only local stores and S3 buckets can be collected", store);
-		free(def);
-		return r;
-	}
-	if (!s3)
-		store = ca_location_path(store);
-	if (ca_idset_new(4096, &keep) < 0) {
-		ca_log_error_errno(ENOMEM, "gc");
-		goto out;
-	}
-	for (int i = optind; i < argc; i++) {
-		struct ca_index *idx;
-		/* every index must load: a missing one would get its chunks deleted */
-		if (ca_source_open_index(argv[i], NULL, &idx) < 0)
-			goto out;
-		int k = ca_idset_add_index(keep, idx);
-		ca_index_free(idx);
-		if (k < 0) {
-			ca_log_error_errno(k, "%s", argv[i]);
-			goto out;
-		}
-	}
-	struct ca_store_gc_opts o = { .keep = keep, .dry_run = dry_run, .on_chunk = gc_report, .userdata = &dry_run };
-	int k;
-	if (s3) {
-		struct ca_http_opts ho;
-		ca_source_http_opts(&ho);
-		if (ca_s3_gc(store, &ho, &o, &gs) < 0) /* logs its errors */
-			goto out;
-	} else {
-		k = ca_store_open(store, &st);
-		if (k == 0)
-			k = ca_store_gc(st, &o, &gs);
-		if (k < 0) {
-			ca_log_error_errno(k, "%s", store);
-			goto out;
-		}
-	}
+	char msg[256];
+	if (ca_store_ops_gc_check(store, argv[optind], msg, sizeof(msg)) < 0)
+		return cafs_usage_error("gc", "%s", msg);
+	struct ca_store_ops_gc_opts o = { .store = store, .dry_run = dry_run, .on_remove = gc_removed,
+		                          .userdata = &dry_run };
+	struct ca_store_gc_stats gs;
+	if (ca_store_ops_gc(argv + optind, (size_t)(argc - optind), &o, &gs) < 0) /* logs its errors */
+		return 1;
 	if (verbosity > 0 || dry_run) {
 		char h[32];
 		cafs_format_size(gs.removed_bytes, h, sizeof(h));
@@ -126,10 +73,5 @@ int cafs_cmd_gc(int argc, char **argv)
 		        dry_run ? "would remove" : "removed", (unsigned long long)gs.removed, h,
 		        (unsigned long long)gs.dirs, (unsigned long long)gs.kept);
 	}
-	r = gs.failed ? 1 : 0;
-out:
-	ca_store_free(st);
-	ca_idset_free(keep);
-	free(def);
-	return r;
+	return gs.failed ? 1 : 0;
 }

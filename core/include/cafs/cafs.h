@@ -8,6 +8,7 @@
  *   struct cafs_image *img;          cafs/image.h:   open, read a blob, walk
  *   cafs_image_open(ctx, "https://host/x.caidx", NULL, &img);   an archive
  *   ...                              cafs/ops.h:     make, extract, fill a cache
+ *                                    cafs/store.h:   gc, prune, verify, stat a store
  *   cafs_image_free(img);
  *   cafs_ctx_unref(ctx);
  *
@@ -20,5 +21,6 @@
 #include <cafs/context.h>
 #include <cafs/image.h>
 #include <cafs/ops.h>
+#include <cafs/store.h>
 
 #endif
