@@ -23,19 +23,14 @@
 #include <unistd.h>
 
 #include "format/feature.h"
-#include "store/blob.h"
-#include "base/buf.h"
 #include "cache.h"
 #include "catar/catar_enc.h"
-#include "store/chunksrc.h"
 #include "cmd.h"
 #include "chunk/compress.h"
 #include "format/idset.h"
-#include "format/index.h"
 #include "base/log.h"
 #include "chunk/reflink.h"
 #include "chunk/seed.h"
-#include "store/store.h"
 
 #define FOUND (UINT64_C(1) << 63)
 #define BLOB_READ_SIZE (4u << 20)

@@ -15,22 +15,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "image/archive_reader.h"
-#include "store/blob.h"
 #include "cache.h"
 #include "chunk/chunker.h"
 #include "cmd.h"
-#include "chunk/compress.h"
 #include "format/feature.h"
 #include "chunk/seed_tree.h"
 #include "image/image_extract.h"
 #include "image/image_make.h"
-#include "format/index.h"
-#include "net/failover.h"
 #include "base/log.h"
-#include "store/make.h"
 #include "interrupt.h"
-#include "image/profile.h"
 #include "progress.h"
 #include "chunk/reflink.h"
 
@@ -475,38 +468,12 @@ int cafs_cmd_extract(int argc, char **argv)
 static int digest_blob_index(const char *path, char **stores, size_t n_stores, const struct cafs_trusted_keys *tk)
 {
 	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores };
-	cafs_trusted_keys_apply(tk, &io);
-	struct ca_image *im = NULL;
-	struct ca_digest *d = NULL;
 	uint8_t out[CA_CHUNK_ID_SIZE];
-	int r = ca_image_open(path, &io, &im);
-	if (r < 0)
+	cafs_trusted_keys_apply(tk, &io);
+	if (ca_image_digest_blob(path, &io, out) < 0) /* logs its errors */
 		return 1;
-	struct ca_index *idx = ca_image_index(im);
-	struct ca_chunksrc *src = ca_image_chunksrc(im);
-	r = ca_digest_new(ca_digest_type_from_flags(ca_index_feature_flags(idx)), &d);
-	for (size_t i = 0; r == 0 && i < ca_index_n_chunks(idx); i++) {
-		uint64_t s, e;
-		const uint8_t *id;
-		const struct ca_chunk *c;
-		ca_index_chunk(idx, i, &s, &e, &id);
-		r = ca_chunksrc_get(src, id, e - s, &c);
-		if (r < 0) {
-			char hex[2 * CA_CHUNK_ID_SIZE + 1];
-			ca_id_to_hex(id, hex);
-			ca_log_error_errno(r, "chunk %s", hex);
-			break;
-		}
-		r = ca_digest_update(d, c->data, c->size);
-		ca_chunksrc_put(src, c);
-	}
-	if (r == 0)
-		r = ca_digest_final(d, out);
-	if (r == 0)
-		cafs_print_digest(out);
-	ca_digest_free(d);
-	ca_image_free(im);
-	return r < 0 ? 1 : 0;
+	cafs_print_digest(out);
+	return 0;
 }
 
 static int digest_file(const char *path, enum ca_digest_type t)

@@ -16,17 +16,12 @@
 
 #include "cache.h"
 #include "store/cache_fill.h"
-#include "store/chunksrc.h"
 #include "cmd.h"
-#include "base/digest.h"
 #include "format/idset.h"
-#include "format/index.h"
-#include "image/index_cache.h"
 #include "interrupt.h"
 #include "base/log.h"
 #include "image/profile.h"
 #include "progress.h"
-#include "store/store.h"
 
 /* chunk errors printed one per line; past that only counted, since a store
  * that is gone entirely would otherwise print one line per chunk of the image */

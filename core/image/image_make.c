@@ -27,6 +27,8 @@
 #include "image/profile.h"
 #include "image/sidecar.h"
 #include "image/source.h"
+#include "format/index.h"
+#include "store/chunksrc.h"
 #include "net/failover.h"
 #include "net/s3.h"
 #include "store/store_writer.h"
@@ -548,6 +550,38 @@ int ca_image_digest_dir(const char *dir, enum ca_digest_type digest, const volat
 	if (r == 0)
 		r = encode_to(&c, -1, ret_digest, NULL);
 	close(c.in_fd);
+	return r;
+}
+
+int ca_image_digest_blob(const char *path, const struct ca_image_opts *io, uint8_t ret_digest[CA_CHUNK_ID_SIZE])
+{
+	struct ca_image *im = NULL;
+	struct ca_digest *d = NULL;
+	int r = ca_image_open(path, io, &im); /* logs */
+	if (r < 0)
+		return r;
+	struct ca_index *idx = ca_image_index(im);
+	struct ca_chunksrc *src = ca_image_chunksrc(im);
+	r = ca_digest_new(ca_digest_type_from_flags(ca_index_feature_flags(idx)), &d);
+	for (size_t i = 0; r == 0 && i < ca_index_n_chunks(idx); i++) {
+		uint64_t s, e;
+		const uint8_t *id;
+		const struct ca_chunk *c;
+		ca_index_chunk(idx, i, &s, &e, &id);
+		r = ca_chunksrc_get(src, id, e - s, &c);
+		if (r < 0) {
+			char hex[2 * CA_CHUNK_ID_SIZE + 1];
+			ca_id_to_hex(id, hex);
+			ca_log_error_errno(r, "chunk %s", hex);
+			break;
+		}
+		r = ca_digest_update(d, c->data, c->size);
+		ca_chunksrc_put(src, c);
+	}
+	if (r == 0)
+		r = ca_digest_final(d, ret_digest);
+	ca_digest_free(d);
+	ca_image_free(im);
 	return r;
 }
 

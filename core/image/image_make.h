@@ -118,4 +118,10 @@ int ca_image_encode_dir(const char *dir, const struct ca_image_make_opts *o, int
 int ca_image_digest_dir(const char *dir, enum ca_digest_type digest, const volatile sig_atomic_t *cancel,
                         uint8_t ret_digest[CA_CHUNK_ID_SIZE]);
 
+/* The digest `casync digest X.caibx` prints: of the blob, read back
+ * chunk by chunk from the image opened at path with io (source.h), hashed
+ * with the index's digest. Logs its errors (a missing chunk by its id). */
+struct ca_image_opts;
+int ca_image_digest_blob(const char *path, const struct ca_image_opts *io, uint8_t ret_digest[CA_CHUNK_ID_SIZE]);
+
 #endif
