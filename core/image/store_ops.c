@@ -9,15 +9,19 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "base/location.h"
 #include "base/log.h"
 #include "format/idset.h"
 #include "format/index.h"
+#include "image/profile.h"
+#include "image/sidecar.h"
 #include "image/source.h"
 #include "image/store_ops.h"
 #include "net/s3.h"
 #include "store/cache_fill.h"
+#include "store/chunksrc.h"
 #include "store/store.h"
 
 /* Every index into a new set: all must load, since what the set lacks is
@@ -110,6 +114,144 @@ out:
 	ca_store_free(st);
 	ca_idset_free(keep);
 	free(def);
+	return r;
+}
+
+/* ---- fill ---- */
+
+/* chunk errors logged one per line; past that only counted, since a store
+ * that is gone entirely would otherwise print one line per chunk of the image */
+#define FILL_MAX_REPORTED 20
+
+struct fill_reporter {
+	const char *cache_dir;
+	uint64_t reported; /* chunk errors seen, over all sources (atomic: workers call in) */
+};
+
+static void fill_report(void *userdata, const uint8_t id[CA_CHUNK_ID_SIZE], int r, bool not_stored)
+{
+	struct fill_reporter *rep = userdata;
+	char hex[2 * CA_CHUNK_ID_SIZE + 1];
+	if (__atomic_fetch_add(&rep->reported, 1, __ATOMIC_RELAXED) >= FILL_MAX_REPORTED)
+		return;
+	ca_id_to_hex(id, hex);
+	if (r == -ENOENT)
+		ca_log_error("chunk %s: not found in any store", hex);
+	else if (not_stored)
+		ca_log_error("chunk %s: cannot store it in %s", hex, rep->cache_dir);
+	else
+		ca_log_error_errno(r, "chunk %s", hex);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* one source: its index and what to fetch for it */
+struct fill_source {
+	const char *name;
+	struct ca_index *idx;
+	struct ca_cache_fill_plan *plan;
+};
+
+/* Open s's chunk source with dir as its cache and fill it. */
+static int fill_one(const struct fill_source *s, const struct ca_store_ops_fill_opts *o,
+                    const struct ca_cache_fill_opts *fo, struct ca_cache_fill_stats *st)
+{
+	struct ca_chunksrc *src = NULL;
+	struct ca_store *cache = NULL;
+	/* the index is open already */
+	struct ca_image_opts io = { .stores = (char **)o->stores, .n_stores = o->n_stores };
+	int r = ca_source_open_chunksrc(s->name, s->idx, &io, &src);
+	if (r < 0)
+		return r;
+	r = ca_store_open_private(o->cache, true, &cache);
+	if (r < 0)
+		goto out;
+	ca_chunksrc_set_cache(src, cache, false);
+	r = ca_cache_fill_run(s->plan, src, fo, st);
+out:
+	ca_chunksrc_free(src);
+	return r;
+}
+
+/* The index, kept in the cache by URL with its sidecar and prefetch
+ * profile (and their signatures) for a later --offline open or mount. */
+static int open_kept(const char *name, const struct ca_image_opts *io, struct ca_index **ret)
+{
+	struct ca_sidecar *sc = NULL;
+	struct ca_profile *prof = NULL;
+	int r = ca_source_open_index(name, io, ret);
+	if (r == 0 && ca_location_image_kind(name) == CA_IMAGE_ARCHIVE_INDEX)
+		r = ca_source_open_sidecar(name, *ret, io, &sc);
+	if (r == 0)
+		r = ca_source_open_profile(name, *ret, io, &prof);
+	ca_sidecar_free(sc);
+	ca_profile_free(prof);
+	return r;
+}
+
+int ca_store_ops_fill(const struct ca_store_ops_fill_opts *o, struct ca_store_ops_fill_stats *ret)
+{
+	struct fill_source *sources = calloc(o->n_sources ? o->n_sources : 1, sizeof(*sources));
+	struct ca_idset *queued = NULL;
+	struct ca_store *cache = NULL;
+	struct fill_reporter rep = { .cache_dir = o->cache };
+	struct ca_cache_fill_opts fo = {
+		.threads = o->threads, .rate_limit_bps = o->rate_limit_bps, .cancel = o->cancel,
+		.progress = o->progress, .progress_userdata = o->progress_userdata,
+		.on_error = fill_report, .error_userdata = &rep,
+	};
+	struct ca_image_opts io = { 0 };
+	int r = 0;
+	*ret = (struct ca_store_ops_fill_stats){ 0 };
+	if (!sources || ca_idset_new(4096, &queued) < 0) {
+		r = ca_log_error_errno(ENOMEM, "cache");
+		goto out;
+	}
+	r = ca_store_open_private(o->cache, true, &cache); /* logs */
+	if (r < 0)
+		goto out;
+	if (o->io)
+		io = *o->io;
+	/* the cache keeps each URL's index and sidecar too, for --offline */
+	io.cache_mode = CA_CACHE_DIR;
+	io.cache_dir = o->cache;
+	for (size_t i = 0; i < o->n_sources; i++) {
+		sources[i].name = o->sources[i];
+		r = open_kept(sources[i].name, &io, &sources[i].idx); /* logs */
+		if (r < 0)
+			goto out;
+		r = ca_cache_fill_plan(cache, sources[i].idx, queued, &sources[i].plan, &ret->fill);
+		if (r < 0) {
+			ca_log_error_errno(r, "%s", sources[i].name);
+			goto out;
+		}
+	}
+	uint64_t t0 = now_ns();
+	if (o->progress_start)
+		o->progress_start(o->progress_userdata, ret->fill.todo_bytes);
+	for (size_t i = 0; i < o->n_sources && !(o->cancel && *o->cancel); i++) {
+		/* a source whose stores cannot be opened fails alone; the rest still fill */
+		if (fill_one(&sources[i], o, &fo, &ret->fill) < 0)
+			ret->broken = true;
+	}
+	if (o->progress_end)
+		o->progress_end(o->progress_userdata);
+	if (rep.reported > FILL_MAX_REPORTED)
+		ca_log_error("%llu more chunks failed", (unsigned long long)(rep.reported - FILL_MAX_REPORTED));
+	ret->fetch_ns = now_ns() - t0;
+out:
+	for (size_t i = 0; sources && i < o->n_sources; i++) {
+		ca_cache_fill_plan_free(sources[i].plan);
+		ca_index_free(sources[i].idx);
+	}
+	free(sources);
+	ca_idset_free(queued);
+	ca_store_free(cache);
 	return r;
 }
 

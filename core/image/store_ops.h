@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * store_ops.h - what `cafs gc` and `cafs cache stat|prune|verify` do, one
+ * store_ops.h - what `cafs gc` and `cafs cache stat|fill|prune|verify` do, one
  * call each, for the command and the library (cafs/store.h) alike: the
  * store or cache named by a string (a directory, file://, or for gc an S3
  * bucket), the indexes that pin chunks named by source strings (source.h),
@@ -17,11 +17,13 @@
 #ifndef CA_STORE_OPS_H
 #define CA_STORE_OPS_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "base/digest.h"
+#include "store/cache_fill.h"
 #include "store/cache_prune.h"
 #include "store/store_gc.h"
 #include "store/store_verify.h"
@@ -49,6 +51,44 @@ int ca_store_ops_gc_check(const char *store, const char *first_index, char *msg,
  * counted in ret->failed and logged, not returned. */
 int ca_store_ops_gc(char *const *indexes, size_t n, const struct ca_store_ops_gc_opts *o,
                     struct ca_store_gc_stats *ret);
+
+/* ---- fill ---- */
+
+struct ca_image_opts;
+
+struct ca_store_ops_fill_opts {
+	const char *cache;          /* the cache directory (made if missing) */
+	char *const *sources;       /* the images whose chunks to fetch (source strings) */
+	size_t n_sources;
+	char *const *stores;        /* where chunks come from; none: each index's default */
+	size_t n_stores;
+	/* how the indexes are opened (trusted keys, policy; source.h); its
+	 * cache settings are ours: each URL's index, sidecar and profile are
+	 * kept in the cache too, for a later --offline. May be NULL. */
+	const struct ca_image_opts *io;
+	unsigned threads;           /* transfers in flight; 0: 8 */
+	uint64_t rate_limit_bps;    /* per transfer; 0: none */
+	const volatile sig_atomic_t *cancel; /* raised: stop between chunks */
+	/* once with the bytes to fetch, then the bytes fetched so far (from
+	 * the workers), then progress_end once before the summary; may be NULL */
+	void (*progress_start)(void *userdata, uint64_t total);
+	void (*progress)(void *userdata, uint64_t bytes);
+	void (*progress_end)(void *userdata);
+	void *progress_userdata;
+};
+
+struct ca_store_ops_fill_stats {
+	struct ca_cache_fill_stats fill; /* over all sources (cache_fill.h) */
+	uint64_t fetch_ns;  /* time spent fetching (after every index was planned) */
+	bool broken;        /* a source's stores could not be opened (logged; the others filled) */
+};
+
+/* `cafs cache fill`: every chunk the sources need that the cache lacks,
+ * fetched once even when several sources share it. Chunk errors are
+ * logged one a line, the first 20, then counted ("N more chunks failed").
+ * 0 with *ret set once fetching began (failures counted in it), or a
+ * negative errno (logged) for what failed before: an index, the cache. */
+int ca_store_ops_fill(const struct ca_store_ops_fill_opts *o, struct ca_store_ops_fill_stats *ret);
 
 /* ---- prune ---- */
 
