@@ -19,13 +19,11 @@
 #include "chunk/chunker.h"
 #include "cmd.h"
 #include "format/feature.h"
-#include "chunk/seed_tree.h"
-#include "image/image_extract.h"
+#include "image/image_seed.h"
 #include "image/image_make.h"
 #include "base/log.h"
 #include "interrupt.h"
 #include "progress.h"
-#include "chunk/reflink.h"
 
 enum {
 	OPT_CHUNK_SIZE = 0x100,
@@ -350,86 +348,22 @@ static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_e
 	return -1;
 }
 
-/* Open the image, give its chunk source the --cache/--seed chunks, and
- * let the core extract it. */
-static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind kind)
+/* the parsed arguments into the one core call */
+static int extract_image(const struct cafs_extract_args *a)
 {
-	/* the cache also keeps a URL's index (and reads it back --offline) */
-	struct ca_http_opts http;
-	struct ca_image_opts io = { .stores = a->stores, .n_stores = a->n_stores,
-	                            .lru_bytes = kind == CA_IMAGE_BLOB_INDEX ? 0 : CA_IMAGE_EXTRACT_LRU,
-	                            .cache_mode = a->cache ? CA_CACHE_DIR : CA_CACHE_NONE, .cache_dir = a->cache,
-	                            .offline = a->offline, .http = &http, .sequential = !a->path };
-	struct ca_image *im = NULL;
-	struct ca_reflink *reflink = NULL;
+	struct ca_image_opts io = { .stores = a->stores, .n_stores = a->n_stores };
 	struct cafs_progress prog = { .label = "extract" };
 	cafs_trusted_keys_apply(&a->trusted, &io);
-	char *seed_tmp = NULL;
-	bool busy = false;
-	ca_source_http_opts(&http);
-	http.max_recv_speed = a->rate_limit_bps;
-	/* refuse a bad destination before any download or seeding */
-	int r = ca_image_extract_check_dest(kind, a->out);
-	if (r < 0)
-		goto out;
-	r = ca_image_open(a->in, &io, &im);
-	if (r < 0)
-		goto out;
-	if (a->cache && !ca_image_index(im)) {
-		r = ca_log_error_errno(EINVAL, "%s: --cache needs an index (.caidx), not a .catar", a->in);
-		goto out;
-	}
-	/* a .catar has no chunks to take from seeds: as casync, its seed
-	 * directories serve only --hardlink and --reflink, after the extract */
-	if ((a->n_seeds > 0 && ca_image_index(im)) || a->cache) {
-		/* a blob's chunks found in seed files are cloned from them
-		 * where the file system can (casync's --reflink=yes) */
-		if (kind == CA_IMAGE_BLOB_INDEX && a->n_seeds > 0 && !a->no_reflink &&
-		    (r = ca_reflink_new(ca_digest_type_from_flags(ca_index_feature_flags(ca_image_index(im))), &reflink)) <
-		            0) {
-			ca_log_error_errno(r, "%s", a->in);
-			goto out;
-		}
-		r = cafs_extract_cache_seeds(ca_image_chunksrc(im), ca_image_index(im), a, &seed_tmp, reflink);
-		if (r < 0)
-			goto out;
-	}
-	struct ca_image_extract_opts o = {
-		.path = a->path, .threads = a->threads, .no_delete = a->no_delete, .uid_shift = a->uid_shift,
-		.overlay_xattrs = a->overlay_xattrs,
-		.undo_immutable = a->undo_immutable, .no_holes = a->no_holes,
-		.clone = reflink ? ca_reflink_clone : NULL, .clone_userdata = reflink,
+	struct ca_image_seed_extract_opts o = {
+		.path = a->path, .io = &io, .threads = a->threads, .seeds = a->seeds, .n_seeds = a->n_seeds,
+		.cache = a->cache, .offline = a->offline, .rate_limit_bps = a->rate_limit_bps,
+		.no_delete = a->no_delete, .overlay_xattrs = a->overlay_xattrs, .undo_immutable = a->undo_immutable,
+		.no_holes = a->no_holes, .uid_shift = a->uid_shift, .no_reflink = a->no_reflink, .hardlink = a->hardlink,
 		.cancel = cafs_interrupt_flag(),
 		.progress_start = progress_start, .progress = cafs_progress_update, .progress_end = progress_end,
 		.progress_userdata = &prog,
 	};
-	r = ca_image_extract(im, a->out, &o); /* logs its errors */
-	/* seed directories: casync's --hardlink=yes links the files they have
-	 * identically, its --reflink=yes shares the blocks they have */
-	if (r == 0 && (a->hardlink || !a->no_reflink) && kind != CA_IMAGE_BLOB_INDEX && a->n_seeds > 0) {
-		struct ca_seed_tree_stats hs;
-		struct ca_seed_tree_opts so = { .hardlink = a->hardlink, .reflink = !a->no_reflink,
-		                                .feature_flags = ca_image_feature_flags(im),
-		                                .subtree = a->path };
-		r = ca_seed_tree_apply(a->out, a->seeds, a->n_seeds, &so, &hs);
-		if (r == 0 && hs.linked_files)
-			ca_log_info("%llu files (%llu bytes) hard-linked to the seeds",
-			            (unsigned long long)hs.linked_files, (unsigned long long)hs.linked_bytes);
-		if (r == 0 && hs.cloned_bytes)
-			ca_log_info("%llu bytes shared with the seeds (reflinked)", (unsigned long long)hs.cloned_bytes);
-	}
-	if (r == 0 && reflink && ca_reflink_bytes(reflink))
-		ca_log_info("%llu bytes shared with the seeds (reflinked), not written",
-		            (unsigned long long)ca_reflink_bytes(reflink));
-	/* a fetch stuck after an interrupt still uses the image: the exit frees it */
-	busy = r == -EBUSY;
-out:
-	if (!busy) {
-		ca_image_free(im);
-		ca_reflink_free(reflink);
-	}
-	cafs_extract_seed_cleanup(seed_tmp);
-	return r < 0 ? 1 : 0;
+	return ca_image_seed_extract(a->in, a->out, &o) < 0 ? 1 : 0; /* logs its errors */
 }
 
 int cafs_cmd_extract(int argc, char **argv)
@@ -454,7 +388,7 @@ int cafs_cmd_extract(int argc, char **argv)
 				ca_log_error_errno(r, "signals");
 				r = 1;
 			} else {
-				r = cafs_interrupt_exit_code(extract_image(&a, kind));
+				r = cafs_interrupt_exit_code(extract_image(&a));
 			}
 		}
 	}

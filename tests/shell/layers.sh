@@ -29,29 +29,22 @@ base/location.h       operands classified by core's rules (image kind by suffix,
 base/stop_signals.h   the signals that stop a command (interrupt.c)
 base/thread.h         list/mtree/stat of a directory: the encoder on a thread of its own
 catar/catar_dec.h     list/mtree/stat decode an archive entry by entry (cmd_tree_read.c)
-catar/catar_enc.h     cache seed encodes a seed directory (cache_seed.c)
 catar/uidshift.h      --uid-shift/--uid-range parsed into core's mapping
 chunk/chunker.h       --chunk-size checked by the chunker's own limits
-chunk/compress.h      --compression names (cache_seed.c: chunk files of seeds)
-chunk/reflink.h       extract --reflink: clones from seed files
-chunk/seed.h          cache seed and extract --seed chunk seed files
-chunk/seed_tree.h     extract --hardlink/--reflink against seed trees
 format/feature.h      --with/--without names; the feature flags info prints
 format/format.h       casync's constants (chunk id size)
-format/idset.h        chunk id sets across several indexes (cache fill, seed)
 format/index.h        the casync front end reads indexes for pull/push
 image/archive_reader.h list/mtree/stat/meta read archives
-image/image_extract.h extract: one call
 image/image_make.h    make and digest: one call each
+image/image_seed.h    extract (with --seed, --cache) and cache seed: one call each
 image/index_cache.h   meta reads the index cache
-image/profile.h       mount and cache fill read prefetch profiles
+image/profile.h       mount reads and records prefetch profiles
 image/sidecar.h       metadata sidecars (meta, mount, tree read)
 image/source.h        an image opened from a source string, and its options (cmd.h)
-image/store_ops.h     gc, cache stat/prune/verify: one call each
+image/store_ops.h     gc, cache stat/fill/prune/verify: one call each
 net/caremote.h        casync's remote protocol (pull/push)
 net/failover.h        mount: failover groups of stores
 net/storeconf.h       cafs.conf store settings (main.c)
-store/cache_fill.h    cache fill: plans and runs
 store/make.h          make's counters printed with -v (common.c)
 store/prefetch.h      mount: prefetch of a profile
 store/store.h         the casync front end's local store
