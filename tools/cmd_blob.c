@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * cmd_blob.c - make, extract, digest and info: option parsing for all
- * inputs. make and extract are one core call each (core/image/image_make.h,
- * core/image/image_extract.h) between parsing and printing; digest and info of
- * a blob index are here, of archives and directories in cmd_tree_*.c.
+ * inputs. Each is one core call between parsing and printing: make
+ * (ca_image_make), extract (ca_image_seed_extract), digest of a blob index
+ * or a file (ca_image_digest_blob; a file's is hashed here), info
+ * (ca_store_ops_info); digest of archives and directories is in cmd_tree_*.c.
  */
 #include "config.h"
 
@@ -21,6 +22,7 @@
 #include "format/feature.h"
 #include "image/image_seed.h"
 #include "image/image_make.h"
+#include "image/store_ops.h"
 #include "base/log.h"
 #include "interrupt.h"
 #include "progress.h"
@@ -412,38 +414,11 @@ static int digest_blob_index(const char *path, char **stores, size_t n_stores, c
 
 static int digest_file(const char *path, enum ca_digest_type t)
 {
-	struct ca_digest *d = NULL;
 	uint8_t out[CA_CHUNK_ID_SIZE];
-	static const size_t bufsize = 1 << 20;
-	uint8_t *buf = malloc(bufsize);
-	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) : STDIN_FILENO;
-	int r = fd < 0 ? -errno : 0;
-	if (!buf)
-		r = -ENOMEM;
-	if (r == 0)
-		r = ca_digest_new(t, &d);
-	while (r == 0) {
-		ssize_t k = read(fd, buf, bufsize);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			r = -errno;
-		else if (k == 0)
-			break;
-		else
-			r = ca_digest_update(d, buf, k);
-	}
-	if (r == 0)
-		r = ca_digest_final(d, out);
-	if (r == 0)
-		cafs_print_digest(out);
-	else
-		ca_log_error_errno(r, "%s", path);
-	ca_digest_free(d);
-	free(buf);
-	if (fd > STDIN_FILENO)
-		close(fd);
-	return r < 0 ? 1 : 0;
+	if (ca_image_digest_file(path, t, out) < 0) /* logs its errors */
+		return 1;
+	cafs_print_digest(out);
+	return 0;
 }
 
 int cafs_cmd_digest(int argc, char **argv)
@@ -533,21 +508,11 @@ out:
 	return r;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 int cafs_cmd_info(int argc, char **argv)
 {
 	struct cafs_extract_args a = { 0 };
-	struct ca_index *idx = NULL;
-	uint8_t *have = NULL;
-	uint64_t *sizes = NULL;
 	char **pos;
 	int npos, r;
-	char flags[1024];
 
 	r = parse_read_opts("info", argc, argv, &a, &pos, &npos);
 	if (r >= 0)
@@ -558,60 +523,30 @@ int cafs_cmd_info(int argc, char **argv)
 	}
 	r = 1;
 	struct ca_image_opts io = { 0 };
+	struct ca_store_ops_info in;
 	cafs_trusted_keys_apply(&a.trusted, &io);
-	if (ca_source_open_index(pos[0], &io, &idx) < 0)
+	if (ca_store_ops_info(pos[0], &io, a.stores, a.n_stores, &in) < 0) /* logs its errors */
 		goto out;
-	size_t n = ca_index_n_chunks(idx);
-	if (a.n_stores > 0) {
-		have = calloc(n ? n : 1, 1);
-		if (!have) {
-			ca_log_error_errno(ENOMEM, "%s", a.stores[0]);
-			goto out;
-		}
-		if (ca_source_stores_presence(a.stores, a.n_stores, idx, have) < 0)
-			goto out;
-	}
-	sizes = malloc((n ? n : 1) * sizeof(uint64_t));
-	if (!sizes)
-		goto out;
-	uint64_t present = 0, present_bytes = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t s, e;
-		const uint8_t *id;
-		ca_index_chunk(idx, i, &s, &e, &id);
-		sizes[i] = e - s;
-		if (have && have[i]) {
-			present++;
-			present_bytes += e - s;
-		}
-	}
-	qsort(sizes, n, sizeof(uint64_t), cmp_u64);
-	uint64_t fl = ca_index_feature_flags(idx);
-	ca_feature_format(fl, flags, sizeof(flags));
-	printf("Kind: %s\n", ca_location_image_kind(pos[0]) == CA_IMAGE_ARCHIVE_INDEX ? "archive index" : "blob index");
-	printf("Feature flags: 0x%016llx%s%s\n", (unsigned long long)fl, *flags ? " " : "", flags);
-	printf("Digest: %s\n", ca_digest_type_name(ca_digest_type_from_flags(fl)));
-	printf("Chunk size: min %llu, avg %llu, max %llu\n", (unsigned long long)ca_index_chunk_size_min(idx),
-	       (unsigned long long)ca_index_chunk_size_avg(idx), (unsigned long long)ca_index_chunk_size_max(idx));
-	printf("Size: %llu bytes\n", (unsigned long long)ca_index_blob_size(idx));
-	printf("Chunks: %zu\n", n);
-	if (n)
+	printf("Kind: %s\n", in.archive_index ? "archive index" : "blob index");
+	printf("Feature flags: 0x%016llx%s%s\n", (unsigned long long)in.flags, *in.flag_names ? " " : "", in.flag_names);
+	printf("Digest: %s\n", in.digest);
+	printf("Chunk size: min %llu, avg %llu, max %llu\n", (unsigned long long)in.chunk_min,
+	       (unsigned long long)in.chunk_avg, (unsigned long long)in.chunk_max);
+	printf("Size: %llu bytes\n", (unsigned long long)in.size);
+	printf("Chunks: %llu\n", (unsigned long long)in.chunks);
+	if (in.chunks)
 		printf("Chunk sizes: smallest %llu, median %llu, mean %llu, largest %llu\n",
-		       (unsigned long long)sizes[0], (unsigned long long)sizes[n / 2],
-		       (unsigned long long)(ca_index_blob_size(idx) / n), (unsigned long long)sizes[n - 1]);
-	if (have) {
+		       (unsigned long long)in.smallest, (unsigned long long)in.median,
+		       (unsigned long long)(in.size / in.chunks), (unsigned long long)in.largest);
+	if (in.in_stores) {
 		char *shown = a.n_stores == 1 ? ca_location_redact(a.stores[0]) : NULL;
-		printf("In %s%s: %llu of %zu chunks, %llu of %llu bytes\n", a.n_stores == 1 ? "store " : "the stores given",
-		       a.n_stores == 1 ? (shown ? shown : "(store)") : "",
-		       (unsigned long long)present, n, (unsigned long long)present_bytes,
-		       (unsigned long long)ca_index_blob_size(idx));
+		printf("In %s%s: %llu of %llu chunks, %llu of %llu bytes\n", a.n_stores == 1 ? "store " : "the stores given",
+		       a.n_stores == 1 ? (shown ? shown : "(store)") : "", (unsigned long long)in.present,
+		       (unsigned long long)in.chunks, (unsigned long long)in.present_bytes, (unsigned long long)in.size);
 		free(shown);
 	}
 	r = 0;
 out:
-	free(sizes);
-	free(have);
-	ca_index_free(idx);
 	free(a.stores);
 	cafs_trusted_keys_release(&a.trusted);
 	return r;

@@ -585,6 +585,39 @@ int ca_image_digest_blob(const char *path, const struct ca_image_opts *io, uint8
 	return r;
 }
 
+int ca_image_digest_file(const char *path, enum ca_digest_type t, uint8_t ret_digest[CA_CHUNK_ID_SIZE])
+{
+	struct ca_digest *d = NULL;
+	static const size_t bufsize = 1 << 20;
+	uint8_t *buf = malloc(bufsize);
+	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) : STDIN_FILENO;
+	int r = fd < 0 ? -errno : 0;
+	if (!buf)
+		r = -ENOMEM;
+	if (r == 0)
+		r = ca_digest_new(t, &d);
+	while (r == 0) {
+		ssize_t k = read(fd, buf, bufsize);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			r = -errno;
+		else if (k == 0)
+			break;
+		else
+			r = ca_digest_update(d, buf, k);
+	}
+	if (r == 0)
+		r = ca_digest_final(d, ret_digest);
+	if (r < 0)
+		ca_log_error_errno(r, "%s", path);
+	ca_digest_free(d);
+	free(buf);
+	if (fd > STDIN_FILENO)
+		close(fd);
+	return r;
+}
+
 /* The stream into an fd, nothing else (ca_image_encode_dir). */
 struct fd_sink {
 	int fd;

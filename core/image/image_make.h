@@ -124,4 +124,8 @@ int ca_image_digest_dir(const char *dir, enum ca_digest_type digest, const volat
 struct ca_image_opts;
 int ca_image_digest_blob(const char *path, const struct ca_image_opts *io, uint8_t ret_digest[CA_CHUNK_ID_SIZE]);
 
+/* The digest `casync digest FILE` prints: of the file's bytes (path, or
+ * "-" for standard input), hashed with t. Logs its errors. */
+int ca_image_digest_file(const char *path, enum ca_digest_type t, uint8_t ret_digest[CA_CHUNK_ID_SIZE]);
+
 #endif

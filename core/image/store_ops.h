@@ -145,4 +145,24 @@ struct ca_store_ops_presence {
  * 0, ret->shown is the caller's to free. */
 int ca_store_ops_presence(const char *dir, const char *source, struct ca_store_ops_presence *ret);
 
+/* ---- info ---- */
+
+struct ca_store_ops_info {
+	bool archive_index;       /* a .caidx (else a .caibx) */
+	uint64_t flags;           /* the index's feature flags */
+	char flag_names[1024];    /* their WITH bits by name, comma-separated */
+	const char *digest;       /* the digest's name ("sha512-256") */
+	uint64_t chunk_min, chunk_avg, chunk_max; /* the chunker's parameters */
+	uint64_t size, chunks;    /* the image's bytes and index entries */
+	uint64_t smallest, median, largest; /* entry sizes (0 without entries) */
+	bool in_stores;           /* the stores were asked: */
+	uint64_t present, present_bytes; /* entries (and bytes) one of them holds */
+};
+
+/* What `cafs info` prints of the index at source (opened with io, which
+ * may be NULL): its parameters and entry sizes, and with stores, how much
+ * of it they hold (asked with HEAD requests for remote ones). */
+int ca_store_ops_info(const char *source, const struct ca_image_opts *io, char *const *stores, size_t n_stores,
+                      struct ca_store_ops_info *ret);
+
 #endif
