@@ -28,11 +28,9 @@
 #include "catar/catar_dec.h"
 #include "cmd.h"
 #include "format/feature.h"
-#include "base/fdio.h"
 #include "image/image_make.h"
 #include "base/log.h"
 #include "image/sidecar.h"
-#include "base/thread.h"
 
 /* An opened archive image and its reader (core/image/archive_reader.h). */
 struct archive {
@@ -931,47 +929,6 @@ out:
 
 /* ---- list, mtree and stat of a directory: its archive stream, unwritten ---- */
 
-/* The read end of the encoder's pipe, as a source for the streaming
- * decoder: it reads forward only (what it skips is read and dropped). */
-struct pipe_source {
-	int fd;
-	uint64_t pos;
-	uint8_t scratch[64 << 10];
-};
-
-static ssize_t pipe_read(void *userdata, void *buf, size_t len, uint64_t off)
-{
-	struct pipe_source *ps = userdata;
-	if (off < ps->pos)
-		return -ESPIPE; /* the decoder reads forward (catar_dec.h) */
-	while (ps->pos < off) {
-		size_t n = off - ps->pos < sizeof(ps->scratch) ? (size_t)(off - ps->pos) : sizeof(ps->scratch);
-		ssize_t k = ca_read_full(ps->fd, ps->scratch, n);
-		if (k <= 0)
-			return k;
-		ps->pos += (uint64_t)k;
-	}
-	ssize_t k = ca_read_full(ps->fd, buf, len);
-	if (k > 0)
-		ps->pos += (uint64_t)k;
-	return k;
-}
-
-struct encoder {
-	const char *dir;
-	const struct ca_image_make_opts *o;
-	int fd;
-	int r;
-};
-
-static void *encode_thread(void *arg)
-{
-	struct encoder *e = arg;
-	e->r = ca_image_encode_dir(e->dir, e->o, e->fd); /* logs */
-	close(e->fd); /* the decoder sees the end */
-	return NULL;
-}
-
 /* stat of the root: its ENTRY, the first event */
 static int stat_root(const struct ca_catar_source *s)
 {
@@ -993,65 +950,26 @@ static int stat_root(const struct ca_catar_source *s)
 int cafs_tree_read_dir(const char *verb, const char *dir, const struct ca_image_make_opts *mo, bool flat,
                        const char *digest_label)
 {
-	struct ca_image_make_opts o = *mo;
-	volatile sig_atomic_t stop = 0;
-	struct pipe_source *ps = calloc(1, sizeof(*ps));
-	struct encoder e = { .dir = dir, .o = &o, .fd = -1 };
+	struct ca_image_dir_stream *ds = NULL;
+	struct ca_catar_source s;
 	struct printer p = { .mtree = !strcmp(verb, "mtree"), .flat = flat,
 	                     .digest_label = digest_label ? digest_label : "sha512256digest" };
-	pthread_t t;
-	int fds[2] = { -1, -1 }, r = 0;
-	bool started = false;
-
-	o.cancel = &stop; /* raised when the reader stops before the end (stat) */
-	o.progress_start = NULL;
-	o.progress = NULL;
-	o.progress_end = NULL;
-	if (!ps)
-		r = -ENOMEM;
-	else if (pipe2(fds, O_CLOEXEC) < 0)
-		r = -errno;
-	if (r == 0 && p.mtree)
-		r = ca_digest_new(o.digest, &p.digest);
+	int r = p.mtree ? ca_digest_new(mo->digest, &p.digest) : 0;
 	if (r < 0) {
 		ca_log_error_errno(r, "%s", dir);
 		goto out;
 	}
-	ps->fd = fds[0];
-	e.fd = fds[1];
-	r = ca_thread_create(&t, encode_thread, &e);
-	if (r < 0) {
-		ca_log_error_errno(r, "%s", dir);
+	r = ca_image_dir_stream_open(dir, mo, &ds, &s); /* logs */
+	if (r < 0)
 		goto out;
-	}
-	started = true;
-	fds[1] = -1; /* the thread's to close */
-	struct ca_catar_source s = { .read = pipe_read, .userdata = ps, .size = UINT64_MAX,
-	                             .index_flags = UINT64_MAX };
 	if (!strcmp(verb, "stat"))
 		r = stat_root(&s);
 	else
 		r = walk_source(NULL, &s, &p);
-	/* stopped early, or failed: the encoder's writes fail from here on,
-	 * quietly (it is cancelled) */
-	stop = 1;
-out:
-	if (fds[0] >= 0)
-		close(fds[0]);
-	if (fds[1] >= 0)
-		close(fds[1]);
-	if (started) {
-		pthread_join(t, NULL);
-		/* the encoder's failure, which it logged, explains the stream's
-		 * early end; else the decoder's is said here */
-		if (e.r < 0 && e.r != -ECANCELED)
-			r = e.r;
-		else if (r < 0 && r != -ECANCELED)
-			ca_log_error_errno(r, "%s: its archive stream", dir);
-	}
+	r = ca_image_dir_stream_close(ds, r); /* says why the stream ended early */
 	if (r == 0 && fflush(stdout) != 0)
 		r = ca_log_error_errno(EIO, "stdout");
+out:
 	ca_digest_free(p.digest);
-	free(ps);
 	return r < 0 ? 1 : 0;
 }

@@ -19,8 +19,10 @@
 #include "base/atomic_file.h"
 #include "base/buf.h"
 #include "catar/catar_enc.h"
+#include "catar/catar_ra.h"
 #include "base/digest_pipe.h"
 #include "base/fdio.h"
+#include "base/thread.h"
 #include "format/feature.h"
 #include "image/image_make.h"
 #include "base/log.h"
@@ -658,3 +660,113 @@ int ca_image_encode_dir(const char *dir, const struct ca_image_make_opts *o, int
 	close(c.in_fd);
 	return r;
 }
+
+/* ---- a directory's archive stream, unwritten ---- */
+
+/* The read end of the encoder's pipe, as a source for the streaming
+ * decoder: it reads forward only (what it skips is read and dropped). */
+struct pipe_source {
+	int fd;
+	uint64_t pos;
+	uint8_t scratch[64 << 10];
+};
+
+static ssize_t pipe_read(void *userdata, void *buf, size_t len, uint64_t off)
+{
+	struct pipe_source *ps = userdata;
+	if (off < ps->pos)
+		return -ESPIPE; /* the decoder reads forward (catar_dec.h) */
+	while (ps->pos < off) {
+		size_t n = off - ps->pos < sizeof(ps->scratch) ? (size_t)(off - ps->pos) : sizeof(ps->scratch);
+		ssize_t k = ca_read_full(ps->fd, ps->scratch, n);
+		if (k <= 0)
+			return k;
+		ps->pos += (uint64_t)k;
+	}
+	ssize_t k = ca_read_full(ps->fd, buf, len);
+	if (k > 0)
+		ps->pos += (uint64_t)k;
+	return k;
+}
+
+struct encoder {
+	const char *dir;
+	const struct ca_image_make_opts *o;
+	int fd;
+	int r;
+};
+
+static void *encode_thread(void *arg)
+{
+	struct encoder *e = arg;
+	e->r = ca_image_encode_dir(e->dir, e->o, e->fd); /* logs */
+	close(e->fd); /* the decoder sees the end */
+	return NULL;
+}
+
+struct ca_image_dir_stream {
+	struct pipe_source ps;
+	struct encoder e;
+	struct ca_image_make_opts o;
+	volatile sig_atomic_t stop;
+	pthread_t t;
+	char *dir;
+};
+
+int ca_image_dir_stream_open(const char *dir, const struct ca_image_make_opts *mo, struct ca_image_dir_stream **ret,
+                             struct ca_catar_source *ret_src)
+{
+	struct ca_image_dir_stream *ds = calloc(1, sizeof(*ds));
+	int fds[2] = { -1, -1 };
+	int r = ds ? 0 : -ENOMEM;
+	if (r == 0) {
+		ds->o = *mo;
+		ds->o.cancel = &ds->stop; /* raised when the reader stops before the end (stat) */
+		ds->o.progress_start = NULL;
+		ds->o.progress = NULL;
+		ds->o.progress_end = NULL;
+		ds->dir = strdup(dir);
+		if (!ds->dir)
+			r = -ENOMEM;
+	}
+	if (r == 0 && pipe2(fds, O_CLOEXEC) < 0)
+		r = -errno;
+	if (r == 0) {
+		ds->ps.fd = fds[0];
+		ds->e = (struct encoder){ .dir = ds->dir, .o = &ds->o, .fd = fds[1] };
+		r = ca_thread_create(&ds->t, encode_thread, &ds->e);
+	}
+	if (r < 0) {
+		if (fds[0] >= 0)
+			close(fds[0]);
+		if (fds[1] >= 0)
+			close(fds[1]);
+		if (ds)
+			free(ds->dir);
+		free(ds);
+		return ca_log_error_errno(r, "%s", dir);
+	}
+	*ret_src = (struct ca_catar_source){ .read = pipe_read, .userdata = &ds->ps, .size = UINT64_MAX,
+		                             .index_flags = UINT64_MAX };
+	*ret = ds;
+	return 0;
+}
+
+int ca_image_dir_stream_close(struct ca_image_dir_stream *ds, int r)
+{
+	/* stopped early, or failed: the encoder's writes fail from here on,
+	 * quietly (it is cancelled) */
+	ds->stop = 1;
+	close(ds->ps.fd);
+	pthread_join(ds->t, NULL);
+	/* the encoder's failure, which it logged, explains the stream's
+	 * early end; else the decoder's is said here */
+	if (ds->e.r < 0 && ds->e.r != -ECANCELED)
+		r = ds->e.r;
+	else if (r < 0 && r != -ECANCELED)
+		ca_log_error_errno(r, "%s: its archive stream", ds->dir);
+	free(ds->dir);
+	free(ds);
+	return r;
+}
+

@@ -124,6 +124,20 @@ int ca_image_digest_dir(const char *dir, enum ca_digest_type digest, const volat
 struct ca_image_opts;
 int ca_image_digest_blob(const char *path, const struct ca_image_opts *io, uint8_t ret_digest[CA_CHUNK_ID_SIZE]);
 
+/* The stream ca_image_encode_dir writes, as a source for the streaming
+ * decoder (catar_ra.h ca_catar_source; read forward only): encoded on a
+ * thread of its own into a pipe, so that list, mtree and stat of a
+ * directory read it with no copy of the tree on disk. o as for
+ * ca_image_encode_dir (its cancel and progress unused). Logs. */
+struct ca_image_dir_stream;
+struct ca_catar_source;
+int ca_image_dir_stream_open(const char *dir, const struct ca_image_make_opts *o, struct ca_image_dir_stream **ret,
+                             struct ca_catar_source *ret_src);
+/* Stop the encoder (the reader may have stopped early), wait for it and
+ * free ds. Returns the encoder's error if it failed (logged by it), else
+ * reader_r, logged as "<dir>: its archive stream" if it is a failure. */
+int ca_image_dir_stream_close(struct ca_image_dir_stream *ds, int reader_r);
+
 /* The digest `casync digest FILE` prints: of the file's bytes (path, or
  * "-" for standard input), hashed with t. Logs its errors. */
 int ca_image_digest_file(const char *path, enum ca_digest_type t, uint8_t ret_digest[CA_CHUNK_ID_SIZE]);

@@ -24,10 +24,9 @@ LAYERS="base format chunk catar store net trust image api"
 TOOLS_ALLOW=$(cat <<'LIST'
 base/log.h            the one logger: "cafs: what: why" lines and -v/-q levels, the library's own
 base/digest.h         digest types and hex ids commands print (cmd.h, mount)
-base/fdio.h           whole reads and writes on fds (casync remote protocol, mount, tree-read pipes)
+base/fdio.h           whole reads and writes on fds (casync remote protocol, mount)
 base/location.h       operands classified by core's rules (image kind by suffix, URLs redacted in messages)
 base/stop_signals.h   the signals that stop a command (interrupt.c)
-base/thread.h         list/mtree/stat of a directory: the encoder on a thread of its own
 catar/catar_dec.h     list/mtree/stat decode an archive entry by entry (cmd_tree_read.c)
 catar/uidshift.h      --uid-shift/--uid-range parsed into core's mapping
 chunk/chunker.h       --chunk-size checked by the chunker's own limits
@@ -35,7 +34,7 @@ format/feature.h      --with/--without names; the feature flags info prints
 format/format.h       casync's constants (chunk id size)
 format/index.h        the casync front end reads indexes for pull/push
 image/archive_reader.h list/mtree/stat/meta read archives
-image/image_make.h    make and digest: one call each
+image/image_make.h    make, digest, a directory's archive stream (list/mtree/stat): one call each
 image/image_seed.h    extract (with --seed, --cache) and cache seed: one call each
 image/index_cache.h   meta reads the index cache
 image/profile.h       mount reads and records prefetch profiles
