@@ -40,23 +40,30 @@ ok "... every export carries the symbol version LIBCAFS_1" \
 # abi_lists SO SYM PAGE: the library's exports, the names its version
 # script lists and the functions the man page's SYNOPSIS declares are one
 # list, and the page describes each below its SYNOPSIS. Prints one line per
-# name missing somewhere, saying where; fails if any.
+# kind of difference, "WHERE: NAME...", naming every name missing; fails
+# if there is any.
 abi_lists() {
 	local so=$1 sym=$2 page=$3 d=$T/lists
+	local s p y
+	s=$(basename "$so") y=$(basename "$sym") p=$(basename "$page")
 	mkdir -p "$d"
 	nm -D --defined-only "$so" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' | sort -u >"$d/so"
 	perl -0pe 's{/\*.*?\*/}{}gs' "$sym" | grep -oE '\<cafs_[a-z0-9_]+\>' | sort -u >"$d/sym"
 	awk '/^\.SH/ { syn = ($2 == "SYNOPSIS") } syn' "$page" | grep -oE '\<cafs_[a-z0-9_]+\(' | tr -d '(' |
 		sort -u >"$d/page"
 	awk '/^\.SH/ { after = after || syn; syn = ($2 == "SYNOPSIS") } after' "$page" >"$d/body"
+	while read -r n; do grep -q "\<$n\>" "$d/body" || echo "$n"; done <"$d/page" >"$d/undescribed"
+	names() { # WHERE: the names on stdin, if any
+		local l
+		l=$(tr '\n' ' ')
+		[ -z "$l" ] || echo "$1: $l"
+	}
 	{
-		comm -23 "$d/so" "$d/sym" | sed "s/\$/: exported by $(basename "$so") but not in $(basename "$sym")/"
-		comm -13 "$d/so" "$d/sym" | sed "s/\$/: in $(basename "$sym") but not exported by $(basename "$so")/"
-		comm -23 "$d/so" "$d/page" | sed "s/\$/: exported but not in the SYNOPSIS of $(basename "$page")/"
-		comm -13 "$d/so" "$d/page" | sed "s/\$/: in the SYNOPSIS of $(basename "$page") but not exported/"
-		while read -r n; do
-			grep -q "\<$n\>" "$d/body" || echo "$n: in the SYNOPSIS of $(basename "$page") but described nowhere below it"
-		done <"$d/page"
+		comm -23 "$d/so" "$d/sym" | names "exported by $s, missing from $y"
+		comm -13 "$d/so" "$d/sym" | names "in $y, not exported by $s"
+		comm -23 "$d/so" "$d/page" | names "exported by $s, missing from the SYNOPSIS of $p"
+		comm -13 "$d/so" "$d/page" | names "in the SYNOPSIS of $p, not exported by $s"
+		names "in the SYNOPSIS of $p, described nowhere below it" <"$d/undescribed"
 	} | tee "$d/missing"
 	[ ! -s "$d/missing" ] && [ -s "$d/so" ]
 }
@@ -66,11 +73,11 @@ ok "exports, libcafs.sym and libcafs.3 name the same $(wc -l <"$T/syms") functio
 # the refusals: a page without one name, a version script without another
 sed '/cafs_image_ref(/d' "$man3" >"$T/libcafs.3"
 refused() { ! abi_lists "$so" "$top_srcdir/libcafs.sym" "$T/libcafs.3" >"$T/out" 2>&1 && cat "$T/out" &&
-	grep -qx 'cafs_image_ref: exported but not in the SYNOPSIS of libcafs.3' "$T/out"; }
+	grep -qx 'exported by libcafs.so.*, missing from the SYNOPSIS of libcafs.3: cafs_image_ref ' "$T/out"; }
 ok "... a page that lacks cafs_image_ref is refused, naming it" refused
 grep -v 'cafs_node_get_image;' "$top_srcdir/libcafs.sym" >"$T/libcafs.sym"
 refused() { ! abi_lists "$so" "$T/libcafs.sym" "$man3" >"$T/out" 2>&1 && cat "$T/out" &&
-	grep -qx 'cafs_node_get_image: exported by libcafs.so.* but not in libcafs.sym' "$T/out"; }
+	grep -qx 'exported by libcafs.so.*, missing from libcafs.sym: cafs_node_get_image ' "$T/out"; }
 ok "... a version script that lacks cafs_node_get_image is refused, naming it" refused
 
 # the layout of every public struct and enum is the recorded one
@@ -78,8 +85,15 @@ layout=$top_srcdir/tests/abi/layout.txt
 incroot=$(dirname "$inc")
 if [ "$(uname -m)" = "$(sed -n '1s/.* machine //p' "$layout")" ]; then
 	bash "$top_srcdir/tests/abi/layout.sh" "$incroot" >"$T/layout"
+	same_layout() {
+		diff -u "$layout" "$T/layout" && return
+		echo "the public layout changed (above). A member in the middle, a changed type or value breaks the ABI;"
+		echo "an appended member or a new struct does not: record it with"
+		echo "  tests/abi/layout.sh \$DESTDIR/usr/local/include >tests/abi/layout.txt"
+		return 1
+	}
 	ok "the public structs and enums are laid out as tests/abi/layout.txt records ($(grep -c . "$T/layout") lines)" \
-		diff -u "$layout" "$T/layout"
+		same_layout
 	# the refusal: a member added in the middle of a public struct
 	mkdir -p "$T/inc2" && cp -r "$incroot/cafs" "$T/inc2/"
 	sed -i 's/^\tsize_t n_stores;/&\n\tint added;/' "$T/inc2/cafs/image.h"
