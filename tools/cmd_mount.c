@@ -93,9 +93,9 @@ struct mount_args {
 
 /* A keeper's server: its state, and how it leaves the caller's terminal. */
 struct daemon {
-	struct cafs_keeper_server ks;
+	struct fs_keeper_server ks;
 	const char *log_file; /* stderr once serving (a daemon's first server) */
-	struct cafs_keeper_kept kept; /* the bytes the image was opened from, for the keeper */
+	struct fs_keeper_kept kept; /* the bytes the image was opened from, for the keeper */
 	struct ca_buf profile;        /* the profile's, kept there */
 };
 
@@ -533,7 +533,7 @@ static void detach(const char *log_file)
 static void on_serving(void *userdata, int fuse_fd, const void *init, size_t init_size)
 {
 	struct daemon *d = userdata;
-	(void)cafs_keeper_server_serving(d->ks.chan, fuse_fd, init, init_size, &d->kept);
+	(void)fs_keeper_server_serving(d->ks.chan, fuse_fd, init, init_size, &d->kept);
 	if (d->ks.detach)
 		detach(d->log_file);
 }
@@ -564,7 +564,7 @@ static int wait_ready(pid_t child, int fd)
 
 struct image {
 	struct ca_image *im;
-	struct cafs_fs *fs;
+	struct fs *fs;
 	struct ca_profile_rec *rec; /* --record-profile */
 	struct ca_prefetch *pf;     /* profile replay and fill */
 };
@@ -572,7 +572,7 @@ struct image {
 static void image_release(struct image *im)
 {
 	ca_prefetch_stop(im->pf); /* first: its workers read through the image */
-	cafs_fs_free(im->fs);
+	fs_free(im->fs);
 	ca_image_free(im->im);
 	ca_profile_rec_free(im->rec);
 }
@@ -673,7 +673,7 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 	io.sidecar_size = d->ks.sidecar_size;
 	io.profile_data = d->ks.profile;
 	io.profile_size = d->ks.profile_size;
-	struct cafs_fs_options o = {
+	struct fs_options o = {
 		.readahead_chunks = a->readahead_chunks,
 		.overlay_xattrs = a->overlay_xattrs,
 	};
@@ -728,7 +728,7 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 	if (r < 0)
 		return r;
 	o.prefetch = im->pf;
-	r = cafs_fs_new(im->im, &o, &im->fs);
+	r = fs_new(im->im, &o, &im->fs);
 	if (r == -EBADMSG)
 		ca_log_error_errno(r, "%s: not a valid archive", a->source);
 	else if (r < 0)
@@ -756,7 +756,7 @@ static int run(const struct mount_args *a, struct daemon *d)
 	struct image im = { 0 };
 	/* /proc/mounts is world-readable: never a password or token there */
 	char *fsname = ca_location_redact(a->source);
-	struct cafs_serve_opts so = {
+	struct fs_serve_opts so = {
 		.fsname = fsname,
 		.fuse_opts = a->fuse_opts,
 		.allow_other = geteuid() == 0,
@@ -778,9 +778,9 @@ static int run(const struct mount_args *a, struct daemon *d)
 	/* a blob is read in bulk (dd, a loop device): larger kernel reads;
 	 * a tree's files keep the default, so a partial read stays partial */
 	if (r == 0 && ca_image_kind(im.im) == CA_IMAGE_BLOB_INDEX)
-		so.kernel_readahead_kb = CAFS_BLOB_KERNEL_READAHEAD_KB;
+		so.kernel_readahead_kb = FS_BLOB_KERNEL_READAHEAD_KB;
 	if (r == 0)
-		r = cafs_fs_serve(im.fs, a->mountpoint, &so);
+		r = fs_serve(im.fs, a->mountpoint, &so);
 	if (r == 0 && im.rec)
 		(void)write_profile(a, &im); /* logs */
 	image_release(&im);
@@ -822,10 +822,10 @@ static char *canonical_mountpoint(const char *mp)
 
 /* Run the keeper: here with -f, else as a daemon whose parent returns
  * once the mount serves (or with the first server's error). */
-static int start_keeper(struct cafs_keeper_conf *c, bool foreground, const char *log_file, const char *cmd)
+static int start_keeper(struct fs_keeper_conf *c, bool foreground, const char *log_file, const char *cmd)
 {
 	if (foreground) {
-		int r = cafs_keeper_run(c); /* it closed the descriptors */
+		int r = fs_keeper_run(c); /* it closed the descriptors */
 		c->fuse_fd = c->init_fd = c->index_fd = c->sidecar_fd = c->profile_fd = c->old_keeper_fd = -1;
 		return r;
 	}
@@ -854,7 +854,7 @@ static int start_keeper(struct cafs_keeper_conf *c, bool foreground, const char 
 		}
 	}
 	setsid();
-	_exit(cafs_keeper_run(c));
+	_exit(fs_keeper_run(c));
 }
 
 /* The check below says what goes wrong only at debug level: it is advice,
@@ -919,7 +919,7 @@ out:
  * this binary. */
 static int takeover(const char *cmd, const struct mount_args *a)
 {
-	struct cafs_keeper_conf c = {
+	struct fs_keeper_conf c = {
 		.ready_fd = -1, .log_fd = -1, .fuse_fd = -1, .init_fd = -1, .index_fd = -1, .sidecar_fd = -1,
 		.profile_fd = -1, .old_keeper_fd = -1,
 	};
@@ -932,7 +932,7 @@ static int takeover(const char *cmd, const struct mount_args *a)
 		ca_log_error_errno(errno, "%s", a->mountpoint);
 		return 1;
 	}
-	if (cafs_keeper_takeover(mp, &c, &args) != 0)
+	if (fs_keeper_takeover(mp, &c, &args) != 0)
 		goto out;
 	/* this binary must understand the mount's options (and names the log) */
 	size_t n = 0;
@@ -998,7 +998,7 @@ int cafs_cmd_mount(int argc, char **argv)
 		goto out;
 	cafs_set_verbosity(a.verbosity);
 	r = 1;
-	server = cafs_keeper_server_env(&d.ks);
+	server = fs_keeper_server_env(&d.ks);
 	if (server < 0)
 		goto out;
 	if (a.takeover) {
@@ -1072,7 +1072,7 @@ int cafs_cmd_mount(int argc, char **argv)
 		ca_log_error_errno(ENOMEM, "%s", cmd);
 		goto out;
 	}
-	struct cafs_keeper_conf c = {
+	struct fs_keeper_conf c = {
 		.server_args = a.saved, .mountpoint = a.mountpoint, .ready_fd = -1, .log_fd = -1,
 		.fuse_fd = -1, .init_fd = -1, .index_fd = -1, .sidecar_fd = -1, .profile_fd = -1, .old_keeper_fd = -1,
 	};
@@ -1080,7 +1080,7 @@ int cafs_cmd_mount(int argc, char **argv)
 	r = start_keeper(&c, a.foreground, log_file, cmd);
 	free(log_file);
 out:
-	cafs_keeper_server_release(&d.ks);
+	fs_keeper_server_release(&d.ks);
 	ca_buf_release(&d.profile);
 	for (size_t i = 0; i < n_abs; i++)
 		free(a.stores[i]);
@@ -1119,7 +1119,7 @@ int cafs_cmd_stats(int argc, char **argv)
 		return cafs_usage_error(cmd, "expected MOUNTPOINT");
 	const char *mnt = argv[optind];
 	char buf[8192];
-	ssize_t k = getxattr(mnt, CAFS_STATS_XATTR, buf, sizeof(buf) - 1);
+	ssize_t k = getxattr(mnt, FS_STATS_XATTR, buf, sizeof(buf) - 1);
 	if (k < 0) {
 		int e = errno;
 		if (e == ENODATA || e == ENOTSUP)
