@@ -16,10 +16,7 @@
 #include <sys/statvfs.h>
 #include <sys/uio.h>
 
-#include "store/blob.h"
-#include "net/failover.h"
 #include "fs_private.h"
-#include "base/log.h"
 
 #define COUNT(fs, field, n) atomic_fetch_add_explicit(&(fs)->field, (n), memory_order_relaxed)
 #define DEFAULT_READAHEAD_CHUNKS 8

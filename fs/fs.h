@@ -32,10 +32,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "catar/catar_ra.h"
-#include "store/prefetch.h"
-#include "image/profile.h"
-#include "image/source.h"
+#include "image/fs_face.h"
 
 struct fs;
 
@@ -77,7 +74,7 @@ struct fs_serve_opts {
 	 * only, best effort; 0 keeps the kernel's 128 KiB). The kernel reads
 	 * a FUSE file in requests no larger than that window, up to 1 MiB. */
 	unsigned kernel_readahead_kb;
-	/* Managed by a keeper (tools/keeper.h): the server never unmounts (the
+	/* Managed by a keeper (fs/keeper.h): the server never unmounts (the
 	 * keeper does, on a clean stop), and a stop signal only ends the loop. */
 	bool keep_mounted;
 	/* Resume a live connection instead of mounting: resume_fd is its

@@ -11,8 +11,6 @@
 
 #include "fs.h"
 #include "inode.h"
-#include "image/sidecar.h"
-#include "catar/xattr_policy.h"
 
 /* The image never changes: let the kernel cache everything for a day. */
 #define FS_TIMEOUT 86400.0

@@ -22,7 +22,6 @@
 #include <linux/fuse.h>
 
 #include "fs_private.h"
-#include "base/log.h"
 
 /* libfuse's own read size: the kernel refuses smaller reads */
 #define DEV_READ_SIZE ((size_t)(256 + 1) * 4096)

@@ -31,7 +31,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "catar/catar_ra.h"
+#include "image/fs_face.h"
 
 struct fs_node {
 	uint64_t ino;

@@ -10,8 +10,6 @@
 #include <string.h>
 
 #include "fs.h"
-#include "base/log.h"
-#include "base/stop_signals.h"
 
 /*
  * SIGINT, SIGTERM and SIGHUP end the loop: a clean unmount. Not with

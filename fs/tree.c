@@ -12,11 +12,7 @@
 #include <linux/fs.h>
 #include <sys/sysmacros.h>
 
-#include "catar/catar_attr.h"
-#include "base/condwait.h"
-#include "format/feature.h"
 #include "fs_private.h"
-#include "base/log.h"
 
 /* ---- a bounded LRU of loaded things (records, listings) ----
  *

@@ -36,7 +36,7 @@
 #include "../fs/fs.h"
 #include "net/failover.h"
 #include "base/fdio.h"
-#include "keeper.h"
+#include "../fs/keeper.h"
 #include "base/location.h"
 #include "base/log.h"
 #include "store/prefetch.h"

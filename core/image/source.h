@@ -146,7 +146,7 @@ struct ca_image_opts {
 	bool allow_downgrade;
 	bool no_sidecar;  /* ignore the index's metadata sidecar (index_cache.h) */
 	/* The index's bytes as an earlier open of the same source read and
-	 * checked them (a mount's restarted server, tools/keeper.h): parsed
+	 * checked them (a mount's restarted server, fs/keeper.h): parsed
 	 * and validated like a download instead of fetching SOURCE's index
 	 * again, so the image is the one served before even if the index at
 	 * the URL changed or there is no copy anywhere; the signature was

@@ -7,8 +7,11 @@
 #    imports only go down, so no two folders include each other; api/, the
 #    last, also includes the public headers it implements;
 #  - the public headers (core/include/cafs) include only each other;
-#  - fs/ and tools/ include core/ through the names below, and core/ never
-#    includes fs/ or tools/.
+#  - fs/ includes core/ only through its face, image/fs_face.h (the one
+#    list of what the mount uses from the library, each with a reason),
+#    besides its own headers, libfuse and system headers;
+#  - tools/ includes core/ through the names below and fs/ as ../fs/X.h,
+#    and core/ never includes fs/ or tools/.
 # The checker runs on the tree, then on a copy with one upward include
 # planted, which it must refuse (a checker that passes everything would
 # otherwise pass here too).
@@ -55,7 +58,13 @@ check_tree() {
 						printf "%s:%d: %s (layer %s) includes %s above it\n", FILENAME, FNR, h, own, q[1]
 					next
 				}
-				# fs/ and tools/: their own headers, a core layer, or fs/ from tools/
+				# fs/: its own headers and its face, nothing else of core/
+				if (kind == "fs") {
+					if (index(h, "/") == 0 || h == "image/fs_face.h") next
+					printf "%s:%d: %s: fs/ reaches core/ only through image/fs_face.h\n", FILENAME, FNR, h
+					next
+				}
+				# tools/: its own headers, a core layer, or fs/
 				if (index(h, "/") == 0 || (q[1] in rank) || q[1] == "cafs") next
 				if (kind == "tools" && h ~ /^\.\.\/fs\/[a-z_]+\.h$/) next
 				printf "%s:%d: unexpected include %s\n", FILENAME, FNR, h
@@ -79,5 +88,12 @@ rm -rf "$T/copy"/*; cp -r "$top_srcdir/core" "$top_srcdir/fs" "$top_srcdir/tools
 echo 'int x;' >"$T/copy/core/loose.c"
 refused_loose() { ! check_tree "$T/copy" >"$T/out" 2>&1 && grep -q 'core/loose.c: a source outside' "$T/out"; }
 ok "a source outside every layer folder is refused" refused_loose
+
+# fs/ reaching past its face into a core header is refused; the tree above
+# (fs/ through image/fs_face.h) is the accepted case.
+rm -rf "$T/copy"/*; cp -r "$top_srcdir/core" "$top_srcdir/fs" "$top_srcdir/tools" "$T/copy/"
+sed -i '0,/^#include "fs_private.h"/s//#include "store\/store.h"\n&/' "$T/copy/fs/tree.c"
+refused_fs() { ! check_tree "$T/copy" >"$T/out" 2>&1 && grep -q 'fs/tree.c:[0-9]*: store/store.h: fs/ reaches core/ only through' "$T/out"; }
+ok "fs/ including a core header past its face (fs/tree.c -> store/store.h) is refused" refused_fs
 
 done_testing

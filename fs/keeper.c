@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "keeper.h"
-#include "base/log.h"
+#include "image/fs_face.h"
 
 #define ENV_SERVER "CAFS_KEEPER_SERVER"
 #define MAX_FDS 6
