@@ -71,7 +71,7 @@ struct ca_store_settings {
 	int retries;                /* 0..20 */
 	unsigned connections;       /* 1..256 */
 	int store_query;            /* pass a store URL's query on to its chunk URLs */
-	/* for s3+http(s):// stores (core/s3*.c); not used by the HTTP engine */
+	/* for s3+http(s):// stores (net/s3*.c); not used by the HTTP engine */
 	char *aws_access_key_id, *aws_secret_access_key, *aws_session_token, *aws_region;
 };
 
