@@ -42,8 +42,8 @@ struct fs_node {
 	/* tree mounts: the parsed archive entry, NULL for the blob mount's
 	 * root and file. Either a compact copy re-parsed from the entry's
 	 * own bytes (own: one allocation, node then bytes), or, when that
-	 * fails, the loaded random-access node (ra: one reference), which keeps its
-	 * whole 4-8 KiB read window. */
+	 * fails, the loaded random-access node (ra: one reference), which
+	 * keeps its whole 4-8 KiB read window. */
 	const struct ca_catar_node *cn;
 	struct ca_catar_node *own;
 	struct ca_catar_ra_node *ra;
