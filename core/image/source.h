@@ -220,6 +220,11 @@ const struct ca_sidecar *ca_image_sidecar(const struct ca_image *im);
  * or NULL (*ret_size 0) when there is none. Borrowed. */
 const void *ca_image_sidecar_data(const struct ca_image *im, size_t *ret_size);
 
+/* Make the sidecar of an opened .caidx image by walking its archive
+ * through its chunk source (an image made by casync or desync), and write
+ * it to out (atomically; mode 0644). Logs. */
+int ca_image_make_sidecar(struct ca_image *im, const char *out);
+
 /* Read up to len bytes of the image at off (short only at its end), with
  * the error policy above. */
 ssize_t ca_image_pread(struct ca_image *im, void *buf, size_t len, uint64_t off);

@@ -625,17 +625,12 @@ int ca_storeconf_http_new(const char *url, const struct ca_http_opts *o, struct 
 	return r;
 }
 
-char *ca_storeconf_default_store(const char *index)
+char *ca_storeconf_default_store(const struct ca_storeconf *c, const char *index)
 {
-	struct ca_storeconf *c = NULL;
 	char *def = ca_location_default_store(index), *r = NULL;
 	const char *q = ca_location_is_url(index) ? strchr(index, '?') : NULL;
 	if (!def || !q)
 		return def;
-	if (ca_storeconf_load(CA_STORECONF_QUIET, &c) < 0) {
-		free(def);
-		return NULL;
-	}
 	const struct ca_store_settings *s = ca_storeconf_lookup(c, def);
 	if (s && s->store_query == CA_SET_YES) {
 		if (asprintf(&r, "%s%.*s", def, (int)strcspn(q, "#"), q) < 0)
@@ -643,6 +638,5 @@ char *ca_storeconf_default_store(const char *index)
 		free(def);
 		def = r;
 	}
-	ca_storeconf_free(c);
 	return def;
 }

@@ -112,9 +112,9 @@ int ca_storeconf_http_new(const char *url, const struct ca_http_opts *o, struct 
                           bool *ret_store_query);
 
 /* The store beside index (location.h ca_location_default_store), with
- * index's query kept when that store's settings say store-query = yes
- * (malloc'd; NULL on ENOMEM or a bad settings file, logged). */
-char *ca_storeconf_default_store(const char *index);
+ * index's query kept when that store's settings in c (loaded) say
+ * store-query = yes (malloc'd; NULL on ENOMEM). */
+char *ca_storeconf_default_store(const struct ca_storeconf *c, const char *index);
 
 /* Load the files once, with warnings, and forget them: for a program's
  * start, so a bad file is one line before any work. */
