@@ -9,8 +9,10 @@
 
 #include "net/endpoint.h"
 
-/* e->url parsed, of the section sec (may be NULL), o as the base options. */
-static int resolve(struct ca_endpoint *e, const struct ca_http_opts *o, const struct ca_store_settings *sec)
+/* e->url parsed, of the section sec (may be NULL), o as the base
+ * options; S3 credentials from given (NULL: the section's). */
+static int resolve(struct ca_endpoint *e, const struct ca_http_opts *o, const struct ca_store_settings *sec,
+                   const struct ca_s3_settings *given)
 {
 	int r;
 	ca_location_parse(e->url, &e->loc);
@@ -23,7 +25,7 @@ static int resolve(struct ca_endpoint *e, const struct ca_http_opts *o, const st
 		if (sec)
 			set = (struct ca_s3_settings){ sec->aws_access_key_id, sec->aws_secret_access_key,
 			                               sec->aws_session_token, sec->aws_region };
-		r = ca_s3_connect(e->url, &set, o, &e->s3); /* logs */
+		r = ca_s3_connect(e->url, given ? given : &set, o, &e->s3); /* logs */
 		if (r < 0)
 			return r;
 		e->http = e->s3.http; /* its signing strings point into e->s3 */
@@ -44,6 +46,12 @@ static int resolve(struct ca_endpoint *e, const struct ca_http_opts *o, const st
 int ca_endpoint_init(struct ca_endpoint *e, const char *url, const struct ca_http_opts *o,
                      const struct ca_storeconf *conf)
 {
+	return ca_endpoint_init_s3(e, url, NULL, o, conf);
+}
+
+int ca_endpoint_init_s3(struct ca_endpoint *e, const char *url, const struct ca_s3_settings *set,
+                        const struct ca_http_opts *o, const struct ca_storeconf *conf)
+{
 	int r = 0;
 	*e = (struct ca_endpoint){ 0 };
 	/* not a URL we fetch: said by the caller, before the settings file is read */
@@ -56,7 +64,7 @@ int ca_endpoint_init(struct ca_endpoint *e, const char *url, const struct ca_htt
 	if (r == 0 && !(e->url = strdup(url)))
 		r = -ENOMEM;
 	if (r == 0)
-		r = resolve(e, o, ca_storeconf_lookup(conf, url));
+		r = resolve(e, o, ca_storeconf_lookup(conf, url), set);
 	if (r < 0)
 		ca_endpoint_clear(e);
 	return r;
@@ -72,7 +80,7 @@ int ca_endpoint_beside(struct ca_endpoint *e, const struct ca_endpoint *of, cons
 	struct ca_http_opts base = of->http;
 	base.sigv4 = base.sigv4_key = base.sigv4_secret = base.sigv4_token = NULL;
 	if (r == 0)
-		r = resolve(e, &base, of->settings);
+		r = resolve(e, &base, of->settings, NULL);
 	if (r < 0)
 		ca_endpoint_clear(e);
 	return r;

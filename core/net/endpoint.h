@@ -48,6 +48,11 @@ struct ca_endpoint {
 int ca_endpoint_init(struct ca_endpoint *e, const char *url, const struct ca_http_opts *o,
                      const struct ca_storeconf *conf);
 
+/* The same with S3 credentials set (NULL: the section's, as above)
+ * instead of the section's aws-* keys: for a writer given its own. */
+int ca_endpoint_init_s3(struct ca_endpoint *e, const char *url, const struct ca_s3_settings *set,
+                        const struct ca_http_opts *o, const struct ca_storeconf *conf);
+
 /* The file published beside of's URL (location.h ca_location_beside:
  * suffix before the query) with of's settings and credentials. */
 int ca_endpoint_beside(struct ca_endpoint *e, const struct ca_endpoint *of, const char *suffix);
