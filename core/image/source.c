@@ -564,7 +564,7 @@ out:
 static int open_remote(struct chain *ch, const char *url, const struct ca_http_opts *http,
                        struct ca_remote_store **ret)
 {
-	struct ca_endpoint e;
+	struct ca_endpoint e = { 0 };
 	int r = settings(ch->conf);
 	if (r == 0)
 		r = ca_endpoint_init(&e, url, http, *ch->conf);

@@ -7,7 +7,9 @@
  * here and nowhere else.
  *
  *   "path | file://path | http(s)://..."  + stores, cache, offline
- *     -> classify once (location.h)
+ *     -> classify once (location.h ca_location_parse); a URL, index or
+ *        store, resolved once into an endpoint (endpoint.h: its settings
+ *        section, an S3 bucket's credentials) that carries it down
  *     -> .catar: the local file or block device, read with pread; or
  *        an http(s) URL read by range requests through a block cache
  *        (remote_file.h)
