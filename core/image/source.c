@@ -275,13 +275,13 @@ static int record_dir(const struct ca_image_opts *o, char **ret)
 	return *ret ? 0 : ca_log_error_errno(ENOMEM, "trusted keys");
 }
 
-/* conf: the open's settings file, read here when needed and not yet read
- * (NULL: c's own). */
-static int index_src_init(const char *source, const struct ca_image_opts *o, struct ca_storeconf **conf,
+/* The index at loc (parsed by the caller, once). conf: the open's
+ * settings file, read here when needed and not yet read (NULL: c's own). */
+static int index_src_init(const struct ca_location *loc, const struct ca_image_opts *o, struct ca_storeconf **conf,
                           struct index_src *c)
 {
-	*c = (struct index_src){ .from = { .source = source, .offline = o && o->offline } };
-	ca_location_parse(source, &c->from.loc);
+	const char *source = loc->s;
+	*c = (struct index_src){ .from = { .source = source, .loc = *loc, .offline = o && o->offline } };
 	bool remote = c->from.loc.kind == CA_LOCATION_HTTP;
 	if (c->from.loc.kind == CA_LOCATION_OTHER)
 		return ca_log_error_errno(-EPROTONOSUPPORT, "%s", source);
@@ -347,7 +347,9 @@ static int open_index(const struct index_src *c, struct ca_index **ret)
 int ca_source_open_index(const char *source, const struct ca_image_opts *o, struct ca_index **ret)
 {
 	struct index_src c;
-	int r = index_src_init(source, o, NULL, &c);
+	struct ca_location loc;
+	ca_location_parse(source, &loc);
+	int r = index_src_init(&loc, o, NULL, &c);
 	if (r == 0)
 		r = open_index(&c, ret);
 	index_src_release(&c);
@@ -358,7 +360,9 @@ int ca_source_open_sidecar(const char *source, const struct ca_index *idx, const
                            struct ca_sidecar **ret)
 {
 	struct index_src c;
-	int r = index_src_init(source, o, NULL, &c);
+	struct ca_location loc;
+	ca_location_parse(source, &loc);
+	int r = index_src_init(&loc, o, NULL, &c);
 	*ret = NULL;
 	if (r == 0)
 		r = ca_index_cache_sidecar(&c.from, idx, ret, NULL);
@@ -370,7 +374,9 @@ int ca_source_open_profile_kept(const char *source, const struct ca_index *idx, 
                                 struct ca_profile **ret, struct ca_buf *ret_bytes)
 {
 	struct index_src c;
-	int r = index_src_init(source, o, NULL, &c);
+	struct ca_location loc;
+	ca_location_parse(source, &loc);
+	int r = index_src_init(&loc, o, NULL, &c);
 	*ret = NULL;
 	if (ret_bytes)
 		*ret_bytes = (struct ca_buf)CA_BUF_INIT;
@@ -799,7 +805,7 @@ static int adopt_index(const char *source, const struct ca_image_opts *o, struct
 static int open_indexed(struct ca_image *im, const struct ca_image_opts *o, struct ca_storeconf **conf)
 {
 	struct index_src c;
-	int r = index_src_init(im->name, o, conf, &c);
+	int r = index_src_init(&im->loc, o, conf, &c);
 	if (r == 0)
 		r = o->index_data ? adopt_index(im->name, o, &im->idx) : open_index(&c, &im->idx);
 	if (r == 0 && im->kind == CA_IMAGE_ARCHIVE_INDEX && !o->no_sidecar && o->sidecar_data) {
