@@ -13,7 +13,6 @@
 
 #include "image/archive_reader.h"
 #include "cmd.h"
-#include "image/index_cache.h"
 #include "base/location.h"
 #include "base/log.h"
 #include "image/sidecar.h"
@@ -87,7 +86,7 @@ int cafs_cmd_meta(int argc, char **argv)
 		                    .cache_mode = CA_CACHE_AUTO, .no_sidecar = true };
 	r = ca_image_open(in, &io, &im); /* logs */
 	if (r == 0)
-		r = ca_index_cache_make_sidecar(im, out); /* logs */
+		r = ca_image_make_sidecar(im, out); /* logs */
 	ca_image_free(im);
 	free(def_out);
 	free(stores);
