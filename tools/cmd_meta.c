@@ -19,7 +19,7 @@
 #include "image/sidecar.h"
 #include "image/source.h"
 
-int cafs_cmd_meta(int argc, char **argv)
+static int meta_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
@@ -51,7 +51,7 @@ int cafs_cmd_meta(int argc, char **argv)
 			out = optarg;
 			break;
 		default: {
-			int e = cafs_common_option("meta", c, &verbosity);
+			int e = cafs_common_option(&cafs_command_meta, c, &verbosity);
 			if (e >= 0) {
 				free(stores);
 				return e;
@@ -93,3 +93,24 @@ int cafs_cmd_meta(int argc, char **argv)
 	free(stores);
 	return r < 0 ? 1 : 0;
 }
+
+static const struct cafs_option meta_options[] = {
+	{ "store", 's', "DIR|URL", CAFS_OPT_STORE,
+	  .help = "chunk store (repeatable; default: default.castr beside INDEX)" },
+	{ "output", 'o', "FILE", CAFS_OPT_OUTPUT,
+	  .help = "where to write it (default: INDEX.caidx.cameta; required\n"
+	  "for a remote INDEX)" },
+	{ NULL },
+};
+
+const struct cafs_command cafs_command_meta = {
+	.name = "meta",
+	.synopsis = "meta make [OPTIONS] INDEX.caidx",
+	.options = meta_options,
+	.help_column = 26,
+	.help_tail = "Writes the metadata sidecar of an existing archive index (one made by casync or\n"
+	  "desync), read through its store: list, mtree and the mount then need no chunk\n"
+	  "for metadata. cafs make writes one beside every .caidx.\n",
+	.main = meta_main,
+};
+

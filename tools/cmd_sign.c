@@ -43,7 +43,7 @@ static int read_password(char *buf, size_t size)
 	return r;
 }
 
-int cafs_cmd_sign(int argc, char **argv)
+static int sign_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "secret-key", required_argument, NULL, 's' },
@@ -83,7 +83,7 @@ int cafs_cmd_sign(int argc, char **argv)
 			untrusted = optarg;
 			break;
 		default:
-			r = cafs_common_option("sign", c, &verbosity);
+			r = cafs_common_option(&cafs_command_sign, c, &verbosity);
 			if (r >= 0)
 				return r;
 			break;
@@ -113,3 +113,30 @@ int cafs_cmd_sign(int argc, char **argv)
 	OPENSSL_cleanse(&key, sizeof(key));
 	return r < 0 ? 1 : 0;
 }
+
+static const struct cafs_option sign_options[] = {
+	{ "secret-key", 's', "FILE", CAFS_OPT_SECRET_KEY,
+	  .help = "a minisign secret key (minisign -G; asks for its password\n"
+	  "when encrypted, or reads it from standard input)" },
+	{ "legacy", 'l', NULL, CAFS_OPT_LEGACY,
+	  .help = "the legacy signature (minisign -S -l) instead of the\n"
+	  "prehashed one" },
+	{ "name", 'n', "NAME", CAFS_OPT_NAME,
+	  .help = "the file name it is published under (default: INDEX's);\n"
+	  "signed with the time, which cafs checks" },
+	{ "trusted-comment", 't', "TEXT", CAFS_OPT_TRUSTED_COMMENT,
+	  .help = "more signed text, after the timestamp and name" },
+	{ "comment", 'c', "TEXT", CAFS_OPT_COMMENT,
+	  .help = "unsigned comment" },
+	{ NULL },
+};
+
+const struct cafs_command cafs_command_sign = {
+	.name = "sign",
+	.synopsis = "sign -s SECRETKEY [OPTIONS] INDEX",
+	.options = sign_options,
+	.help_column = 26,
+	.help_tail = "Writes INDEX.minisig as minisign -S does; see SECURITY in cafs(1).\n",
+	.main = sign_main,
+};
+
