@@ -5,10 +5,11 @@
  * command.
  *
  * Nothing is done here but translation: the options are parsed once into
- * struct casync_args, and each verb builds the argv of the cafs command
- * that does the work (cafs make, extract, list, mtree, digest, gc, mount),
- * which then runs in-process with its own parser. So a behaviour lives in
- * one place, whichever name the user typed. casync's SSH remoting
+ * struct casync_args, and each verb fills the request of the cafs command
+ * that does the work (cafs make, extract, list, mtree, digest, gc, mount)
+ * through that command's set() (the function its own parser calls for the
+ * same option) and calls its run(): no argv is rebuilt, nothing re-enters
+ * main.c. So a behaviour lives in one place, whichever name the user typed. casync's SSH remoting
  * (HOST:PATH) is glue here too: what a verb reads is pulled first, what
  * make writes is pushed after (the protocol is core/net/caremote.h), and the
  * remote end is the verbs pull and push. Where a cafs command goes by a

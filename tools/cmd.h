@@ -2,10 +2,13 @@
 /*
  * cmd.h - the subcommands of the cafs command and what they share.
  *
- * Each command is `int cafs_cmd_NAME(int argc, char **argv)`: argv[0] is
- * the command name, it parses its own options with getopt_long and returns
- * an exit code: 0 success, 1 runtime error (already reported on stderr as
- * "cafs: <what>: <why>"), 2 usage error.
+ * Each command is a struct cafs_command (defined beside its code in
+ * cmd_*.c): its help, one option table, and what it is asked to do as a
+ * request, filled by set() per option and operands(), then run(). Both
+ * front ends fill requests: the getopt parser (cafs_command_parse, from
+ * the table) and the casync front end (casync_cli.c, calling set() with
+ * the same ids). Exit codes: 0 success, 1 runtime error (already reported
+ * on stderr as "cafs: <what>: <why>"), 2 usage error.
  */
 #ifndef CAFS_CMD_H
 #define CAFS_CMD_H
