@@ -1427,7 +1427,7 @@ static int verb_extract(const struct casync_args *a, char **pos, int npos)
 	if (r == 0)
 		r = stage_input(&st, in, w, &in) < 0 ? -EIO : 0;
 	if (r == 0 && call_begin(&k, c) < 0)
-		r = -ENOMEM;
+		r = -EIO; /* reported */
 	if (r == 0)
 		apply_options(&b, takes, &k);
 	/* casync seeds from what the output already holds (--seed-output=yes):
@@ -1458,7 +1458,7 @@ static int verb_extract(const struct casync_args *a, char **pos, int npos)
 			r = strv_add(&out, "%s", sub);
 	}
 	if (r == -EIO)
-		r = 1; /* stage_input logged */
+		r = 1; /* stage_input or call_begin logged */
 	else
 		r = r < 0 ? (ca_log_error_errno(r, "extract"), 1) : call_run(&k, (int)out.n, out.v);
 	call_end(&k);

@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -257,7 +256,8 @@ static bool opt_is(const char *opt, size_t len, const char *name)
 
 /* -o: our own keys (so fstab and mount -t fuse.cafs can pass them), the
  * ones mount(8) adds that mean nothing here, and the rest for libfuse.
- * The strings set from -o point into optarg, which lives as long as argv. */
+ * The strings set from -o point into its argument, which lives as long as
+ * the request. */
 static int parse_o(const char *cmd, struct mount_args *a, char *arg)
 {
 	for (char *opt = arg; opt && *opt;) {

@@ -21,8 +21,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +28,6 @@
 
 #include "casync_cli.h"
 #include "cmd.h"
-#include "base/location.h"
 #include "base/log.h"
 #include "net/storeconf.h"
 
