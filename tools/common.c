@@ -116,9 +116,9 @@ int cafs_usage_error(const char *cmd, const char *fmt, ...)
 
 /* the options every command takes, after its own in the help */
 static const struct cafs_option common_options[] = {
-	{ "verbose", 'v', NULL, 'v', .help = "more messages (repeat for debug)", .keep = CAFS_KEEP_AS_IS },
-	{ "quiet", 'q', NULL, 'q', .help = "errors only", .keep = CAFS_KEEP_AS_IS },
-	{ "help", 'h', NULL, 'h', .help = "this help", .keep = CAFS_KEEP_NO },
+	{ "verbose", 'v', NULL, 'v', .help = "more messages (repeat for debug)" },
+	{ "quiet", 'q', NULL, 'q', .help = "errors only" },
+	{ "help", 'h', NULL, 'h', .help = "this help" },
 	{ NULL },
 };
 #define COMMON_HELP_COLUMN 26
@@ -170,7 +170,7 @@ int cafs_command_parse(const struct cafs_command *c, struct cafs_request *q, int
 		n++;
 	struct option *lo = calloc(n + 1, sizeof(*lo));
 	char *shortopts = malloc(2 * n + 1);
-	char name[64];
+	char name[64], *arg0 = argv[0];
 	int ch, r = -1;
 	if (!lo || !shortopts) {
 		r = (ca_log_error_errno(ENOMEM, "%s", c->name), 1);
@@ -212,6 +212,7 @@ int cafs_command_parse(const struct cafs_command *c, struct cafs_request *q, int
 			r = e;
 	}
 out:
+	argv[0] = arg0; /* name is gone with this call */
 	free(lo);
 	free(shortopts);
 	return r;
