@@ -466,8 +466,17 @@ static int call_begin(struct call *k, const struct cafs_command *c)
 
 static void call_set(struct call *k, int id, const char *arg)
 {
-	if (k->r == 0 && k->q)
-		k->r = k->c->set(k->q, id, arg);
+	if (k->r || !k->q)
+		return;
+	/* only what the command's own table offers: its parser would take
+	 * nothing else either */
+	const struct cafs_option *o = cafs_command_option(k->c, id);
+	if (!o || !o->arg != !arg) {
+		ca_log_error("%s: not an option of cafs %s (id %#x)", o ? o->name : "option", k->c->name, id);
+		k->r = 1;
+		return;
+	}
+	k->r = k->c->set(k->q, id, arg);
 }
 
 /* The operands (the array is the command's to keep while it runs), then

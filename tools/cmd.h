@@ -145,6 +145,8 @@ extern const struct cafs_command cafs_command_make, cafs_command_extract, cafs_c
  * permuted) into q, which init() (and the casync front end) already filled.
  * Sets the log level. -1 to go on, or the exit code (-h: 0 after the help). */
 int cafs_command_parse(const struct cafs_command *c, struct cafs_request *q, int argc, char **argv);
+/* c's option of that id, or a common one (-v, -q, -h); NULL: none. */
+const struct cafs_option *cafs_command_option(const struct cafs_command *c, int id);
 /* Parse argv and run c: its exit code. */
 int cafs_command_main(const struct cafs_command *c, int argc, char **argv);
 /* A request for c, init()ed (NULL: out of memory, reported), and its end. */

@@ -419,18 +419,16 @@ static int save_option(struct mount_args *a, int id, const char *arg)
 	static char *(*const made_absolute[])(const char *) = {
 		[CAFS_KEEP_PATH] = absolute, [CAFS_KEEP_STORES] = absolute_stores, [CAFS_KEEP_PROFILE] = absolute_profile,
 	};
+	const struct cafs_option *o = cafs_command_option(&cafs_command_mount, id);
 	char name[64];
 	if (id == 'v' || id == 'q')
 		return save(a, id == 'v' ? "-v" : "-q", NULL, NULL);
-	for (const struct cafs_option *o = mount_options; o->name; o++) {
-		if (o->id != id || o->keep == CAFS_KEEP_NO)
-			continue;
-		if (o->keep == CAFS_KEEP_FUSE_OPTIONS)
-			return save_o(a, arg);
-		snprintf(name, sizeof(name), "--%s", o->name);
-		return save(a, name, o->arg ? arg : NULL, o->keep == CAFS_KEEP_AS_IS ? NULL : made_absolute[o->keep]);
-	}
-	return 0;
+	if (!o || o->keep == CAFS_KEEP_NO)
+		return 0;
+	if (o->keep == CAFS_KEEP_FUSE_OPTIONS)
+		return save_o(a, arg);
+	snprintf(name, sizeof(name), "--%s", o->name);
+	return save(a, name, o->arg ? arg : NULL, o->keep == CAFS_KEEP_AS_IS ? NULL : made_absolute[o->keep]);
 }
 
 static void mount_init(struct cafs_request *q)

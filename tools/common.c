@@ -151,6 +151,15 @@ void cafs_command_help(const struct cafs_command *c, FILE *f)
 		option_help(f, o, COMMON_HELP_COLUMN);
 }
 
+const struct cafs_option *cafs_command_option(const struct cafs_command *c, int id)
+{
+	for (int t = 0; t < 2; t++)
+		for (const struct cafs_option *o = t ? common_options : c->options; o && o->name; o++)
+			if (o->id == id)
+				return o;
+	return NULL;
+}
+
 /* the id of the option getopt returned as c: long options return their id,
  * short ones their letter */
 static int option_id(const struct cafs_command *c, int ch)
