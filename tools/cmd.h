@@ -117,6 +117,9 @@ struct cafs_request {
  * of request_size bytes beginning with struct cafs_request) in three steps:
  * init, set() once per option (by the parser or the casync front end) and
  * operands(), then run(); release() frees what the request holds.
+ * set() also sees -v and -q (ids 'v' and 'q'; the verbosity is already
+ * counted) and ignores ids it does not know. A request keeps the strings
+ * given to set() and operands(): they must outlive it.
  * set/operands return 0 or an exit code (already reported); run the exit code.
  */
 struct cafs_command {
