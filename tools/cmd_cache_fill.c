@@ -32,7 +32,7 @@
  * that is gone entirely would otherwise print one line per chunk of the image */
 #define MAX_REPORTED 20
 
-enum { OPT_CACHE = 0x100, OPT_STORE, OPT_RATE };
+enum { OPT_CACHE = 0x300, OPT_STORE, OPT_RATE }; /* above cmd.h's CAFS_OPT_* */
 
 /* one SOURCE: its index and what to fetch for it */
 struct source {
@@ -182,7 +182,7 @@ int cafs_cache_fill(int argc, char **argv)
 			}
 			break;
 		default:
-			r = cafs_common_option("cache", c, &verbosity);
+			r = cafs_common_option(&cafs_command_cache, c, &verbosity);
 			if (r >= 0)
 				goto out;
 			break;

@@ -9,7 +9,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,47 +33,50 @@ static void gc_report(void *userdata, const char *rel, int err)
 		printf("would remove %s\n", rel);
 }
 
-int cafs_cmd_gc(int argc, char **argv)
+/* what `cafs gc` is asked to do */
+struct gc_request {
+	struct cafs_request base;
+	const char *store; /* -s; NULL: beside the first index */
+	bool dry_run;
+	char **indexes;
+	int n_indexes;
+};
+
+static int gc_set(struct cafs_request *q, int id, const char *arg)
 {
-	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	const char *store = NULL;
+	struct gc_request *g = (struct gc_request *)q;
+	if (id == CAFS_OPT_STORE)
+		g->store = arg;
+	else if (id == CAFS_OPT_DRY_RUN)
+		g->dry_run = true;
+	return 0;
+}
+
+static int gc_operands(struct cafs_request *q, int n, char **arg)
+{
+	struct gc_request *g = (struct gc_request *)q;
+	/* casync refuses an empty list too: it would delete the whole store */
+	if (n == 0)
+		return cafs_usage_error("gc", "expected at least one INDEX");
+	g->indexes = arg;
+	g->n_indexes = n;
+	return 0;
+}
+
+static int gc_run(struct cafs_request *q)
+{
+	const struct gc_request *g = (const struct gc_request *)q;
+	const char *store = g->store;
 	char *def = NULL;
 	struct ca_idset *keep = NULL;
 	struct ca_store *st = NULL;
 	struct ca_store_gc_stats gs;
-	bool dry_run = false;
-	int c, verbosity = 0, r = 1;
-	while ((c = getopt_long(argc, argv, "s:nvqh", opts, NULL)) >= 0) {
-		switch (c) {
-		case 's':
-			store = optarg;
-			break;
-		case 'n':
-			dry_run = true;
-			break;
-		default: {
-			int e = cafs_common_option("gc", c, &verbosity);
-			if (e >= 0)
-				return e;
-			break;
-		}
-		}
-	}
-	cafs_set_verbosity(verbosity);
-	/* casync refuses an empty list too: it would delete the whole store */
-	if (optind == argc)
-		return cafs_usage_error("gc", "expected at least one INDEX");
+	bool dry_run = g->dry_run;
+	int verbosity = q->verbosity, r = 1;
 	if (!store) {
-		if (ca_location_is_remote(argv[optind]))
+		if (ca_location_is_remote(g->indexes[0]))
 			return cafs_usage_error("gc", "the store of a URL index must be given with --store");
-		def = ca_location_default_store(argv[optind]);
+		def = ca_location_default_store(g->indexes[0]);
 		if (!def)
 			return ca_log_error_errno(ENOMEM, "gc"), 1;
 		store = def;
@@ -91,15 +93,15 @@ int cafs_cmd_gc(int argc, char **argv)
 		ca_log_error_errno(ENOMEM, "gc");
 		goto out;
 	}
-	for (int i = optind; i < argc; i++) {
+	for (int i = 0; i < g->n_indexes; i++) {
 		struct ca_index *idx;
 		/* every index must load: a missing one would get its chunks deleted */
-		if (ca_source_open_index(argv[i], NULL, &idx) < 0)
+		if (ca_source_open_index(g->indexes[i], NULL, &idx) < 0)
 			goto out;
 		int k = ca_idset_add_index(keep, idx);
 		ca_index_free(idx);
 		if (k < 0) {
-			ca_log_error_errno(k, "%s", argv[i]);
+			ca_log_error_errno(k, "%s", g->indexes[i]);
 			goto out;
 		}
 	}
@@ -133,3 +135,25 @@ out:
 	free(def);
 	return r;
 }
+
+static const struct cafs_option gc_options[] = {
+	{ "store", 's', "DIR|S3URL", CAFS_OPT_STORE,
+	  .help = "the store, a directory or an S3 bucket (default: default.castr beside the\n"
+	  "first INDEX; required when that INDEX is a URL)" },
+	{ "dry-run", 'n', NULL, CAFS_OPT_DRY_RUN,
+	  .help = "only list what would be removed" },
+	{ NULL },
+};
+
+const struct cafs_command cafs_command_gc = {
+	.name = "gc",
+	.synopsis = "gc [OPTIONS] INDEX...",
+	.options = gc_options,
+	.help_column = 26,
+	.help_tail = "Removes every chunk none of the INDEXes references, as casync gc does.\n",
+	.request_size = sizeof(struct gc_request),
+	.set = gc_set,
+	.operands = gc_operands,
+	.run = gc_run,
+};
+
