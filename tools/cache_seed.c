@@ -38,7 +38,7 @@ int cafs_cache_seed(int argc, char **argv)
 			seed_store = optarg;
 			break;
 		default: {
-			int e = cafs_common_option("cache", c, &verbosity);
+			int e = cafs_common_option(&cafs_command_cache, c, &verbosity);
 			if (e >= 0)
 				return e;
 			break;

@@ -42,7 +42,7 @@ static int common_opt(int c, const char **cache, int *verbosity)
 		*cache = optarg;
 		return 0;
 	}
-	int e = cafs_common_option("cache", c, verbosity);
+	int e = cafs_common_option(&cafs_command_cache, c, verbosity);
 	return e < 0 ? 0 : e == 0 ? 1 : e; /* 0 go on, 1 help shown, 2 usage */
 }
 
@@ -254,13 +254,13 @@ out:
 	return r < 0 ? 1 : 0;
 }
 
-int cafs_cmd_cache(int argc, char **argv)
+static int cache_main(int argc, char **argv)
 {
 	if (argc < 2)
 		return cafs_usage_error("cache", "expected a verb: stat, fill, prune, verify or seed");
 	const char *verb = argv[1];
 	if (!strcmp(verb, "-h") || !strcmp(verb, "--help")) {
-		cafs_command_help(cafs_command_find("cache"), stdout);
+		cafs_command_help(&cafs_command_cache, stdout);
 		return 0;
 	}
 	/* getopt prefixes its messages with argv[0] */
@@ -280,3 +280,50 @@ int cafs_cmd_cache(int argc, char **argv)
 		return cafs_cache_seed(argc, argv);
 	return cafs_usage_error("cache", "unknown verb '%s'", verb);
 }
+
+/* the options for the help; cache_main parses each verb's own */
+static const struct cafs_option cache_options[] = {
+	{ "cache", 0, "DIR", CAFS_OPT_CACHE,
+	  .help = "the cache (default: $XDG_CACHE_HOME/cafs, ~/.cache/cafs;\n"
+	  "/var/cache/cafs for root)" },
+	{ "store", 's', "DIR|URL", CAFS_OPT_STORE,
+	  .help = "fill: where to download from (repeatable; default: beside each index)" },
+	{ "threads", 'j', "N", CAFS_OPT_THREADS,
+	  .help = "fill: transfers in flight (default 8, at most 64);\n"
+	  "verify: workers (default: CPUs, at most 16)" },
+	{ "rate-limit-bps", 0, "N", CAFS_OPT_RATE_LIMIT_BPS,
+	  .help = "fill: cap the download rate (bytes/s; K, M, G suffixes)" },
+	{ "trusted-key", 0, "FILE", CAFS_OPT_TRUSTED_KEY,
+	  .help = "fill: only indexes signed by this minisign key (repeatable)" },
+	{ "allow-downgrade", 0, NULL, CAFS_OPT_ALLOW_DOWNGRADE,
+	  .help = "fill: accept an index signed before the newest accepted" },
+	{ "signed-name", 0, "NAME", CAFS_OPT_SIGNED_NAME,
+	  .help = "fill: the file name its signature must give" },
+	{ "keep", 0, "INDEX", CAFS_OPT_KEEP,
+	  .help = "prune: never evict this index's chunks (repeatable)" },
+	{ "min-age", 0, "SECONDS", CAFS_OPT_MIN_AGE,
+	  .help = "prune: spare chunks used this recently (default 5)\n"
+	  "(prune also deletes *.tmp files older than an hour)" },
+	{ "dry-run", 'n', NULL, CAFS_OPT_DRY_RUN,
+	  .help = "prune: only say what would go" },
+	{ "digest", 0, "NAME", CAFS_OPT_DIGEST,
+	  .help = "verify: only accept this digest (default: either)" },
+	{ "seed-store", 0, "DIR", CAFS_OPT_SEED_STORE,
+	  .help = "seed: the store of index seeds (default: beside each)" },
+	{ NULL },
+};
+
+const struct cafs_command cafs_command_cache = {
+	.name = "cache",
+	.synopsis = "cache stat|fill|prune|verify|seed [OPTIONS] ...",
+	.help_head = "  cache stat [SOURCE...]          chunks and bytes in the cache; how much of each index it holds\n"
+	  "  cache fill SOURCE...            download every chunk the indexes need that the cache lacks\n"
+	  "  cache prune --max-size=SIZE     evict least recently used chunks until the cache fits\n"
+	  "  cache verify [--repair]         check every chunk against its name; --repair removes bad ones\n"
+	  "  cache seed SOURCE SEED...       take SOURCE's chunks from local data: a file, device,\n"
+	  "                                  .catar, index, or a directory for a .caidx\n",
+	.options = cache_options,
+	.help_column = 26,
+	.main = cache_main,
+};
+

@@ -20,7 +20,7 @@
 #include "base/log.h"
 #include "progress.h"
 
-enum { OPT_CACHE = 0x100, OPT_STORE, OPT_RATE };
+enum { OPT_CACHE = 0x300, OPT_STORE, OPT_RATE }; /* above cmd.h's CAFS_OPT_* */
 
 static void progress_start(void *userdata, uint64_t total)
 {
@@ -104,7 +104,7 @@ int cafs_cache_fill(int argc, char **argv)
 			}
 			break;
 		default:
-			r = cafs_common_option("cache", c, &verbosity);
+			r = cafs_common_option(&cafs_command_cache, c, &verbosity);
 			if (r >= 0)
 				goto out;
 			break;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * ops.c - cafs_make, cafs_image_extract, cafs_image_fill_cache (see
- * cafs/ops.h): the public face of core/image_make, core/image_extract and
- * core/cache_fill, the same calls the cafs command makes.
+ * cafs/ops.h): the public face of image/image_make, image/image_extract and
+ * store/cache_fill, the same calls the cafs command makes.
  */
 #include "config.h"
 

@@ -7,12 +7,13 @@
 #    imports only go down, so no two folders include each other; api/, the
 #    last, also includes the public headers it implements;
 #  - the public headers (core/include/cafs) include only each other;
-#  - fs/ and tools/ include core/ through the names below, and core/ never
-#    includes fs/ or tools/;
-#  - tools/ stands on the public face (cafs/...) and on the short list of
-#    internal headers below, each with its reason: any other internal
-#    header in tools/ is refused. A command's work is one core call; the
-#    list names what the public face does not serve yet.
+#  - fs/ includes core/ only through its face, image/fs_face.h (the one
+#    list of what the mount uses from the library, each with a reason),
+#    besides its own headers, libfuse and system headers;
+#  - tools/ includes the public face (cafs/...), fs/ as ../fs/X.h, and of
+#    core/'s internal headers only the short list below, each with its
+#    reason (a command's work is one core call; the list names what the
+#    public face does not serve yet); core/ never includes fs/ or tools/.
 # The checker runs on the tree, then on a copy with one upward include
 # planted, which it must refuse (a checker that passes everything would
 # otherwise pass here too).
@@ -36,7 +37,6 @@ format/index.h        the casync front end reads indexes for pull/push
 image/archive_reader.h list/mtree/stat/meta read archives
 image/image_make.h    make, digest, a directory's archive stream (list/mtree/stat): one call each
 image/image_seed.h    extract (with --seed, --cache) and cache seed: one call each
-image/index_cache.h   meta reads the index cache
 image/profile.h       mount reads and records prefetch profiles
 image/sidecar.h       metadata sidecars (meta, mount, tree read)
 image/source.h        an image opened from a source string, and its options (cmd.h)
@@ -94,8 +94,14 @@ check_tree() {
 						printf "%s:%d: %s (layer %s) includes %s above it\n", FILENAME, FNR, h, own, q[1]
 					next
 				}
-				# fs/ and tools/: their own headers, a core layer, or fs/ from tools/;
-				# tools/ only the internal headers on its list
+				# fs/: its own headers and its face, nothing else of core/
+				if (kind == "fs") {
+					if (index(h, "/") == 0 || h == "image/fs_face.h") next
+					printf "%s:%d: %s: fs/ reaches core/ only through image/fs_face.h\n", FILENAME, FNR, h
+					next
+				}
+				# tools/: its own headers, the public face, the internal headers
+				# on its list, or fs/
 				if (kind == "tools" && (q[1] in rank) && !(h in allowed)) {
 					printf "%s:%d: %s is not on the internal headers tools/ may include\n", FILENAME, FNR, h
 					next
@@ -123,6 +129,13 @@ rm -rf "$T/copy"/*; cp -r "$top_srcdir/core" "$top_srcdir/fs" "$top_srcdir/tools
 echo 'int x;' >"$T/copy/core/loose.c"
 refused_loose() { ! check_tree "$T/copy" >"$T/out" 2>&1 && grep -q 'core/loose.c: a source outside' "$T/out"; }
 ok "a source outside every layer folder is refused" refused_loose
+
+# fs/ reaching past its face into a core header is refused; the tree above
+# (fs/ through image/fs_face.h) is the accepted case.
+rm -rf "$T/copy"/*; cp -r "$top_srcdir/core" "$top_srcdir/fs" "$top_srcdir/tools" "$T/copy/"
+sed -i '0,/^#include "fs_private.h"/s//#include "store\/store.h"\n&/' "$T/copy/fs/tree.c"
+refused_fs() { ! check_tree "$T/copy" >"$T/out" 2>&1 && grep -q 'fs/tree.c:[0-9]*: store/store.h: fs/ reaches core/ only through' "$T/out"; }
+ok "fs/ including a core header past its face (fs/tree.c -> store/store.h) is refused" refused_fs
 
 # tools/ reaching past its list: a command including a store internal.
 rm -rf "$T/copy"/*; cp -r "$top_srcdir/core" "$top_srcdir/fs" "$top_srcdir/tools" "$T/copy/"

@@ -39,7 +39,8 @@ struct cafs_gc_options {
 struct cafs_gc_stats {
 	size_t size;                     /* sizeof(struct cafs_gc_stats) */
 	uint64_t kept;                   /* chunks the indexes use */
-	uint64_t removed, removed_bytes; /* chunks removed (or that would be) */
+	uint64_t removed;                /* chunks removed (or that would be) */
+	uint64_t removed_bytes;          /* their bytes */
 	uint64_t failed;                 /* chunks that could not be removed */
 	uint64_t dirs;                   /* emptied prefix directories removed */
 };
@@ -62,8 +63,10 @@ struct cafs_prune_options {
 
 struct cafs_prune_stats {
 	size_t size;                      /* sizeof(struct cafs_prune_stats) */
-	uint64_t removed, removed_bytes;  /* chunks evicted (or that would be) */
-	uint64_t left_chunks, left_bytes; /* what stays */
+	uint64_t removed;                 /* chunks evicted (or that would be) */
+	uint64_t removed_bytes;           /* their bytes */
+	uint64_t left_chunks;             /* what stays */
+	uint64_t left_bytes;
 	uint64_t stale_tmp;               /* temporary files a killed writer left, removed */
 };
 
