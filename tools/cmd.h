@@ -241,16 +241,7 @@ struct cafs_extract_args {
 	bool hardlink;                 /* --hardlink=yes: archives: link identical seed files */
 };
 
-struct ca_reflink;
-/* cache_seed.c: extract --cache and --seed. Makes a->cache (or, for seeds
- * without a cache, a private temporary store) src's cache and puts the
- * chunks idx needs that the seeds yield into it. *ret_tmp is that temporary
- * store, to pass to cafs_extract_seed_cleanup when done. With reflink
- * (may be NULL), where each chunk found in a seed file is, too. Logs its
- * errors. */
-int cafs_extract_cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx, const struct cafs_extract_args *a,
-                             char **ret_tmp, struct ca_reflink *reflink);
-void cafs_extract_seed_cleanup(char *tmp); /* removes and frees; accepts NULL */
+/* extract --cache and --seed are core's: image/image_seed.h */
 
 /* cmd_tree_make.c: print the digest casync digest would for a directory or an
  * archive(-index), or sub inside the archive (NULL: all of it); t (--digest)
