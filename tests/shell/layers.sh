@@ -28,17 +28,17 @@ base/digest.h         digest types and hex ids commands print (cmd.h, mount)
 base/fdio.h           whole reads and writes on fds (casync remote protocol, mount)
 base/location.h       operands classified by core's rules (image kind by suffix, URLs redacted in messages)
 base/stop_signals.h   the signals that stop a command (interrupt.c)
-catar/catar_dec.h     list/mtree/stat decode an archive entry by entry (cmd_tree_read.c)
 catar/uidshift.h      --uid-shift/--uid-range parsed into core's mapping
 chunk/chunker.h       --chunk-size checked by the chunker's own limits
 format/feature.h      --with/--without names; the feature flags info prints
 format/format.h       casync's constants (chunk id size)
 format/index.h        the casync front end reads indexes for pull/push
-image/archive_reader.h list/mtree/stat/meta read archives
+image/archive_reader.h meta reads archives
 image/image_make.h    make, digest, a directory's archive stream (list/mtree/stat): one call each
 image/image_seed.h    extract (with --seed, --cache) and cache seed: one call each
 image/profile.h       mount reads and records prefetch profiles
-image/sidecar.h       metadata sidecars (meta, mount, tree read)
+image/sidecar.h       metadata sidecars (meta, mount)
+image/tree_walk.h     list/mtree/stat/digest of an archive or a directory's stream: one walk each, tools/ prints
 image/source.h        an image opened from a source string, and its options (cmd.h)
 image/store_ops.h     gc, cache stat/fill/prune/verify: one call each
 net/caremote.h        casync's remote protocol (pull/push)
