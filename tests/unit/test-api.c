@@ -204,12 +204,14 @@ int main(void)
 		snprintf(cmd, sizeof(cmd), "%s list %s", cafs, path);
 		check_str(l.buf, command_output(dir, cmd));
 		check_int(l.n, ==, 4);
+		cafs_node_unref(l.last);
 		memset(&l, 0, sizeof(l));
 		wo.path = "d/";
 		check_int(cafs_image_walk(img, &wo, list_entry, &l), ==, 0);
 		snprintf(cmd, sizeof(cmd), "%s list %s d/", cafs, path);
 		check_str(l.buf, command_output(dir, cmd));
 		check_int(l.n, ==, 3);
+		cafs_node_unref(l.last);
 		memset(&l, 0, sizeof(l));
 		wo.path = NULL;
 		wo.flat = true;
@@ -217,6 +219,7 @@ int main(void)
 		snprintf(cmd, sizeof(cmd), "%s list --recursive=no %s", cafs, path);
 		check_str(l.buf, command_output(dir, cmd));
 		check_int(l.n, ==, 2);
+		cafs_node_unref(l.last);
 		memset(&l, 0, sizeof(l));
 		wo.path = "d/f";
 		wo.digests = true;
@@ -229,6 +232,7 @@ int main(void)
 		check_str(l.last ? cafs_node_get_name(l.last) : "", "f");
 		l.last = cafs_node_unref(l.last);
 		/* fn's non-zero return stops the walk and is returned */
+		cafs_node_unref(l.last);
 		memset(&l, 0, sizeof(l));
 		l.stop_at = 2;
 		check_int(cafs_image_walk(img, NULL, list_entry, &l), ==, 42);
@@ -245,6 +249,7 @@ int main(void)
 		cafs_ctx_cancel(ctx);
 		check_int(cafs_image_walk(img, NULL, list_entry, &l), ==, -ECANCELED);
 		cafs_ctx_uncancel(ctx);
+		cafs_node_unref(l.last);
 	}
 
 	/* nodes outlive the caller's image: each holds a reference on it */
