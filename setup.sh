@@ -65,16 +65,19 @@ build() {
 	cd "$top"
 }
 
-# Read automake's per-test .trs files (both builds) and print one closing line.
+# Read automake's per-test .trs files (both builds; or only the files named)
+# and print one closing line.
 summarize() {
 	local pass=0 fail=0 skip=0 line
+	local -a trs=("$@")
+	[ $# -gt 0 ] || mapfile -t trs < <(find "$build" -name '*.trs')
 	while IFS= read -r line; do
 		case "$line" in
 		":test-result: PASS"*|":test-result: XFAIL"*) pass=$((pass + 1)) ;;
 		":test-result: SKIP"*) skip=$((skip + 1)) ;;
 		":test-result: "*) fail=$((fail + 1)) ;;
 		esac
-	done < <(find "$build" -name '*.trs' -exec cat {} + 2>/dev/null)
+	done < <(cat "${trs[@]}" 2>/dev/null)
 	echo "$pass passed, $fail failed, $skip skipped"
 	[ "$fail" -eq 0 ]
 }
@@ -112,13 +115,16 @@ test_name() {
 
 # check_some TEST...: make check TESTS='TEST...' in the build, verbose
 check_some() {
-	local rc=0 names=()
+	local rc=0 names=() t
 	for t in "$@"; do names+=("$(test_name "$t")") || exit 2; done
 	cd "$build"
-	find . -name '*.trs' -delete 2>/dev/null || true
+	# this run's results only (the other tests' .trs stay)
+	for t in "${names[@]}"; do rm -f "$t.trs"; done
 	make -j"$jobs" check TESTS="${names[*]}" VERBOSE=1 || rc=1
 	cd "$top"
-	summarize || rc=1
+	local trs=()
+	for t in "${names[@]}"; do trs+=("$build/$t.trs"); done
+	summarize "${trs[@]}" || rc=1
 	return $rc
 }
 
