@@ -119,11 +119,11 @@ check_some() {
 	for t in "$@"; do names+=("$(test_name "$t")") || exit 2; done
 	cd "$build"
 	# this run's results only (the other tests' .trs stay)
-	for t in "${names[@]}"; do rm -f "$t.trs"; done
+	for t in "${names[@]}"; do rm -f "${t%.sh}.trs"; done
 	make -j"$jobs" check TESTS="${names[*]}" VERBOSE=1 || rc=1
 	cd "$top"
 	local trs=()
-	for t in "${names[@]}"; do trs+=("$build/$t.trs"); done
+	for t in "${names[@]}"; do trs+=("$build/${t%.sh}.trs"); done
 	summarize "${trs[@]}" || rc=1
 	return $rc
 }
