@@ -10,9 +10,9 @@
 #   ./setup.sh check --full   the same, then the stress variants (CAFS_TEST_FULL=1),
 #                      the sanitizer build, each fuzzer for a minute (make fuzz)
 #                      and make distcheck (what CI runs)
-#   ./setup.sh check TEST...  build, run only these tests (tests/shell/foo.sh,
-#                      tests/unit/test-bar, tests/fuzz/replay-baz, or just
-#                      foo.sh, test-bar); their TAP lines, then the same summary
+#   ./setup.sh check TEST...  build, run only these tests (tests/shell/NAME.sh,
+#                      tests/unit/test-NAME, tests/fuzz/replay-NAME, or just
+#                      NAME.sh, test-NAME); their TAP lines, then the same summary
 #   ./setup.sh build   install deps and build only
 #   ./setup.sh packages  print the Debian packages the build and tests need
 #
@@ -91,8 +91,8 @@ slowest() {
 		sort -k2 -rn | head -n "$1" | awk '{ printf "  %7.1f  %s\n", $2, $1 }'
 }
 
-# test_name ARG: the make check name of one test: tests/shell/foo.sh,
-# tests/unit/test-bar, tests/fuzz/replay-baz (a leading ./ or build/, or the
+# test_name ARG: the make check name of one test: tests/shell/NAME.sh,
+# tests/unit/test-NAME, tests/fuzz/replay-NAME (a leading ./ or build/, or the
 # bare file name, are fine)
 test_name() {
 	local t=${1#./}

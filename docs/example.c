@@ -96,7 +96,7 @@ int main(int argc, char **argv)
 	if (r == 0)
 		r = cat_file(img, argv[3]);
 out:
-	cafs_image_free(img);
+	cafs_image_unref(img);
 	cafs_ctx_unref(ctx);
 	return r < 0 ? 1 : 0;
 }

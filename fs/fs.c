@@ -16,10 +16,7 @@
 #include <sys/statvfs.h>
 #include <sys/uio.h>
 
-#include "store/blob.h"
-#include "net/failover.h"
 #include "fs_private.h"
-#include "base/log.h"
 
 #define COUNT(fs, field, n) atomic_fetch_add_explicit(&(fs)->field, (n), memory_order_relaxed)
 #define DEFAULT_READAHEAD_CHUNKS 8
@@ -44,22 +41,22 @@ static bool req_interrupted(void *arg)
  * interrupts it (remote.h; EINTR). The hook goes stale when the op
  * returns, but a worker only waits for a store inside an op, after the
  * next fs_of. */
-static struct cafs_fs *fs_of(fuse_req_t req)
+static struct fs *fs_of(fuse_req_t req)
 {
-	struct cafs_fs *fs = fuse_req_userdata(req);
+	struct fs *fs = fuse_req_userdata(req);
 	ca_log_use(fs->logger);
 	ca_chunksrc_wait_hook(req_interrupted, req);
 	return fs;
 }
 
-int cafs_fs_errno(int r)
+int fs_errno(int r)
 {
 	if (r == -ENOMEM || r == -EINTR)
 		return -r;
 	return EIO;
 }
 
-void cafs_fs_log_io_error(struct cafs_fs *fs, struct cafs_node *n, int err, const char *what, uint64_t off)
+void fs_log_io_error(struct fs *fs, struct fs_node *n, int err, const char *what, uint64_t off)
 {
 	char where[512];
 	if (n && atomic_exchange(&n->io_error_logged, true))
@@ -75,9 +72,9 @@ void cafs_fs_log_io_error(struct cafs_fs *fs, struct cafs_node *n, int err, cons
 
 /* ---- construction ---- */
 
-static int fs_alloc(struct ca_image *im, const struct cafs_fs_options *o, struct cafs_fs **ret)
+static int fs_alloc(struct ca_image *im, const struct fs_options *o, struct fs **ret)
 {
-	struct cafs_fs *fs = calloc(1, sizeof(*fs));
+	struct fs *fs = calloc(1, sizeof(*fs));
 	if (!fs)
 		return -ENOMEM;
 	fs->im = im;
@@ -91,7 +88,7 @@ static int fs_alloc(struct ca_image *im, const struct cafs_fs_options *o, struct
 	fs->readahead_bytes = (uint64_t)k * (idx ? ca_index_chunk_size_avg(idx) : 65536);
 	if (fs->readahead_bytes > MAX_READAHEAD_BYTES)
 		fs->readahead_bytes = MAX_READAHEAD_BYTES;
-	int r = cafs_inode_table_new(&fs->inodes);
+	int r = fs_inode_table_new(&fs->inodes);
 	if (r < 0) {
 		free(fs);
 		return r;
@@ -100,15 +97,15 @@ static int fs_alloc(struct ca_image *im, const struct cafs_fs_options *o, struct
 	 * node from the number, as a fresh server on a live mount does */
 	const char *cap = getenv("CAFS_TEST_INODES_MAX");
 	if (cap && *cap)
-		cafs_inode_set_max(fs->inodes, strtoull(cap, NULL, 10));
+		fs_inode_set_max(fs->inodes, strtoull(cap, NULL, 10));
 	*ret = fs;
 	return 0;
 }
 
-static int new_blob(struct ca_image *im, const struct cafs_fs_options *o, struct cafs_fs **ret)
+static int new_blob(struct ca_image *im, const struct fs_options *o, struct fs **ret)
 {
-	struct cafs_fs *fs = NULL;
-	struct cafs_node *root = NULL, *file = NULL;
+	struct fs *fs = NULL;
+	struct fs_node *root = NULL, *file = NULL;
 	uint64_t size = ca_image_size(im);
 	int r;
 
@@ -118,8 +115,8 @@ static int new_blob(struct ca_image *im, const struct cafs_fs_options *o, struct
 	if (r < 0)
 		return r;
 	fs->blob_name = strdup(o->blob_name);
-	root = cafs_node_new(FUSE_ROOT_ID);
-	file = cafs_node_new(CAFS_BLOB_FILE_INO);
+	root = fs_node_new(FUSE_ROOT_ID);
+	file = fs_node_new(FS_BLOB_FILE_INO);
 	if (!fs->blob_name || !root || !file) {
 		r = -ENOMEM;
 		goto fail;
@@ -133,26 +130,26 @@ static int new_blob(struct ca_image *im, const struct cafs_fs_options *o, struct
 	root->st.st_blocks = 0;
 	root->parent = FUSE_ROOT_ID;
 	file->st = root->st;
-	file->st.st_ino = CAFS_BLOB_FILE_INO;
+	file->st.st_ino = FS_BLOB_FILE_INO;
 	file->st.st_mode = S_IFREG | (o->blob_st.st_mode & 0555);
 	file->st.st_nlink = 1;
 	file->st.st_size = (off_t)size;
 	file->st.st_blocks = (blkcnt_t)((size + 511) / 512);
 	file->parent = FUSE_ROOT_ID;
-	cafs_inode_pin(fs->inodes, root);
-	cafs_inode_pin(fs->inodes, file);
+	fs_inode_pin(fs->inodes, root);
+	fs_inode_pin(fs->inodes, file);
 	*ret = fs;
 	return 0;
 fail:
-	cafs_node_free(root);
-	cafs_node_free(file);
-	cafs_fs_free(fs);
+	fs_node_free(root);
+	fs_node_free(file);
+	fs_free(fs);
 	return r;
 }
 
-static int new_tree(struct ca_image *im, const struct cafs_fs_options *o, struct cafs_fs **ret)
+static int new_tree(struct ca_image *im, const struct fs_options *o, struct fs **ret)
 {
-	struct cafs_fs *fs = NULL;
+	struct fs *fs = NULL;
 	int r = fs_alloc(im, o, &fs);
 	if (r < 0)
 		return r;
@@ -162,16 +159,16 @@ static int new_tree(struct ca_image *im, const struct cafs_fs_options *o, struct
 	fs->sc = ca_image_sidecar(im);
 	r = fs->sc ? 0 : ca_catar_ra_open(&fs->img, &fs->ra);
 	if (r == 0)
-		r = cafs_tree_init(fs);
+		r = fs_tree_init(fs);
 	if (r < 0) {
-		cafs_fs_free(fs);
+		fs_free(fs);
 		return r;
 	}
 	*ret = fs;
 	return 0;
 }
 
-int cafs_fs_new(struct ca_image *im, const struct cafs_fs_options *o, struct cafs_fs **ret)
+int fs_new(struct ca_image *im, const struct fs_options *o, struct fs **ret)
 {
 	/* Big buffers (chunks, metadata loads up to 8 MiB) from mmap, always:
 	 * glibc otherwise raises its mmap threshold to the largest block
@@ -183,20 +180,20 @@ int cafs_fs_new(struct ca_image *im, const struct cafs_fs_options *o, struct caf
 	return ca_image_kind(im) == CA_IMAGE_BLOB_INDEX ? new_blob(im, o, ret) : new_tree(im, o, ret);
 }
 
-void cafs_fs_free(struct cafs_fs *fs)
+void fs_free(struct fs *fs)
 {
 	if (!fs)
 		return;
 	/* first: nodes and records hold archive node references */
-	cafs_inode_table_free(fs->inodes);
+	fs_inode_table_free(fs->inodes);
 	if (fs->tree)
-		cafs_tree_free(fs);
+		fs_tree_free(fs);
 	ca_catar_ra_free(fs->ra);
 	free(fs->blob_name);
 	free(fs);
 }
 
-void cafs_fs_stop_waits(struct cafs_fs *fs)
+void fs_stop_waits(struct fs *fs)
 {
 	ca_image_abort_waits(fs->im);
 }
@@ -222,7 +219,7 @@ static size_t prefetch_stats_text(struct ca_prefetch *p, char *buf, size_t len)
 	return n < 0 ? 0 : (size_t)n >= len ? len - 1 : (size_t)n;
 }
 
-size_t cafs_fs_stats_text(struct cafs_fs *fs, char *buf, size_t len)
+size_t fs_stats_text(struct fs *fs, char *buf, size_t len)
 {
 	struct ca_chunksrc_stats s = { 0 };
 	struct ca_remote_store_stats rs;
@@ -243,7 +240,7 @@ size_t cafs_fs_stats_text(struct cafs_fs *fs, char *buf, size_t len)
 	                 "inodes: %" PRIu64 "\n",
 	                 s.fetched_chunks, s.fetched_bytes, s.cache_hits, s.lru_hits, s.errors, s.corrupt,
 	                 (uint64_t)fs->reads, (uint64_t)fs->bytes_read, (uint64_t)fs->read_errors,
-	                 (uint64_t)fs->meta_errors, (uint64_t)fs->meta_loads, cafs_inode_count(fs->inodes));
+	                 (uint64_t)fs->meta_errors, (uint64_t)fs->meta_loads, fs_inode_count(fs->inodes));
 	size_t used = n < 0 ? 0 : (size_t)n >= len ? len - 1 : (size_t)n;
 	if (ca_image_remote_stats(fs->im, &rs) && used + 1 < len) {
 		n = snprintf(buf + used, len - used,
@@ -297,47 +294,47 @@ size_t cafs_fs_stats_text(struct cafs_fs *fs, char *buf, size_t len)
  * for any entry of its archive, handed out by this process or not (a
  * fresh server on a live connection, a node the table let go); a number
  * that is no entry is ESTALE. */
-static int node_get(struct cafs_fs *fs, fuse_ino_t ino, struct cafs_node **ret)
+static int node_get(struct fs *fs, fuse_ino_t ino, struct fs_node **ret)
 {
 	if (fs->tree)
-		return cafs_tree_node(fs, ino, ret);
-	struct cafs_node *n = cafs_inode_find(fs->inodes, ino);
+		return fs_tree_node(fs, ino, ret);
+	struct fs_node *n = fs_inode_find(fs->inodes, ino);
 	if (!n)
 		return -ESTALE;
 	*ret = n;
 	return 0;
 }
 
-static void node_put(struct cafs_fs *fs, struct cafs_node *n)
+static void node_put(struct fs *fs, struct fs_node *n)
 {
-	cafs_node_put(fs->inodes, n);
+	fs_node_put(fs->inodes, n);
 }
 
 /* node_get's failures: ESTALE as is; the image's (a rebuild reads it) as
  * for any metadata read. */
-static int node_errno(struct cafs_fs *fs, int r)
+static int node_errno(struct fs *fs, int r)
 {
 	if (r == -ESTALE)
 		return ESTALE;
 	COUNT(fs, meta_errors, 1);
-	return cafs_fs_errno(r);
+	return fs_errno(r);
 }
 
-static void fill_entry(struct fuse_entry_param *e, const struct cafs_node *n)
+static void fill_entry(struct fuse_entry_param *e, const struct fs_node *n)
 {
 	memset(e, 0, sizeof(*e));
 	e->ino = n->ino;
 	e->generation = 1;
 	e->attr = n->st;
-	e->attr_timeout = CAFS_TIMEOUT;
-	e->entry_timeout = CAFS_TIMEOUT;
+	e->attr_timeout = FS_TIMEOUT;
+	e->entry_timeout = FS_TIMEOUT;
 }
 
 /* ---- operations ---- */
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	struct cafs_fs *fs = userdata;
+	struct fs *fs = userdata;
 	ca_log_use(fs->logger);
 	/* The largest reads the kernel offers (1 MiB with max_pages) and its
 	 * own readahead as far as it goes: both mean fewer round trips. The
@@ -376,9 +373,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct cafs_fs *fs = fs_of(req);
+	struct fs *fs = fs_of(req);
 	struct fuse_entry_param e;
-	struct cafs_node *dir = NULL, *child = NULL;
+	struct fs_node *dir = NULL, *child = NULL;
 	int r = node_get(fs, parent, &dir);
 	if (r < 0) {
 		r = -node_errno(fs, r);
@@ -389,27 +386,27 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		goto fail;
 	}
 	if (fs->tree) {
-		r = cafs_tree_lookup(fs, dir, name, &child);
+		r = fs_tree_lookup(fs, dir, name, &child);
 	} else {
-		child = !strcmp(name, fs->blob_name) ? cafs_inode_find(fs->inodes, CAFS_BLOB_FILE_INO) : NULL;
+		child = !strcmp(name, fs->blob_name) ? fs_inode_find(fs->inodes, FS_BLOB_FILE_INO) : NULL;
 		r = child ? 0 : -ENOENT;
 	}
 	if (r == -ENOENT) {
 		/* a negative entry the kernel may keep as long as a positive one */
 		memset(&e, 0, sizeof(e));
-		e.entry_timeout = CAFS_TIMEOUT;
+		e.entry_timeout = FS_TIMEOUT;
 		fuse_reply_entry(req, &e);
 		goto out;
 	}
 	if (r < 0) {
 		COUNT(fs, meta_errors, 1);
-		cafs_fs_log_io_error(fs, dir, r, "lookup", 0);
-		r = -cafs_fs_errno(r);
+		fs_log_io_error(fs, dir, r, "lookup", 0);
+		r = -fs_errno(r);
 		goto fail;
 	}
 	fill_entry(&e, child);
 	if (fuse_reply_entry(req, &e) < 0)
-		cafs_inode_forget(fs->inodes, child->ino, 1);
+		fs_inode_forget(fs->inodes, child->ino, 1);
 	goto out;
 fail:
 	fuse_reply_err(req, -r);
@@ -420,36 +417,36 @@ out:
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	cafs_inode_forget(fs_of(req)->inodes, ino, nlookup);
+	fs_inode_forget(fs_of(req)->inodes, ino, nlookup);
 	fuse_reply_none(req);
 }
 
 static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
-	struct cafs_fs *fs = fs_of(req);
+	struct fs *fs = fs_of(req);
 	for (size_t i = 0; i < count; i++)
-		cafs_inode_forget(fs->inodes, forgets[i].ino, forgets[i].nlookup);
+		fs_inode_forget(fs->inodes, forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct cafs_fs *fs = fs_of(req);
-	struct cafs_node *n;
+	struct fs *fs = fs_of(req);
+	struct fs_node *n;
 	(void)fi;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
 		fuse_reply_err(req, node_errno(fs, r));
 		return;
 	}
-	fuse_reply_attr(req, &n->st, CAFS_TIMEOUT);
+	fuse_reply_attr(req, &n->st, FS_TIMEOUT);
 	node_put(fs, n);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	struct cafs_fs *fs = fs_of(req);
-	struct cafs_node *n;
+	struct fs *fs = fs_of(req);
+	struct fs_node *n;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
 		fuse_reply_err(req, node_errno(fs, r));
@@ -467,8 +464,8 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
  * that opened it. */
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct cafs_fs *fs = fs_of(req);
-	struct cafs_node *n;
+	struct fs *fs = fs_of(req);
+	struct fs_node *n;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
 		fuse_reply_err(req, node_errno(fs, r));
@@ -494,13 +491,13 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
  * 2 = after "..", 3 + i = after child i. */
 struct dirbuf {
 	fuse_req_t req;
-	struct cafs_fs *fs;
+	struct fs *fs;
 	char *buf;
 	size_t size, used;
 	bool plus;
 };
 
-static bool dirbuf_add(struct dirbuf *d, const char *name, const struct stat *st, struct cafs_node *n,
+static bool dirbuf_add(struct dirbuf *d, const char *name, const struct stat *st, struct fs_node *n,
                        off_t next)
 {
 	size_t k;
@@ -522,7 +519,7 @@ static bool dirbuf_add(struct dirbuf *d, const char *name, const struct stat *st
 	return true;
 }
 
-static bool dirbuf_child(void *userdata, uint64_t index, const char *name, struct cafs_node *child)
+static bool dirbuf_child(void *userdata, uint64_t index, const char *name, struct fs_node *child)
 {
 	struct dirbuf *d = userdata;
 	return dirbuf_add(d, name, &child->st, child, (off_t)(3 + index));
@@ -531,8 +528,8 @@ static bool dirbuf_child(void *userdata, uint64_t index, const char *name, struc
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi,
                        bool plus)
 {
-	struct cafs_fs *fs = fs_of(req);
-	struct cafs_node *dir;
+	struct fs *fs = fs_of(req);
+	struct fs_node *dir;
 	struct dirbuf d = { .req = req, .fs = fs, .size = size, .plus = plus };
 	struct stat st = { 0 };
 	(void)fi;
@@ -569,20 +566,20 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 	}
 	uint64_t from = off < 3 ? 0 : (uint64_t)off - 2;
 	if (fs->tree) {
-		r = cafs_tree_readdir(fs, dir, from, plus, dirbuf_child, &d);
+		r = fs_tree_readdir(fs, dir, from, plus, dirbuf_child, &d);
 		if (r < 0) {
 			COUNT(fs, meta_errors, 1);
-			cafs_fs_log_io_error(fs, dir, r, "readdir", 0);
+			fs_log_io_error(fs, dir, r, "readdir", 0);
 		}
 	} else if (dir->ino == FUSE_ROOT_ID && from == 0) {
-		struct cafs_node *f = cafs_inode_find(fs->inodes, CAFS_BLOB_FILE_INO);
+		struct fs_node *f = fs_inode_find(fs->inodes, FS_BLOB_FILE_INO);
 		(void)dirbuf_add(&d, fs->blob_name, &f->st, f, 3);
 		node_put(fs, f);
 	}
 reply:
 	/* entries already in the buffer are good even if a later one failed */
 	if (r < 0 && d.used == 0)
-		fuse_reply_err(req, cafs_fs_errno(r));
+		fuse_reply_err(req, fs_errno(r));
 	else
 		fuse_reply_buf(req, d.buf, d.used);
 	free(d.buf);
@@ -613,8 +610,8 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
  * kernel refuses writes itself. */
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct cafs_fs *fs = fs_of(req);
-	struct cafs_node *n;
+	struct fs *fs = fs_of(req);
+	struct fs_node *n;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
 		fuse_reply_err(req, node_errno(fs, r));
@@ -641,22 +638,22 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 /* Sequential reading: ask for the next few chunks before the kernel does,
  * so their downloads overlap with this read and the application's work. */
-static void maybe_readahead(struct cafs_fs *fs, struct cafs_node *n, uint64_t off, uint64_t end)
+static void maybe_readahead(struct fs *fs, struct fs_node *n, uint64_t off, uint64_t end)
 {
 	uint64_t prev = atomic_exchange(&n->next_off, end);
 	bool sequential = off + SEQ_SLACK >= prev && off <= prev + SEQ_SLACK;
 	if (!sequential || fs->readahead_bytes == 0) {
-		atomic_store(&n->ra_window, 0);
+		atomic_store(&n->readahead_window, 0);
 		return;
 	}
-	uint64_t win = atomic_load(&n->ra_window);
+	uint64_t win = atomic_load(&n->readahead_window);
 	if (win < fs->readahead_bytes)
 		win = fs->readahead_bytes;
 	uint64_t size = (uint64_t)n->st.st_size;
 	uint64_t want = end + win;
 	if (want > size)
 		want = size;
-	uint64_t have = atomic_load(&n->ra_end);
+	uint64_t have = atomic_load(&n->readahead_end);
 	if (have < end)
 		have = end;
 	/* top up in steps of half the window, not on every read */
@@ -664,13 +661,13 @@ static void maybe_readahead(struct cafs_fs *fs, struct cafs_node *n, uint64_t of
 		return;
 	if (want <= have)
 		return;
-	uint64_t seen = atomic_exchange(&n->ra_end, want);
+	uint64_t seen = atomic_exchange(&n->readahead_end, want);
 	if (seen > have)
 		have = seen;
 	/* still sequential a window later: as the kernel does, read further
 	 * ahead next time, so downloads and decoding keep up with the reader */
 	uint64_t max = fs->readahead_bytes > MAX_READAHEAD_WINDOW ? fs->readahead_bytes : MAX_READAHEAD_WINDOW;
-	atomic_store(&n->ra_window, win * 2 < max ? win * 2 : max);
+	atomic_store(&n->readahead_window, win * 2 < max ? win * 2 : max);
 	if (want > have && fs->img.readahead)
 		fs->img.readahead(fs->img.userdata, n->data_off + have, want - have);
 }
@@ -706,8 +703,8 @@ static ssize_t reply_spans(fuse_req_t req, struct ca_blob *blob, uint64_t off, s
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-	struct cafs_fs *fs = fs_of(req);
-	struct cafs_node *n;
+	struct fs *fs = fs_of(req);
+	struct fs_node *n;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
 		fuse_reply_err(req, node_errno(fs, r));
@@ -749,8 +746,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	COUNT(fs, reads, 1);
 	if (k < 0) {
 		COUNT(fs, read_errors, 1);
-		cafs_fs_log_io_error(fs, n, (int)k, "read", (uint64_t)off);
-		fuse_reply_err(req, cafs_fs_errno((int)k));
+		fs_log_io_error(fs, n, (int)k, "read", (uint64_t)off);
+		fuse_reply_err(req, fs_errno((int)k));
 	} else {
 		COUNT(fs, bytes_read, (uint64_t)k);
 		if (fs->o.record)
@@ -763,13 +760,13 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
-	struct cafs_fs *fs = fs_of(req);
+	struct fs *fs = fs_of(req);
 	struct statvfs sv = { 0 };
 	(void)ino;
 	sv.f_bsize = 4096;
 	sv.f_frsize = 4096;
 	sv.f_blocks = (fs->img.size + 4095) / 4096;
-	sv.f_files = cafs_inode_count(fs->inodes);
+	sv.f_files = fs_inode_count(fs->inodes);
 	sv.f_namemax = 255;
 	sv.f_flag = ST_RDONLY;
 	fuse_reply_statfs(req, &sv);
@@ -795,18 +792,18 @@ static void reply_xattr(fuse_req_t req, const char *data, size_t len, size_t siz
 		fuse_reply_buf(req, data, len);
 }
 
-/* Reply with what cafs_tree_getxattr/listxattr returned: no such attribute
+/* Reply with what fs_tree_getxattr/listxattr returned: no such attribute
  * and a small buffer are the caller's business; other failures are I/O on
  * the image, counted, logged once and turned into EIO. */
-static void reply_xattr_result(fuse_req_t req, struct cafs_fs *fs, struct cafs_node *n, int r, const char *op,
+static void reply_xattr_result(fuse_req_t req, struct fs *fs, struct fs_node *n, int r, const char *op,
                                const char *buf, size_t len, size_t size)
 {
 	if (r == -ENODATA || r == -ERANGE) {
 		fuse_reply_err(req, -r);
 	} else if (r < 0) {
 		COUNT(fs, meta_errors, 1);
-		cafs_fs_log_io_error(fs, n, r, op, 0);
-		fuse_reply_err(req, cafs_fs_errno(r));
+		fs_log_io_error(fs, n, r, op, 0);
+		fuse_reply_err(req, fs_errno(r));
 	} else if (size == 0) {
 		fuse_reply_xattr(req, len);
 	} else {
@@ -816,8 +813,8 @@ static void reply_xattr_result(fuse_req_t req, struct cafs_fs *fs, struct cafs_n
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-	struct cafs_fs *fs = fs_of(req);
-	struct cafs_node *n;
+	struct fs *fs = fs_of(req);
+	struct fs_node *n;
 	char *buf = NULL;
 	size_t len = 0;
 	int r = node_get(fs, ino, &n);
@@ -825,16 +822,16 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		fuse_reply_err(req, node_errno(fs, r));
 		return;
 	}
-	if (ino == FUSE_ROOT_ID && !strcmp(name, CAFS_STATS_XATTR)) {
+	if (ino == FUSE_ROOT_ID && !strcmp(name, FS_STATS_XATTR)) {
 		char text[4096];
-		len = cafs_fs_stats_text(fs, text, sizeof(text));
+		len = fs_stats_text(fs, text, sizeof(text));
 		reply_xattr(req, text, len, size);
 	} else if (!fs->tree) {
 		fuse_reply_err(req, ENODATA);
 	} else if (size > 0 && !(buf = malloc(size))) {
 		fuse_reply_err(req, ENOMEM);
 	} else {
-		r = cafs_tree_getxattr(fs, n, caller_is_root(req), name, buf, size, &len);
+		r = fs_tree_getxattr(fs, n, caller_is_root(req), name, buf, size, &len);
 		reply_xattr_result(req, fs, n, r, "getxattr", buf, len, size);
 	}
 	free(buf);
@@ -843,8 +840,8 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	struct cafs_fs *fs = fs_of(req);
-	struct cafs_node *n;
+	struct fs *fs = fs_of(req);
+	struct fs_node *n;
 	char *buf = NULL;
 	size_t len = 0;
 	int r = node_get(fs, ino, &n);
@@ -857,7 +854,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	} else if (size > 0 && !(buf = malloc(size))) {
 		fuse_reply_err(req, ENOMEM);
 	} else {
-		r = cafs_tree_listxattr(fs, n, caller_is_root(req), buf, size, &len);
+		r = fs_tree_listxattr(fs, n, caller_is_root(req), buf, size, &len);
 		reply_xattr_result(req, fs, n, r, "listxattr", buf, len, size);
 	}
 	free(buf);
@@ -868,8 +865,8 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg, struct fuse_file_info *fi,
                      unsigned flags, const void *in_buf, size_t in_bufsz, size_t out_bufsz)
 {
-	struct cafs_fs *fs = fs_of(req);
-	struct cafs_node *n;
+	struct fs *fs = fs_of(req);
+	struct fs_node *n;
 	(void)arg, (void)fi, (void)in_buf, (void)in_bufsz;
 	if (cmd != (unsigned)FS_IOC_GETFLAGS || (flags & FUSE_IOCTL_COMPAT) || !fs->tree) {
 		fuse_reply_err(req, ENOTTY);
@@ -880,7 +877,7 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		fuse_reply_err(req, node_errno(fs, r));
 		return;
 	}
-	unsigned v = cafs_tree_chattr(n);
+	unsigned v = fs_tree_chattr(n);
 	node_put(fs, n);
 	fuse_reply_ioctl(req, 0, &v, out_bufsz < sizeof(v) ? out_bufsz : sizeof(v));
 }
@@ -963,7 +960,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 	fuse_reply_err(req, EROFS);
 }
 
-const struct fuse_lowlevel_ops cafs_fs_ops = {
+const struct fuse_lowlevel_ops fs_ops = {
 	.init = op_init,
 	.lookup = op_lookup,
 	.forget = op_forget,

@@ -21,8 +21,8 @@
  * immutable after creation except for atomic counters and the inode table
  * (which has its own lock, see inode.h).
  */
-#ifndef CAFS_FS_H
-#define CAFS_FS_H
+#ifndef FS_FS_H
+#define FS_FS_H
 
 #define FUSE_USE_VERSION 312
 
@@ -32,14 +32,11 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "catar/catar_ra.h"
-#include "store/prefetch.h"
-#include "image/profile.h"
-#include "image/source.h"
+#include "image/fs_face.h"
 
-struct cafs_fs;
+struct fs;
 
-struct cafs_fs_options {
+struct fs_options {
 	/* Blob mount: the name of the one file (required) and its attributes:
 	 * owner, times and permission bits (write bits are dropped). The root
 	 * is a 0555 directory with the same owner and times. */
@@ -65,10 +62,10 @@ struct cafs_fs_options {
  * mount for a .caibx, a tree mount for a .caidx or .catar. A tree mount
  * checks the archive root now, so a corrupt archive fails here (-EBADMSG)
  * and not at the first ls. */
-int cafs_fs_new(struct ca_image *im, const struct cafs_fs_options *o, struct cafs_fs **ret);
-void cafs_fs_free(struct cafs_fs *fs); /* accepts NULL */
+int fs_new(struct ca_image *im, const struct fs_options *o, struct fs **ret);
+void fs_free(struct fs *fs); /* accepts NULL */
 
-struct cafs_serve_opts {
+struct fs_serve_opts {
 	const char *fsname;    /* what /proc/mounts shows as the source */
 	const char *fuse_opts; /* more -o options for libfuse, comma-separated; may be NULL */
 	bool allow_other;      /* let other users in (the kernel checks permissions) */
@@ -77,7 +74,7 @@ struct cafs_serve_opts {
 	 * only, best effort; 0 keeps the kernel's 128 KiB). The kernel reads
 	 * a FUSE file in requests no larger than that window, up to 1 MiB. */
 	unsigned kernel_readahead_kb;
-	/* Managed by a keeper (tools/keeper.h): the server never unmounts (the
+	/* Managed by a keeper (fs/keeper.h): the server never unmounts (the
 	 * keeper does, on a clean stop), and a stop signal only ends the loop. */
 	bool keep_mounted;
 	/* Resume a live connection instead of mounting: resume_fd is its
@@ -98,36 +95,36 @@ struct cafs_serve_opts {
 /* For a blob mount: a sequential reader's request is then 1 MiB, not
  * 128 KiB (one wake-up and one reply where there were eight), and a
  * random mmap fault's read-around is at most 1 MiB of chunks. */
-#define CAFS_BLOB_KERNEL_READAHEAD_KB 1024
+#define FS_BLOB_KERNEL_READAHEAD_KB 1024
 
 /* Mount fs read-only on mountpoint (or resume o->resume_fd) and serve it
  * until it is unmounted or SIGINT/SIGTERM/SIGHUP arrives; then unmount
  * (unless o->keep_mounted). Returns 0 after a clean stop, a negative errno
  * if it could not mount or the loop failed (logged). */
-int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_serve_opts *o);
+int fs_serve(struct fs *fs, const char *mountpoint, const struct fs_serve_opts *o);
 
 /* Answer the kernel's INIT on se's freshly mounted descriptor (call it
  * right after fuse_session_mount, before the loop): through libfuse, with
  * the flags libfuse 3.14 leaves out of its reply (FUSE_PARALLEL_DIROPS:
  * lookups in one directory run in parallel) added. fs is se's userdata. */
-int cafs_fs_session_init(struct fuse_session *se, struct cafs_fs *fs);
+int fs_session_init(struct fuse_session *se, struct fs *fs);
 /* The same with INIT's bytes already read (in[0, len): from the kernel,
  * or kept by a keeper from the first server); without answer the reply
  * is dropped (a resumed connection: the kernel finished that INIT long
  * ago). libfuse's state and op_init run as for a first INIT. */
-int cafs_fs_session_init_with(struct fuse_session *se, struct cafs_fs *fs, void *in, size_t len, bool answer);
+int fs_session_init_with(struct fuse_session *se, struct fs *fs, void *in, size_t len, bool answer);
 /* End every read waiting for a failing store now, and any later one
  * (EIO): the mount is stopping (source.h, ca_image_abort_waits). */
-void cafs_fs_stop_waits(struct cafs_fs *fs);
+void fs_stop_waits(struct fs *fs);
 
 /* The operations; pass the fs as userdata to fuse_session_new. */
-extern const struct fuse_lowlevel_ops cafs_fs_ops;
+extern const struct fuse_lowlevel_ops fs_ops;
 
 /* The name of the virtual xattr on the mount root that holds the stats. */
-#define CAFS_STATS_XATTR "user.cafs.stats"
+#define FS_STATS_XATTR "user.cafs.stats"
 
-/* The stats text (what CAFS_STATS_XATTR returns), NUL-terminated into buf;
+/* The stats text (what FS_STATS_XATTR returns), NUL-terminated into buf;
  * returns its length (truncated to len - 1). */
-size_t cafs_fs_stats_text(struct cafs_fs *fs, char *buf, size_t len);
+size_t fs_stats_text(struct fs *fs, char *buf, size_t len);
 
 #endif

@@ -3,34 +3,32 @@
  * fs_private.h - what fs.c (the ops, the blob mount) and tree.c (the
  * archive tree) share. Not for use outside fs/.
  */
-#ifndef CAFS_FS_PRIVATE_H
-#define CAFS_FS_PRIVATE_H
+#ifndef FS_FS_PRIVATE_H
+#define FS_FS_PRIVATE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "fs.h"
 #include "inode.h"
-#include "image/sidecar.h"
-#include "catar/xattr_policy.h"
 
 /* The image never changes: let the kernel cache everything for a day. */
-#define CAFS_TIMEOUT 86400.0
+#define FS_TIMEOUT 86400.0
 
 /* The blob mount's file; its root is FUSE_ROOT_ID. */
-#define CAFS_BLOB_FILE_INO 2
+#define FS_BLOB_FILE_INO 2
 
-struct cafs_fs {
+struct fs {
 	struct ca_image *im;           /* borrowed */
 	struct ca_logger *logger;      /* the creator's: libfuse's threads log there too */
 	struct ca_catar_source img;    /* the image's bytes */
-	struct ca_catar_ra *ra;        /* tree mounts without a metadata sidecar */
+	struct ca_catar_ra *ra;        /* random access: tree mounts without a metadata sidecar */
 	const struct ca_sidecar *sc;   /* tree mounts with one (borrowed from im): no ra */
 	bool tree;                     /* a .caidx/.catar mount (ra or sc) */
-	struct cafs_inode_table *inodes;
+	struct fs_inode_table *inodes;
 	char *blob_name;               /* blob mounts only */
 	uint64_t readahead_bytes;
-	struct cafs_fs_options o;
+	struct fs_options o;
 	struct ca_xattr_policy xattrs; /* what the archive's xattrs may show (trusted: per caller) */
 	atomic_bool ready_sent;
 	bool no_open;                  /* set once in init: the kernel skips file opens */
@@ -38,46 +36,46 @@ struct cafs_fs {
 
 	/* tree.c's bounded caches (see the budget below): the records of
 	 * nodes too big to keep with the node, and directory listings */
-	struct cafs_mcache *records;
-	struct cafs_mcache *listings;
+	struct fs_mcache *records;
+	struct fs_mcache *listings;
 
 	/* counters for the stats xattr (relaxed atomics) */
 	atomic_uint_fast64_t reads, bytes_read, read_errors, meta_errors, meta_loads;
 };
 
 /* The mount's memory budget for metadata (see docs/cafs.1, SECURITY):
- *   nodes: at most CAFS_INODES_MAX (inode.h) cached, each a few hundred
- *     bytes plus its records when they are at most CAFS_META_SMALL;
+ *   nodes: at most FS_INODES_MAX (inode.h) cached, each a few hundred
+ *     bytes plus its records when they are at most FS_META_SMALL;
  *   records of bigger nodes: loaded when an xattr call needs them, kept
  *     as an index of their xattrs (16 bytes a record plus the names, no
- *     value) and their other records in an LRU of CAFS_RECORDS_MAX bytes
+ *     value) and their other records in an LRU of FS_RECORDS_MAX bytes
  *     (one load per node at a time, the others wait for it);
- *   listings (24 bytes a child): an LRU of CAFS_LISTINGS_MAX bytes, plus
+ *   listings (24 bytes a child): an LRU of FS_LISTINGS_MAX bytes, plus
  *     the one in use (at most CA_CATAR_RA_LIST_MAX children);
  *   loads under way: CA_CATAR_RA_BIG_MAX (catar_ra.h).
  * A reader that waits for a load or for budget gives up after
- * CAFS_META_WAIT_MS with EIO: never forever. */
-#define CAFS_META_SMALL ((size_t)1 << 10)
-#define CAFS_RECORDS_MAX ((size_t)16 << 20)
-#define CAFS_LISTINGS_MAX ((size_t)8 << 20)
-#define CAFS_META_WAIT_MS 30000u
+ * FS_META_WAIT_MS with EIO: never forever. */
+#define FS_META_SMALL ((size_t)1 << 10)
+#define FS_RECORDS_MAX ((size_t)16 << 20)
+#define FS_LISTINGS_MAX ((size_t)8 << 20)
+#define FS_META_WAIT_MS 30000u
 
 /* tree.c: the archive tree. All return 0 or a negative errno (-EBADMSG
  * for a corrupt archive, chunk errors as ca_blob_read gives them). */
 
 /* The root node, pinned into the table, and the caches. */
-int cafs_tree_init(struct cafs_fs *fs);
-void cafs_tree_free(struct cafs_fs *fs); /* the caches */
+int fs_tree_init(struct fs *fs);
+void fs_tree_free(struct fs *fs); /* the caches */
 /* The node for any inode number of the archive, with a reference (give it
- * back with cafs_node_put): from the table, or rebuilt from the number
+ * back with fs_node_put): from the table, or rebuilt from the number
  * alone (the sidecar's entry, or a walk down from the root through the
  * listings), so nothing the kernel holds depends on this process having
  * handed it out. -ESTALE for a number that is no entry of the archive. */
-int cafs_tree_node(struct cafs_fs *fs, uint64_t ino, struct cafs_node **ret);
+int fs_tree_node(struct fs *fs, uint64_t ino, struct fs_node **ret);
 /* Look name up in dir. On success *ret is a node in the table whose
  * nlookup was raised by one, with a reference for the caller; -ENOENT
  * when there is no such name. */
-int cafs_tree_lookup(struct cafs_fs *fs, struct cafs_node *dir, const char *name, struct cafs_node **ret);
+int fs_tree_lookup(struct fs *fs, struct fs_node *dir, const char *name, struct fs_node **ret);
 
 /* Walk the children of directory dir in name order from index `from`
  * (0-based). For each, fn gets the index, the name and the child's node:
@@ -85,26 +83,26 @@ int cafs_tree_lookup(struct cafs_fs *fs, struct cafs_node *dir, const char *name
  * a node only valid during the call. fn returns true to go on, false
  * when the reply is full (the walker then gives the reference back). The
  * listing comes from the listings cache: no per-open state. */
-typedef bool (*cafs_tree_dir_fn)(void *userdata, uint64_t index, const char *name, struct cafs_node *child);
-int cafs_tree_readdir(struct cafs_fs *fs, struct cafs_node *dir, uint64_t from, bool plus, cafs_tree_dir_fn fn,
-                      void *userdata);
+typedef bool (*fs_tree_dir_fn)(void *userdata, uint64_t index, const char *name, struct fs_node *child);
+int fs_tree_readdir(struct fs *fs, struct fs_node *dir, uint64_t from, bool plus, fs_tree_dir_fn fn,
+                    void *userdata);
 
 /* Extended attributes (getxattr(2)/listxattr(2) rules for size: with
  * size == 0 only *ret_len is set; -ERANGE if buf is too small; -ENODATA
  * for a missing name), those fs->xattrs allows; trusted: the caller may
  * see trusted.* (root). */
-int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, bool trusted, char *buf, size_t size,
-                        size_t *ret_len);
-int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, bool trusted, const char *name, char *buf,
-                       size_t size, size_t *ret_len);
+int fs_tree_listxattr(struct fs *fs, struct fs_node *n, bool trusted, char *buf, size_t size,
+                      size_t *ret_len);
+int fs_tree_getxattr(struct fs *fs, struct fs_node *n, bool trusted, const char *name, char *buf,
+                     size_t size, size_t *ret_len);
 
 /* The node's chattr flags as FS_IOC_GETFLAGS reports them. */
-unsigned cafs_tree_chattr(const struct cafs_node *n);
+unsigned fs_tree_chattr(const struct fs_node *n);
 
 /* Log a failing read or parse once per inode (not per request). */
-void cafs_fs_log_io_error(struct cafs_fs *fs, struct cafs_node *n, int err, const char *what, uint64_t off);
+void fs_log_io_error(struct fs *fs, struct fs_node *n, int err, const char *what, uint64_t off);
 /* The errno to hand the kernel for a failed image read: chunk problems
  * (missing, corrupt, offline, I/O) all become EIO. */
-int cafs_fs_errno(int r);
+int fs_errno(int r);
 
 #endif

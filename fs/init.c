@@ -22,7 +22,6 @@
 #include <linux/fuse.h>
 
 #include "fs_private.h"
-#include "base/log.h"
 
 /* libfuse's own read size: the kernel refuses smaller reads */
 #define DEV_READ_SIZE ((size_t)(256 + 1) * 4096)
@@ -62,7 +61,7 @@ out:
 	return r;
 }
 
-int cafs_fs_session_init_with(struct fuse_session *se, struct cafs_fs *fs, void *in, size_t len, bool answer)
+int fs_session_init_with(struct fuse_session *se, struct fs *fs, void *in, size_t len, bool answer)
 {
 	int fd = fuse_session_fd(se), r;
 	uint8_t out[512];
@@ -86,7 +85,7 @@ int cafs_fs_session_init_with(struct fuse_session *se, struct cafs_fs *fs, void 
 	return r;
 }
 
-int cafs_fs_session_init(struct fuse_session *se, struct cafs_fs *fs)
+int fs_session_init(struct fuse_session *se, struct fs *fs)
 {
 	int fd = fuse_session_fd(se), r;
 	uint8_t *in = malloc(DEV_READ_SIZE);
@@ -96,7 +95,7 @@ int cafs_fs_session_init(struct fuse_session *se, struct cafs_fs *fs)
 	do
 		k = read(fd, in, DEV_READ_SIZE);
 	while (k < 0 && (errno == EINTR || errno == ENOENT));
-	r = k < 0 ? -errno : cafs_fs_session_init_with(se, fs, in, (size_t)k, true);
+	r = k < 0 ? -errno : fs_session_init_with(se, fs, in, (size_t)k, true);
 	free(in);
 	return r;
 }

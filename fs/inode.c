@@ -8,12 +8,12 @@
 
 #include "inode.h"
 
-struct cafs_inode_table {
+struct fs_inode_table {
 	pthread_mutex_t lock; /* guards everything below; a leaf lock */
-	struct cafs_node **buckets;
+	struct fs_node **buckets;
 	size_t n_buckets; /* a power of two */
 	uint64_t count, max;
-	struct cafs_node *lru_head, *lru_tail; /* most recently used first */
+	struct fs_node *lru_head, *lru_tail; /* most recently used first */
 };
 
 static size_t bucket_of(uint64_t ino, size_t n_buckets)
@@ -23,13 +23,13 @@ static size_t bucket_of(uint64_t ino, size_t n_buckets)
 	return (size_t)(ino >> 32) & (n_buckets - 1);
 }
 
-int cafs_inode_table_new(struct cafs_inode_table **ret)
+int fs_inode_table_new(struct fs_inode_table **ret)
 {
-	struct cafs_inode_table *t = calloc(1, sizeof(*t));
+	struct fs_inode_table *t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	t->n_buckets = 1024;
-	t->max = CAFS_INODES_MAX;
+	t->max = FS_INODES_MAX;
 	t->buckets = calloc(t->n_buckets, sizeof(*t->buckets));
 	if (!t->buckets) {
 		free(t);
@@ -40,30 +40,30 @@ int cafs_inode_table_new(struct cafs_inode_table **ret)
 	return 0;
 }
 
-void cafs_inode_table_free(struct cafs_inode_table *t)
+void fs_inode_table_free(struct fs_inode_table *t)
 {
 	if (!t)
 		return;
 	for (size_t i = 0; i < t->n_buckets; i++)
 		while (t->buckets[i]) {
-			struct cafs_node *n = t->buckets[i];
+			struct fs_node *n = t->buckets[i];
 			t->buckets[i] = n->hnext;
-			cafs_node_free(n);
+			fs_node_free(n);
 		}
 	free(t->buckets);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 }
 
-struct cafs_node *cafs_node_new(uint64_t ino)
+struct fs_node *fs_node_new(uint64_t ino)
 {
-	struct cafs_node *n = calloc(1, sizeof(*n));
+	struct fs_node *n = calloc(1, sizeof(*n));
 	if (n)
 		n->ino = ino;
 	return n;
 }
 
-void cafs_node_free(struct cafs_node *n)
+void fs_node_free(struct fs_node *n)
 {
 	if (!n)
 		return;
@@ -72,15 +72,15 @@ void cafs_node_free(struct cafs_node *n)
 	free(n);
 }
 
-static struct cafs_node *find_locked(struct cafs_inode_table *t, uint64_t ino)
+static struct fs_node *find_locked(struct fs_inode_table *t, uint64_t ino)
 {
-	for (struct cafs_node *n = t->buckets[bucket_of(ino, t->n_buckets)]; n; n = n->hnext)
+	for (struct fs_node *n = t->buckets[bucket_of(ino, t->n_buckets)]; n; n = n->hnext)
 		if (n->ino == ino)
 			return n;
 	return NULL;
 }
 
-static void lru_unlink(struct cafs_inode_table *t, struct cafs_node *n)
+static void lru_unlink(struct fs_inode_table *t, struct fs_node *n)
 {
 	if (n->pinned)
 		return;
@@ -95,7 +95,7 @@ static void lru_unlink(struct cafs_inode_table *t, struct cafs_node *n)
 	n->lru_prev = n->lru_next = NULL;
 }
 
-static void lru_front(struct cafs_inode_table *t, struct cafs_node *n)
+static void lru_front(struct fs_inode_table *t, struct fs_node *n)
 {
 	if (n->pinned)
 		return;
@@ -109,9 +109,9 @@ static void lru_front(struct cafs_inode_table *t, struct cafs_node *n)
 
 /* Take n out of the table; returns it when nobody uses it (free it after
  * unlocking), NULL when the last put will. */
-static struct cafs_node *drop_locked(struct cafs_inode_table *t, struct cafs_node *n)
+static struct fs_node *drop_locked(struct fs_inode_table *t, struct fs_node *n)
 {
-	struct cafs_node **pp = &t->buckets[bucket_of(n->ino, t->n_buckets)];
+	struct fs_node **pp = &t->buckets[bucket_of(n->ino, t->n_buckets)];
 	while (*pp != n)
 		pp = &(*pp)->hnext;
 	*pp = n->hnext;
@@ -123,15 +123,15 @@ static struct cafs_node *drop_locked(struct cafs_inode_table *t, struct cafs_nod
 }
 
 /* Keep chains short; a failed allocation just leaves them longer. */
-static void grow_locked(struct cafs_inode_table *t)
+static void grow_locked(struct fs_inode_table *t)
 {
 	size_t nb = t->n_buckets * 2;
-	struct cafs_node **b = calloc(nb, sizeof(*b));
+	struct fs_node **b = calloc(nb, sizeof(*b));
 	if (!b)
 		return;
 	for (size_t i = 0; i < t->n_buckets; i++)
 		while (t->buckets[i]) {
-			struct cafs_node *n = t->buckets[i];
+			struct fs_node *n = t->buckets[i];
 			t->buckets[i] = n->hnext;
 			size_t k = bucket_of(n->ino, nb);
 			n->hnext = b[k];
@@ -144,12 +144,12 @@ static void grow_locked(struct cafs_inode_table *t)
 
 /* Drop least recently used nodes past the cap; they go on *freeq (linked
  * by hnext) to be freed after unlocking. */
-static void trim_locked(struct cafs_inode_table *t, struct cafs_node **freeq)
+static void trim_locked(struct fs_inode_table *t, struct fs_node **freeq)
 {
-	struct cafs_node *n = t->lru_tail;
+	struct fs_node *n = t->lru_tail;
 	while (t->count > t->max && n) {
-		struct cafs_node *prev = n->lru_prev;
-		struct cafs_node *f = drop_locked(t, n);
+		struct fs_node *prev = n->lru_prev;
+		struct fs_node *f = drop_locked(t, n);
 		if (f) {
 			f->hnext = *freeq;
 			*freeq = f;
@@ -158,27 +158,27 @@ static void trim_locked(struct cafs_inode_table *t, struct cafs_node **freeq)
 	}
 }
 
-static void free_queue(struct cafs_node *q)
+static void free_queue(struct fs_node *q)
 {
 	while (q) {
-		struct cafs_node *next = q->hnext;
-		cafs_node_free(q);
+		struct fs_node *next = q->hnext;
+		fs_node_free(q);
 		q = next;
 	}
 }
 
-struct cafs_node *cafs_inode_add(struct cafs_inode_table *t, struct cafs_node *n, uint64_t lookups)
+struct fs_node *fs_inode_add(struct fs_inode_table *t, struct fs_node *n, uint64_t lookups)
 {
-	struct cafs_node *freeq = NULL;
+	struct fs_node *freeq = NULL;
 	pthread_mutex_lock(&t->lock);
-	struct cafs_node *have = find_locked(t, n->ino);
+	struct fs_node *have = find_locked(t, n->ino);
 	if (have) {
 		have->nlookup += lookups;
 		have->refs++;
 		lru_unlink(t, have);
 		lru_front(t, have);
 		pthread_mutex_unlock(&t->lock);
-		cafs_node_free(n);
+		fs_node_free(n);
 		return have;
 	}
 	if (t->count >= t->n_buckets)
@@ -197,16 +197,16 @@ struct cafs_node *cafs_inode_add(struct cafs_inode_table *t, struct cafs_node *n
 	return n;
 }
 
-void cafs_inode_pin(struct cafs_inode_table *t, struct cafs_node *n)
+void fs_inode_pin(struct fs_inode_table *t, struct fs_node *n)
 {
 	n->pinned = true;
-	cafs_node_put(t, cafs_inode_add(t, n, 0));
+	fs_node_put(t, fs_inode_add(t, n, 0));
 }
 
-struct cafs_node *cafs_inode_find(struct cafs_inode_table *t, uint64_t ino)
+struct fs_node *fs_inode_find(struct fs_inode_table *t, uint64_t ino)
 {
 	pthread_mutex_lock(&t->lock);
-	struct cafs_node *n = find_locked(t, ino);
+	struct fs_node *n = find_locked(t, ino);
 	if (n) {
 		n->refs++;
 		lru_unlink(t, n);
@@ -216,7 +216,7 @@ struct cafs_node *cafs_inode_find(struct cafs_inode_table *t, uint64_t ino)
 	return n;
 }
 
-void cafs_node_put(struct cafs_inode_table *t, struct cafs_node *n)
+void fs_node_put(struct fs_inode_table *t, struct fs_node *n)
 {
 	if (!n)
 		return;
@@ -224,12 +224,12 @@ void cafs_node_put(struct cafs_inode_table *t, struct cafs_node *n)
 	bool last = --n->refs == 0 && !n->in_table;
 	pthread_mutex_unlock(&t->lock);
 	if (last)
-		cafs_node_free(n);
+		fs_node_free(n);
 }
 
-void cafs_inode_set_max(struct cafs_inode_table *t, uint64_t max)
+void fs_inode_set_max(struct fs_inode_table *t, uint64_t max)
 {
-	struct cafs_node *freeq = NULL;
+	struct fs_node *freeq = NULL;
 	pthread_mutex_lock(&t->lock);
 	t->max = max;
 	trim_locked(t, &freeq);
@@ -237,21 +237,21 @@ void cafs_inode_set_max(struct cafs_inode_table *t, uint64_t max)
 	free_queue(freeq);
 }
 
-void cafs_inode_forget(struct cafs_inode_table *t, uint64_t ino, uint64_t n)
+void fs_inode_forget(struct fs_inode_table *t, uint64_t ino, uint64_t n)
 {
-	struct cafs_node *drop = NULL;
+	struct fs_node *drop = NULL;
 	pthread_mutex_lock(&t->lock);
-	struct cafs_node *node = find_locked(t, ino);
+	struct fs_node *node = find_locked(t, ino);
 	if (node) {
 		node->nlookup = node->nlookup > n ? node->nlookup - n : 0;
 		if (node->nlookup == 0 && !node->pinned)
 			drop = drop_locked(t, node);
 	}
 	pthread_mutex_unlock(&t->lock);
-	cafs_node_free(drop);
+	fs_node_free(drop);
 }
 
-uint64_t cafs_inode_count(struct cafs_inode_table *t)
+uint64_t fs_inode_count(struct fs_inode_table *t)
 {
 	pthread_mutex_lock(&t->lock);
 	uint64_t c = t->count;

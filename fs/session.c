@@ -10,8 +10,6 @@
 #include <string.h>
 
 #include "fs.h"
-#include "base/log.h"
-#include "base/stop_signals.h"
 
 /*
  * SIGINT, SIGTERM and SIGHUP end the loop: a clean unmount. Not with
@@ -24,7 +22,7 @@
  */
 struct stopper {
 	struct fuse_session *se;
-	struct cafs_fs *fs;
+	struct fs *fs;
 	bool keep_mounted; /* a keeper's server: the keeper said the line, and unmounts */
 };
 
@@ -39,7 +37,7 @@ static void on_stop(void *userdata, int sig)
 	else
 		ca_log_info("mount: SIG%s: unmounting", name ? name : "?");
 	fuse_session_exit(st->se);
-	cafs_fs_stop_waits(st->fs);
+	fs_stop_waits(st->fs);
 }
 
 /* fsname goes into the -o list: escape the separators */
@@ -113,7 +111,7 @@ static void raise_kernel_readahead(const char *path, unsigned kb)
  * the connection feeds them to libfuse again), then process it. Before
  * INIT libfuse reads into memory, never by splice. 0, or a negative errno;
  * a stop before INIT is 0 with the session exited. */
-static int take_init(struct fuse_session *se, struct cafs_fs *fs, const struct cafs_serve_opts *o)
+static int take_init(struct fuse_session *se, struct fs *fs, const struct fs_serve_opts *o)
 {
 	struct fuse_buf buf = { .mem = NULL };
 	int k;
@@ -126,7 +124,7 @@ static int take_init(struct fuse_session *se, struct cafs_fs *fs, const struct c
 	}
 	if (o->serving)
 		o->serving(o->serving_userdata, fuse_session_fd(se), buf.mem, (size_t)k);
-	int r = cafs_fs_session_init_with(se, fs, buf.mem, (size_t)k, true);
+	int r = fs_session_init_with(se, fs, buf.mem, (size_t)k, true);
 	free(buf.mem);
 	return r;
 }
@@ -135,13 +133,13 @@ static int take_init(struct fuse_session *se, struct cafs_fs *fs, const struct c
  * libfuse answers anything before INIT with an error, so the first
  * server's INIT goes through libfuse once more (fs/init.c), its reply
  * dropped: the kernel finished that request long ago. */
-static int replay_init(struct fuse_session *se, struct cafs_fs *fs, const struct cafs_serve_opts *o)
+static int replay_init(struct fuse_session *se, struct fs *fs, const struct fs_serve_opts *o)
 {
 	void *copy = malloc(o->init_size);
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, o->init, o->init_size);
-	int r = cafs_fs_session_init_with(se, fs, copy, o->init_size, false);
+	int r = fs_session_init_with(se, fs, copy, o->init_size, false);
 	free(copy);
 	if (r < 0)
 		return r;
@@ -150,7 +148,7 @@ static int replay_init(struct fuse_session *se, struct cafs_fs *fs, const struct
 	return 0;
 }
 
-int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_serve_opts *o)
+int fs_serve(struct fs *fs, const char *mountpoint, const struct fs_serve_opts *o)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_session *se = NULL;
@@ -176,7 +174,7 @@ int cafs_fs_serve(struct cafs_fs *fs, const char *mountpoint, const struct cafs_
 		goto out_args;
 	}
 	r = -EINVAL;
-	se = fuse_session_new(&args, &cafs_fs_ops, sizeof(cafs_fs_ops), fs);
+	se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), fs);
 	if (!se) {
 		ca_log_error("mount: %s: invalid mount options", o->fuse_opts ? o->fuse_opts : opts);
 		goto out_args;

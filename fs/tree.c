@@ -12,16 +12,12 @@
 #include <linux/fs.h>
 #include <sys/sysmacros.h>
 
-#include "catar/catar_attr.h"
-#include "base/condwait.h"
-#include "format/feature.h"
 #include "fs_private.h"
-#include "base/log.h"
 
 /* ---- a bounded LRU of loaded things (records, listings) ----
  *
  * Keyed by a number; one load per key at a time (later callers wait for
- * it, at most CAFS_META_WAIT_MS); entries in use are never freed under
+ * it, at most FS_META_WAIT_MS); entries in use are never freed under
  * their users; past max bytes (or max entries) the least recently used
  * unused ones go. */
 
@@ -36,7 +32,7 @@ struct mc_entry {
 	struct mc_entry *prev, *next;
 };
 
-struct cafs_mcache {
+struct fs_mcache {
 	pthread_mutex_t lock;
 	pthread_cond_t done; /* a load finished */
 	size_t bytes, max_bytes, n, max_n;
@@ -44,11 +40,11 @@ struct cafs_mcache {
 	struct mc_entry *head, *tail; /* most recently used first */
 };
 
-typedef int (*mc_load_fn)(struct cafs_fs *fs, uint64_t key, void *ctx, void **ret_val, size_t *ret_bytes);
+typedef int (*mc_load_fn)(struct fs *fs, uint64_t key, void *ctx, void **ret_val, size_t *ret_bytes);
 
-static struct cafs_mcache *mc_new(size_t max_bytes, size_t max_n, void (*free_val)(void *))
+static struct fs_mcache *mc_new(size_t max_bytes, size_t max_n, void (*free_val)(void *))
 {
-	struct cafs_mcache *c = calloc(1, sizeof(*c));
+	struct fs_mcache *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
 	pthread_mutex_init(&c->lock, NULL);
@@ -59,14 +55,14 @@ static struct cafs_mcache *mc_new(size_t max_bytes, size_t max_n, void (*free_va
 	return c;
 }
 
-static void mc_entry_free(struct cafs_mcache *c, struct mc_entry *e)
+static void mc_entry_free(struct fs_mcache *c, struct mc_entry *e)
 {
 	if (e->val)
 		c->free_val(e->val);
 	free(e);
 }
 
-static void mc_free(struct cafs_mcache *c)
+static void mc_free(struct fs_mcache *c)
 {
 	if (!c)
 		return;
@@ -80,7 +76,7 @@ static void mc_free(struct cafs_mcache *c)
 	free(c);
 }
 
-static void mc_unlink(struct cafs_mcache *c, struct mc_entry *e)
+static void mc_unlink(struct fs_mcache *c, struct mc_entry *e)
 {
 	if (e->prev)
 		e->prev->next = e->next;
@@ -96,7 +92,7 @@ static void mc_unlink(struct cafs_mcache *c, struct mc_entry *e)
 	c->n--;
 }
 
-static void mc_front(struct cafs_mcache *c, struct mc_entry *e)
+static void mc_front(struct fs_mcache *c, struct mc_entry *e)
 {
 	e->prev = NULL;
 	e->next = c->head;
@@ -114,7 +110,7 @@ static void mc_front(struct cafs_mcache *c, struct mc_entry *e)
  * are dropped from the list too (their last user frees them), except the
  * one just used (keep), which may be alone over the budget. Freed entries
  * go on *q (by next). */
-static void mc_trim_locked(struct cafs_mcache *c, struct mc_entry *keep, struct mc_entry **q)
+static void mc_trim_locked(struct fs_mcache *c, struct mc_entry *keep, struct mc_entry **q)
 {
 	struct mc_entry *e = c->tail;
 	while ((c->bytes > c->max_bytes || c->n > c->max_n) && e) {
@@ -130,7 +126,7 @@ static void mc_trim_locked(struct cafs_mcache *c, struct mc_entry *keep, struct 
 	}
 }
 
-static void mc_free_queue(struct cafs_mcache *c, struct mc_entry *q)
+static void mc_free_queue(struct fs_mcache *c, struct mc_entry *q)
 {
 	while (q) {
 		struct mc_entry *next = q->next;
@@ -139,7 +135,7 @@ static void mc_free_queue(struct cafs_mcache *c, struct mc_entry *q)
 	}
 }
 
-static void mc_put(struct cafs_mcache *c, struct mc_entry *e)
+static void mc_put(struct fs_mcache *c, struct mc_entry *e)
 {
 	if (!e)
 		return;
@@ -152,7 +148,7 @@ static void mc_put(struct cafs_mcache *c, struct mc_entry *e)
 
 /* The entry for key with a reference (mc_put it), loaded by load when it
  * is not cached. */
-static int mc_get(struct cafs_fs *fs, struct cafs_mcache *c, uint64_t key, mc_load_fn load, void *ctx,
+static int mc_get(struct fs *fs, struct fs_mcache *c, uint64_t key, mc_load_fn load, void *ctx,
                   struct mc_entry **ret)
 {
 	struct mc_entry *e, *q = NULL;
@@ -163,7 +159,7 @@ static int mc_get(struct cafs_fs *fs, struct cafs_mcache *c, uint64_t key, mc_lo
 	if (e) {
 		e->refs++;
 		if (e->loading) {
-			struct timespec dl = ca_deadline_ms(CAFS_META_WAIT_MS);
+			struct timespec dl = ca_deadline_ms(FS_META_WAIT_MS);
 			while (e->loading && r == 0)
 				if (pthread_cond_timedwait(&c->done, &c->lock, &dl) == ETIMEDOUT)
 					r = -ETIMEDOUT;
@@ -230,7 +226,7 @@ static int mc_get(struct cafs_fs *fs, struct cafs_mcache *c, uint64_t key, mc_lo
  * in the chunk LRU: a copy, no fetch) and parsed with the public parser,
  * so every pointer points into the copy. NULL when anything disagrees;
  * the caller then keeps the loaded node. */
-static struct ca_catar_node *compact(struct cafs_fs *fs, const struct ca_catar_node *src)
+static struct ca_catar_node *compact(struct fs *fs, const struct ca_catar_node *src)
 {
 	size_t need, size = src->meta_size;
 	/* a directory's metadata ends where the next record header (a
@@ -288,23 +284,23 @@ static struct ca_catar_node *thin(const struct ca_catar_node *src)
 	return cn;
 }
 
-static uint64_t fs_sc_ino(struct cafs_fs *fs, size_t i)
+static uint64_t fs_sc_ino(struct fs *fs, size_t i)
 {
 	return ca_sidecar_entry_offset(fs->sc, i) + 1;
 }
 
 /* A table node for an archive node (takes over the reference rn). */
-static struct cafs_node *node_from(struct cafs_fs *fs, struct ca_catar_ra_node *rn, uint64_t parent)
+static struct fs_node *node_from(struct fs *fs, struct ca_catar_ra_node *rn, uint64_t parent)
 {
 	const struct ca_catar_node *cn = ca_catar_ra_node_get(rn);
-	struct cafs_node *n = cafs_node_new(cn->entry_offset + 1);
+	struct fs_node *n = fs_node_new(cn->entry_offset + 1);
 	if (!n) {
 		ca_catar_ra_node_unref(rn);
 		return NULL;
 	}
 	/* big records are not kept with the node (its memory would grow with
 	 * the kernel's inode cache): the records cache loads them on demand */
-	n->thin = cn->meta_size > CAFS_META_SMALL;
+	n->thin = cn->meta_size > FS_META_SMALL;
 	n->own = n->thin ? thin(cn) : compact(fs, cn);
 	if (n->own) {
 		ca_catar_ra_node_unref(rn);
@@ -325,13 +321,13 @@ static struct cafs_node *node_from(struct cafs_fs *fs, struct ca_catar_ra_node *
 
 /* A node for sidecar entry i: a copy of the parsed node, whose pointers
  * point into the sidecar (it lives as long as the image). */
-static struct cafs_node *sc_node(struct cafs_fs *fs, size_t i)
+static struct fs_node *sc_node(struct fs *fs, size_t i)
 {
 	struct ca_catar_node *cn = malloc(sizeof(*cn));
 	if (!cn)
 		return NULL;
 	ca_sidecar_node(fs->sc, i, cn);
-	struct cafs_node *n = cafs_node_new(cn->entry_offset + 1);
+	struct fs_node *n = fs_node_new(cn->entry_offset + 1);
 	if (!n) {
 		free(cn);
 		return NULL;
@@ -345,13 +341,13 @@ static struct cafs_node *sc_node(struct cafs_fs *fs, size_t i)
 	return n;
 }
 
-static int sc_index(struct cafs_fs *fs, uint64_t ino, size_t *ret)
+static int sc_index(struct fs *fs, uint64_t ino, size_t *ret)
 {
 	/* the sidecar lists every entry: not found is no entry of ours */
 	return ino == 0 || ca_sidecar_find(fs->sc, ino - 1, ret) < 0 ? -ESTALE : 0;
 }
 
-static int sc_lookup(struct cafs_fs *fs, struct cafs_node *dir, const char *name, struct cafs_node **ret)
+static int sc_lookup(struct fs *fs, struct fs_node *dir, const char *name, struct fs_node **ret)
 {
 	size_t d, c;
 	int r = sc_index(fs, dir->ino, &d);
@@ -359,32 +355,32 @@ static int sc_lookup(struct cafs_fs *fs, struct cafs_node *dir, const char *name
 		r = ca_sidecar_lookup(fs->sc, d, name, strlen(name), &c);
 	if (r < 0)
 		return r == -ESTALE ? -EIO : r;
-	struct cafs_node *n = sc_node(fs, c);
+	struct fs_node *n = sc_node(fs, c);
 	if (!n)
 		return -ENOMEM;
-	*ret = cafs_inode_add(fs->inodes, n, 1);
+	*ret = fs_inode_add(fs->inodes, n, 1);
 	return 0;
 }
 
 /* Hand entry i (the new node n) to a listing; false: the listing is full.
  * readdirplus gives the kernel a reference; plain readdir none. */
-static bool emit(struct cafs_fs *fs, struct cafs_node *n, uint64_t i, const char *name, bool plus,
-                 cafs_tree_dir_fn fn, void *userdata)
+static bool emit(struct fs *fs, struct fs_node *n, uint64_t i, const char *name, bool plus,
+                 fs_tree_dir_fn fn, void *userdata)
 {
 	if (plus) {
-		n = cafs_inode_add(fs->inodes, n, 1);
+		n = fs_inode_add(fs->inodes, n, 1);
 		bool more = fn(userdata, i, name, n);
 		if (!more)
-			cafs_inode_forget(fs->inodes, n->ino, 1);
-		cafs_node_put(fs->inodes, n);
+			fs_inode_forget(fs->inodes, n->ino, 1);
+		fs_node_put(fs->inodes, n);
 		return more;
 	}
 	bool more = fn(userdata, i, name, n);
-	cafs_node_free(n);
+	fs_node_free(n);
 	return more;
 }
 
-static int sc_readdir(struct cafs_fs *fs, struct cafs_node *dir, uint64_t from, bool plus, cafs_tree_dir_fn fn,
+static int sc_readdir(struct fs *fs, struct fs_node *dir, uint64_t from, bool plus, fs_tree_dir_fn fn,
                       void *userdata)
 {
 	size_t d;
@@ -392,7 +388,7 @@ static int sc_readdir(struct cafs_fs *fs, struct cafs_node *dir, uint64_t from, 
 	if (r < 0)
 		return -EIO;
 	for (uint64_t i = from; i < ca_sidecar_n_children(fs->sc, d); i++) {
-		struct cafs_node *n = sc_node(fs, ca_sidecar_child(fs->sc, d, (size_t)i));
+		struct fs_node *n = sc_node(fs, ca_sidecar_child(fs->sc, d, (size_t)i));
 		if (!n)
 			return -ENOMEM;
 		const char *name = n->cn->name; /* in the sidecar: outlives n */
@@ -416,9 +412,9 @@ static void listing_free(void *v)
 	free(l);
 }
 
-static int listing_load(struct cafs_fs *fs, uint64_t key, void *ctx, void **ret_val, size_t *ret_bytes)
+static int listing_load(struct fs *fs, uint64_t key, void *ctx, void **ret_val, size_t *ret_bytes)
 {
-	const struct cafs_node *dir = ctx;
+	const struct fs_node *dir = ctx;
 	struct listing *l = calloc(1, sizeof(*l));
 	(void)key;
 	if (!l)
@@ -436,7 +432,7 @@ static int listing_load(struct cafs_fs *fs, uint64_t key, void *ctx, void **ret_
 	return 0;
 }
 
-static int listing_get(struct cafs_fs *fs, const struct cafs_node *dir, struct mc_entry **ret)
+static int listing_get(struct fs *fs, const struct fs_node *dir, struct mc_entry **ret)
 {
 	return mc_get(fs, fs->listings, dir->ino, listing_load, (void *)dir, ret);
 }
@@ -445,31 +441,31 @@ static int listing_get(struct cafs_fs *fs, const struct cafs_node *dir, struct m
 
 static void records_free(void *v);
 
-int cafs_tree_init(struct cafs_fs *fs)
+int fs_tree_init(struct fs *fs)
 {
-	fs->records = mc_new(CAFS_RECORDS_MAX, 1024, records_free);
-	fs->listings = mc_new(CAFS_LISTINGS_MAX, 1024, listing_free);
+	fs->records = mc_new(FS_RECORDS_MAX, 1024, records_free);
+	fs->listings = mc_new(FS_LISTINGS_MAX, 1024, listing_free);
 	if (!fs->records || !fs->listings)
 		return -ENOMEM;
 	if (fs->sc) {
-		struct cafs_node *root = sc_node(fs, 0);
+		struct fs_node *root = sc_node(fs, 0);
 		if (!root)
 			return -ENOMEM;
-		cafs_inode_pin(fs->inodes, root);
+		fs_inode_pin(fs->inodes, root);
 		return 0;
 	}
 	struct ca_catar_ra_node *rn;
 	int r = ca_catar_ra_root(fs->ra, &rn);
 	if (r < 0)
 		return r;
-	struct cafs_node *root = node_from(fs, rn, FUSE_ROOT_ID);
+	struct fs_node *root = node_from(fs, rn, FUSE_ROOT_ID);
 	if (!root)
 		return -ENOMEM;
-	cafs_inode_pin(fs->inodes, root);
+	fs_inode_pin(fs->inodes, root);
 	return 0;
 }
 
-void cafs_tree_free(struct cafs_fs *fs)
+void fs_tree_free(struct fs *fs)
 {
 	mc_free(fs->records);
 	mc_free(fs->listings);
@@ -477,8 +473,8 @@ void cafs_tree_free(struct cafs_fs *fs)
 
 /* A child from dir's listing as a node (not in the table); its name into
  * name (256 bytes) when name is not NULL. */
-static int load_child(struct cafs_fs *fs, const struct cafs_node *dir, const struct ca_catar_child *c,
-                      struct cafs_node **ret, char *name)
+static int load_child(struct fs *fs, const struct fs_node *dir, const struct ca_catar_child *c,
+                      struct fs_node **ret, char *name)
 {
 	struct ca_catar_ra_node *rn;
 	int r = ca_catar_ra_load_child(fs->ra, c, &rn);
@@ -494,7 +490,7 @@ static int load_child(struct cafs_fs *fs, const struct cafs_node *dir, const str
 		}
 		memcpy(name, nm, len + 1);
 	}
-	struct cafs_node *n = node_from(fs, rn, dir->ino);
+	struct fs_node *n = node_from(fs, rn, dir->ino);
 	if (!n)
 		return -ENOMEM;
 	*ret = n;
@@ -504,9 +500,9 @@ static int load_child(struct cafs_fs *fs, const struct cafs_node *dir, const str
 /* Rebuild the node at ENTRY offset `at` by walking down from the root:
  * each directory's children tile its children area in archive order, so
  * one binary search a level finds the child whose range holds `at`. */
-static int ra_locate(struct cafs_fs *fs, uint64_t at, struct cafs_node **ret)
+static int ra_locate(struct fs *fs, uint64_t at, struct fs_node **ret)
 {
-	struct cafs_node *dir = cafs_inode_find(fs->inodes, FUSE_ROOT_ID);
+	struct fs_node *dir = fs_inode_find(fs->inodes, FUSE_ROOT_ID);
 	int r = 0;
 	while (dir) {
 		struct mc_entry *e;
@@ -526,7 +522,7 @@ static int ra_locate(struct cafs_fs *fs, uint64_t at, struct cafs_node **ret)
 			else
 				hi = mid;
 		}
-		struct cafs_node *child = NULL;
+		struct fs_node *child = NULL;
 		if (lo == 0 || at >= l->children[lo - 1].end_offset)
 			r = -ESTALE;
 		else
@@ -534,21 +530,21 @@ static int ra_locate(struct cafs_fs *fs, uint64_t at, struct cafs_node **ret)
 		mc_put(fs->listings, e);
 		if (r < 0)
 			break;
-		cafs_node_put(fs->inodes, dir);
+		fs_node_put(fs->inodes, dir);
 		/* every step is cached: the next rebuild below it is cheaper */
-		dir = cafs_inode_add(fs->inodes, child, 0);
+		dir = fs_inode_add(fs->inodes, child, 0);
 		if (dir->ino - 1 == at) {
 			*ret = dir;
 			return 0;
 		}
 	}
-	cafs_node_put(fs->inodes, dir);
+	fs_node_put(fs->inodes, dir);
 	return r;
 }
 
-int cafs_tree_node(struct cafs_fs *fs, uint64_t ino, struct cafs_node **ret)
+int fs_tree_node(struct fs *fs, uint64_t ino, struct fs_node **ret)
 {
-	struct cafs_node *n = cafs_inode_find(fs->inodes, ino);
+	struct fs_node *n = fs_inode_find(fs->inodes, ino);
 	if (n) {
 		*ret = n;
 		return 0;
@@ -563,13 +559,13 @@ int cafs_tree_node(struct cafs_fs *fs, uint64_t ino, struct cafs_node **ret)
 		n = sc_node(fs, i);
 		if (!n)
 			return -ENOMEM;
-		*ret = cafs_inode_add(fs->inodes, n, 0);
+		*ret = fs_inode_add(fs->inodes, n, 0);
 		return 0;
 	}
 	return ra_locate(fs, ino - 1, ret);
 }
 
-int cafs_tree_lookup(struct cafs_fs *fs, struct cafs_node *dir, const char *name, struct cafs_node **ret)
+int fs_tree_lookup(struct fs *fs, struct fs_node *dir, const char *name, struct fs_node **ret)
 {
 	if (fs->sc)
 		return sc_lookup(fs, dir, name, ret);
@@ -577,15 +573,15 @@ int cafs_tree_lookup(struct cafs_fs *fs, struct cafs_node *dir, const char *name
 	int r = ca_catar_ra_lookup(fs->ra, dir->cn, name, strlen(name), &rn);
 	if (r < 0)
 		return r;
-	struct cafs_node *n = node_from(fs, rn, dir->ino);
+	struct fs_node *n = node_from(fs, rn, dir->ino);
 	if (!n)
 		return -ENOMEM;
-	*ret = cafs_inode_add(fs->inodes, n, 1);
+	*ret = fs_inode_add(fs->inodes, n, 1);
 	return 0;
 }
 
-int cafs_tree_readdir(struct cafs_fs *fs, struct cafs_node *dir, uint64_t from, bool plus, cafs_tree_dir_fn fn,
-                      void *userdata)
+int fs_tree_readdir(struct fs *fs, struct fs_node *dir, uint64_t from, bool plus, fs_tree_dir_fn fn,
+                    void *userdata)
 {
 	if (fs->sc)
 		return sc_readdir(fs, dir, from, plus, fn, userdata);
@@ -595,7 +591,7 @@ int cafs_tree_readdir(struct cafs_fs *fs, struct cafs_node *dir, uint64_t from, 
 		return r;
 	const struct listing *l = e->val;
 	for (uint64_t i = from; i < l->n; i++) {
-		struct cafs_node *n;
+		struct fs_node *n;
 		char name[256];
 		r = load_child(fs, dir, &l->children[i], &n, name);
 		if (r < 0)
@@ -684,7 +680,7 @@ static struct records *records_index(const struct ca_catar_node *cn, size_t *ret
 /* A copy of a loaded node's records without the XATTR ones, parsed by the
  * archive's parser (so its pointers point into the copy); NULL when
  * anything disagrees. */
-static struct ca_catar_node *strip_xattrs(struct cafs_fs *fs, const struct ca_catar_node *src)
+static struct ca_catar_node *strip_xattrs(struct fs *fs, const struct ca_catar_node *src)
 {
 	size_t size = src->meta_size;
 	size_t len = S_ISDIR(src->mode) ? size + 16 : size;
@@ -716,9 +712,9 @@ static struct ca_catar_node *strip_xattrs(struct cafs_fs *fs, const struct ca_ca
 	return cn;
 }
 
-static int records_load(struct cafs_fs *fs, uint64_t key, void *ctx, void **ret_val, size_t *ret_bytes)
+static int records_load(struct fs *fs, uint64_t key, void *ctx, void **ret_val, size_t *ret_bytes)
 {
-	const struct cafs_node *n = ctx;
+	const struct fs_node *n = ctx;
 	struct ca_catar_ra_node *rn = NULL;
 	struct records *rc = NULL;
 	size_t bytes;
@@ -777,7 +773,7 @@ done:
 }
 
 /* Bytes [off, off + len) of the entry's records. */
-static int records_read(struct cafs_fs *fs, const struct records *rc, void *buf, size_t len, uint64_t off)
+static int records_read(struct fs *fs, const struct records *rc, void *buf, size_t len, uint64_t off)
 {
 	if (rc->mem) {
 		memcpy(buf, rc->mem + off, len);
@@ -789,7 +785,7 @@ static int records_read(struct cafs_fs *fs, const struct records *rc, void *buf,
 
 /* The node's records: its own, or from the records cache (*rc set, and *e
  * the cache reference to give back; NULL for the node's own). */
-static int records_get(struct cafs_fs *fs, const struct cafs_node *n, const struct ca_catar_node **ret,
+static int records_get(struct fs *fs, const struct fs_node *n, const struct ca_catar_node **ret,
                        const struct records **rc, struct mc_entry **e)
 {
 	*e = NULL;
@@ -806,8 +802,8 @@ static int records_get(struct cafs_fs *fs, const struct cafs_node *n, const stru
 	return 0;
 }
 
-int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, bool trusted, char *buf, size_t size,
-                        size_t *ret_len)
+int fs_tree_listxattr(struct fs *fs, struct fs_node *n, bool trusted, char *buf, size_t size,
+                      size_t *ret_len)
 {
 	struct ca_xattr_policy p = fs->xattrs;
 	const struct ca_catar_node *cn;
@@ -846,7 +842,7 @@ int cafs_tree_listxattr(struct cafs_fs *fs, struct cafs_node *n, bool trusted, c
 
 /* getxattr of an XATTR record by binary search: 1 with the value (or its
  * length), 0 when no record has that name (or the policy refuses it). */
-static int records_getxattr(struct cafs_fs *fs, const struct records *rc, const struct ca_catar_node *cn,
+static int records_getxattr(struct fs *fs, const struct records *rc, const struct ca_catar_node *cn,
                             const struct ca_xattr_policy *p, const char *name, char *buf, size_t size,
                             size_t *ret_len)
 {
@@ -876,8 +872,8 @@ static int records_getxattr(struct cafs_fs *fs, const struct records *rc, const 
 	return 0;
 }
 
-int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, bool trusted, const char *name, char *buf,
-                       size_t size, size_t *ret_len)
+int fs_tree_getxattr(struct fs *fs, struct fs_node *n, bool trusted, const char *name, char *buf,
+                     size_t size, size_t *ret_len)
 {
 	struct ca_xattr_policy p = fs->xattrs;
 	const struct ca_catar_node *cn;
@@ -896,7 +892,7 @@ int cafs_tree_getxattr(struct cafs_fs *fs, struct cafs_node *n, bool trusted, co
 	return r;
 }
 
-unsigned cafs_tree_chattr(const struct cafs_node *n)
+unsigned fs_tree_chattr(const struct fs_node *n)
 {
 	return ca_feature_to_chattr(n->cn->flags);
 }

@@ -117,7 +117,7 @@ mount_kill() {
 }
 
 # mount_server_pid MNT: the process serving MNT now: the keeper ($MOUNT_PID)
-# holds the connection and runs the server as its child (tools/keeper.h)
+# holds the connection and runs the server as its child (fs/keeper.h)
 mount_server_pid() {
 	local k=${_mount_pid[$1]:-}
 	[ -n "$k" ] && pgrep -P "$k" | head -n 1

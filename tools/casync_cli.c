@@ -5,10 +5,11 @@
  * command.
  *
  * Nothing is done here but translation: the options are parsed once into
- * struct casync_args, and each verb builds the argv of the cafs command
- * that does the work (cafs make, extract, list, mtree, digest, gc, mount),
- * which then runs in-process with its own parser. So a behaviour lives in
- * one place, whichever name the user typed. casync's SSH remoting
+ * struct casync_args, and each verb fills the request of the cafs command
+ * that does the work (cafs make, extract, list, mtree, digest, gc, mount)
+ * through that command's set() (the function its own parser calls for the
+ * same option) and calls its run(): no argv is rebuilt, nothing re-enters
+ * main.c. So a behaviour lives in one place, whichever name the user typed. casync's SSH remoting
  * (HOST:PATH) is glue here too: what a verb reads is pulled first, what
  * make writes is pushed after (the protocol is core/net/caremote.h), and the
  * remote end is the verbs pull and push. Where a cafs command goes by a
@@ -418,102 +419,140 @@ enum {
 
 static const struct {
 	const char *name;
+	const struct cafs_command *cmd; /* NULL: no cafs command of that name */
 	unsigned takes;
 } commands[] = {
-	{ "make", T_STORE | T_MAKE },
-	{ "extract", T_STORES | T_SEED | T_CACHE | T_DELETE | T_RATE | T_UIDS },
-	{ "list", T_STORES },
-	{ "mtree", T_STORES | T_DIGEST },
-	{ "stat", T_STORES },
-	{ "digest", T_STORES | T_DIGEST },
-	{ "gc", T_STORE | T_DRY_RUN },
-	{ "mount", T_STORES | T_CACHE | T_RATE },
-	{ "mkdev", 0 },
-	{ "info", T_STORE },
+	{ "make", &cafs_command_make, T_STORE | T_MAKE },
+	{ "extract", &cafs_command_extract, T_STORES | T_SEED | T_CACHE | T_DELETE | T_RATE | T_UIDS },
+	{ "list", &cafs_command_list, T_STORES },
+	{ "mtree", &cafs_command_mtree, T_STORES | T_DIGEST },
+	{ "stat", NULL, T_STORES },
+	{ "digest", &cafs_command_digest, T_STORES | T_DIGEST },
+	{ "gc", &cafs_command_gc, T_STORE | T_DRY_RUN },
+	{ "mount", &cafs_command_mount, T_STORES | T_CACHE | T_RATE },
+	{ "mkdev", NULL, 0 },
+	{ "info", &cafs_command_info, T_STORE },
 };
 
-static int command_takes(const char *name, unsigned *ret)
+/* The cafs command for a verb and the casync options it takes: 0, or -ENOENT. */
+static int command_takes(const char *name, const struct cafs_command **ret_cmd, unsigned *ret)
 {
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(commands[i].name, name))
+		if (!strcmp(commands[i].name, name)) {
+			if (ret_cmd)
+				*ret_cmd = commands[i].cmd;
 			return *ret = commands[i].takes, 0;
+		}
 	return -ENOENT;
 }
 
-/* Appends the cafs options for a command that takes `takes`. */
-static int add_options(const struct casync_args *a, unsigned takes, struct strv *out)
+/*
+ * A cafs command's request, filled here as its own parser would fill it
+ * from the same options (through its set(), which checks and reports each
+ * as for the command line), then run. The first failing set() is the
+ * exit code; the rest are skipped.
+ */
+struct call {
+	const struct cafs_command *c;
+	struct cafs_request *q;
+	int r;
+};
+
+static int call_begin(struct call *k, const struct cafs_command *c)
 {
-	int r = 0;
-	for (int i = 0; r == 0 && i < a->verbosity; i++)
-		r = strv_add(out, "-v");
-	if (r == 0 && a->verbosity < 0)
-		r = strv_add(out, "-q");
-	if (r == 0 && a->store && (takes & (T_STORE | T_STORES)))
-		r = strv_add(out, "--store=%s", a->store);
-	for (size_t i = 0; r == 0 && (takes & T_STORES) && i < a->extra_stores.n; i++)
-		r = strv_add(out, "--store=%s", a->extra_stores.v[i]);
-	for (size_t i = 0; r == 0 && (takes & T_SEED) && i < a->seeds.n; i++)
-		r = strv_add(out, "--seed=%s", a->seeds.v[i]);
-	if (r == 0 && (takes & T_CACHE) && a->cache && a->mode == CAFS_CASYNC_PREFIX)
-		r = strv_add(out, "--cache=%s", a->cache);
-	if (r == 0 && (takes & T_DELETE) && !a->delete_extra)
-		r = strv_add(out, "--delete=no");
-	if (r == 0 && (takes & T_DELETE) && a->undo_immutable)
-		r = strv_add(out, "--undo-immutable=yes");
-	if (r == 0 && (takes & T_DELETE) && !a->punch_holes)
-		r = strv_add(out, "--punch-holes=no");
-	if (r == 0 && (takes & T_DELETE) && !a->reflink)
-		r = strv_add(out, "--reflink=no");
-	if (r == 0 && (takes & T_DELETE) && a->hardlink)
-		r = strv_add(out, "--hardlink=yes");
-	if (r == 0 && (takes & (T_UIDS | T_MAKE)) && a->uid_shift)
-		r = strv_add(out, "--uid-shift=%s", a->uid_shift);
-	if (r == 0 && (takes & (T_UIDS | T_MAKE)) && a->uid_range)
-		r = strv_add(out, "--uid-range=%s", a->uid_range);
-	if (r == 0 && (takes & T_RATE) && a->rate_limit)
-		r = strv_add(out, "--rate-limit-bps=%s", a->rate_limit);
-	if (r == 0 && (takes & T_DRY_RUN) && a->dry_run)
-		r = strv_add(out, "--dry-run");
-	if (r == 0 && (takes & (T_DIGEST | T_MAKE)) && a->digest)
-		r = strv_add(out, "--digest=%s", a->digest);
-	if (!(takes & T_MAKE))
-		return r;
-	if (r == 0 && a->chunk_size)
-		r = strv_add(out, "--chunk-size=%s", a->chunk_size);
-	if (r == 0 && a->compression)
-		r = strv_add(out, "--compression=%s", a->compression);
-	for (size_t i = 0; r == 0 && i < a->with.n; i++)
-		r = strv_add(out, "--with=%s", a->with.v[i]);
-	for (size_t i = 0; r == 0 && i < a->without.n; i++)
-		r = strv_add(out, "--without=%s", a->without.v[i]);
-	if (r == 0 && a->exclude_nodump)
-		r = strv_add(out, "--exclude-nodump=%s", a->exclude_nodump);
-	if (r == 0 && a->exclude_submounts)
-		r = strv_add(out, "--exclude-submounts=%s", a->exclude_submounts);
-	if (r == 0 && a->exclude_file)
-		r = strv_add(out, "--exclude-file=%s", a->exclude_file);
-	/* casync writes no metadata sidecar: as casync, neither do we */
-	if (r == 0)
-		r = strv_add(out, "--meta=no");
-	return r;
+	*k = (struct call){ .c = c, .q = cafs_request_new(c) };
+	return k->q ? 0 : -ENOMEM;
 }
 
-/* Runs the cafs command out->v[0] with out's arguments. The command may
- * permute its argv (getopt does): it gets a copy of the pointers. */
-static int run(const struct strv *out)
+static void call_set(struct call *k, int id, const char *arg)
 {
-	const struct cafs_command *c = cafs_command_find(out->v[0]);
-	char **copy = malloc((out->n + 1) * sizeof(char *));
-	int r;
-	if (!c || !copy) {
-		free(copy);
-		ca_log_error("%s: not built into this cafs", out->v[0]);
-		return 1;
+	if (k->r || !k->q)
+		return;
+	/* only what the command's own table offers: its parser would take
+	 * nothing else either */
+	const struct cafs_option *o = cafs_command_option(k->c, id);
+	if (!o || !o->arg != !arg) {
+		ca_log_error("%s: not an option of cafs %s (id %#x)", o ? o->name : "option", k->c->name, id);
+		k->r = 1;
+		return;
 	}
-	memcpy(copy, out->v, (out->n + 1) * sizeof(char *));
-	r = cafs_command_run(c, (int)out->n, copy);
-	free(copy);
-	return r;
+	k->r = k->c->set(k->q, id, arg);
+}
+
+/* The operands (the array is the command's to keep while it runs), then
+ * the command: its exit code. */
+static int call_run(struct call *k, int n, char **operands)
+{
+	if (!k->q)
+		return 1;
+	if (k->r)
+		return k->r;
+	cafs_set_verbosity(k->q->verbosity);
+	int r = k->c->operands(k->q, n, operands);
+	return r ? r : k->c->run(k->q);
+}
+
+static void call_end(struct call *k)
+{
+	cafs_request_free(k->c, k->q);
+	*k = (struct call){ 0 };
+}
+
+/* Sets the options of a command that takes `takes` in its request, in the
+ * order and with the meaning of that command's own options. */
+static void apply_options(const struct casync_args *a, unsigned takes, struct call *k)
+{
+	for (int i = 0; i < a->verbosity; i++)
+		call_set(k, 'v', NULL);
+	if (a->verbosity < 0)
+		call_set(k, 'q', NULL);
+	k->q->verbosity = a->verbosity;
+	if (a->store && (takes & (T_STORE | T_STORES)))
+		call_set(k, CAFS_OPT_STORE, a->store);
+	for (size_t i = 0; (takes & T_STORES) && i < a->extra_stores.n; i++)
+		call_set(k, CAFS_OPT_STORE, a->extra_stores.v[i]);
+	for (size_t i = 0; (takes & T_SEED) && i < a->seeds.n; i++)
+		call_set(k, CAFS_OPT_SEED, a->seeds.v[i]);
+	if ((takes & T_CACHE) && a->cache && a->mode == CAFS_CASYNC_PREFIX)
+		call_set(k, CAFS_OPT_CACHE, a->cache);
+	if ((takes & T_DELETE) && !a->delete_extra)
+		call_set(k, CAFS_OPT_DELETE, "no");
+	if ((takes & T_DELETE) && a->undo_immutable)
+		call_set(k, CAFS_OPT_UNDO_IMMUTABLE, "yes");
+	if ((takes & T_DELETE) && !a->punch_holes)
+		call_set(k, CAFS_OPT_PUNCH_HOLES, "no");
+	if ((takes & T_DELETE) && !a->reflink)
+		call_set(k, CAFS_OPT_REFLINK, "no");
+	if ((takes & T_DELETE) && a->hardlink)
+		call_set(k, CAFS_OPT_HARDLINK, "yes");
+	if ((takes & (T_UIDS | T_MAKE)) && a->uid_shift)
+		call_set(k, CAFS_OPT_UID_SHIFT, a->uid_shift);
+	if ((takes & (T_UIDS | T_MAKE)) && a->uid_range)
+		call_set(k, CAFS_OPT_UID_RANGE, a->uid_range);
+	if ((takes & T_RATE) && a->rate_limit)
+		call_set(k, CAFS_OPT_RATE_LIMIT_BPS, a->rate_limit);
+	if ((takes & T_DRY_RUN) && a->dry_run)
+		call_set(k, CAFS_OPT_DRY_RUN, NULL);
+	if ((takes & (T_DIGEST | T_MAKE)) && a->digest)
+		call_set(k, CAFS_OPT_DIGEST, a->digest);
+	if (!(takes & T_MAKE))
+		return;
+	if (a->chunk_size)
+		call_set(k, CAFS_OPT_CHUNK_SIZE, a->chunk_size);
+	if (a->compression)
+		call_set(k, CAFS_OPT_COMPRESSION, a->compression);
+	for (size_t i = 0; i < a->with.n; i++)
+		call_set(k, CAFS_OPT_WITH, a->with.v[i]);
+	for (size_t i = 0; i < a->without.n; i++)
+		call_set(k, CAFS_OPT_WITHOUT, a->without.v[i]);
+	if (a->exclude_nodump)
+		call_set(k, CAFS_OPT_EXCLUDE_NODUMP, a->exclude_nodump);
+	if (a->exclude_submounts)
+		call_set(k, CAFS_OPT_EXCLUDE_SUBMOUNTS, a->exclude_submounts);
+	if (a->exclude_file)
+		call_set(k, CAFS_OPT_EXCLUDE_FILE, a->exclude_file);
+	/* casync writes no metadata sidecar: as casync, neither do we */
+	call_set(k, CAFS_OPT_META, "no");
 }
 
 /* ---- casync's verbs: its defaults, then the cafs command ---- */
@@ -698,9 +737,9 @@ static int stage_store(const struct casync_args *a, struct stage *st, const char
 	return st->store ? 0 : ca_log_error_errno(ENOMEM, "store");
 }
 
-/* Runs out with standard output on /dev/null (make's digest line where
+/* call_run with standard output on /dev/null (make's digest line where
  * casync prints none). */
-static int run_quiet(const struct strv *out)
+static int call_run_quiet(struct call *k, int n, char **operands)
 {
 	int saved, null, r;
 	fflush(stdout);
@@ -710,7 +749,7 @@ static int run_quiet(const struct strv *out)
 		r = ca_log_error_errno(errno, "stdout");
 		r = 1;
 	} else {
-		r = run(out);
+		r = call_run(k, n, operands);
 		fflush(stdout);
 		if (dup2(saved, STDOUT_FILENO) < 0 && r == 0)
 			r = (ca_log_error_errno(errno, "stdout"), 1);
@@ -1044,39 +1083,22 @@ static int verb_serve(const struct casync_args *a, bool push, char **pos, int np
  * list /` must not copy the file system into $TMPDIR). */
 static int tree_read_dir(const struct casync_args *a, const char *verb, const char *dir)
 {
-	struct strv mk = { 0 };
-	struct ca_image_make_opts o;
-	const char *profile, *label = NULL;
-	int r = strv_add(&mk, "make");
-	if (r == 0)
-		r = add_options(a, T_MAKE, &mk);
-	if (r == 0)
-		r = strv_add(&mk, "stream.catar");
-	if (r == 0)
-		r = strv_add(&mk, "%s", dir);
-	if (r < 0) {
-		ca_log_error_errno(r, "%s", dir);
-		r = 1;
-		goto out;
+	struct call k;
+	const char *label = NULL;
+	int r;
+	if (call_begin(&k, &cafs_command_make) < 0)
+		return ca_log_error_errno(ENOMEM, "%s", dir), 1;
+	apply_options(a, T_MAKE, &k);
+	cafs_set_verbosity(k.q->verbosity);
+	r = k.r;
+	if (r == 0) {
+		/* mtree names its digest field after --digest */
+		enum ca_digest_type t;
+		if (a->digest && ca_digest_type_parse(a->digest, &t) == 0)
+			label = t == CA_DIGEST_SHA256 ? "sha256digest" : "sha512256digest";
+		r = cafs_tree_read_dir(verb, dir, &((struct cafs_make_request *)k.q)->opts, !a->recursive, label);
 	}
-	char **copy = malloc((mk.n + 1) * sizeof(char *)); /* getopt permutes */
-	if (!copy) {
-		ca_log_error_errno(ENOMEM, "%s", dir);
-		r = 1;
-		goto out;
-	}
-	memcpy(copy, mk.v, (mk.n + 1) * sizeof(char *));
-	r = cafs_make_parse((int)mk.n, copy, &o, &profile);
-	free(copy);
-	if (r >= 0)
-		goto out;
-	/* mtree names its digest field after --digest */
-	enum ca_digest_type t;
-	if (a->digest && ca_digest_type_parse(a->digest, &t) == 0)
-		label = t == CA_DIGEST_SHA256 ? "sha256digest" : "sha512256digest";
-	r = cafs_tree_read_dir(verb, dir, &o, !a->recursive, label);
-out:
-	strv_release(&mk);
+	call_end(&k);
 	return r;
 }
 
@@ -1155,7 +1177,6 @@ static int read_what(const struct casync_args *a, const char *verb, const char *
  * archive (tree_read_dir) */
 static int verb_read(const struct casync_args *a, const char *verb, char **pos, int npos)
 {
-	struct strv out = { 0 };
 	struct stage st = { 0 };
 	struct casync_args b = *a;
 	bool digest = !strcmp(verb, "digest");
@@ -1199,33 +1220,27 @@ static int verb_read(const struct casync_args *a, const char *verb, char **pos, 
 		r = verb_stat(&b, in, sub);
 		goto out;
 	}
-	(void)command_takes(verb, &takes);
-	r = strv_add(&out, "%s", verb);
-	if (r == 0)
-		r = add_options(&b, takes, &out);
-	if (r == 0)
-		r = strv_add(&out, "%s", in);
-	if (r == 0 && !a->recursive && !strcmp(verb, "list"))
-		r = strv_add(&out, "--recursive=no");
-	if (r == 0 && sub && !digest)
-		r = strv_add(&out, "%s", sub);
-	if (r == 0 && sub && digest)
-		r = strv_add(&out, "%s", sub);
-	if (r < 0) {
-		ca_log_error_errno(r, "%s", verb);
+	const struct cafs_command *c = NULL;
+	struct call k;
+	(void)command_takes(verb, &c, &takes);
+	if (call_begin(&k, c) < 0) {
 		r = 1;
 		goto out;
 	}
-	r = run(&out);
+	apply_options(&b, takes, &k);
+	if (!a->recursive && !strcmp(verb, "list"))
+		call_set(&k, CAFS_OPT_RECURSIVE, "no");
+	char *operands[2] = { (char *)in, (char *)sub };
+	r = call_run(&k, sub ? 2 : 1, operands);
+	call_end(&k);
 out:
-	strv_release(&out);
 	stage_release(&st);
 	return r;
 }
 
 static int verb_make(const struct casync_args *a, char **pos, int npos)
 {
-	struct strv out = { 0 };
+	struct call mk = { 0 };
 	struct stage st = { 0 };
 	struct casync_args b = *a;
 	const char *dst = npos > 0 && strcmp(pos[0], "-") ? pos[0] : NULL, *in = npos > 1 ? pos[1] : NULL;
@@ -1302,20 +1317,17 @@ static int verb_make(const struct casync_args *a, char **pos, int npos)
 		else if (asprintf(&st.out, "%s/out%s", st.dir, what_suffix(w)) < 0)
 			r = ca_log_error_errno(ENOMEM, "make"), st.out = NULL;
 	}
-	if (r == 0)
-		r = strv_add(&out, "make");
-	if (r == 0)
-		r = add_options(&b, T_STORE | T_MAKE, &out);
-	if (r == 0)
-		r = strv_add(&out, "%s", st.out ? st.out : dst);
-	if (r == 0)
-		r = strv_add(&out, "%s", in);
+	if (r == 0 && call_begin(&mk, &cafs_command_make) < 0)
+		r = ca_log_error_errno(ENOMEM, "make");
 	if (r < 0) {
 		r = 1;
 		goto out;
 	}
+	apply_options(&b, T_STORE | T_MAKE, &mk);
+	char *operands[2] = { st.out ? st.out : (char *)dst, (char *)in };
 	/* casync prints no digest when the archive goes to standard output */
-	r = dst ? run(&out) : run_quiet(&out);
+	r = dst ? call_run(&mk, 2, operands) : call_run_quiet(&mk, 2, operands);
+	call_end(&mk);
 	if (r == 0 && push)
 		r = remote_push(a, dst, w, st.out, st.store, st.pulled);
 	else if (r == 0 && st.out && dst && rename(st.out, ca_location_path(dst)) < 0)
@@ -1329,7 +1341,6 @@ static int verb_make(const struct casync_args *a, char **pos, int npos)
 			r = (ca_log_error_errno(k, "standard output"), 1);
 	}
 out:
-	strv_release(&out);
 	stage_release(&st);
 	return r;
 }
@@ -1357,7 +1368,9 @@ static int dir_is_empty(const char *path)
 
 static int verb_extract(const struct casync_args *a, char **pos, int npos)
 {
-	struct strv out = { 0 };
+	struct strv out = { 0 }; /* the operands */
+	const struct cafs_command *c = NULL;
+	struct call k = { 0 };
 	struct stage st = { 0 };
 	struct casync_args b = *a;
 	struct stat s;
@@ -1410,7 +1423,7 @@ static int verb_extract(const struct casync_args *a, char **pos, int npos)
 		                "--what=blob-index");
 	if (npos > 2 && w == WHAT_BLOB_INDEX)
 		return usage(a, "extract: subtree path only supported for an archive or archive index");
-	(void)command_takes("extract", &takes);
+	(void)command_takes("extract", &c, &takes);
 	r = 0;
 	if (is_index(w))
 		r = stage_store(a, &st, in);
@@ -1422,15 +1435,15 @@ static int verb_extract(const struct casync_args *a, char **pos, int npos)
 		b.store = st.store;
 	if (r == 0)
 		r = stage_input(&st, in, w, &in) < 0 ? -EIO : 0;
+	if (r == 0 && call_begin(&k, c) < 0)
+		r = -EIO; /* reported */
 	if (r == 0)
-		r = strv_add(&out, "extract");
-	if (r == 0)
-		r = add_options(&b, takes, &out);
+		apply_options(&b, takes, &k);
 	/* casync seeds from what the output already holds (--seed-output=yes):
 	 * for a blob, that file or device is one more seed */
 	if (r == 0 && w == WHAT_BLOB_INDEX && a->seed_output && dest && stat(dest, &s) == 0 &&
 	    ((S_ISREG(s.st_mode) && s.st_size > 0) || S_ISBLK(s.st_mode)))
-		r = strv_add(&out, "--seed=%s", dest);
+		call_set(&k, CAFS_OPT_SEED, dest);
 	if (r == 0)
 		r = strv_add(&out, "%s", in);
 	if (r == 0 && npos < 3) {
@@ -1454,35 +1467,32 @@ static int verb_extract(const struct casync_args *a, char **pos, int npos)
 			r = strv_add(&out, "%s", sub);
 	}
 	if (r == -EIO)
-		r = 1; /* stage_input logged */
+		r = 1; /* stage_input or call_begin logged */
 	else
-		r = r < 0 ? (ca_log_error_errno(r, "extract"), 1) : run(&out);
+		r = r < 0 ? (ca_log_error_errno(r, "extract"), 1) : call_run(&k, (int)out.n, out.v);
+	call_end(&k);
 	strv_release(&out);
 	stage_release(&st);
 	return r;
 }
 
-static int verb_simple(const struct casync_args *a, const char *verb, char **pos, int npos, int min, int max,
-                       const char *dflt)
+static int verb_simple(const struct casync_args *a, const char *verb, char **pos, int npos, int min, int max)
 {
-	struct strv out = { 0 };
+	const struct cafs_command *c = NULL;
+	struct call k;
 	unsigned takes = 0;
 	int r;
 	if (npos < min || (max >= 0 && npos > max))
 		return usage(a, "%s: wrong number of arguments (see 'casync --help')", verb);
-	(void)command_takes(verb, &takes);
-	r = strv_add(&out, "%s", verb);
-	if (r == 0)
-		r = add_options(a, takes, &out);
+	(void)command_takes(verb, &c, &takes);
+	if (call_begin(&k, c) < 0)
+		return 1;
+	apply_options(a, takes, &k);
 	/* gc: casync's store for the first index: --store, else $CASYNC_STORE */
-	if (r == 0 && !strcmp(verb, "gc") && !a->store && getenv("CASYNC_STORE"))
-		r = strv_add(&out, "--store=%s", getenv("CASYNC_STORE"));
-	for (int i = 0; r == 0 && i < npos; i++)
-		r = strv_add(&out, "%s", pos[i]);
-	if (r == 0 && npos == 0 && dflt)
-		r = strv_add(&out, "%s", dflt);
-	r = r < 0 ? (ca_log_error_errno(r, "%s", verb), 1) : run(&out);
-	strv_release(&out);
+	if (!strcmp(verb, "gc") && !a->store && getenv("CASYNC_STORE"))
+		call_set(&k, CAFS_OPT_STORE, getenv("CASYNC_STORE"));
+	r = call_run(&k, npos, pos);
+	call_end(&k);
 	return r;
 }
 
@@ -1490,7 +1500,8 @@ static int verb_simple(const struct casync_args *a, const char *verb, char **pos
  * index by --what or its suffix; a .caibx (cafs's: one file) as it is */
 static int verb_mount(const struct casync_args *a, char **pos, int npos)
 {
-	struct strv out = { 0 };
+	const struct cafs_command *c = NULL;
+	struct call k = { 0 };
 	struct stage st = { 0 };
 	struct casync_args b = *a;
 	const char *in = npos > 1 && strcmp(pos[0], "-") ? pos[0] : NULL, *mnt = pos[npos - 1];
@@ -1512,24 +1523,19 @@ static int verb_mount(const struct casync_args *a, char **pos, int npos)
 	b.store = st.store ? st.store : a->store;
 	if (r == 0 && stage_input(&st, in, w, &in) < 0)
 		r = -EIO;
-	(void)command_takes("mount", &takes);
-	if (r == 0)
-		r = strv_add(&out, "mount");
-	if (r == 0)
-		r = add_options(&b, takes, &out);
-	if (r == 0)
-		r = strv_add(&out, "--foreground"); /* casync mount stays until unmounted */
+	(void)command_takes("mount", &c, &takes);
+	if (r == 0 && call_begin(&k, c) < 0)
+		r = -EIO; /* reported */
+	if (r == 0) {
+		apply_options(&b, takes, &k);
+		call_set(&k, CAFS_OPT_FOREGROUND, NULL); /* casync mount stays until unmounted */
+	}
 	/* casync mount makes a missing mount point (--mkdir=no: not) */
 	if (r == 0 && a->mkdir && mkdir(mnt, 0777) < 0 && errno != EEXIST)
 		r = ca_log_error_errno(errno, "%s", mnt);
-	if (r == 0)
-		r = strv_add(&out, "%s", in);
-	if (r == 0)
-		r = strv_add(&out, "%s", mnt);
-	if (r == -ENOMEM)
-		ca_log_error_errno(r, "mount");
-	r = r < 0 ? 1 : run(&out);
-	strv_release(&out);
+	char *operands[2] = { (char *)in, (char *)mnt };
+	r = r < 0 ? 1 : call_run(&k, 2, operands);
+	call_end(&k);
 	stage_release(&st);
 	return r;
 }
@@ -1550,7 +1556,7 @@ static int casync_verb(const struct casync_args *a, char **pos, int npos)
 	if (!strcmp(verb, "list") || !strcmp(verb, "mtree") || !strcmp(verb, "stat") || !strcmp(verb, "digest"))
 		return verb_read(a, verb, pos, npos);
 	if (!strcmp(verb, "gc"))
-		return verb_simple(a, "gc", pos, npos, 1, -1, NULL);
+		return verb_simple(a, "gc", pos, npos, 1, -1);
 	if (!strcmp(verb, "mount"))
 		return verb_mount(a, pos, npos);
 	/* casync's remote end: not in its --help, run over ssh by the other end */
@@ -1569,18 +1575,20 @@ static int casync_verb(const struct casync_args *a, char **pos, int npos)
  * as the command's own */
 static int prefixed_command(const struct casync_args *a, char **rest, int nrest)
 {
-	struct strv out = { 0 };
+	const struct cafs_command *c = NULL;
+	struct call k;
 	unsigned takes;
 	int r;
-	if (command_takes(rest[0], &takes) < 0 || !cafs_command_find(rest[0]))
+	if (command_takes(rest[0], &c, &takes) < 0 || !c)
 		return cafs_usage_error(NULL, "%s: global options before this command are not supported", rest[0]);
-	r = strv_add(&out, "%s", rest[0]);
-	if (r == 0)
-		r = add_options(a, takes, &out);
-	for (int i = 1; r == 0 && i < nrest; i++)
-		r = strv_add(&out, "%s", rest[i]);
-	r = r < 0 ? (ca_log_error_errno(r, "%s", rest[0]), 1) : run(&out);
-	strv_release(&out);
+	if (call_begin(&k, c) < 0)
+		return 1;
+	apply_options(a, takes, &k);
+	/* the command's own arguments, parsed into the same request */
+	r = k.r ? k.r : cafs_command_parse(c, k.q, nrest, rest);
+	if (r < 0)
+		r = c->run(k.q);
+	call_end(&k);
 	return r;
 }
 

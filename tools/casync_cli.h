@@ -2,10 +2,10 @@
 /*
  * casync_cli.h - casync's command line, translated into cafs commands.
  *
- * One parser for casync's global options; each verb becomes the argv of
- * the cafs command that does its work (make, extract, list, ...), run
- * in-process through the command table, so the two front ends share every
- * line of behaviour and only differ in syntax.
+ * One parser for casync's global options; each verb becomes the request
+ * of the cafs command that does its work (make, extract, list, ...),
+ * filled through that command's own set() and run in-process, so the two
+ * front ends share every line of behaviour and only differ in syntax.
  */
 #ifndef CAFS_CASYNC_CLI_H
 #define CAFS_CASYNC_CLI_H

@@ -2,10 +2,13 @@
 /*
  * cmd.h - the subcommands of the cafs command and what they share.
  *
- * Each command is `int cafs_cmd_NAME(int argc, char **argv)`: argv[0] is
- * the command name, it parses its own options with getopt_long and returns
- * an exit code: 0 success, 1 runtime error (already reported on stderr as
- * "cafs: <what>: <why>"), 2 usage error.
+ * Each command is a struct cafs_command (defined beside its code in
+ * cmd_*.c): its help, one option table, and what it is asked to do as a
+ * request, filled by set() per option and operands(), then run(). Both
+ * front ends fill requests: the getopt parser (cafs_command_parse, from
+ * the table) and the casync front end (casync_cli.c, calling set() with
+ * the same ids). Exit codes: 0 success, 1 runtime error (already reported
+ * on stderr as "cafs: <what>: <why>"), 2 usage error.
  */
 #ifndef CAFS_CMD_H
 #define CAFS_CMD_H
@@ -17,42 +20,146 @@
 #include "base/digest.h"
 #include "format/format.h"
 #include "trust/minisign.h"
+#include "image/image_make.h"
 #include "image/source.h"
 #include "catar/uidshift.h"
 
 #define EXIT_USAGE 2
 
-struct cafs_command {
-	const char *name;
-	int (*run)(int argc, char **argv);
-	const char *synopsis; /* one line: "make [OPTIONS] OUT.caibx|OUT.catar|OUT.caidx INPUT" */
-	const char *help;     /* the options, one per line, for `cafs help NAME` */
+/* The options' ids (cafs_option.id), one per long name across the commands:
+ * the casync front end sets a request's field by the same id. */
+enum cafs_option_id {
+	CAFS_OPT_FIRST = 0x100, /* above the letters getopt returns */
+	CAFS_OPT_ALLOW_DOWNGRADE,
+	CAFS_OPT_CACHE,
+	CAFS_OPT_CHUNK_SIZE,
+	CAFS_OPT_COMMENT,
+	CAFS_OPT_COMPRESSION,
+	CAFS_OPT_DELETE,
+	CAFS_OPT_DIGEST,
+	CAFS_OPT_DRY_RUN,
+	CAFS_OPT_EXCLUDE_FILE,
+	CAFS_OPT_EXCLUDE_NODUMP,
+	CAFS_OPT_EXCLUDE_SUBMOUNTS,
+	CAFS_OPT_FILL,
+	CAFS_OPT_FOREGROUND,
+	CAFS_OPT_HARDLINK,
+	CAFS_OPT_KEEP,
+	CAFS_OPT_LEGACY,
+	CAFS_OPT_LOG,
+	CAFS_OPT_LONG,
+	CAFS_OPT_LRU_SIZE,
+	CAFS_OPT_META,
+	CAFS_OPT_MIN_AGE,
+	CAFS_OPT_NAME,
+	CAFS_OPT_NO_CACHE,
+	CAFS_OPT_OFFLINE,
+	CAFS_OPT_OPTIONS,
+	CAFS_OPT_OUTPUT,
+	CAFS_OPT_OVERLAY_XATTRS,
+	CAFS_OPT_PROFILE,
+	CAFS_OPT_PUNCH_HOLES,
+	CAFS_OPT_RATE_LIMIT_BPS,
+	CAFS_OPT_READAHEAD,
+	CAFS_OPT_RECORD_PROFILE,
+	CAFS_OPT_RECURSIVE,
+	CAFS_OPT_REFLINK,
+	CAFS_OPT_SECRET_KEY,
+	CAFS_OPT_SEED,
+	CAFS_OPT_SEED_STORE,
+	CAFS_OPT_SIGNED_NAME,
+	CAFS_OPT_STORE,
+	CAFS_OPT_TAKEOVER,
+	CAFS_OPT_THREADS,
+	CAFS_OPT_TRUSTED_COMMENT,
+	CAFS_OPT_TRUSTED_KEY,
+	CAFS_OPT_UID_RANGE,
+	CAFS_OPT_UID_SHIFT,
+	CAFS_OPT_UNDO_IMMUTABLE,
+	CAFS_OPT_WITH,
+	CAFS_OPT_WITHOUT,
 };
 
-/* the commands; the table that names them lives in main.c */
-int cafs_cmd_make(int argc, char **argv);
-int cafs_cmd_extract(int argc, char **argv);
-int cafs_cmd_digest(int argc, char **argv);
-int cafs_cmd_info(int argc, char **argv);
-int cafs_cmd_list(int argc, char **argv);
-int cafs_cmd_mtree(int argc, char **argv);
-int cafs_cmd_meta(int argc, char **argv);
-int cafs_cmd_mount(int argc, char **argv);
-int cafs_cmd_stats(int argc, char **argv);
-int cafs_cmd_cache(int argc, char **argv);
-int cafs_cmd_gc(int argc, char **argv);
-int cafs_cmd_sign(int argc, char **argv);
+/*
+ * One option of a command: what its getopt parser, `cafs help` and the
+ * casync front end know of it. The table of a command ends with a NULL name.
+ */
+struct cafs_option {
+	const char *name;  /* long name, without "--" */
+	char short_name;   /* 0: none */
+	const char *arg;   /* the argument as the help shows it ("DIR|URL"); NULL: takes none */
+	int id;            /* which request field it sets: passed to the command's set() */
+	const char *help;  /* the help text; lines after the first are indented to the
+	                    * command's column; NULL: accepted but not shown */
+	unsigned keep;     /* mount: how the keeper's servers get it again (CAFS_KEEP_*) */
+};
 
+/* cafs_option.keep: saved for the keeper's servers as given, with its path
+ * made absolute, or each store of a failover group made absolute, or a
+ * profile made absolute unless "none"; 0: this process's (-f, --takeover) */
+enum {
+	CAFS_KEEP_NO,
+	CAFS_KEEP_AS_IS,
+	CAFS_KEEP_PATH,
+	CAFS_KEEP_STORES,
+	CAFS_KEEP_PROFILE,
+	CAFS_KEEP_FUSE_OPTIONS, /* -o: the paths inside its list made absolute */
+};
 
-const struct cafs_command *cafs_command_find(const char *name);
-/* Run c with argv (argv[0] its name; the array may be permuted): its exit code. */
-int cafs_command_run(const struct cafs_command *c, int argc, char **argv);
+/* What every request starts with: filled by the parser (-v, -q) or by the
+ * casync front end; the command's own fields follow. */
+struct cafs_request {
+	int verbosity; /* -1 errors only, 0 warnings, 1 info, 2 debug */
+};
+
+/*
+ * A command: its help, its options, and what it was asked to do (a request
+ * of request_size bytes beginning with struct cafs_request) in three steps:
+ * init, set() once per option (by the parser or the casync front end) and
+ * operands(), then run(); release() frees what the request holds.
+ * set() also sees -v and -q (ids 'v' and 'q'; the verbosity is already
+ * counted) and ignores ids it does not know. A request keeps the strings
+ * given to set() and operands(): they must outlive it.
+ * set/operands return 0 or an exit code (already reported); run the exit code.
+ */
+struct cafs_command {
+	const char *name;
+	const char *synopsis;  /* one line: "make [OPTIONS] OUT.caibx|OUT.catar|OUT.caidx INPUT" */
+	const char *help_head; /* `cafs help NAME`: text before the options (NULL: none) */
+	const struct cafs_option *options;
+	int help_column;       /* where the options' help text starts */
+	const char *help_tail; /* ... and after them */
+	size_t request_size;
+	void (*init)(struct cafs_request *q);
+	int (*set)(struct cafs_request *q, int id, const char *arg);
+	int (*operands)(struct cafs_request *q, int n, char **arg);
+	int (*run)(struct cafs_request *q);
+	void (*release)(struct cafs_request *q);
+	/* a command that still parses its own argv (argv[0] its name) instead */
+	int (*main)(int argc, char **argv);
+};
+
+/* the commands (each in its cmd_*.c) */
+extern const struct cafs_command cafs_command_make, cafs_command_extract, cafs_command_digest, cafs_command_info,
+	cafs_command_list, cafs_command_mtree, cafs_command_meta, cafs_command_mount, cafs_command_stats,
+	cafs_command_cache, cafs_command_gc, cafs_command_sign;
+
+/* The generic parser: argv (argv[0] the command name; the array may be
+ * permuted) into q, which init() (and the casync front end) already filled.
+ * Sets the log level. -1 to go on, or the exit code (-h: 0 after the help). */
+int cafs_command_parse(const struct cafs_command *c, struct cafs_request *q, int argc, char **argv);
+/* c's option of that id, or a common one (-v, -q, -h); NULL: none. */
+const struct cafs_option *cafs_command_option(const struct cafs_command *c, int id);
+/* Parse argv and run c: its exit code. */
+int cafs_command_main(const struct cafs_command *c, int argc, char **argv);
+/* A request for c, init()ed (NULL: out of memory, reported), and its end. */
+struct cafs_request *cafs_request_new(const struct cafs_command *c);
+void cafs_request_free(const struct cafs_command *c, struct cafs_request *q);
 
 /* Print "cafs: usage: ..." hint to stderr and return EXIT_USAGE. */
 int cafs_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Print a command's help to f. */
 void cafs_command_help(const struct cafs_command *c, FILE *f);
-
 
 /* A stream digest as make and digest print it: 64 hex digits and a newline on stdout. */
 void cafs_print_digest(const uint8_t d[CA_CHUNK_ID_SIZE]);
@@ -67,7 +174,7 @@ void cafs_set_verbosity(int level);
 /* The options every command takes and the answer to an unknown one: -1
  * when c was -v or -q (parsing goes on), else the exit code the command
  * returns at once: 0 after -h printed its help, 2 for an unknown option. */
-int cafs_common_option(const char *cmd, int c, int *verbosity);
+int cafs_common_option(const struct cafs_command *cmd, int c, int *verbosity);
 /* yes/no as casync's parse_boolean reads it (1/0, y/n, true/false, t/f,
  * on/off, any case): 0, or -EINVAL. */
 int cafs_parse_bool(const char *s, bool *ret);
@@ -82,7 +189,6 @@ int cafs_parse_threads(const char *s, unsigned *ret);
 /* --trusted-key FILE (repeatable), taken by every command that opens an
  * image: the keys go into the image options (source.h), where the one
  * check is made. */
-#define CAFS_OPT_TRUSTED_KEY 0x200
 #define CAFS_TRUSTED_KEY_OPTION { "trusted-key", required_argument, NULL, CAFS_OPT_TRUSTED_KEY }
 struct cafs_trusted_keys {
 	struct ca_minisign_key *keys;
@@ -92,8 +198,6 @@ struct cafs_trusted_keys {
 };
 /* --allow-downgrade and --signed-name=NAME, beside --trusted-key: what an
  * index's signature must say besides verifying (cafs(1) SECURITY) */
-#define CAFS_OPT_ALLOW_DOWNGRADE 0x201
-#define CAFS_OPT_SIGNED_NAME 0x202
 #define CAFS_TRUST_POLICY_OPTIONS                                                       \
 	{ "allow-downgrade", no_argument, NULL, CAFS_OPT_ALLOW_DOWNGRADE },              \
 	{ "signed-name", required_argument, NULL, CAFS_OPT_SIGNED_NAME }
@@ -114,8 +218,9 @@ void cafs_trusted_keys_apply(const struct cafs_trusted_keys *tk, struct ca_image
  * (process state, so the command's business and not the library's). */
 void cafs_raise_fd_limit(void);
 
-/* Parsed `cafs extract` arguments. */
+/* Parsed `cafs extract` arguments (and info's: in, stores, trusted). */
 struct cafs_extract_args {
+	struct cafs_request base;
 	const char *in, *out;
 	const char *path; /* an archive's directory to extract instead of the root */
 	char **stores;
@@ -136,16 +241,7 @@ struct cafs_extract_args {
 	bool hardlink;                 /* --hardlink=yes: archives: link identical seed files */
 };
 
-struct ca_reflink;
-/* cache_seed.c: extract --cache and --seed. Makes a->cache (or, for seeds
- * without a cache, a private temporary store) src's cache and puts the
- * chunks idx needs that the seeds yield into it. *ret_tmp is that temporary
- * store, to pass to cafs_extract_seed_cleanup when done. With reflink
- * (may be NULL), where each chunk found in a seed file is, too. Logs its
- * errors. */
-int cafs_extract_cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx, const struct cafs_extract_args *a,
-                             char **ret_tmp, struct ca_reflink *reflink);
-void cafs_extract_seed_cleanup(char *tmp); /* removes and frees; accepts NULL */
+/* extract --cache and --seed are core's: image/image_seed.h */
 
 /* cmd_tree_make.c: print the digest casync digest would for a directory or an
  * archive(-index), or sub inside the archive (NULL: all of it); t (--digest)
@@ -159,11 +255,14 @@ int cafs_digest_archive(const char *path, char **stores, size_t n_stores, const 
                         const struct cafs_trusted_keys *tk);
 /* cmd_tree_read.c: print one entry of an archive (sub, or the root when
  * NULL) as casync stat does; 0 or an exit code. */
-/* cmd_blob.c: cafs make's options into *ret (argv[0] is the command
- * name; optind is left at the operands), sets the verbosity. Returns -1
- * to go on, or an exit code. */
-struct ca_image_make_opts;
-int cafs_make_parse(int argc, char **argv, struct ca_image_make_opts *ret, const char **ret_profile);
+/* cmd_blob.c: what `cafs make` is asked to do (the casync front end also
+ * reads a directory as the archive these options would make of it). */
+struct cafs_make_request {
+	struct cafs_request base;
+	struct ca_image_make_opts opts;
+	const char *profile; /* --profile */
+	const char *out, *input;
+};
 /* cmd_tree_read.c: list (flat: --recursive=no), mtree (digest_label:
  * --digest's field name, NULL: sha512256digest) or stat of directory dir,
  * as of the archive `make` with mo would write of it, without writing it

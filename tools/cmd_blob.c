@@ -1,66 +1,39 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * cmd_blob.c - make, extract, digest and info: option parsing for all
- * inputs. make and extract are one core call each (core/image/image_make.h,
- * core/image/image_extract.h) between parsing and printing; digest and info of
- * a blob index are here, of archives and directories in cmd_tree_*.c.
+ * inputs. Each is one core call between parsing and printing: make
+ * (ca_image_make), extract (ca_image_seed_extract), digest of a blob index
+ * or a file (ca_image_digest_blob, ca_image_digest_file), info
+ * (ca_store_ops_info); digest of archives and directories is in cmd_tree_*.c.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "image/archive_reader.h"
-#include "store/blob.h"
 #include "cache.h"
 #include "chunk/chunker.h"
 #include "cmd.h"
-#include "chunk/compress.h"
 #include "format/feature.h"
-#include "chunk/seed_tree.h"
-#include "image/image_extract.h"
 #include "image/image_make.h"
-#include "format/index.h"
-#include "net/failover.h"
+#include "image/image_seed.h"
+#include "image/store_ops.h"
 #include "base/log.h"
-#include "store/make.h"
 #include "interrupt.h"
-#include "image/profile.h"
 #include "progress.h"
-#include "chunk/reflink.h"
-#include "net/s3.h"
-#include "store/store_writer.h"
 
-enum {
-	OPT_CHUNK_SIZE = 0x100,
-	OPT_DIGEST,
-	OPT_WITH,
-	OPT_WITHOUT,
-	OPT_EXCLUDE_NODUMP,
-	OPT_EXCLUDE_SUBMOUNTS,
-	OPT_EXCLUDE_FILE,
-	OPT_META,
-	OPT_OFFLINE,
-	OPT_OVERLAY_XATTRS,
-	OPT_PROFILE,
-	/* from here on: extract's own */
-	OPT_SEED,
-	OPT_CACHE,
-	OPT_DELETE,
-	OPT_RATE_LIMIT_BPS,
-	OPT_UID_SHIFT,
-	OPT_UID_RANGE,
-	OPT_UNDO_IMMUTABLE,
-	OPT_PUNCH_HOLES,
-	OPT_REFLINK,
-	OPT_HARDLINK,
-	OPT_EXTRACT_END, /* end of extract's own */
-	OPT_COMPRESSION,
+/* what `cafs digest` is asked to do */
+struct cafs_digest_request {
+	struct cafs_request base;
+	char **stores;
+	size_t n_stores;
+	enum ca_digest_type type; /* --digest: of a plain file or a directory */
+	struct cafs_trusted_keys trusted;
+	const char *in, *sub;
 };
 
 /* The progress bar's life follows the core's calls: begun with the total
@@ -76,211 +49,117 @@ static void progress_end(void *userdata)
 	cafs_progress_done(userdata);
 }
 
-/* An index for a bucket is made in a private temporary directory, then
- * uploaded: *ret_out is the local name to make (malloc'd). */
-static int s3_make_out(const char *url, char **ret_dir, const char **ret_out)
+static void make_init(struct cafs_request *q)
 {
-	const char *t = getenv("TMPDIR");
-	char *dir = NULL, *name = ca_location_basename(url), *out = NULL;
-	const char *suffix = ca_location_image_kind(url) == CA_IMAGE_BLOB_INDEX ? ".caibx" : ".caidx";
-	if (!name || asprintf(&dir, "%s/cafs-make-XXXXXX", t && *t ? t : "/tmp") < 0)
-		dir = NULL;
-	if (!dir || !mkdtemp(dir) || asprintf(&out, "%s/%s%s", dir, name, suffix) < 0) {
-		int e = dir ? errno : ENOMEM;
-		free(name);
-		free(dir);
-		return ca_log_error_errno(e, "temporary directory");
-	}
-	free(name);
-	*ret_dir = dir;
-	*ret_out = out;
-	return 0;
+	ca_image_make_opts_init(&((struct cafs_make_request *)q)->opts);
 }
 
-static int s3_upload(const char *path, const char *url)
+static int make_set(struct cafs_request *q, int id, const char *arg)
 {
-	struct ca_buf b = CA_BUF_INIT;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int r = fd < 0 ? -errno : 0;
-	char chunk[65536];
-	for (ssize_t n; r == 0 && (n = read(fd, chunk, sizeof(chunk))) != 0;)
-		r = n < 0 ? (errno == EINTR ? 0 : -errno) : ca_buf_append(&b, chunk, (size_t)n, (size_t)1 << 30);
-	if (fd >= 0)
-		close(fd);
-	if (r == 0)
-	{
-		struct ca_http_opts ho;
-		ca_source_http_opts(&ho);
-		r = ca_s3_put_file(url, NULL, &ho, b.data, b.size);
-	}
-	if (r < 0)
-		ca_log_error_errno(r, "%s", url);
-	ca_buf_release(&b);
-	return r;
-}
-
-int cafs_make_parse(int argc, char **argv, struct ca_image_make_opts *ret, const char **ret_profile)
-{
-	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
-		{ "chunk-size", required_argument, NULL, OPT_CHUNK_SIZE },
-		{ "digest", required_argument, NULL, OPT_DIGEST },
-		{ "with", required_argument, NULL, OPT_WITH },
-		{ "without", required_argument, NULL, OPT_WITHOUT },
-		{ "exclude-nodump", required_argument, NULL, OPT_EXCLUDE_NODUMP },
-		{ "exclude-submounts", required_argument, NULL, OPT_EXCLUDE_SUBMOUNTS },
-		{ "exclude-file", required_argument, NULL, OPT_EXCLUDE_FILE },
-		{ "meta", required_argument, NULL, OPT_META },
-		{ "profile", required_argument, NULL, OPT_PROFILE },
-		{ "uid-shift", required_argument, NULL, OPT_UID_SHIFT },
-		{ "uid-range", required_argument, NULL, OPT_UID_RANGE },
-		{ "threads", required_argument, NULL, 'j' },
-		{ "compression", required_argument, NULL, OPT_COMPRESSION },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	struct ca_image_make_opts o;
-	int c, verbosity = 0;
+	struct cafs_make_request *m = (struct cafs_make_request *)q;
+	struct ca_image_make_opts *o = &m->opts;
 	uint64_t f;
 	bool *bp;
 
-	ca_image_make_opts_init(&o);
-	*ret_profile = NULL;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "s:j:vqh", opts, NULL)) >= 0) {
-		switch (c) {
-		case 's':
-			o.store = optarg;
-			break;
-		case OPT_CHUNK_SIZE:
-			if (ca_chunk_size_parse(optarg, &o.chunk_min, &o.chunk_avg, &o.chunk_max) < 0)
-				return cafs_usage_error("make", "invalid chunk size '%s'", optarg);
-			break;
-		case OPT_DIGEST:
-			if (ca_digest_type_parse(optarg, &o.digest) < 0)
-				return cafs_usage_error("make", "unknown digest '%s'", optarg);
-			break;
-		case OPT_WITH:
-		case OPT_WITHOUT:
-			if (ca_feature_parse_name(optarg, &f) < 0)
-				return cafs_usage_error("make", "unknown feature '%s'", optarg);
-			if (c == OPT_WITH) {
-				o.with |= f;
-				o.with_set = true;
-			} else {
-				o.without |= f;
-			}
-			break;
-		case OPT_EXCLUDE_NODUMP:
-		case OPT_EXCLUDE_SUBMOUNTS:
-		case OPT_EXCLUDE_FILE:
-			bp = c == OPT_EXCLUDE_NODUMP ? &o.exclude_nodump :
-			     c == OPT_EXCLUDE_SUBMOUNTS ? &o.exclude_submounts : &o.exclude_file;
-			if (cafs_parse_bool(optarg, bp) < 0)
-				return cafs_usage_error("make", "expected yes or no, got '%s'", optarg);
-			break;
-		case OPT_META: {
-			bool meta;
-			if (cafs_parse_bool(optarg, &meta) < 0)
-				return cafs_usage_error("make", "expected yes or no, got '%s'", optarg);
-			o.no_sidecar = !meta;
-			break;
+	switch (id) {
+	case CAFS_OPT_STORE:
+		o->store = arg;
+		return 0;
+	case CAFS_OPT_CHUNK_SIZE:
+		if (ca_chunk_size_parse(arg, &o->chunk_min, &o->chunk_avg, &o->chunk_max) < 0)
+			return cafs_usage_error("make", "invalid chunk size '%s'", arg);
+		return 0;
+	case CAFS_OPT_DIGEST:
+		if (ca_digest_type_parse(arg, &o->digest) < 0)
+			return cafs_usage_error("make", "unknown digest '%s'", arg);
+		return 0;
+	case CAFS_OPT_WITH:
+	case CAFS_OPT_WITHOUT:
+		if (ca_feature_parse_name(arg, &f) < 0)
+			return cafs_usage_error("make", "unknown feature '%s'", arg);
+		if (id == CAFS_OPT_WITH) {
+			o->with |= f;
+			o->with_set = true;
+		} else {
+			o->without |= f;
 		}
-		case OPT_UID_SHIFT:
-			if (cafs_parse_uid_shift(optarg, &o.uid_shift) < 0)
-				return cafs_usage_error("make", "invalid uid shift '%s'", optarg);
-			break;
-		case OPT_PROFILE:
-			*ret_profile = optarg;
-			break;
-		case OPT_UID_RANGE:
-			if (cafs_parse_uid_range(optarg, &o.uid_shift) < 0)
-				return cafs_usage_error("make", "invalid uid range '%s'", optarg);
-			break;
-		case 'j':
-			if (cafs_parse_threads(optarg, &o.threads) < 0)
-				return cafs_usage_error("make", "invalid thread count '%s'", optarg);
-			break;
-		case OPT_COMPRESSION: {
-			struct ca_codec *codec = NULL;
-			if (ca_compression_parse(optarg, &o.compression) < 0)
-				return cafs_usage_error("make", "unknown compression '%s'", optarg);
-			int e = ca_codec_new(CA_DIGEST_SHA512_256, &codec);
-			if (e == 0)
-				e = ca_codec_set_compression(codec, o.compression);
-			ca_codec_free(codec);
-			if (e == -EOPNOTSUPP)
-				return cafs_usage_error("make", "--compression=%s: built without its library", optarg);
-			if (e < 0)
-				return ca_log_error_errno(e, "make"), 1;
-			break;
-		}
-		default: {
-			int e = cafs_common_option("make", c, &verbosity);
-			if (e >= 0)
-				return e;
-			break;
-		}
-		}
+		return 0;
+	case CAFS_OPT_EXCLUDE_NODUMP:
+	case CAFS_OPT_EXCLUDE_SUBMOUNTS:
+	case CAFS_OPT_EXCLUDE_FILE:
+		bp = id == CAFS_OPT_EXCLUDE_NODUMP ? &o->exclude_nodump :
+		     id == CAFS_OPT_EXCLUDE_SUBMOUNTS ? &o->exclude_submounts : &o->exclude_file;
+		if (cafs_parse_bool(arg, bp) < 0)
+			return cafs_usage_error("make", "expected yes or no, got '%s'", arg);
+		return 0;
+	case CAFS_OPT_META: {
+		bool meta;
+		if (cafs_parse_bool(arg, &meta) < 0)
+			return cafs_usage_error("make", "expected yes or no, got '%s'", arg);
+		o->no_sidecar = !meta;
+		return 0;
 	}
-	cafs_set_verbosity(verbosity);
-	*ret = o;
-	return -1;
+	case CAFS_OPT_UID_SHIFT:
+		if (cafs_parse_uid_shift(arg, &o->uid_shift) < 0)
+			return cafs_usage_error("make", "invalid uid shift '%s'", arg);
+		return 0;
+	case CAFS_OPT_PROFILE:
+		m->profile = arg;
+		return 0;
+	case CAFS_OPT_UID_RANGE:
+		if (cafs_parse_uid_range(arg, &o->uid_shift) < 0)
+			return cafs_usage_error("make", "invalid uid range '%s'", arg);
+		return 0;
+	case CAFS_OPT_THREADS:
+		if (cafs_parse_threads(arg, &o->threads) < 0)
+			return cafs_usage_error("make", "invalid thread count '%s'", arg);
+		return 0;
+	case CAFS_OPT_COMPRESSION: {
+		struct ca_codec *codec = NULL;
+		if (ca_compression_parse(arg, &o->compression) < 0)
+			return cafs_usage_error("make", "unknown compression '%s'", arg);
+		int e = ca_codec_new(CA_DIGEST_SHA512_256, &codec);
+		if (e == 0)
+			e = ca_codec_set_compression(codec, o->compression);
+		ca_codec_free(codec);
+		if (e == -EOPNOTSUPP)
+			return cafs_usage_error("make", "--compression=%s: built without its library", arg);
+		if (e < 0)
+			return ca_log_error_errno(e, "make"), 1;
+		return 0;
+	}
+	default:
+		return 0;
+	}
 }
 
-int cafs_cmd_make(int argc, char **argv)
+static int make_operands(struct cafs_request *q, int n, char **arg)
 {
-	struct ca_image_make_opts o;
+	struct cafs_make_request *m = (struct cafs_make_request *)q;
+	if (n != 2)
+		return cafs_usage_error("make", "expected OUT and INPUT");
+	m->out = arg[0];
+	m->input = arg[1];
+	return 0;
+}
+
+static int make_run(struct cafs_request *q)
+{
+	struct cafs_make_request *m = (struct cafs_make_request *)q;
+	struct ca_image_make_opts o = m->opts;
 	struct cafs_progress prog = { .label = "make" };
 	struct ca_make_stats stats;
 	uint8_t digest[CA_CHUNK_ID_SIZE];
-	const char *out, *input, *profile = NULL;
-	struct ca_profile *prof = NULL;
-	struct ca_store_writer *sw = NULL;
-	char *def_store = NULL, *tmp_dir = NULL;
-	int e = cafs_make_parse(argc, argv, &o, &profile);
-	if (e >= 0)
-		return e;
-	if (argc - optind != 2)
-		return cafs_usage_error("make", "expected OUT and INPUT");
-	out = argv[optind];
-	input = argv[optind + 1];
-	/* as casync: file:// is a path; other URLs cannot be written (casync
-	 * pushes only over ssh), but for S3 buckets (s3.h) */
-	const char *s3_out = ca_s3_is_url(out) ? out : NULL;
-	if (!o.store && s3_out)
-		o.store = def_store = ca_location_default_store(out);
-	if (s3_out && ca_location_image_kind(out) == CA_IMAGE_ARCHIVE)
-		return cafs_usage_error("make", "%s: a .catar cannot be written to a bucket: make an index", out);
-	if (o.store && ca_failover_is_group(o.store))
-		return ca_log_error("%s: a failover group is read from, not written to: give one store", o.store), 1;
-	const char **w[] = { &out, &o.store };
-	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
-		if (!*w[i] || ca_s3_is_url(*w[i]))
-			continue;
-		const char *p = ca_location_path(*w[i]);
-		if (!p || ca_location_kind(*w[i]) != CA_LOCATION_PATH)
-			return cafs_usage_error("make", "%s: cannot write to a URL", *w[i]);
-		*w[i] = p;
-	}
-	enum ca_image_kind kind = ca_location_image_kind(out);
-	if (kind == CA_IMAGE_UNKNOWN)
-		return cafs_usage_error("make", "%s: output must end in .caibx, .caidx or .catar", out);
-	if (profile && kind == CA_IMAGE_ARCHIVE)
-		return cafs_usage_error("make", "--profile is for an index (.caidx or .caibx), not %s", out);
-	/* checked before the work: a profile that cannot be copied fails now */
-	int r = profile ? ca_profile_load(profile, &prof) : 0;
-	if (r == -EBADMSG)
-		return ca_log_error("%s: not a valid prefetch profile", profile), 1;
+	char msg[512];
+	o.profile = m->profile;
+	/* the library refuses the same, logged; a command says it as a usage error */
+	int r = ca_image_make_check(m->out, &o, msg, sizeof(msg));
 	if (r < 0)
-		return ca_log_error_errno(r, "%s", profile), 1;
+		return *msg ? cafs_usage_error("make", "%s", msg) : 1;
 	r = cafs_interrupt_start();
-	if (r < 0) {
-		ca_profile_free(prof);
+	if (r < 0)
 		return ca_log_error_errno(r, "signals"), 1;
-	}
+	enum ca_image_kind kind = ca_location_image_kind(m->out);
 	if (kind != CA_IMAGE_BLOB_INDEX)
 		cafs_raise_fd_limit();
 	o.progress_start = progress_start;
@@ -288,530 +167,482 @@ int cafs_cmd_make(int argc, char **argv)
 	o.progress_end = progress_end;
 	o.progress_userdata = &prog;
 	o.cancel = cafs_interrupt_flag();
-	if (s3_out) {
-		r = s3_make_out(out, &tmp_dir, &out);
-		if (r < 0)
-			goto out;
-	}
-	if (o.store && ca_s3_is_url(o.store)) {
-		struct ca_http_opts ho;
-		ca_source_http_opts(&ho);
-		r = ca_store_writer_open(o.store, &ho, &sw); /* logs its errors */
-		if (r < 0)
-			goto out;
-		o.store_writer = sw;
-	}
-	r = ca_image_make(out, input, &o, digest, &stats); /* logs its errors */
-	if (r == 0 && s3_out)
-		r = s3_upload(out, s3_out);
-	if (r == 0 && prof)
-		r = ca_profile_write_beside(prof, out); /* logs */
-	ca_profile_free(prof);
+	r = ca_image_make(m->out, m->input, &o, digest, &stats); /* logs its errors */
 	if (r == 0) {
 		cafs_print_digest(digest);
 		if (kind != CA_IMAGE_ARCHIVE) /* a .catar has no chunks to count */
 			cafs_log_make_stats(&stats);
 	}
-out:
-	ca_store_writer_free(sw);
-	if (tmp_dir) {
-		if (out != argv[optind])
-			unlink(out);
-		rmdir(tmp_dir);
-		free(tmp_dir);
-		free((char *)out);
-	}
-	free(def_store);
 	return cafs_interrupt_exit_code(r < 0 ? 1 : 0);
 }
 
-/* Parses -s/-j/-v/-q/-h shared by extract, digest and info; collects
- * positional arguments. Returns -1 to go on, or an exit code. */
-static int parse_read_opts(const char *cmd, int argc, char **argv, struct cafs_extract_args *a, char ***ret_pos,
-                           int *ret_npos)
+/* An option of extract or info into a (cmd: which, for messages). */
+static int read_set(const char *cmd, struct cafs_extract_args *a, int id, const char *arg)
 {
-	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
-		{ "threads", required_argument, NULL, 'j' },
-		{ "seed", required_argument, NULL, OPT_SEED },
-		{ "cache", required_argument, NULL, OPT_CACHE },
-		{ "delete", required_argument, NULL, OPT_DELETE },
-		CAFS_TRUSTED_KEY_OPTION,
-		CAFS_TRUST_POLICY_OPTIONS,
-		{ "offline", no_argument, NULL, OPT_OFFLINE },
-		{ "overlay-xattrs", no_argument, NULL, OPT_OVERLAY_XATTRS },
-		{ "rate-limit-bps", required_argument, NULL, OPT_RATE_LIMIT_BPS },
-		{ "uid-shift", required_argument, NULL, OPT_UID_SHIFT },
-		{ "uid-range", required_argument, NULL, OPT_UID_RANGE },
-		{ "undo-immutable", required_argument, NULL, OPT_UNDO_IMMUTABLE },
-		{ "punch-holes", required_argument, NULL, OPT_PUNCH_HOLES },
-		{ "reflink", required_argument, NULL, OPT_REFLINK },
-		{ "hardlink", required_argument, NULL, OPT_HARDLINK },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	int c, verbosity = 0;
-	while ((c = getopt_long(argc, argv, "s:j:vqh", opts, NULL)) >= 0) {
-		if (((c >= OPT_SEED && c < OPT_EXTRACT_END) || c == OPT_OFFLINE || c == OPT_OVERLAY_XATTRS) &&
-		    strcmp(cmd, "extract"))
-			return cafs_usage_error(cmd, "--seed, --cache, --delete, --offline, --overlay-xattrs, "
-			                             "--rate-limit-bps, --uid-shift, --uid-range, --undo-immutable, "
-			                             "--punch-holes, --reflink and --hardlink are for extract");
-		switch (c) {
-		case OPT_SEED: {
-			char **n = realloc(a->seeds, (a->n_seeds + 1) * sizeof(char *));
-			if (!n)
-				return ca_log_error_errno(ENOMEM, "%s", cmd), 1;
-			a->seeds = n;
-			a->seeds[a->n_seeds++] = optarg;
-			break;
-		}
-		case OPT_CACHE:
-			a->cache = optarg;
-			break;
-		case CAFS_OPT_ALLOW_DOWNGRADE:
-		case CAFS_OPT_SIGNED_NAME: {
-			int e = cafs_trust_policy_option(cmd, c, optarg, &a->trusted);
-			if (e)
-				return e;
-			break;
-		}
-		case CAFS_OPT_TRUSTED_KEY: {
-			int e = cafs_trusted_key_add(cmd, &a->trusted, optarg);
-			if (e)
-				return e;
-			break;
-		}
-		case OPT_OFFLINE:
-			a->offline = true;
-			break;
-		case OPT_OVERLAY_XATTRS:
-			a->overlay_xattrs = true;
-			break;
-		case OPT_RATE_LIMIT_BPS:
-			if (cafs_parse_size(optarg, &a->rate_limit_bps) < 0 || a->rate_limit_bps == 0)
-				return cafs_usage_error(cmd, "invalid rate '%s'", optarg);
-			break;
-		case OPT_UID_SHIFT:
-			if (cafs_parse_uid_shift(optarg, &a->uid_shift) < 0)
-				return cafs_usage_error(cmd, "invalid uid shift '%s'", optarg);
-			break;
-		case OPT_UID_RANGE:
-			if (cafs_parse_uid_range(optarg, &a->uid_shift) < 0)
-				return cafs_usage_error(cmd, "invalid uid range '%s'", optarg);
-			break;
-		case OPT_UNDO_IMMUTABLE:
-			if (cafs_parse_bool(optarg, &a->undo_immutable) < 0)
-				return cafs_usage_error(cmd, "expected yes or no, got '%s'", optarg);
-			break;
-		case OPT_PUNCH_HOLES: {
-			bool holes;
-			if (cafs_parse_bool(optarg, &holes) < 0)
-				return cafs_usage_error(cmd, "expected yes or no, got '%s'", optarg);
-			a->no_holes = !holes;
-			break;
-		}
-		case OPT_REFLINK: {
-			bool reflink;
-			if (cafs_parse_bool(optarg, &reflink) < 0)
-				return cafs_usage_error(cmd, "expected yes or no, got '%s'", optarg);
-			a->no_reflink = !reflink;
-			break;
-		}
-		case OPT_HARDLINK:
-			if (cafs_parse_bool(optarg, &a->hardlink) < 0)
-				return cafs_usage_error(cmd, "expected yes or no, got '%s'", optarg);
-			break;
-		case OPT_DELETE: {
-			bool del;
-			if (cafs_parse_bool(optarg, &del) < 0)
-				return cafs_usage_error(cmd, "expected yes or no, got '%s'", optarg);
-			a->no_delete = !del;
-			break;
-		}
-		case 's': {
-			char **n = realloc(a->stores, (a->n_stores + 1) * sizeof(char *));
-			if (!n)
-				return ca_log_error_errno(ENOMEM, "%s", cmd), 1;
-			a->stores = n;
-			a->stores[a->n_stores++] = optarg;
-			break;
-		}
-		case 'j':
-			if (cafs_parse_threads(optarg, &a->threads) < 0)
-				return cafs_usage_error(cmd, "invalid thread count '%s'", optarg);
-			break;
-		default: {
-			int e = cafs_common_option(cmd, c, &verbosity);
-			if (e >= 0)
-				return e;
-			break;
-		}
-		}
+	switch (id) {
+	case CAFS_OPT_SEED: {
+		char **n = realloc(a->seeds, (a->n_seeds + 1) * sizeof(char *));
+		if (!n)
+			return ca_log_error_errno(ENOMEM, "%s", cmd), 1;
+		a->seeds = n;
+		a->seeds[a->n_seeds++] = (char *)arg;
+		return 0;
 	}
-	cafs_set_verbosity(verbosity);
-	*ret_pos = argv + optind;
-	*ret_npos = argc - optind;
-	return -1;
+	case CAFS_OPT_CACHE:
+		a->cache = arg;
+		return 0;
+	case CAFS_OPT_ALLOW_DOWNGRADE:
+	case CAFS_OPT_SIGNED_NAME:
+		return cafs_trust_policy_option(cmd, id, arg, &a->trusted);
+	case CAFS_OPT_TRUSTED_KEY:
+		return cafs_trusted_key_add(cmd, &a->trusted, arg);
+	case CAFS_OPT_OFFLINE:
+		a->offline = true;
+		return 0;
+	case CAFS_OPT_OVERLAY_XATTRS:
+		a->overlay_xattrs = true;
+		return 0;
+	case CAFS_OPT_RATE_LIMIT_BPS:
+		if (cafs_parse_size(arg, &a->rate_limit_bps) < 0 || a->rate_limit_bps == 0)
+			return cafs_usage_error(cmd, "invalid rate '%s'", arg);
+		return 0;
+	case CAFS_OPT_UID_SHIFT:
+		if (cafs_parse_uid_shift(arg, &a->uid_shift) < 0)
+			return cafs_usage_error(cmd, "invalid uid shift '%s'", arg);
+		return 0;
+	case CAFS_OPT_UID_RANGE:
+		if (cafs_parse_uid_range(arg, &a->uid_shift) < 0)
+			return cafs_usage_error(cmd, "invalid uid range '%s'", arg);
+		return 0;
+	case CAFS_OPT_UNDO_IMMUTABLE:
+		if (cafs_parse_bool(arg, &a->undo_immutable) < 0)
+			return cafs_usage_error(cmd, "expected yes or no, got '%s'", arg);
+		return 0;
+	case CAFS_OPT_PUNCH_HOLES: {
+		bool holes;
+		if (cafs_parse_bool(arg, &holes) < 0)
+			return cafs_usage_error(cmd, "expected yes or no, got '%s'", arg);
+		a->no_holes = !holes;
+		return 0;
+	}
+	case CAFS_OPT_REFLINK: {
+		bool reflink;
+		if (cafs_parse_bool(arg, &reflink) < 0)
+			return cafs_usage_error(cmd, "expected yes or no, got '%s'", arg);
+		a->no_reflink = !reflink;
+		return 0;
+	}
+	case CAFS_OPT_HARDLINK:
+		if (cafs_parse_bool(arg, &a->hardlink) < 0)
+			return cafs_usage_error(cmd, "expected yes or no, got '%s'", arg);
+		return 0;
+	case CAFS_OPT_DELETE: {
+		bool del;
+		if (cafs_parse_bool(arg, &del) < 0)
+			return cafs_usage_error(cmd, "expected yes or no, got '%s'", arg);
+		a->no_delete = !del;
+		return 0;
+	}
+	case CAFS_OPT_STORE: {
+		char **n = realloc(a->stores, (a->n_stores + 1) * sizeof(char *));
+		if (!n)
+			return ca_log_error_errno(ENOMEM, "%s", cmd), 1;
+		a->stores = n;
+		a->stores[a->n_stores++] = (char *)arg;
+		return 0;
+	}
+	case CAFS_OPT_THREADS:
+		if (cafs_parse_threads(arg, &a->threads) < 0)
+			return cafs_usage_error(cmd, "invalid thread count '%s'", arg);
+		return 0;
+	default:
+		return 0;
+	}
 }
 
-/* Open the image, give its chunk source the --cache/--seed chunks, and
- * let the core extract it. */
-static int extract_image(const struct cafs_extract_args *a, enum ca_image_kind kind)
+/* the parsed arguments into the one core call */
+static int extract_image(const struct cafs_extract_args *a)
 {
-	/* the cache also keeps a URL's index (and reads it back --offline) */
-	struct ca_http_opts http;
-	struct ca_image_opts io = { .stores = a->stores, .n_stores = a->n_stores,
-	                            .lru_bytes = kind == CA_IMAGE_BLOB_INDEX ? 0 : CA_IMAGE_EXTRACT_LRU,
-	                            .cache_mode = a->cache ? CA_CACHE_DIR : CA_CACHE_NONE, .cache_dir = a->cache,
-	                            .offline = a->offline, .http = &http, .sequential = !a->path };
-	struct ca_image *im = NULL;
-	struct ca_reflink *reflink = NULL;
+	struct ca_image_opts io = { .stores = a->stores, .n_stores = a->n_stores };
 	struct cafs_progress prog = { .label = "extract" };
 	cafs_trusted_keys_apply(&a->trusted, &io);
-	char *seed_tmp = NULL;
-	bool busy = false;
-	ca_source_http_opts(&http);
-	http.max_recv_speed = a->rate_limit_bps;
-	/* refuse a bad destination before any download or seeding */
-	int r = ca_image_extract_check_dest(kind, a->out);
-	if (r < 0)
-		goto out;
-	r = ca_image_open(a->in, &io, &im);
-	if (r < 0)
-		goto out;
-	if (a->cache && !ca_image_index(im)) {
-		r = ca_log_error_errno(EINVAL, "%s: --cache needs an index (.caidx), not a .catar", a->in);
-		goto out;
-	}
-	/* a .catar has no chunks to take from seeds: as casync, its seed
-	 * directories serve only --hardlink and --reflink, after the extract */
-	if ((a->n_seeds > 0 && ca_image_index(im)) || a->cache) {
-		/* a blob's chunks found in seed files are cloned from them
-		 * where the file system can (casync's --reflink=yes) */
-		if (kind == CA_IMAGE_BLOB_INDEX && a->n_seeds > 0 && !a->no_reflink &&
-		    (r = ca_reflink_new(ca_digest_type_from_flags(ca_index_feature_flags(ca_image_index(im))), &reflink)) <
-		            0) {
-			ca_log_error_errno(r, "%s", a->in);
-			goto out;
-		}
-		r = cafs_extract_cache_seeds(ca_image_chunksrc(im), ca_image_index(im), a, &seed_tmp, reflink);
-		if (r < 0)
-			goto out;
-	}
-	struct ca_image_extract_opts o = {
-		.path = a->path, .threads = a->threads, .no_delete = a->no_delete, .uid_shift = a->uid_shift,
-		.overlay_xattrs = a->overlay_xattrs,
-		.undo_immutable = a->undo_immutable, .no_holes = a->no_holes,
-		.clone = reflink ? ca_reflink_clone : NULL, .clone_userdata = reflink,
+	struct ca_image_seed_extract_opts o = {
+		.path = a->path, .io = &io, .threads = a->threads, .seeds = a->seeds, .n_seeds = a->n_seeds,
+		.cache = a->cache, .offline = a->offline, .rate_limit_bps = a->rate_limit_bps,
+		.no_delete = a->no_delete, .overlay_xattrs = a->overlay_xattrs, .undo_immutable = a->undo_immutable,
+		.no_holes = a->no_holes, .uid_shift = a->uid_shift, .no_reflink = a->no_reflink, .hardlink = a->hardlink,
 		.cancel = cafs_interrupt_flag(),
 		.progress_start = progress_start, .progress = cafs_progress_update, .progress_end = progress_end,
 		.progress_userdata = &prog,
 	};
-	r = ca_image_extract(im, a->out, &o); /* logs its errors */
-	/* seed directories: casync's --hardlink=yes links the files they have
-	 * identically, its --reflink=yes shares the blocks they have */
-	if (r == 0 && (a->hardlink || !a->no_reflink) && kind != CA_IMAGE_BLOB_INDEX && a->n_seeds > 0) {
-		struct ca_seed_tree_stats hs;
-		struct ca_seed_tree_opts so = { .hardlink = a->hardlink, .reflink = !a->no_reflink,
-		                                .feature_flags = ca_image_feature_flags(im),
-		                                .subtree = a->path };
-		r = ca_seed_tree_apply(a->out, a->seeds, a->n_seeds, &so, &hs);
-		if (r == 0 && hs.linked_files)
-			ca_log_info("%llu files (%llu bytes) hard-linked to the seeds",
-			            (unsigned long long)hs.linked_files, (unsigned long long)hs.linked_bytes);
-		if (r == 0 && hs.cloned_bytes)
-			ca_log_info("%llu bytes shared with the seeds (reflinked)", (unsigned long long)hs.cloned_bytes);
-	}
-	if (r == 0 && reflink && ca_reflink_bytes(reflink))
-		ca_log_info("%llu bytes shared with the seeds (reflinked), not written",
-		            (unsigned long long)ca_reflink_bytes(reflink));
-	/* a fetch stuck after an interrupt still uses the image: the exit frees it */
-	busy = r == -EBUSY;
-out:
-	if (!busy) {
-		ca_image_free(im);
-		ca_reflink_free(reflink);
-	}
-	cafs_extract_seed_cleanup(seed_tmp);
-	return r < 0 ? 1 : 0;
+	return ca_image_seed_extract(a->in, a->out, &o) < 0 ? 1 : 0; /* logs its errors */
 }
 
-int cafs_cmd_extract(int argc, char **argv)
+static int extract_set(struct cafs_request *q, int id, const char *arg)
 {
-	struct cafs_extract_args a = { 0 };
-	char **pos;
-	int npos, r;
-	r = parse_read_opts("extract", argc, argv, &a, &pos, &npos);
-	if (r < 0) {
-		if (npos != 2 && npos != 3) {
-			r = cafs_usage_error("extract", "expected IN OUT [PATH]");
-		} else {
-			a.in = pos[0];
-			a.out = pos[1];
-			a.path = npos == 3 ? pos[2] : NULL;
-			enum ca_image_kind kind = ca_location_image_kind(a.in);
-			if (kind == CA_IMAGE_UNKNOWN) {
-				r = cafs_usage_error("extract", "%s: input must end in .caibx, .caidx or .catar", a.in);
-			} else if (a.path && kind == CA_IMAGE_BLOB_INDEX) {
-				r = cafs_usage_error("extract", "%s: PATH is for archives (.catar, .caidx)", a.in);
-			} else if ((r = cafs_interrupt_start()) < 0) {
-				ca_log_error_errno(r, "signals");
-				r = 1;
-			} else {
-				r = cafs_interrupt_exit_code(extract_image(&a, kind));
-			}
-		}
-	}
-	free(a.stores);
-	free(a.seeds);
-	cafs_trusted_keys_release(&a.trusted);
-	return r;
+	return read_set("extract", (struct cafs_extract_args *)q, id, arg);
+}
+
+static int extract_operands(struct cafs_request *q, int n, char **arg)
+{
+	struct cafs_extract_args *a = (struct cafs_extract_args *)q;
+	if (n != 2 && n != 3)
+		return cafs_usage_error("extract", "expected IN OUT [PATH]");
+	a->in = arg[0];
+	a->out = arg[1];
+	a->path = n == 3 ? arg[2] : NULL;
+	return 0;
+}
+
+static int extract_run(struct cafs_request *q)
+{
+	struct cafs_extract_args *a = (struct cafs_extract_args *)q;
+	enum ca_image_kind kind = ca_location_image_kind(a->in);
+	int r;
+	if (kind == CA_IMAGE_UNKNOWN)
+		return cafs_usage_error("extract", "%s: input must end in .caibx, .caidx or .catar", a->in);
+	if (a->path && kind == CA_IMAGE_BLOB_INDEX)
+		return cafs_usage_error("extract", "%s: PATH is for archives (.catar, .caidx)", a->in);
+	if ((r = cafs_interrupt_start()) < 0)
+		return ca_log_error_errno(r, "signals"), 1;
+	return cafs_interrupt_exit_code(extract_image(a));
+}
+
+/* extract's and info's */
+static void read_release(struct cafs_request *q)
+{
+	struct cafs_extract_args *a = (struct cafs_extract_args *)q;
+	free(a->stores);
+	free(a->seeds);
+	cafs_trusted_keys_release(&a->trusted);
 }
 
 /* digest of a blob index: read the blob back through the store */
 static int digest_blob_index(const char *path, char **stores, size_t n_stores, const struct cafs_trusted_keys *tk)
 {
 	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores };
-	cafs_trusted_keys_apply(tk, &io);
-	struct ca_image *im = NULL;
-	struct ca_digest *d = NULL;
 	uint8_t out[CA_CHUNK_ID_SIZE];
-	int r = ca_image_open(path, &io, &im);
-	if (r < 0)
+	cafs_trusted_keys_apply(tk, &io);
+	if (ca_image_digest_blob(path, &io, out) < 0) /* logs its errors */
 		return 1;
-	struct ca_index *idx = ca_image_index(im);
-	struct ca_chunksrc *src = ca_image_chunksrc(im);
-	r = ca_digest_new(ca_digest_type_from_flags(ca_index_feature_flags(idx)), &d);
-	for (size_t i = 0; r == 0 && i < ca_index_n_chunks(idx); i++) {
-		uint64_t s, e;
-		const uint8_t *id;
-		const struct ca_chunk *c;
-		ca_index_chunk(idx, i, &s, &e, &id);
-		r = ca_chunksrc_get(src, id, e - s, &c);
-		if (r < 0) {
-			char hex[2 * CA_CHUNK_ID_SIZE + 1];
-			ca_id_to_hex(id, hex);
-			ca_log_error_errno(r, "chunk %s", hex);
-			break;
-		}
-		r = ca_digest_update(d, c->data, c->size);
-		ca_chunksrc_put(src, c);
-	}
-	if (r == 0)
-		r = ca_digest_final(d, out);
-	if (r == 0)
-		cafs_print_digest(out);
-	ca_digest_free(d);
-	ca_image_free(im);
-	return r < 0 ? 1 : 0;
+	cafs_print_digest(out);
+	return 0;
 }
 
 static int digest_file(const char *path, enum ca_digest_type t)
 {
-	struct ca_digest *d = NULL;
 	uint8_t out[CA_CHUNK_ID_SIZE];
-	static const size_t bufsize = 1 << 20;
-	uint8_t *buf = malloc(bufsize);
-	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) : STDIN_FILENO;
-	int r = fd < 0 ? -errno : 0;
-	if (!buf)
-		r = -ENOMEM;
-	if (r == 0)
-		r = ca_digest_new(t, &d);
-	while (r == 0) {
-		ssize_t k = read(fd, buf, bufsize);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			r = -errno;
-		else if (k == 0)
-			break;
-		else
-			r = ca_digest_update(d, buf, k);
-	}
-	if (r == 0)
-		r = ca_digest_final(d, out);
-	if (r == 0)
-		cafs_print_digest(out);
-	else
-		ca_log_error_errno(r, "%s", path);
-	ca_digest_free(d);
-	free(buf);
-	if (fd > STDIN_FILENO)
-		close(fd);
-	return r < 0 ? 1 : 0;
+	if (ca_image_digest_file(path, t, out) < 0) /* logs its errors */
+		return 1;
+	cafs_print_digest(out);
+	return 0;
 }
 
-int cafs_cmd_digest(int argc, char **argv)
+static void digest_init(struct cafs_request *q)
 {
-	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
-		{ "digest", required_argument, NULL, OPT_DIGEST },
-		CAFS_TRUSTED_KEY_OPTION,
-		CAFS_TRUST_POLICY_OPTIONS,
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	enum ca_digest_type t = CA_DIGEST_SHA512_256;
-	struct cafs_trusted_keys tk = { 0 };
-	char **stores = NULL;
-	size_t n_stores = 0;
-	int c, r, verbosity = 0;
-	struct stat st;
+	((struct cafs_digest_request *)q)->type = CA_DIGEST_SHA512_256;
+}
 
-	while ((c = getopt_long(argc, argv, "s:vqh", opts, NULL)) >= 0) {
-		switch (c) {
-		case 's': {
-			char **n = realloc(stores, (n_stores + 1) * sizeof(char *));
-			if (!n) {
-				free(stores);
-				return ca_log_error_errno(ENOMEM, "digest"), 1;
-			}
-			stores = n;
-			stores[n_stores++] = optarg;
-			break;
-		}
-		case OPT_DIGEST:
-			if (ca_digest_type_parse(optarg, &t) < 0) {
-				r = cafs_usage_error("digest", "unknown digest '%s'", optarg);
-				goto out;
-			}
-			break;
-		case CAFS_OPT_ALLOW_DOWNGRADE:
-		case CAFS_OPT_SIGNED_NAME:
-			r = cafs_trust_policy_option("digest", c, optarg, &tk);
-			if (r)
-				goto out;
-			break;
-		case CAFS_OPT_TRUSTED_KEY:
-			r = cafs_trusted_key_add("digest", &tk, optarg);
-			if (r)
-				goto out;
-			break;
-		default: {
-			r = cafs_common_option("digest", c, &verbosity);
-			if (r >= 0)
-				goto out;
-			break;
-		}
-		}
+static int digest_set(struct cafs_request *q, int id, const char *arg)
+{
+	struct cafs_digest_request *d = (struct cafs_digest_request *)q;
+	switch (id) {
+	case CAFS_OPT_STORE: {
+		char **n = realloc(d->stores, (d->n_stores + 1) * sizeof(char *));
+		if (!n)
+			return ca_log_error_errno(ENOMEM, "digest"), 1;
+		d->stores = n;
+		d->stores[d->n_stores++] = (char *)arg;
+		return 0;
 	}
-	cafs_set_verbosity(verbosity);
-	if (argc - optind != 1 && argc - optind != 2) {
-		r = cafs_usage_error("digest", "expected INPUT [PATH]");
-		goto out;
+	case CAFS_OPT_DIGEST:
+		if (ca_digest_type_parse(arg, &d->type) < 0)
+			return cafs_usage_error("digest", "unknown digest '%s'", arg);
+		return 0;
+	case CAFS_OPT_ALLOW_DOWNGRADE:
+	case CAFS_OPT_SIGNED_NAME:
+		return cafs_trust_policy_option("digest", id, arg, &d->trusted);
+	case CAFS_OPT_TRUSTED_KEY:
+		return cafs_trusted_key_add("digest", &d->trusted, arg);
+	default:
+		return 0;
 	}
-	const char *in = argv[optind], *sub = argc - optind == 2 ? argv[optind + 1] : NULL;
+}
+
+static int digest_operands(struct cafs_request *q, int n, char **arg)
+{
+	struct cafs_digest_request *d = (struct cafs_digest_request *)q;
+	if (n != 1 && n != 2)
+		return cafs_usage_error("digest", "expected INPUT [PATH]");
+	d->in = arg[0];
+	d->sub = n == 2 ? arg[1] : NULL;
+	return 0;
+}
+
+static void digest_release(struct cafs_request *q)
+{
+	struct cafs_digest_request *d = (struct cafs_digest_request *)q;
+	cafs_trusted_keys_release(&d->trusted);
+	free(d->stores);
+}
+
+static int digest_run(struct cafs_request *q)
+{
+	struct cafs_digest_request *d = (struct cafs_digest_request *)q;
+	const char *in = d->in, *sub = d->sub;
+	struct stat st;
+	int r;
+
 	enum ca_image_kind kind = ca_location_image_kind(in);
-	if (sub && kind != CA_IMAGE_ARCHIVE && kind != CA_IMAGE_ARCHIVE_INDEX) {
-		r = cafs_usage_error("digest", "%s: PATH is for archives (.catar, .caidx)", in);
-		goto out;
-	}
+	if (sub && kind != CA_IMAGE_ARCHIVE && kind != CA_IMAGE_ARCHIVE_INDEX)
+		return cafs_usage_error("digest", "%s: PATH is for archives (.catar, .caidx)", in);
 	switch (kind) {
 	case CA_IMAGE_BLOB_INDEX:
-		r = digest_blob_index(in, stores, n_stores, &tk);
+		r = digest_blob_index(in, d->stores, d->n_stores, &d->trusted);
 		break;
 	case CA_IMAGE_ARCHIVE:
 	case CA_IMAGE_ARCHIVE_INDEX:
-		r = cafs_digest_tree(in, stores, n_stores, sub, &tk, t);
+		r = cafs_digest_tree(in, d->stores, d->n_stores, sub, &d->trusted, d->type);
 		break;
 	default:
 		if (strcmp(in, "-") && stat(in, &st) == 0 && S_ISDIR(st.st_mode))
-			r = cafs_digest_tree(in, stores, n_stores, NULL, &tk, t);
+			r = cafs_digest_tree(in, d->stores, d->n_stores, NULL, &d->trusted, d->type);
 		else
-			r = digest_file(in, t);
+			r = digest_file(in, d->type);
 	}
-out:
-	cafs_trusted_keys_release(&tk);
-	free(stores);
 	return r;
 }
 
-static int cmp_u64(const void *a, const void *b)
+static int info_set(struct cafs_request *q, int id, const char *arg)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
+	switch (id) {
+	case CAFS_OPT_STORE:
+	case CAFS_OPT_THREADS:
+	case CAFS_OPT_TRUSTED_KEY:
+	case CAFS_OPT_ALLOW_DOWNGRADE:
+	case CAFS_OPT_SIGNED_NAME:
+	case 'v':
+	case 'q':
+		return read_set("info", (struct cafs_extract_args *)q, id, arg);
+	default: /* the hidden rest of info's table: extract's */
+		return cafs_usage_error("info", "--seed, --cache, --delete, --offline, --overlay-xattrs, "
+		                                "--rate-limit-bps, --uid-shift, --uid-range, --undo-immutable, "
+		                                "--punch-holes, --reflink and --hardlink are for extract");
+	}
 }
 
-int cafs_cmd_info(int argc, char **argv)
+static int info_operands(struct cafs_request *q, int n, char **arg)
 {
-	struct cafs_extract_args a = { 0 };
-	struct ca_index *idx = NULL;
-	uint8_t *have = NULL;
-	uint64_t *sizes = NULL;
-	char **pos;
-	int npos, r;
-	char flags[1024];
+	if (n != 1)
+		return cafs_usage_error("info", "expected one INDEX");
+	((struct cafs_extract_args *)q)->in = arg[0];
+	return 0;
+}
 
-	r = parse_read_opts("info", argc, argv, &a, &pos, &npos);
-	if (r >= 0)
-		goto out;
-	if (npos != 1) {
-		r = cafs_usage_error("info", "expected one INDEX");
-		goto out;
-	}
-	r = 1;
+static int info_run(struct cafs_request *q)
+{
+	const struct cafs_extract_args *a = (const struct cafs_extract_args *)q;
 	struct ca_image_opts io = { 0 };
-	cafs_trusted_keys_apply(&a.trusted, &io);
-	if (ca_source_open_index(pos[0], &io, &idx) < 0)
-		goto out;
-	size_t n = ca_index_n_chunks(idx);
-	if (a.n_stores > 0) {
-		have = calloc(n ? n : 1, 1);
-		if (!have) {
-			ca_log_error_errno(ENOMEM, "%s", a.stores[0]);
-			goto out;
-		}
-		if (ca_source_stores_presence(a.stores, a.n_stores, idx, have) < 0)
-			goto out;
-	}
-	sizes = malloc((n ? n : 1) * sizeof(uint64_t));
-	if (!sizes)
-		goto out;
-	uint64_t present = 0, present_bytes = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t s, e;
-		const uint8_t *id;
-		ca_index_chunk(idx, i, &s, &e, &id);
-		sizes[i] = e - s;
-		if (have && have[i]) {
-			present++;
-			present_bytes += e - s;
-		}
-	}
-	qsort(sizes, n, sizeof(uint64_t), cmp_u64);
-	uint64_t fl = ca_index_feature_flags(idx);
-	ca_feature_format(fl, flags, sizeof(flags));
-	printf("Kind: %s\n", ca_location_image_kind(pos[0]) == CA_IMAGE_ARCHIVE_INDEX ? "archive index" : "blob index");
-	printf("Feature flags: 0x%016llx%s%s\n", (unsigned long long)fl, *flags ? " " : "", flags);
-	printf("Digest: %s\n", ca_digest_type_name(ca_digest_type_from_flags(fl)));
-	printf("Chunk size: min %llu, avg %llu, max %llu\n", (unsigned long long)ca_index_chunk_size_min(idx),
-	       (unsigned long long)ca_index_chunk_size_avg(idx), (unsigned long long)ca_index_chunk_size_max(idx));
-	printf("Size: %llu bytes\n", (unsigned long long)ca_index_blob_size(idx));
-	printf("Chunks: %zu\n", n);
-	if (n)
+	struct ca_store_ops_info in;
+	cafs_trusted_keys_apply(&a->trusted, &io);
+	if (ca_store_ops_info(a->in, &io, a->stores, a->n_stores, &in) < 0) /* logs its errors */
+		return 1;
+	printf("Kind: %s\n", in.archive_index ? "archive index" : "blob index");
+	printf("Feature flags: 0x%016llx%s%s\n", (unsigned long long)in.flags, *in.flag_names ? " " : "", in.flag_names);
+	printf("Digest: %s\n", in.digest);
+	printf("Chunk size: min %llu, avg %llu, max %llu\n", (unsigned long long)in.chunk_min,
+	       (unsigned long long)in.chunk_avg, (unsigned long long)in.chunk_max);
+	printf("Size: %llu bytes\n", (unsigned long long)in.size);
+	printf("Chunks: %llu\n", (unsigned long long)in.chunks);
+	if (in.chunks)
 		printf("Chunk sizes: smallest %llu, median %llu, mean %llu, largest %llu\n",
-		       (unsigned long long)sizes[0], (unsigned long long)sizes[n / 2],
-		       (unsigned long long)(ca_index_blob_size(idx) / n), (unsigned long long)sizes[n - 1]);
-	if (have) {
-		char *shown = a.n_stores == 1 ? ca_location_redact(a.stores[0]) : NULL;
-		printf("In %s%s: %llu of %zu chunks, %llu of %llu bytes\n", a.n_stores == 1 ? "store " : "the stores given",
-		       a.n_stores == 1 ? (shown ? shown : "(store)") : "",
-		       (unsigned long long)present, n, (unsigned long long)present_bytes,
-		       (unsigned long long)ca_index_blob_size(idx));
+		       (unsigned long long)in.smallest, (unsigned long long)in.median,
+		       (unsigned long long)(in.size / in.chunks), (unsigned long long)in.largest);
+	if (in.in_stores) {
+		char *shown = a->n_stores == 1 ? ca_location_redact(a->stores[0]) : NULL;
+		printf("In %s%s: %llu of %llu chunks, %llu of %llu bytes\n", a->n_stores == 1 ? "store " : "the stores given",
+		       a->n_stores == 1 ? (shown ? shown : "(store)") : "", (unsigned long long)in.present,
+		       (unsigned long long)in.chunks, (unsigned long long)in.present_bytes, (unsigned long long)in.size);
 		free(shown);
 	}
-	r = 0;
-out:
-	free(sizes);
-	free(have);
-	ca_index_free(idx);
-	free(a.stores);
-	cafs_trusted_keys_release(&a.trusted);
-	return r;
+	return 0;
 }
+
+/* ---- the commands' options and help ---- */
+
+static const struct cafs_option make_options[] = {
+	{ "store", 's', "DIR|S3URL", CAFS_OPT_STORE,
+	  .help = "chunk store, a directory or s3+http(s)://HOST/BUCKET/PREFIX\n"
+	  "(default: default.castr beside OUT)" },
+	{ "chunk-size", 0, "SPEC", CAFS_OPT_CHUNK_SIZE,
+	  .help = "AVG or MIN:AVG:MAX (default 16K:64K:256K)" },
+	{ "digest", 0, "NAME", CAFS_OPT_DIGEST,
+	  .help = "sha512-256 (default) or sha256" },
+	{ "with", 0, "FLAG", CAFS_OPT_WITH,
+	  .help = "archive only these features (repeatable)" },
+	{ "without", 0, "FLAG", CAFS_OPT_WITHOUT,
+	  .help = "leave out a feature (repeatable)" },
+	{ "exclude-nodump", 0, "no", CAFS_OPT_EXCLUDE_NODUMP,
+	  .help = "include files and directories marked chattr +d" },
+	{ "exclude-submounts", 0, "yes", CAFS_OPT_EXCLUDE_SUBMOUNTS,
+	  .help = "leave out other filesystems mounted below INPUT" },
+	{ "exclude-file", 0, "no", CAFS_OPT_EXCLUDE_FILE,
+	  .help = "ignore .caexclude files" },
+	{ "meta", 0, "no", CAFS_OPT_META,
+	  .help = ".caidx: no metadata sidecar OUT.cameta beside it" },
+	{ "profile", 0, "FILE", CAFS_OPT_PROFILE,
+	  .help = "an index: copy this prefetch profile beside it as\n"
+	  "OUT.caprofile, naming the new index" },
+	{ "uid-shift", 0, "UID", CAFS_OPT_UID_SHIFT,
+	  .help = "archives: store owners as their ids minus UID" },
+	{ "uid-range", 0, "N", CAFS_OPT_UID_RANGE,
+	  .help = "... modulo N (default 65536; or yes/no), as casync" },
+	{ "threads", 'j', "N", CAFS_OPT_THREADS,
+	  .help = "worker threads (default: number of CPUs)" },
+	{ "compression", 0, "NAME", CAFS_OPT_COMPRESSION,
+	  .help = "chunks in zstd (default), xz or gzip, as casync" },
+	{ NULL },
+};
+
+const struct cafs_command cafs_command_make = {
+	.name = "make",
+	.synopsis = "make [OPTIONS] OUT.caibx|OUT.caidx|OUT.catar INPUT",
+	.options = make_options,
+	.help_column = 26,
+	.help_tail = "Prints the digest of the whole stream, as casync make does.\n",
+	.request_size = sizeof(struct cafs_make_request),
+	.init = make_init,
+	.set = make_set,
+	.operands = make_operands,
+	.run = make_run,
+};
+
+static const struct cafs_option extract_options[] = {
+	{ "store", 's', "DIR|URL", CAFS_OPT_STORE,
+	  .help = "chunk store (repeatable; default: default.castr beside IN)" },
+	{ "threads", 'j', "N", CAFS_OPT_THREADS,
+	  .help = "blob: worker threads (default: number of CPUs); unused\n"
+	  "for archives" },
+	{ "seed", 0, "PATH", CAFS_OPT_SEED,
+	  .help = "take chunks from this local file, device, .catar or index\n"
+	  "first (repeatable)" },
+	{ "cache", 0, "DIR", CAFS_OPT_CACHE,
+	  .help = "keep the chunks fetched in this chunk cache, and use it" },
+	{ "delete", 0, "no", CAFS_OPT_DELETE,
+	  .help = "archives: keep what OUT has that the archive does not" },
+	{ "trusted-key", 0, "FILE", CAFS_OPT_TRUSTED_KEY,
+	  .help = "only an index signed by this minisign key (repeatable;\n"
+	  "see SECURITY in cafs(1))" },
+	{ "allow-downgrade", 0, NULL, CAFS_OPT_ALLOW_DOWNGRADE,
+	  .help = "accept an index signed before the newest accepted" },
+	{ "signed-name", 0, "NAME", CAFS_OPT_SIGNED_NAME,
+	  .help = "the file name its signature must give (default: IN's)" },
+	{ "offline", 0, NULL, CAFS_OPT_OFFLINE,
+	  .help = "only the --cache (and the index kept there for a URL)" },
+	{ "overlay-xattrs", 0, NULL, CAFS_OPT_OVERLAY_XATTRS,
+	  .help = "archives: apply trusted.overlay.* and user.overlay.* too\n"
+	  "(overlayfs instructions; man cafs: SECURITY)" },
+	{ "rate-limit-bps", 0, "SIZE", CAFS_OPT_RATE_LIMIT_BPS,
+	  .help = "cap the download rate from each store (bytes/s)" },
+	{ "uid-shift", 0, "UID", CAFS_OPT_UID_SHIFT,
+	  .help = "archives: owners on disk are those stored plus UID" },
+	{ "uid-range", 0, "N", CAFS_OPT_UID_RANGE,
+	  .help = "... modulo N (default 65536; or yes/no), as casync" },
+	{ "undo-immutable", 0, "yes", CAFS_OPT_UNDO_IMMUTABLE,
+	  .help = "archives: replace and remove files of OUT that are\n"
+	  "chattr +i (clearing the flag), as casync" },
+	{ "punch-holes", 0, "no", CAFS_OPT_PUNCH_HOLES,
+	  .help = "write zero blocks too (default: left as holes)" },
+	{ "reflink", 0, "no", CAFS_OPT_REFLINK,
+	  .help = "blob: copy what seed files have (default: clone their\n"
+	  "blocks where the file system can)" },
+	{ "hardlink", 0, "yes", CAFS_OPT_HARDLINK,
+	  .help = "archive: a file a --seed directory holds identically\n"
+	  "(contents and metadata) becomes a hard link to it" },
+	{ NULL },
+};
+
+const struct cafs_command cafs_command_extract = {
+	.name = "extract",
+	.synopsis = "extract [OPTIONS] IN.caibx|IN.caidx|IN.catar OUT [PATH]",
+	.help_head = "PATH: only that directory of an archive (found by random access; only its chunks are read)\n",
+	.options = extract_options,
+	.help_column = 26,
+	.request_size = sizeof(struct cafs_extract_args),
+	.set = extract_set,
+	.operands = extract_operands,
+	.run = extract_run,
+	.release = read_release,
+};
+
+static const struct cafs_option digest_options[] = {
+	{ "store", 's', "DIR|URL", CAFS_OPT_STORE,
+	  .help = "chunk store for an index (repeatable; default: default.castr\n"
+	  "beside it)" },
+	{ "digest", 0, "NAME", CAFS_OPT_DIGEST,
+	  .help = "for a plain file: sha512-256 (default) or sha256" },
+	{ "trusted-key", 0, "FILE", CAFS_OPT_TRUSTED_KEY,
+	  .help = "only an index signed by this minisign key (repeatable;\n"
+	  "see SECURITY in cafs(1))" },
+	{ "allow-downgrade", 0, NULL, CAFS_OPT_ALLOW_DOWNGRADE,
+	  .help = "accept an index signed before the newest accepted" },
+	{ "signed-name", 0, "NAME", CAFS_OPT_SIGNED_NAME,
+	  .help = "the file name its signature must give (default: IN's)" },
+	{ NULL },
+};
+
+const struct cafs_command cafs_command_digest = {
+	.name = "digest",
+	.synopsis = "digest [OPTIONS] FILE|DIR|INDEX|ARCHIVE [PATH]",
+	.options = digest_options,
+	.help_column = 26,
+	.help_tail = "PATH: in an archive, that directory's stream or that file's contents.\n",
+	.request_size = sizeof(struct cafs_digest_request),
+	.init = digest_init,
+	.set = digest_set,
+	.operands = digest_operands,
+	.run = digest_run,
+	.release = digest_release,
+};
+
+static const struct cafs_option info_options[] = {
+	{ "store", 's', "DIR|URL", CAFS_OPT_STORE,
+	  .help = "also report how much of the index this store holds\n"
+	  "(repeatable: what any of them holds)" },
+	{ "threads", 'j', "N", CAFS_OPT_THREADS,
+	  .help = "accepted, as for extract; has no effect" },
+	{ "trusted-key", 0, "FILE", CAFS_OPT_TRUSTED_KEY,
+	  .help = "only an index signed by this minisign key (repeatable;\n"
+	  "see SECURITY in cafs(1))" },
+	{ "allow-downgrade", 0, NULL, CAFS_OPT_ALLOW_DOWNGRADE,
+	  .help = "accept an index signed before the newest accepted" },
+	{ "signed-name", 0, "NAME", CAFS_OPT_SIGNED_NAME,
+	  .help = "the file name its signature must give (default: IN's)" },
+	/* extract's, refused by name (info_set) */
+	{ "seed", 0, "PATH", .id = CAFS_OPT_SEED },
+	{ "cache", 0, "DIR", .id = CAFS_OPT_CACHE },
+	{ "delete", 0, "no", .id = CAFS_OPT_DELETE },
+	{ "offline", 0, NULL, .id = CAFS_OPT_OFFLINE },
+	{ "overlay-xattrs", 0, NULL, .id = CAFS_OPT_OVERLAY_XATTRS },
+	{ "rate-limit-bps", 0, "SIZE", .id = CAFS_OPT_RATE_LIMIT_BPS },
+	{ "uid-shift", 0, "UID", .id = CAFS_OPT_UID_SHIFT },
+	{ "uid-range", 0, "N", .id = CAFS_OPT_UID_RANGE },
+	{ "undo-immutable", 0, "yes", .id = CAFS_OPT_UNDO_IMMUTABLE },
+	{ "punch-holes", 0, "no", .id = CAFS_OPT_PUNCH_HOLES },
+	{ "reflink", 0, "no", .id = CAFS_OPT_REFLINK },
+	{ "hardlink", 0, "yes", .id = CAFS_OPT_HARDLINK },
+	{ NULL },
+};
+
+const struct cafs_command cafs_command_info = {
+	.name = "info",
+	.synopsis = "info [OPTIONS] INDEX",
+	.options = info_options,
+	.help_column = 26,
+	.request_size = sizeof(struct cafs_extract_args),
+	.set = info_set,
+	.operands = info_operands,
+	.run = info_run,
+	.release = read_release,
+};
+

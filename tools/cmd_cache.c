@@ -2,8 +2,8 @@
 /*
  * cmd_cache.c - `cafs cache stat|fill|prune|verify|seed`: the chunk cache
  * (a casync-layout store shared by the mount, extract --cache and fill).
- * fill is in cmd_cache_fill.c, seed in cache_seed.c. The policies are
- * core's (cache_prune.h, store_verify.h): here are options and messages.
+ * fill is in cmd_cache_fill.c, seed in cache_seed.c. Each verb is one
+ * core call (image/store_ops.h): here are options and messages.
  */
 #include "config.h"
 
@@ -14,58 +14,25 @@
 #include <string.h>
 
 #include "cache.h"
-#include "store/cache_fill.h"
-#include "store/cache_prune.h"
-#include "cmd.h"
-#include "base/digest.h"
-#include "format/idset.h"
-#include "format/index.h"
 #include "base/log.h"
-#include "store/store.h"
-#include "store/store_verify.h"
+#include "cmd.h"
+#include "image/store_ops.h"
 
 enum { OPT_CACHE = 0x100, OPT_MAX_SIZE, OPT_KEEP, OPT_MIN_AGE, OPT_REPAIR, OPT_DIGEST };
 
 /* ---- stat ---- */
 
-struct stat_acc {
-	uint64_t chunks, bytes, disk, tmp;
-};
-
-static int stat_one(const struct ca_store_entry *e, void *userdata)
+static int source_presence(const char *dir, const char *source)
 {
-	struct stat_acc *a = userdata;
-	if (e->kind == CA_STORE_TMP) {
-		a->tmp++;
-		return 0;
-	}
-	a->chunks++;
-	a->bytes += (uint64_t)e->st.st_size;
-	a->disk += (uint64_t)e->st.st_blocks * 512;
-	return 0;
-}
-
-static int source_presence(struct ca_store *cache, const char *source)
-{
-	struct ca_index *idx = NULL;
-	uint64_t have = 0, have_bytes = 0;
-	int r = ca_source_open_index(source, NULL, &idx);
+	struct ca_store_ops_presence p;
+	int r = ca_store_ops_presence(dir, source, &p); /* logs its errors */
 	if (r < 0)
 		return r;
-	r = ca_cache_fill_presence(cache, idx, &have, &have_bytes);
-	if (r < 0) {
-		ca_log_error_errno(r, "%s", source);
-		goto out;
-	}
-	uint64_t total = ca_index_blob_size(idx);
-	char *shown = ca_location_redact(source);
-	printf("%s: %llu of %zu chunks, %llu of %llu bytes, %.1f%%\n", shown ? shown : "(source)", (unsigned long long)have,
-	       ca_index_n_chunks(idx), (unsigned long long)have_bytes, (unsigned long long)total,
-	       total ? 100.0 * (double)have_bytes / (double)total : 100.0);
-	free(shown);
-out:
-	ca_index_free(idx);
-	return r;
+	printf("%s: %llu of %llu chunks, %llu of %llu bytes, %.1f%%\n", p.shown ? p.shown : "(source)",
+	       (unsigned long long)p.have, (unsigned long long)p.chunks, (unsigned long long)p.have_bytes,
+	       (unsigned long long)p.bytes, p.bytes ? 100.0 * (double)p.have_bytes / (double)p.bytes : 100.0);
+	free(p.shown);
+	return 0;
 }
 
 /* Options shared by the verbs: --cache, -j, -v, -q, -h plus the verb's own. */
@@ -75,7 +42,7 @@ static int common_opt(int c, const char **cache, int *verbosity)
 		*cache = optarg;
 		return 0;
 	}
-	int e = cafs_common_option("cache", c, verbosity);
+	int e = cafs_common_option(&cafs_command_cache, c, verbosity);
 	return e < 0 ? 0 : e == 0 ? 1 : e; /* 0 go on, 1 help shown, 2 usage */
 }
 
@@ -96,19 +63,13 @@ static int cache_stat(int argc, char **argv)
 	cafs_set_verbosity(verbosity);
 
 	char *dir = cafs_cache_dir(cache_opt);
-	struct ca_store *cache = NULL;
-	struct stat_acc a = { 0 };
+	struct ca_store_ops_stat a;
 	char h1[32], h2[32];
 	if (!dir)
 		return 1;
-	r = ca_store_open_private(dir, false, &cache);
+	r = ca_store_ops_stat(dir, &a); /* logs its errors */
 	if (r < 0)
 		goto out;
-	r = ca_store_walk(cache, stat_one, &a);
-	if (r < 0) {
-		ca_log_error_errno(r, "%s", dir);
-		goto out;
-	}
 	cafs_format_size(a.bytes, h1, sizeof(h1));
 	cafs_format_size(a.disk, h2, sizeof(h2));
 	printf("Cache: %s\n", dir);
@@ -117,15 +78,20 @@ static int cache_stat(int argc, char **argv)
 	if (a.tmp)
 		printf("Temporary files: %llu\n", (unsigned long long)a.tmp);
 	for (int i = optind; i < argc; i++)
-		if (source_presence(cache, argv[i]) < 0)
+		if (source_presence(dir, argv[i]) < 0)
 			r = -EIO; /* go on with the others, fail at the end */
 out:
-	ca_store_free(cache);
 	free(dir);
 	return r < 0 ? 1 : 0;
 }
 
 /* ---- prune ---- */
+
+static void prune_victim(void *userdata, const char *hex)
+{
+	(void)userdata;
+	printf("would remove %s\n", hex);
+}
 
 static int cache_prune(int argc, char **argv)
 {
@@ -147,9 +113,6 @@ static int cache_prune(int argc, char **argv)
 	bool have_max = false, dry_run = false;
 	long min_age = CA_CACHE_PRUNE_MIN_AGE_DEFAULT;
 	int c, verbosity = 0, r = 0;
-	struct ca_idset *pinned = NULL;
-	struct ca_store *cache = NULL;
-	struct ca_cache_prune_plan *plan = NULL;
 	char *dir = NULL;
 
 	while ((c = getopt_long(argc, argv, "nvqh", opts, NULL)) >= 0) {
@@ -203,40 +166,16 @@ static int cache_prune(int argc, char **argv)
 	}
 	r = 1;
 	dir = cafs_cache_dir(cache_opt);
-	if (!dir || ca_idset_new(1024, &pinned) < 0)
+	if (!dir)
 		goto out;
-	for (size_t i = 0; i < n_keep; i++) {
-		struct ca_index *idx;
-		if (ca_source_open_index(keep[i], NULL, &idx) < 0)
-			goto out; /* without its pins we could evict what the user wants kept */
-		int k = ca_idset_add_index(pinned, idx);
-		ca_index_free(idx);
-		if (k < 0) {
-			ca_log_error_errno(k, "%s", keep[i]);
-			goto out;
-		}
-	}
-	struct ca_cache_prune_opts po = { .max_size = max_size, .keep = pinned, .min_age = min_age };
+	struct ca_store_ops_prune_opts po = { .cache = dir, .max_size = max_size, .keep = keep, .n_keep = n_keep,
+		                              .min_age = min_age, .dry_run = dry_run,
+		                              .on_victim = dry_run ? prune_victim : NULL };
 	struct ca_cache_prune_stats st;
-	int k = ca_store_open_private(dir, false, &cache);
-	if (k < 0)
+	bool failed;
+	if (ca_store_ops_prune(&po, &st, &failed) < 0) /* logs its errors */
 		goto out;
-	k = ca_cache_prune_plan(cache, &po, &plan);
-	if (k < 0) {
-		ca_log_error_errno(k, "%s", dir);
-		goto out;
-	}
-	r = 0;
-	if (dry_run) {
-		for (size_t i = 0; i < ca_cache_prune_plan_n_victims(plan); i++) {
-			char hex[2 * CA_CHUNK_ID_SIZE + 1];
-			ca_id_to_hex(ca_cache_prune_plan_victim(plan, i, NULL), hex);
-			printf("would remove %s\n", hex);
-		}
-	} else if (ca_cache_prune_apply(plan) < 0) {
-		r = 1; /* each failed chunk was logged; the rest went */
-	}
-	ca_cache_prune_plan_stats(plan, &st);
+	r = failed ? 1 : 0; /* each failed chunk was logged; the rest went */
 	char h1[32], h2[32], h3[32];
 	cafs_format_size(st.victim_bytes, h1, sizeof(h1));
 	cafs_format_size(st.left_bytes, h2, sizeof(h2));
@@ -250,26 +189,12 @@ static int cache_prune(int argc, char **argv)
 		ca_log_warning("cache: %s: still above %s: the rest is pinned by --keep or used in the last %ld s",
 		               dir, h3, min_age);
 out:
-	ca_cache_prune_plan_free(plan);
-	ca_store_free(cache);
-	ca_idset_free(pinned);
 	free(dir);
 	free(keep);
 	return r;
 }
 
 /* ---- verify ---- */
-
-static void verify_bad(void *userdata, const uint8_t id[CA_CHUNK_ID_SIZE], int err, bool removed)
-{
-	char hex[2 * CA_CHUNK_ID_SIZE + 1];
-	(void)userdata;
-	ca_id_to_hex(id, hex);
-	if (err == -EBADMSG)
-		ca_log_error("chunk %s: corrupt data%s", hex, removed ? ", removed" : "");
-	else
-		ca_log_error_errno(err, "chunk %s", hex);
-}
 
 static int cache_verify(int argc, char **argv)
 {
@@ -284,9 +209,8 @@ static int cache_verify(int argc, char **argv)
 		{}
 	};
 	const char *cache_opt = NULL;
-	struct ca_store_verify_opts vo = { .any_digest = true, .on_bad = verify_bad };
+	struct ca_store_ops_verify_opts vo = { .any_digest = true };
 	struct ca_store_verify_stats st;
-	struct ca_store *cache = NULL;
 	int c, verbosity = 0, r;
 
 	while ((c = getopt_long(argc, argv, "j:vqh", opts, NULL)) >= 0) {
@@ -314,14 +238,10 @@ static int cache_verify(int argc, char **argv)
 	char *dir = cafs_cache_dir(cache_opt);
 	if (!dir)
 		return 1;
-	r = ca_store_open_private(dir, false, &cache);
+	vo.store = dir;
+	r = ca_store_ops_verify(&vo, &st); /* logs each bad chunk, and its errors */
 	if (r < 0)
 		goto out;
-	r = ca_store_verify(cache, &vo, &st);
-	if (r < 0) {
-		ca_log_error_errno(r, "%s", dir);
-		goto out;
-	}
 	printf("%llu chunks verified, %llu corrupt", (unsigned long long)(st.ok + st.corrupt),
 	       (unsigned long long)st.corrupt);
 	if (vo.repair)
@@ -330,18 +250,17 @@ static int cache_verify(int argc, char **argv)
 	if (st.errors || st.corrupt != st.removed)
 		r = -EIO; /* each bad chunk was logged */
 out:
-	ca_store_free(cache);
 	free(dir);
 	return r < 0 ? 1 : 0;
 }
 
-int cafs_cmd_cache(int argc, char **argv)
+static int cache_main(int argc, char **argv)
 {
 	if (argc < 2)
 		return cafs_usage_error("cache", "expected a verb: stat, fill, prune, verify or seed");
 	const char *verb = argv[1];
 	if (!strcmp(verb, "-h") || !strcmp(verb, "--help")) {
-		cafs_command_help(cafs_command_find("cache"), stdout);
+		cafs_command_help(&cafs_command_cache, stdout);
 		return 0;
 	}
 	/* getopt prefixes its messages with argv[0] */
@@ -361,3 +280,50 @@ int cafs_cmd_cache(int argc, char **argv)
 		return cafs_cache_seed(argc, argv);
 	return cafs_usage_error("cache", "unknown verb '%s'", verb);
 }
+
+/* the options for the help; cache_main parses each verb's own */
+static const struct cafs_option cache_options[] = {
+	{ "cache", 0, "DIR", CAFS_OPT_CACHE,
+	  .help = "the cache (default: $XDG_CACHE_HOME/cafs, ~/.cache/cafs;\n"
+	  "/var/cache/cafs for root)" },
+	{ "store", 's', "DIR|URL", CAFS_OPT_STORE,
+	  .help = "fill: where to download from (repeatable; default: beside each index)" },
+	{ "threads", 'j', "N", CAFS_OPT_THREADS,
+	  .help = "fill: transfers in flight (default 8, at most 64);\n"
+	  "verify: workers (default: CPUs, at most 16)" },
+	{ "rate-limit-bps", 0, "N", CAFS_OPT_RATE_LIMIT_BPS,
+	  .help = "fill: cap the download rate (bytes/s; K, M, G suffixes)" },
+	{ "trusted-key", 0, "FILE", CAFS_OPT_TRUSTED_KEY,
+	  .help = "fill: only indexes signed by this minisign key (repeatable)" },
+	{ "allow-downgrade", 0, NULL, CAFS_OPT_ALLOW_DOWNGRADE,
+	  .help = "fill: accept an index signed before the newest accepted" },
+	{ "signed-name", 0, "NAME", CAFS_OPT_SIGNED_NAME,
+	  .help = "fill: the file name its signature must give" },
+	{ "keep", 0, "INDEX", CAFS_OPT_KEEP,
+	  .help = "prune: never evict this index's chunks (repeatable)" },
+	{ "min-age", 0, "SECONDS", CAFS_OPT_MIN_AGE,
+	  .help = "prune: spare chunks used this recently (default 5)\n"
+	  "(prune also deletes *.tmp files older than an hour)" },
+	{ "dry-run", 'n', NULL, CAFS_OPT_DRY_RUN,
+	  .help = "prune: only say what would go" },
+	{ "digest", 0, "NAME", CAFS_OPT_DIGEST,
+	  .help = "verify: only accept this digest (default: either)" },
+	{ "seed-store", 0, "DIR", CAFS_OPT_SEED_STORE,
+	  .help = "seed: the store of index seeds (default: beside each)" },
+	{ NULL },
+};
+
+const struct cafs_command cafs_command_cache = {
+	.name = "cache",
+	.synopsis = "cache stat|fill|prune|verify|seed [OPTIONS] ...",
+	.help_head = "  cache stat [SOURCE...]          chunks and bytes in the cache; how much of each index it holds\n"
+	  "  cache fill SOURCE...            download every chunk the indexes need that the cache lacks\n"
+	  "  cache prune --max-size=SIZE     evict least recently used chunks until the cache fits\n"
+	  "  cache verify [--repair]         check every chunk against its name; --repair removes bad ones\n"
+	  "  cache seed SOURCE SEED...       take SOURCE's chunks from local data: a file, device,\n"
+	  "                                  .catar, index, or a directory for a .caidx\n",
+	.options = cache_options,
+	.help_column = 26,
+	.main = cache_main,
+};
+

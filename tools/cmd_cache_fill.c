@@ -2,8 +2,8 @@
 /*
  * cmd_cache_fill.c - `cafs cache fill`: download every chunk the given
  * indexes need that the cache lacks, so extract and the mount then work
- * offline. The work is core/store/cache_fill.c's; here are the options, the
- * opening of each SOURCE's index and chunk source, and the messages.
+ * offline. The work is one core call (image/store_ops.h); here are the
+ * options, the progress bar and the summary.
  */
 #include "config.h"
 
@@ -12,98 +12,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cache.h"
-#include "store/cache_fill.h"
-#include "store/chunksrc.h"
 #include "cmd.h"
-#include "base/digest.h"
-#include "format/idset.h"
-#include "format/index.h"
-#include "image/index_cache.h"
+#include "image/store_ops.h"
 #include "interrupt.h"
 #include "base/log.h"
-#include "image/profile.h"
 #include "progress.h"
-#include "store/store.h"
 
-/* chunk errors printed one per line; past that only counted, since a store
- * that is gone entirely would otherwise print one line per chunk of the image */
-#define MAX_REPORTED 20
+enum { OPT_CACHE = 0x300, OPT_STORE, OPT_RATE }; /* above cmd.h's CAFS_OPT_* */
 
-enum { OPT_CACHE = 0x100, OPT_STORE, OPT_RATE };
-
-/* one SOURCE: its index and what to fetch for it */
-struct source {
-	const char *name;
-	struct ca_index *idx;
-	struct ca_cache_fill_plan *plan;
-};
-
-struct reporter {
-	const char *cache_dir;
-	uint64_t reported; /* chunk errors seen, over all sources (atomic: workers call in) */
-};
-
-static uint64_t now_ns(void)
+static void progress_start(void *userdata, uint64_t total)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	cafs_progress_init(userdata, "fill", total);
 }
 
-static void report(void *userdata, const uint8_t id[CA_CHUNK_ID_SIZE], int r, bool not_stored)
+static void progress_end(void *userdata)
 {
-	struct reporter *rep = userdata;
-	char hex[2 * CA_CHUNK_ID_SIZE + 1];
-	if (__atomic_fetch_add(&rep->reported, 1, __ATOMIC_RELAXED) >= MAX_REPORTED)
-		return;
-	ca_id_to_hex(id, hex);
-	if (r == -ENOENT)
-		ca_log_error("chunk %s: not found in any store", hex);
-	else if (not_stored)
-		ca_log_error("chunk %s: cannot store it in %s", hex, rep->cache_dir);
-	else
-		ca_log_error_errno(r, "chunk %s", hex);
-}
-
-/* Open s's chunk source with dir as its cache and fill it. */
-static int fill_source(const struct source *s, char **stores, size_t n_stores, const char *dir,
-                       const struct ca_cache_fill_opts *o, struct ca_cache_fill_stats *st)
-{
-	struct ca_chunksrc *src = NULL;
-	struct ca_store *cache = NULL;
-	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores }; /* the index is open already */
-	int r = ca_source_open_chunksrc(s->name, s->idx, &io, &src);
-	if (r < 0)
-		return r;
-	r = ca_store_open_private(dir, true, &cache);
-	if (r < 0)
-		goto out;
-	ca_chunksrc_set_cache(src, cache, false);
-	r = ca_cache_fill_run(s->plan, src, o, st);
-out:
-	ca_chunksrc_free(src);
-	return r;
-}
-
-/* The index, kept in the cache by URL with its metadata sidecar, so that
- * an offline open by URL finds both there (index_cache.h). */
-/* The index, kept in the cache by URL with its sidecar (and their
- * signatures) for a later --offline. */
-static int open_kept(const char *name, const struct ca_image_opts *io, struct ca_index **ret)
-{
-	struct ca_sidecar *sc = NULL;
-	struct ca_profile *prof = NULL; /* its prefetch profile too, for an offline mount */
-	int r = ca_source_open_index(name, io, ret);
-	if (r == 0 && ca_location_image_kind(name) == CA_IMAGE_ARCHIVE_INDEX)
-		r = ca_source_open_sidecar(name, *ret, io, &sc);
-	if (r == 0)
-		r = ca_source_open_profile(name, *ret, io, &prof);
-	ca_sidecar_free(sc);
-	ca_profile_free(prof);
-	return r;
+	cafs_progress_done(userdata);
 }
 
 int cafs_cache_fill(int argc, char **argv)
@@ -122,17 +48,13 @@ int cafs_cache_fill(int argc, char **argv)
 	};
 	const char *cache_opt = NULL;
 	char **stores = NULL, *dir = NULL;
-	size_t n_stores = 0, n_sources = 0;
-	struct source *sources = NULL;
-	struct ca_idset *queued = NULL;
-	struct ca_store *cache = NULL;
-	struct reporter rep = { 0 };
+	size_t n_stores = 0;
 	struct cafs_progress prog;
-	struct ca_cache_fill_opts fo = {
-		.progress = cafs_progress_update, .progress_userdata = &prog,
-		.on_error = report, .error_userdata = &rep,
+	struct ca_store_ops_fill_opts fo = {
+		.progress_start = progress_start, .progress = cafs_progress_update, .progress_end = progress_end,
+		.progress_userdata = &prog,
 	};
-	struct ca_cache_fill_stats st = { 0 };
+	struct ca_store_ops_fill_stats fs;
 	bool interrupts = false;
 	struct cafs_trusted_keys tk = { 0 };
 	struct ca_image_opts io = { 0 };
@@ -182,7 +104,7 @@ int cafs_cache_fill(int argc, char **argv)
 			}
 			break;
 		default:
-			r = cafs_common_option("cache", c, &verbosity);
+			r = cafs_common_option(&cafs_command_cache, c, &verbosity);
 			if (r >= 0)
 				goto out;
 			break;
@@ -206,43 +128,17 @@ int cafs_cache_fill(int argc, char **argv)
 	dir = cafs_cache_dir(cache_opt);
 	if (!dir)
 		goto out;
-	rep.cache_dir = dir;
-	n_sources = (size_t)(argc - optind);
-	sources = calloc(n_sources, sizeof(*sources));
-	if (!sources || ca_idset_new(4096, &queued) < 0) {
-		ca_log_error_errno(ENOMEM, "cache");
-		goto out;
-	}
-	if (ca_store_open_private(dir, true, &cache) < 0)
-		goto out;
-	/* the cache keeps each URL's index and sidecar too, for --offline */
-	io.cache_mode = CA_CACHE_DIR;
-	io.cache_dir = dir;
+	fo.cache = dir;
+	fo.sources = argv + optind;
+	fo.n_sources = (size_t)(argc - optind);
+	fo.stores = stores;
+	fo.n_stores = n_stores;
 	cafs_trusted_keys_apply(&tk, &io);
-	for (size_t i = 0; i < n_sources; i++) {
-		sources[i].name = argv[optind + i];
-		if (open_kept(sources[i].name, &io, &sources[i].idx) < 0)
-			goto out;
-		k = ca_cache_fill_plan(cache, sources[i].idx, queued, &sources[i].plan, &st);
-		if (k < 0) {
-			ca_log_error_errno(k, "%s", sources[i].name);
-			goto out;
-		}
-	}
-
-	uint64_t t0 = now_ns();
-	bool broken = false;
-	cafs_progress_init(&prog, "fill", st.todo_bytes);
-	for (size_t i = 0; i < n_sources && !*fo.cancel; i++) {
-		/* a source whose stores cannot be opened fails alone; the rest still fill */
-		k = fill_source(&sources[i], stores, n_stores, dir, &fo, &st);
-		if (k < 0)
-			broken = true;
-	}
-	cafs_progress_done(&prog);
-	if (rep.reported > MAX_REPORTED)
-		ca_log_error("%llu more chunks failed", (unsigned long long)(rep.reported - MAX_REPORTED));
-	double secs = (double)(now_ns() - t0) / 1e9;
+	fo.io = &io;
+	if (ca_store_ops_fill(&fo, &fs) < 0) /* logs its errors */
+		goto out;
+	const struct ca_cache_fill_stats st = fs.fill;
+	double secs = (double)fs.fetch_ns / 1e9;
 	char h1[32], h2[32], h3[32];
 	cafs_format_size(st.fetched_bytes, h1, sizeof(h1));
 	cafs_format_size(st.wire_bytes, h2, sizeof(h2));
@@ -251,15 +147,8 @@ int cafs_cache_fill(int argc, char **argv)
 		printf("fetched %llu chunks (%s, %s transferred, %s/s), %llu already cached, %llu failed\n",
 		       (unsigned long long)st.fetched, h1, h2, h3, (unsigned long long)st.present,
 		       (unsigned long long)st.failed);
-	r = st.failed || broken ? 1 : 0;
+	r = st.failed || fs.broken ? 1 : 0;
 out:
-	for (size_t i = 0; sources && i < n_sources; i++) {
-		ca_cache_fill_plan_free(sources[i].plan);
-		ca_index_free(sources[i].idx);
-	}
-	free(sources);
-	ca_idset_free(queued);
-	ca_store_free(cache);
 	free(dir);
 	free(stores);
 	cafs_trusted_keys_release(&tk);

@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -36,7 +35,7 @@
 #include "../fs/fs.h"
 #include "net/failover.h"
 #include "base/fdio.h"
-#include "keeper.h"
+#include "../fs/keeper.h"
 #include "base/location.h"
 #include "base/log.h"
 #include "store/prefetch.h"
@@ -49,22 +48,10 @@
 #define DEFAULT_THREADS 64
 #define MAX_THREADS 1024
 
-enum {
-	OPT_CACHE = 0x100,
-	OPT_NO_CACHE,
-	OPT_OFFLINE,
-	OPT_LRU_SIZE,
-	OPT_THREADS,
-	OPT_READAHEAD,
-	OPT_LOG,
-	OPT_RATE_LIMIT_BPS,
-	OPT_RECORD_PROFILE,
-	OPT_PROFILE,
-	OPT_FILL,
-	OPT_TAKEOVER,
-};
 
+/* what `cafs mount` is asked to do (and a keeper's server: its saved options) */
 struct mount_args {
+	struct cafs_request base;
 	const char *source, *mountpoint;
 	char **stores;
 	size_t n_stores;
@@ -74,7 +61,6 @@ struct mount_args {
 	char *fuse_opts; /* comma-separated, for libfuse */
 	uint64_t lru_bytes;
 	unsigned threads, readahead_chunks;
-	int verbosity;
 	const char *log_file; /* where messages go once detached (default: nowhere) */
 	struct cafs_trusted_keys trusted; /* --trusted-key, -o trusted_key= */
 	uint64_t rate_limit_bps; /* per HTTP transfer, 0 = none */
@@ -93,9 +79,9 @@ struct mount_args {
 
 /* A keeper's server: its state, and how it leaves the caller's terminal. */
 struct daemon {
-	struct cafs_keeper_server ks;
+	struct fs_keeper_server ks;
 	const char *log_file; /* stderr once serving (a daemon's first server) */
-	struct cafs_keeper_kept kept; /* the bytes the image was opened from, for the keeper */
+	struct fs_keeper_kept kept; /* the bytes the image was opened from, for the keeper */
 	struct ca_buf profile;        /* the profile's, kept there */
 };
 
@@ -270,7 +256,8 @@ static bool opt_is(const char *opt, size_t len, const char *name)
 
 /* -o: our own keys (so fstab and mount -t fuse.cafs can pass them), the
  * ones mount(8) adds that mean nothing here, and the rest for libfuse.
- * The strings set from -o point into optarg, which lives as long as argv. */
+ * The strings set from -o point into its argument, which lives as long as
+ * the request. */
 static int parse_o(const char *cmd, struct mount_args *a, char *arg)
 {
 	for (char *opt = arg; opt && *opt;) {
@@ -345,168 +332,207 @@ static int parse_o(const char *cmd, struct mount_args *a, char *arg)
 
 static char *absolute_profile(const char *p) { return strcmp(p, "none") ? absolute(p) : strdup(p); }
 
-/* An option as the keeper passes it on to its servers (save()). */
-static int save_option(struct mount_args *a, int c, const char *arg)
+/* mount's options; .keep: how the keeper passes each on to its servers
+ * (save_option) */
+static const struct cafs_option mount_options[] = {
+	{ "store", 's', "DIR|URL", CAFS_OPT_STORE,
+	  .help = "chunk store (repeatable, tried in order;\n"
+	  "default: default.castr beside SOURCE);\n"
+	  "'URL1|URL2': a failover group of mirrors",
+	  .keep = CAFS_KEEP_STORES },
+	{ "cache", 0, "DIR", CAFS_OPT_CACHE,
+	  .help = "keep fetched chunks here (default when anything is\n"
+	  "remote: $XDG_CACHE_HOME/cafs, ~/.cache/cafs;\n"
+	  "/var/cache/cafs for root)",
+	  .keep = CAFS_KEEP_PATH },
+	{ "no-cache", 0, NULL, CAFS_OPT_NO_CACHE,
+	  .help = "no chunk cache on disk",
+	  .keep = CAFS_KEEP_AS_IS },
+	{ "offline", 0, NULL, CAFS_OPT_OFFLINE,
+	  .help = "only memory and cache; nothing is downloaded",
+	  .keep = CAFS_KEEP_AS_IS },
+	{ "lru-size", 0, "SIZE", CAFS_OPT_LRU_SIZE,
+	  .help = "memory for decompressed chunks (default 64M)",
+	  .keep = CAFS_KEEP_AS_IS },
+	{ "threads", 0, "N", CAFS_OPT_THREADS,
+	  .help = "FUSE worker threads (default 64)",
+	  .keep = CAFS_KEEP_AS_IS },
+	{ "readahead", 0, "N", CAFS_OPT_READAHEAD,
+	  .help = "chunks fetched ahead of sequential reads (default 8)",
+	  .keep = CAFS_KEEP_AS_IS },
+	{ "foreground", 'f', NULL, CAFS_OPT_FOREGROUND,
+	  .help = "stay in the foreground (else: return once mounted)" },
+	{ "takeover", 0, NULL, CAFS_OPT_TAKEOVER,
+	  .help = "with MOUNTPOINT alone: take a live mount over from\n"
+	  "its keeper (an upgrade in place; its options kept)" },
+	{ "log", 0, "FILE", CAFS_OPT_LOG,
+	  .help = "once in the background, append messages to FILE\n"
+	  "(default: they are dropped)",
+	  .keep = CAFS_KEEP_PATH },
+	{ "trusted-key", 0, "FILE", CAFS_OPT_TRUSTED_KEY,
+	  .help = "only an index signed by this minisign key\n"
+	  "(repeatable; see SECURITY in cafs(1))",
+	  .keep = CAFS_KEEP_PATH },
+	{ "allow-downgrade", 0, NULL, CAFS_OPT_ALLOW_DOWNGRADE,
+	  .help = "accept an index signed before the newest accepted",
+	  .keep = CAFS_KEEP_AS_IS },
+	{ "signed-name", 0, "NAME", CAFS_OPT_SIGNED_NAME,
+	  .help = "the file name its signature must give\n"
+	  "(default: SOURCE's)",
+	  .keep = CAFS_KEEP_AS_IS },
+	{ "rate-limit-bps", 0, "SIZE", CAFS_OPT_RATE_LIMIT_BPS,
+	  .help = "cap the download rate from each store",
+	  .keep = CAFS_KEEP_AS_IS },
+	{ "record-profile", 0, "FILE", CAFS_OPT_RECORD_PROFILE,
+	  .help = "at unmount, write the order data was first read\n"
+	  "(a prefetch profile; see FILES in cafs(1))",
+	  .keep = CAFS_KEEP_PATH },
+	{ "profile", 0, "FILE|none", CAFS_OPT_PROFILE,
+	  .help = "replay this prefetch profile at mount (default: the\n"
+	  "one beside the index, SOURCE.caprofile, if any)",
+	  .keep = CAFS_KEEP_PROFILE },
+	{ "fill", 0, NULL, CAFS_OPT_FILL,
+	  .help = "fetch the whole image into the cache in the background\n"
+	  "(progress: cafs stats)",
+	  .keep = CAFS_KEEP_AS_IS },
+	{ "options", 'o', "OPT[,OPT...]", CAFS_OPT_OPTIONS,
+	  .help = "FUSE mount options (allow_other, ...), and\n"
+	  "store=, cache=, offline, no_cache, lru_size=, threads=,\n"
+	  "log=, trusted_key=, allow_downgrade, signed_name=,\n"
+	  "overlay_xattrs, record_profile=,\n"
+	  "profile=, fill, hard (reads wait for a store that is\n"
+	  "down as long as it takes), soft (the default: at most\n"
+	  "CAFS_HTTP_DEADLINE), and for a .caibx\n"
+	  "uid=, gid=, mode= (the file's owner and mode; default:\n"
+	  "the index file's, read-only); defaults, rw, ro, auto,\n"
+	  "noauto, user, users, nouser, nofail, _netdev, x-*,\n"
+	  "comment= are ignored",
+	  .keep = CAFS_KEEP_FUSE_OPTIONS },
+	{ NULL },
+};
+
+/* An option as the keeper passes it on to its servers (save()), by its
+ * table's .keep: -f, --takeover and --help are this process's, not the
+ * mount's. */
+static int save_option(struct mount_args *a, int id, const char *arg)
 {
-	switch (c) {
-	case 's':
-		return save(a, "--store", arg, absolute_stores);
-	case OPT_CACHE:
-		return save(a, "--cache", arg, absolute);
-	case OPT_NO_CACHE:
-		return save(a, "--no-cache", NULL, NULL);
-	case OPT_OFFLINE:
-		return save(a, "--offline", NULL, NULL);
-	case 'o':
+	static char *(*const made_absolute[])(const char *) = {
+		[CAFS_KEEP_PATH] = absolute, [CAFS_KEEP_STORES] = absolute_stores, [CAFS_KEEP_PROFILE] = absolute_profile,
+	};
+	const struct cafs_option *o = cafs_command_option(&cafs_command_mount, id);
+	char name[64];
+	if (id == 'v' || id == 'q')
+		return save(a, id == 'v' ? "-v" : "-q", NULL, NULL);
+	if (!o || o->keep == CAFS_KEEP_NO)
+		return 0;
+	if (o->keep == CAFS_KEEP_FUSE_OPTIONS)
 		return save_o(a, arg);
-	case OPT_LRU_SIZE:
-		return save(a, "--lru-size", arg, NULL);
-	case OPT_THREADS:
-		return save(a, "--threads", arg, NULL);
-	case OPT_LOG:
-		return save(a, "--log", arg, absolute);
+	snprintf(name, sizeof(name), "--%s", o->name);
+	return save(a, name, o->arg ? arg : NULL, o->keep == CAFS_KEEP_AS_IS ? NULL : made_absolute[o->keep]);
+}
+
+static void mount_init(struct cafs_request *q)
+{
+	struct mount_args *a = (struct mount_args *)q;
+	a->lru_bytes = DEFAULT_LRU_BYTES;
+	a->threads = DEFAULT_THREADS;
+	a->blob_uid = a->blob_gid = a->blob_mode = -1;
+}
+
+static int mount_set(struct cafs_request *q, int id, const char *arg)
+{
+	struct mount_args *a = (struct mount_args *)q;
+	const char *cmd = "mount";
+	int r = save_option(a, id, arg);
+	if (r < 0)
+		return ca_log_error_errno(r, "%s", cmd), 1;
+	switch (id) {
+	case CAFS_OPT_STORE:
+		if (add_store(a, arg) < 0)
+			return ca_log_error_errno(ENOMEM, "%s", cmd), 1;
+		return 0;
+	case CAFS_OPT_CACHE: /* the last of --cache and --no-cache wins */
+		a->cache = arg;
+		a->no_cache = false;
+		return 0;
+	case CAFS_OPT_NO_CACHE:
+		a->cache = NULL;
+		a->no_cache = true;
+		return 0;
+	case CAFS_OPT_OFFLINE:
+		a->offline = true;
+		return 0;
+	case CAFS_OPT_FOREGROUND:
+		a->foreground = true;
+		return 0;
+	case CAFS_OPT_OPTIONS:
+		r = parse_o(cmd, a, (char *)arg);
+		return r >= 0 ? r : 0;
+	case CAFS_OPT_LRU_SIZE:
+		if (cafs_parse_size(arg, &a->lru_bytes) < 0)
+			return cafs_usage_error(cmd, "invalid size '%s'", arg);
+		return 0;
+	case CAFS_OPT_THREADS:
+		if (parse_count(arg, MAX_THREADS, &a->threads) < 0)
+			return cafs_usage_error(cmd, "invalid thread count '%s'", arg);
+		return 0;
+	case CAFS_OPT_LOG:
+		a->log_file = arg;
+		return 0;
+	case CAFS_OPT_ALLOW_DOWNGRADE:
+	case CAFS_OPT_SIGNED_NAME:
+		return cafs_trust_policy_option(cmd, id, arg, &a->trusted);
 	case CAFS_OPT_TRUSTED_KEY:
-		return save(a, "--trusted-key", arg, absolute);
-	case OPT_RATE_LIMIT_BPS:
-		return save(a, "--rate-limit-bps", arg, NULL);
-	case OPT_RECORD_PROFILE:
-		return save(a, "--record-profile", arg, absolute);
-	case OPT_PROFILE:
-		return save(a, "--profile", arg, absolute_profile);
-	case OPT_FILL:
-		return save(a, "--fill", NULL, NULL);
-	case OPT_READAHEAD:
-		return save(a, "--readahead", arg, NULL);
-	case 'v':
-		return save(a, "-v", NULL, NULL);
-	case 'q':
-		return save(a, "-q", NULL, NULL);
+		return cafs_trusted_key_add(cmd, &a->trusted, arg);
+	case CAFS_OPT_RATE_LIMIT_BPS:
+		if (cafs_parse_size(arg, &a->rate_limit_bps) < 0 || a->rate_limit_bps == 0)
+			return cafs_usage_error(cmd, "invalid rate '%s'", arg);
+		return 0;
+	case CAFS_OPT_RECORD_PROFILE:
+		a->record_profile = arg;
+		return 0;
+	case CAFS_OPT_PROFILE:
+		a->profile = arg;
+		return 0;
+	case CAFS_OPT_FILL:
+		a->fill = true;
+		return 0;
+	case CAFS_OPT_TAKEOVER:
+		a->takeover = true;
+		return 0;
+	case CAFS_OPT_READAHEAD:
+		if (parse_count(arg, 1024, &a->readahead_chunks) < 0)
+			return cafs_usage_error(cmd, "invalid chunk count '%s'", arg);
+		return 0;
 	default:
-		return 0; /* -f, --takeover, --help: this process's, not the mount's */
+		return 0;
 	}
 }
 
-static int parse_args(const char *cmd, int argc, char **argv, struct mount_args *a)
+static int mount_operands(struct cafs_request *q, int n, char **arg)
 {
-	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
-		{ "cache", required_argument, NULL, OPT_CACHE },
-		{ "no-cache", no_argument, NULL, OPT_NO_CACHE },
-		{ "offline", no_argument, NULL, OPT_OFFLINE },
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "options", required_argument, NULL, 'o' },
-		{ "lru-size", required_argument, NULL, OPT_LRU_SIZE },
-		{ "threads", required_argument, NULL, OPT_THREADS },
-		{ "readahead", required_argument, NULL, OPT_READAHEAD },
-		{ "log", required_argument, NULL, OPT_LOG },
-		CAFS_TRUSTED_KEY_OPTION,
-		CAFS_TRUST_POLICY_OPTIONS,
-		{ "rate-limit-bps", required_argument, NULL, OPT_RATE_LIMIT_BPS },
-		{ "record-profile", required_argument, NULL, OPT_RECORD_PROFILE },
-		{ "profile", required_argument, NULL, OPT_PROFILE },
-		{ "fill", no_argument, NULL, OPT_FILL },
-		{ "takeover", no_argument, NULL, OPT_TAKEOVER },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	int c, r, sr = 0;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "s:fo:vqh", opts, NULL)) >= 0) {
-		sr = save_option(a, c, optarg);
-		if (sr < 0)
-			return ca_log_error_errno(sr, "%s", cmd), 1;
-		switch (c) {
-		case 's':
-			if (add_store(a, optarg) < 0)
-				return ca_log_error_errno(ENOMEM, "%s", cmd), 1;
-			break;
-		case OPT_CACHE: /* the last of --cache and --no-cache wins */
-			a->cache = optarg;
-			a->no_cache = false;
-			break;
-		case OPT_NO_CACHE:
-			a->cache = NULL;
-			a->no_cache = true;
-			break;
-		case OPT_OFFLINE:
-			a->offline = true;
-			break;
-		case 'f':
-			a->foreground = true;
-			break;
-		case 'o':
-			r = parse_o(cmd, a, optarg);
-			if (r >= 0)
-				return r;
-			break;
-		case OPT_LRU_SIZE:
-			if (cafs_parse_size(optarg, &a->lru_bytes) < 0)
-				return cafs_usage_error(cmd, "invalid size '%s'", optarg);
-			break;
-		case OPT_THREADS:
-			if (parse_count(optarg, MAX_THREADS, &a->threads) < 0)
-				return cafs_usage_error(cmd, "invalid thread count '%s'", optarg);
-			break;
-		case OPT_LOG:
-			a->log_file = optarg;
-			break;
-		case CAFS_OPT_ALLOW_DOWNGRADE:
-		case CAFS_OPT_SIGNED_NAME:
-			r = cafs_trust_policy_option(cmd, c, optarg, &a->trusted);
-			if (r)
-				return r;
-			break;
-		case CAFS_OPT_TRUSTED_KEY:
-			r = cafs_trusted_key_add(cmd, &a->trusted, optarg);
-			if (r)
-				return r;
-			break;
-		case OPT_RATE_LIMIT_BPS:
-			if (cafs_parse_size(optarg, &a->rate_limit_bps) < 0 || a->rate_limit_bps == 0)
-				return cafs_usage_error(cmd, "invalid rate '%s'", optarg);
-			break;
-		case OPT_RECORD_PROFILE:
-			a->record_profile = optarg;
-			break;
-		case OPT_PROFILE:
-			a->profile = optarg;
-			break;
-		case OPT_FILL:
-			a->fill = true;
-			break;
-		case OPT_TAKEOVER:
-			a->takeover = true;
-			break;
-		case OPT_READAHEAD:
-			if (parse_count(optarg, 1024, &a->readahead_chunks) < 0)
-				return cafs_usage_error(cmd, "invalid chunk count '%s'", optarg);
-			break;
-		case 'v':
-			a->verbosity++;
-			break;
-		case 'q':
-			a->verbosity = -1;
-			break;
-		case 'h':
-			cafs_command_help(cafs_command_find(cmd), stdout);
-			return 0;
-		default:
-			return cafs_usage_error(cmd, "bad option");
-		}
-	}
+	struct mount_args *a = (struct mount_args *)q;
+	const char *cmd = "mount";
 	if (a->takeover) {
-		if (argc - optind != 1)
+		if (n != 1)
 			return cafs_usage_error(cmd, "--takeover: expected MOUNTPOINT alone");
-		a->mountpoint = argv[optind];
-		return -1;
+		a->mountpoint = arg[0];
+		return 0;
 	}
-	if (argc - optind != 2)
+	if (n != 2)
 		return cafs_usage_error(cmd, "expected SOURCE and MOUNTPOINT");
-	a->source = argv[optind];
-	a->mountpoint = argv[optind + 1];
-	return -1;
+	a->source = arg[0];
+	a->mountpoint = arg[1];
+	return 0;
+}
+
+static void mount_release(struct cafs_request *q)
+{
+	struct mount_args *a = (struct mount_args *)q;
+	free(a->fuse_opts);
+	free(a->stores);
+	cafs_trusted_keys_release(&a->trusted);
+	saved_free(a);
 }
 
 /* A daemon's first server leaves the caller's terminal and directory
@@ -533,7 +559,7 @@ static void detach(const char *log_file)
 static void on_serving(void *userdata, int fuse_fd, const void *init, size_t init_size)
 {
 	struct daemon *d = userdata;
-	(void)cafs_keeper_server_serving(d->ks.chan, fuse_fd, init, init_size, &d->kept);
+	(void)fs_keeper_server_serving(d->ks.chan, fuse_fd, init, init_size, &d->kept);
 	if (d->ks.detach)
 		detach(d->log_file);
 }
@@ -564,7 +590,7 @@ static int wait_ready(pid_t child, int fd)
 
 struct image {
 	struct ca_image *im;
-	struct cafs_fs *fs;
+	struct fs *fs;
 	struct ca_profile_rec *rec; /* --record-profile */
 	struct ca_prefetch *pf;     /* profile replay and fill */
 };
@@ -572,7 +598,7 @@ struct image {
 static void image_release(struct image *im)
 {
 	ca_prefetch_stop(im->pf); /* first: its workers read through the image */
-	cafs_fs_free(im->fs);
+	fs_free(im->fs);
 	ca_image_free(im->im);
 	ca_profile_rec_free(im->rec);
 }
@@ -673,7 +699,7 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 	io.sidecar_size = d->ks.sidecar_size;
 	io.profile_data = d->ks.profile;
 	io.profile_size = d->ks.profile_size;
-	struct cafs_fs_options o = {
+	struct fs_options o = {
 		.readahead_chunks = a->readahead_chunks,
 		.overlay_xattrs = a->overlay_xattrs,
 	};
@@ -728,7 +754,7 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 	if (r < 0)
 		return r;
 	o.prefetch = im->pf;
-	r = cafs_fs_new(im->im, &o, &im->fs);
+	r = fs_new(im->im, &o, &im->fs);
 	if (r == -EBADMSG)
 		ca_log_error_errno(r, "%s: not a valid archive", a->source);
 	else if (r < 0)
@@ -756,7 +782,7 @@ static int run(const struct mount_args *a, struct daemon *d)
 	struct image im = { 0 };
 	/* /proc/mounts is world-readable: never a password or token there */
 	char *fsname = ca_location_redact(a->source);
-	struct cafs_serve_opts so = {
+	struct fs_serve_opts so = {
 		.fsname = fsname,
 		.fuse_opts = a->fuse_opts,
 		.allow_other = geteuid() == 0,
@@ -778,9 +804,9 @@ static int run(const struct mount_args *a, struct daemon *d)
 	/* a blob is read in bulk (dd, a loop device): larger kernel reads;
 	 * a tree's files keep the default, so a partial read stays partial */
 	if (r == 0 && ca_image_kind(im.im) == CA_IMAGE_BLOB_INDEX)
-		so.kernel_readahead_kb = CAFS_BLOB_KERNEL_READAHEAD_KB;
+		so.kernel_readahead_kb = FS_BLOB_KERNEL_READAHEAD_KB;
 	if (r == 0)
-		r = cafs_fs_serve(im.fs, a->mountpoint, &so);
+		r = fs_serve(im.fs, a->mountpoint, &so);
 	if (r == 0 && im.rec)
 		(void)write_profile(a, &im); /* logs */
 	image_release(&im);
@@ -822,10 +848,10 @@ static char *canonical_mountpoint(const char *mp)
 
 /* Run the keeper: here with -f, else as a daemon whose parent returns
  * once the mount serves (or with the first server's error). */
-static int start_keeper(struct cafs_keeper_conf *c, bool foreground, const char *log_file, const char *cmd)
+static int start_keeper(struct fs_keeper_conf *c, bool foreground, const char *log_file, const char *cmd)
 {
 	if (foreground) {
-		int r = cafs_keeper_run(c); /* it closed the descriptors */
+		int r = fs_keeper_run(c); /* it closed the descriptors */
 		c->fuse_fd = c->init_fd = c->index_fd = c->sidecar_fd = c->profile_fd = c->old_keeper_fd = -1;
 		return r;
 	}
@@ -854,7 +880,7 @@ static int start_keeper(struct cafs_keeper_conf *c, bool foreground, const char 
 		}
 	}
 	setsid();
-	_exit(cafs_keeper_run(c));
+	_exit(fs_keeper_run(c));
 }
 
 /* The check below says what goes wrong only at debug level: it is advice,
@@ -919,20 +945,19 @@ out:
  * this binary. */
 static int takeover(const char *cmd, const struct mount_args *a)
 {
-	struct cafs_keeper_conf c = {
+	struct fs_keeper_conf c = {
 		.ready_fd = -1, .log_fd = -1, .fuse_fd = -1, .init_fd = -1, .index_fd = -1, .sidecar_fd = -1,
 		.profile_fd = -1, .old_keeper_fd = -1,
 	};
 	char **args = NULL;
 	char *mp = canonical_mountpoint(a->mountpoint);
-	struct mount_args b = { .lru_bytes = DEFAULT_LRU_BYTES, .threads = DEFAULT_THREADS, .blob_uid = -1,
-		                .blob_gid = -1, .blob_mode = -1 };
+	struct mount_args b = { 0 };
 	int r = 1;
 	if (!mp) {
 		ca_log_error_errno(errno, "%s", a->mountpoint);
 		return 1;
 	}
-	if (cafs_keeper_takeover(mp, &c, &args) != 0)
+	if (fs_keeper_takeover(mp, &c, &args) != 0)
 		goto out;
 	/* this binary must understand the mount's options (and names the log) */
 	size_t n = 0;
@@ -948,7 +973,9 @@ static int takeover(const char *cmd, const struct mount_args *a)
 	char **copy = calloc(n + 2, sizeof(char *)); /* getopt permutes */
 	if (copy)
 		memcpy(copy, argv, (n + 1) * sizeof(char *));
-	r = copy ? parse_args(cmd, (int)n + 1, copy, &b) : 1;
+	mount_init(&b.base);
+	r = copy ? cafs_command_parse(&cafs_command_mount, &b.base, (int)n + 1, copy) : 1;
+	cafs_set_verbosity(a->base.verbosity); /* this process's, not the mount's */
 	free(copy);
 	if (r >= 0) {
 		ca_log_error("takeover: %s: this binary does not take the mount's options", mp);
@@ -972,33 +999,25 @@ out:
 			close(kept[i]);
 	if (c.old_keeper_fd >= 0)
 		close(c.old_keeper_fd);
-	free(b.fuse_opts); /* b.stores[] point into args */
-	free(b.stores);
-	cafs_trusted_keys_release(&b.trusted);
-	saved_free(&b);
+	mount_release(&b.base); /* b.stores[] point into args */
 	free(args);
 	free(mp);
 	return r;
 }
 
-int cafs_cmd_mount(int argc, char **argv)
+static int mount_run(struct cafs_request *q)
 {
 	const char *cmd = "mount";
-	struct mount_args a = {
-		.lru_bytes = DEFAULT_LRU_BYTES, .threads = DEFAULT_THREADS, .blob_uid = -1, .blob_gid = -1, .blob_mode = -1
-	};
+	struct mount_args a = *(struct mount_args *)q; /* the stores made absolute here are this copy's */
 	struct daemon d = { .ks = { .chan = -1, .fuse_fd = -1 } };
 	char *source = NULL, *mountpoint = NULL, *record_profile = NULL, *profile = NULL;
 	size_t n_abs = 0; /* a.stores[0..n_abs) are ours to free */
-	int r = parse_args(cmd, argc, argv, &a);
+	int r;
 	struct stat st;
 	int server;
 
-	if (r >= 0)
-		goto out;
-	cafs_set_verbosity(a.verbosity);
 	r = 1;
-	server = cafs_keeper_server_env(&d.ks);
+	server = fs_keeper_server_env(&d.ks);
 	if (server < 0)
 		goto out;
 	if (a.takeover) {
@@ -1072,7 +1091,7 @@ int cafs_cmd_mount(int argc, char **argv)
 		ca_log_error_errno(ENOMEM, "%s", cmd);
 		goto out;
 	}
-	struct cafs_keeper_conf c = {
+	struct fs_keeper_conf c = {
 		.server_args = a.saved, .mountpoint = a.mountpoint, .ready_fd = -1, .log_fd = -1,
 		.fuse_fd = -1, .init_fd = -1, .index_fd = -1, .sidecar_fd = -1, .profile_fd = -1, .old_keeper_fd = -1,
 	};
@@ -1080,14 +1099,13 @@ int cafs_cmd_mount(int argc, char **argv)
 	r = start_keeper(&c, a.foreground, log_file, cmd);
 	free(log_file);
 out:
-	cafs_keeper_server_release(&d.ks);
+	fs_keeper_server_release(&d.ks);
 	ca_buf_release(&d.profile);
 	for (size_t i = 0; i < n_abs; i++)
 		free(a.stores[i]);
-	free(a.fuse_opts);
-	free(a.stores);
-	cafs_trusted_keys_release(&a.trusted);
-	saved_free(&a);
+	/* save() may have grown the list: the request frees it */
+	((struct mount_args *)q)->saved = a.saved;
+	((struct mount_args *)q)->n_saved = a.n_saved;
 	free(source);
 	free(mountpoint);
 	free(record_profile);
@@ -1095,31 +1113,30 @@ out:
 	return r;
 }
 
-int cafs_cmd_stats(int argc, char **argv)
+/* `cafs stats MOUNTPOINT`: the request is its mount point */
+struct stats_request {
+	struct cafs_request base;
+	const char *mountpoint;
+};
+
+static int stats_set(struct cafs_request *q, int id, const char *arg)
 {
-	const char *cmd = "stats";
-	static const struct option opts[] = {
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	int c;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "vqh", opts, NULL)) >= 0) {
-		if (c == 'v' || c == 'q')
-			continue; /* accepted as everywhere; nothing to say more or less about */
-		if (c == 'h') {
-			cafs_command_help(cafs_command_find(cmd), stdout);
-			return 0;
-		}
-		return cafs_usage_error(cmd, "bad option");
-	}
-	if (argc - optind != 1)
-		return cafs_usage_error(cmd, "expected MOUNTPOINT");
-	const char *mnt = argv[optind];
+	return 0; /* -v, -q: accepted as everywhere; nothing to say more or less about */
+}
+
+static int stats_operands(struct cafs_request *q, int n, char **arg)
+{
+	if (n != 1)
+		return cafs_usage_error("stats", "expected MOUNTPOINT");
+	((struct stats_request *)q)->mountpoint = arg[0];
+	return 0;
+}
+
+static int stats_run(struct cafs_request *q)
+{
+	const char *mnt = ((struct stats_request *)q)->mountpoint;
 	char buf[8192];
-	ssize_t k = getxattr(mnt, CAFS_STATS_XATTR, buf, sizeof(buf) - 1);
+	ssize_t k = getxattr(mnt, FS_STATS_XATTR, buf, sizeof(buf) - 1);
 	if (k < 0) {
 		int e = errno;
 		if (e == ENODATA || e == ENOTSUP)
@@ -1131,3 +1148,32 @@ int cafs_cmd_stats(int argc, char **argv)
 	fwrite(buf, 1, (size_t)k, stdout);
 	return 0;
 }
+
+const struct cafs_command cafs_command_mount = {
+	.name = "mount",
+	.synopsis = "mount [OPTIONS] SOURCE.caidx|SOURCE.caibx|SOURCE.catar MOUNTPOINT",
+	.options = mount_options,
+	.help_column = 23,
+	.help_tail = "A .caibx shows as one file named after it; .caidx and .catar show the tree.\n"
+	             "Also: mount.cafs SOURCE DIR -o OPTS; mount -t fuse.cafs SOURCE DIR.\n"
+	             "A keeper process holds the mount and restarts its server if it dies.\n",
+	.request_size = sizeof(struct mount_args),
+	.init = mount_init,
+	.set = mount_set,
+	.operands = mount_operands,
+	.run = mount_run,
+	.release = mount_release,
+};
+
+const struct cafs_command cafs_command_stats = {
+	.name = "stats",
+	.synopsis = "stats MOUNTPOINT",
+	.help_head = "Prints a mount's counters: chunks and bytes fetched, cache and LRU hits,\n"
+	             "HTTP requests and retries, errors, and the progress of a profile replay\n"
+	             "and of --fill.\n",
+	.help_column = 26,
+	.request_size = sizeof(struct stats_request),
+	.set = stats_set,
+	.operands = stats_operands,
+	.run = stats_run,
+};

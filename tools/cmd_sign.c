@@ -7,7 +7,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <termios.h>
@@ -43,58 +42,62 @@ static int read_password(char *buf, size_t size)
 	return r;
 }
 
-int cafs_cmd_sign(int argc, char **argv)
+/* what `cafs sign` is asked to do */
+struct sign_request {
+	struct cafs_request base;
+	const char *key_path, *trusted, *untrusted, *name; /* -s, -t, -c, -n */
+	bool legacy;                                       /* -l */
+	const char *in;
+};
+
+static int sign_set(struct cafs_request *q, int id, const char *arg)
 {
-	static const struct option opts[] = {
-		{ "secret-key", required_argument, NULL, 's' },
-		{ "legacy", no_argument, NULL, 'l' },
-		{ "trusted-comment", required_argument, NULL, 't' },
-		{ "name", required_argument, NULL, 'n' },
-		{ "comment", required_argument, NULL, 'c' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	const char *key_path = NULL, *trusted = NULL, *untrusted = NULL, *name = NULL;
+	struct sign_request *g = (struct sign_request *)q;
+	switch (id) {
+	case CAFS_OPT_SECRET_KEY:
+		g->key_path = arg;
+		return 0;
+	case CAFS_OPT_LEGACY:
+		g->legacy = true;
+		return 0;
+	case CAFS_OPT_TRUSTED_COMMENT:
+		g->trusted = arg;
+		return 0;
+	case CAFS_OPT_NAME:
+		/* the name it is published under, as minisign's file: gives it */
+		if (!arg[0] || strchr(arg, '/'))
+			return cafs_usage_error("sign", "--name=%s: expected a file name (no '/')", arg);
+		g->name = arg;
+		return 0;
+	case CAFS_OPT_COMMENT:
+		g->untrusted = arg;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static int sign_operands(struct cafs_request *q, int n, char **arg)
+{
+	struct sign_request *g = (struct sign_request *)q;
+	if (n != 1)
+		return cafs_usage_error("sign", "expected one INDEX");
+	if (!g->key_path)
+		return cafs_usage_error("sign", "-s SECRETKEY is required");
+	g->in = arg[0];
+	return 0;
+}
+
+static int sign_run(struct cafs_request *q)
+{
+	const struct sign_request *g = (const struct sign_request *)q;
+	const char *key_path = g->key_path, *trusted = g->trusted, *untrusted = g->untrusted, *name = g->name;
+	const char *in = g->in;
 	struct ca_minisign_secret key;
 	char password[PASSWORD_MAX];
-	bool legacy = false;
-	int c, r, verbosity = 0;
+	bool legacy = g->legacy;
+	int r;
 
-	while ((c = getopt_long(argc, argv, "s:lt:n:c:vqh", opts, NULL)) >= 0) {
-		switch (c) {
-		case 's':
-			key_path = optarg;
-			break;
-		case 'l':
-			legacy = true;
-			break;
-		case 't':
-			trusted = optarg;
-			break;
-		case 'n':
-			/* the name it is published under, as minisign's file: gives it */
-			if (!optarg[0] || strchr(optarg, '/'))
-				return cafs_usage_error("sign", "--name=%s: expected a file name (no '/')", optarg);
-			name = optarg;
-			break;
-		case 'c':
-			untrusted = optarg;
-			break;
-		default:
-			r = cafs_common_option("sign", c, &verbosity);
-			if (r >= 0)
-				return r;
-			break;
-		}
-	}
-	cafs_set_verbosity(verbosity);
-	if (argc - optind != 1)
-		return cafs_usage_error("sign", "expected one INDEX");
-	if (!key_path)
-		return cafs_usage_error("sign", "-s SECRETKEY is required");
-	const char *in = argv[optind];
 	enum ca_image_kind kind = ca_location_image_kind(in);
 	if (ca_location_kind(in) != CA_LOCATION_PATH || (kind != CA_IMAGE_BLOB_INDEX && kind != CA_IMAGE_ARCHIVE_INDEX))
 		return cafs_usage_error("sign", "%s: a local index (.caibx, .caidx) is signed, not an archive or URL", in);
@@ -113,3 +116,33 @@ int cafs_cmd_sign(int argc, char **argv)
 	OPENSSL_cleanse(&key, sizeof(key));
 	return r < 0 ? 1 : 0;
 }
+
+static const struct cafs_option sign_options[] = {
+	{ "secret-key", 's', "FILE", CAFS_OPT_SECRET_KEY,
+	  .help = "a minisign secret key (minisign -G; asks for its password\n"
+	  "when encrypted, or reads it from standard input)" },
+	{ "legacy", 'l', NULL, CAFS_OPT_LEGACY,
+	  .help = "the legacy signature (minisign -S -l) instead of the\n"
+	  "prehashed one" },
+	{ "name", 'n', "NAME", CAFS_OPT_NAME,
+	  .help = "the file name it is published under (default: INDEX's);\n"
+	  "signed with the time, which cafs checks" },
+	{ "trusted-comment", 't', "TEXT", CAFS_OPT_TRUSTED_COMMENT,
+	  .help = "more signed text, after the timestamp and name" },
+	{ "comment", 'c', "TEXT", CAFS_OPT_COMMENT,
+	  .help = "unsigned comment" },
+	{ NULL },
+};
+
+const struct cafs_command cafs_command_sign = {
+	.name = "sign",
+	.synopsis = "sign -s SECRETKEY [OPTIONS] INDEX",
+	.options = sign_options,
+	.help_column = 26,
+	.help_tail = "Writes INDEX.minisig as minisign -S does; see SECURITY in cafs(1).\n",
+	.request_size = sizeof(struct sign_request),
+	.set = sign_set,
+	.operands = sign_operands,
+	.run = sign_run,
+};
+

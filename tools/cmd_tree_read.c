@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -26,17 +25,11 @@
 
 #include "image/archive_reader.h"
 #include "catar/catar_dec.h"
-#include "catar/catar_ra.h"
-#include "store/chunksrc.h"
 #include "cmd.h"
-#include "base/digest.h"
 #include "format/feature.h"
-#include "base/fdio.h"
 #include "image/image_make.h"
-#include "format/index.h"
 #include "base/log.h"
 #include "image/sidecar.h"
-#include "base/thread.h"
 
 /* An opened archive image and its reader (core/image/archive_reader.h). */
 struct archive {
@@ -528,103 +521,110 @@ static int walk_sidecar(struct archive *a, const struct printer *p, const char *
 	return r;
 }
 
-static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
-		{ "long", no_argument, NULL, 'l' },
-		{ "recursive", required_argument, NULL, 'R' },
-		CAFS_TRUSTED_KEY_OPTION,
-		CAFS_TRUST_POLICY_OPTIONS,
-		{ "cache", required_argument, NULL, 'C' },
-		{ "offline", no_argument, NULL, 'O' },
-		{ "digest", required_argument, NULL, 'D' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	struct printer p = { .mtree = mtree, .digest_label = "sha512256digest" };
-	enum ca_digest_type label;
-	struct cafs_trusted_keys tk = { 0 };
-	struct cache_args ca = { 0 };
-	char **stores = NULL;
-	size_t n_stores = 0;
-	int c, r, verbosity = 0;
-	struct archive a = { 0 };
+/* what list and mtree are asked to do */
+struct list_request {
+	struct cafs_request base;
+	bool mtree;
+	char **stores;
+	size_t n_stores;
+	bool long_format, flat;   /* -l, --recursive=no */
+	const char *digest_label; /* mtree --digest: the contents' field name */
+	struct cafs_trusted_keys trusted;
+	struct cache_args cache;  /* --cache, --offline */
+	const char *in, *sub;
+};
 
-	while ((c = getopt_long(argc, argv, mtree ? "s:vqh" : "s:lvqh", opts, NULL)) >= 0) {
-		switch (c) {
-		case 's': {
-			char **ns = realloc(stores, (n_stores + 1) * sizeof(char *));
-			if (!ns) {
-				ca_log_error_errno(ENOMEM, "%s", cmd);
-				r = 1;
-				goto out;
-			}
-			stores = ns;
-			stores[n_stores++] = optarg;
-			break;
-		}
-		case 'l':
-			p.long_format = true;
-			break;
-		case 'C':
-			ca.dir = optarg;
-			break;
-		case 'O':
-			ca.offline = true;
-			break;
-		case 'R':
-			/* list only: mtree has no such option (casync ignores it there) */
-			if (mtree || (strcmp(optarg, "yes") && strcmp(optarg, "no"))) {
-				r = cafs_usage_error(cmd, mtree ? "--recursive is for list" : "expected yes or no, got '%s'",
-				                     optarg);
-				goto out;
-			}
-			p.flat = !strcmp(optarg, "no");
-			break;
-		case CAFS_OPT_ALLOW_DOWNGRADE:
-		case CAFS_OPT_SIGNED_NAME:
-			r = cafs_trust_policy_option(cmd, c, optarg, &tk);
-			if (r)
-				goto out;
-			break;
-		case CAFS_OPT_TRUSTED_KEY:
-			r = cafs_trusted_key_add(cmd, &tk, optarg);
-			if (r)
-				goto out;
-			break;
-		case 'D':
-			/* casync names the field after --digest, whatever
-			 * digest the archive's contents are hashed with */
-			if (!mtree || ca_digest_type_parse(optarg, &label) < 0) {
-				r = cafs_usage_error(cmd, mtree ? "unknown digest '%s'" : "--digest is for mtree", optarg);
-				goto out;
-			}
-			p.digest_label = label == CA_DIGEST_SHA256 ? "sha256digest" : "sha512256digest";
-			break;
-		default: {
-			r = cafs_common_option(cmd, c, &verbosity);
-			if (r >= 0)
-				goto out;
-			break;
-		}
-		}
+static void list_init(struct cafs_request *q)
+{
+	((struct list_request *)q)->digest_label = "sha512256digest";
+}
+
+static void mtree_init(struct cafs_request *q)
+{
+	list_init(q);
+	((struct list_request *)q)->mtree = true;
+}
+
+static int list_set(struct cafs_request *q, int id, const char *arg)
+{
+	struct list_request *l = (struct list_request *)q;
+	const char *cmd = l->mtree ? "mtree" : "list";
+	enum ca_digest_type label;
+	switch (id) {
+	case CAFS_OPT_STORE: {
+		char **ns = realloc(l->stores, (l->n_stores + 1) * sizeof(char *));
+		if (!ns)
+			return ca_log_error_errno(ENOMEM, "%s", cmd), 1;
+		l->stores = ns;
+		l->stores[l->n_stores++] = (char *)arg;
+		return 0;
 	}
-	cafs_set_verbosity(verbosity);
-	if (argc - optind < 1 || argc - optind > 2) {
-		r = cafs_usage_error(cmd, "expected IN.catar|IN.caidx [PATH]");
-		goto out;
+	case CAFS_OPT_LONG:
+		l->long_format = true;
+		return 0;
+	case CAFS_OPT_CACHE:
+		l->cache.dir = arg;
+		return 0;
+	case CAFS_OPT_OFFLINE:
+		l->cache.offline = true;
+		return 0;
+	case CAFS_OPT_RECURSIVE:
+		/* list only: mtree has no such option (casync ignores it there) */
+		if (l->mtree || (strcmp(arg, "yes") && strcmp(arg, "no")))
+			return cafs_usage_error(cmd, l->mtree ? "--recursive is for list" : "expected yes or no, got '%s'",
+			                        arg);
+		l->flat = !strcmp(arg, "no");
+		return 0;
+	case CAFS_OPT_ALLOW_DOWNGRADE:
+	case CAFS_OPT_SIGNED_NAME:
+		return cafs_trust_policy_option(cmd, id, arg, &l->trusted);
+	case CAFS_OPT_TRUSTED_KEY:
+		return cafs_trusted_key_add(cmd, &l->trusted, arg);
+	case CAFS_OPT_DIGEST:
+		/* casync names the field after --digest, whatever
+		 * digest the archive's contents are hashed with */
+		if (!l->mtree || ca_digest_type_parse(arg, &label) < 0)
+			return cafs_usage_error(cmd, l->mtree ? "unknown digest '%s'" : "--digest is for mtree", arg);
+		l->digest_label = label == CA_DIGEST_SHA256 ? "sha256digest" : "sha512256digest";
+		return 0;
+	default:
+		return 0;
 	}
-	const char *in = argv[optind], *sub = argc - optind == 2 ? argv[optind + 1] : NULL;
+}
+
+static int list_operands(struct cafs_request *q, int n, char **arg)
+{
+	struct list_request *l = (struct list_request *)q;
+	if (n < 1 || n > 2)
+		return cafs_usage_error(l->mtree ? "mtree" : "list", "expected IN.catar|IN.caidx [PATH]");
+	l->in = arg[0];
+	l->sub = n == 2 ? arg[1] : NULL;
+	return 0;
+}
+
+static void list_release(struct cafs_request *q)
+{
+	struct list_request *l = (struct list_request *)q;
+	cafs_trusted_keys_release(&l->trusted);
+	free(l->stores);
+}
+
+static int list_run(struct cafs_request *q)
+{
+	struct list_request *l = (struct list_request *)q;
+	const char *cmd = l->mtree ? "mtree" : "list", *in = l->in, *sub = l->sub;
+	bool mtree = l->mtree;
+	struct printer p = { .mtree = mtree, .digest_label = l->digest_label, .long_format = l->long_format,
+		             .flat = l->flat };
+	struct cache_args ca = l->cache;
+	struct archive a = { 0 };
+	int r;
+
 	enum ca_image_kind k = ca_location_image_kind(in);
-	if (k != CA_IMAGE_ARCHIVE && k != CA_IMAGE_ARCHIVE_INDEX) {
-		r = cafs_usage_error(cmd, "%s: input must end in .catar or .caidx", in);
-		goto out;
-	}
+	if (k != CA_IMAGE_ARCHIVE && k != CA_IMAGE_ARCHIVE_INDEX)
+		return cafs_usage_error(cmd, "%s: input must end in .catar or .caidx", in);
 	/* list skips payloads: fetching them ahead would be waste */
-	r = archive_open_cached(&a, in, stores, n_stores, &tk, !mtree, !sub, &ca);
+	r = archive_open_cached(&a, in, l->stores, l->n_stores, &l->trusted, !mtree, !sub, &ca);
 	if (r == 0 && mtree)
 		/* casync hashes contents with the archive's digest, and labels
 		 * the field after --digest (sha512256digest by default) */
@@ -637,21 +637,7 @@ static int list_or_mtree(const char *cmd, bool mtree, int argc, char **argv)
 	archive_close(&a);
 	if (fflush(stdout) != 0 && r >= 0)
 		r = ca_log_error_errno(EIO, "stdout");
-	r = r < 0 ? 1 : 0;
-out:
-	cafs_trusted_keys_release(&tk);
-	free(stores);
-	return r;
-}
-
-int cafs_cmd_list(int argc, char **argv)
-{
-	return list_or_mtree("list", false, argc, argv);
-}
-
-int cafs_cmd_mtree(int argc, char **argv)
-{
-	return list_or_mtree("mtree", true, argc, argv);
+	return r < 0 ? 1 : 0;
 }
 
 /* ---- stat: one entry, in casync stat's format ---- */
@@ -935,47 +921,6 @@ out:
 
 /* ---- list, mtree and stat of a directory: its archive stream, unwritten ---- */
 
-/* The read end of the encoder's pipe, as a source for the streaming
- * decoder: it reads forward only (what it skips is read and dropped). */
-struct pipe_source {
-	int fd;
-	uint64_t pos;
-	uint8_t scratch[64 << 10];
-};
-
-static ssize_t pipe_read(void *userdata, void *buf, size_t len, uint64_t off)
-{
-	struct pipe_source *ps = userdata;
-	if (off < ps->pos)
-		return -ESPIPE; /* the decoder reads forward (catar_dec.h) */
-	while (ps->pos < off) {
-		size_t n = off - ps->pos < sizeof(ps->scratch) ? (size_t)(off - ps->pos) : sizeof(ps->scratch);
-		ssize_t k = ca_read_full(ps->fd, ps->scratch, n);
-		if (k <= 0)
-			return k;
-		ps->pos += (uint64_t)k;
-	}
-	ssize_t k = ca_read_full(ps->fd, buf, len);
-	if (k > 0)
-		ps->pos += (uint64_t)k;
-	return k;
-}
-
-struct encoder {
-	const char *dir;
-	const struct ca_image_make_opts *o;
-	int fd;
-	int r;
-};
-
-static void *encode_thread(void *arg)
-{
-	struct encoder *e = arg;
-	e->r = ca_image_encode_dir(e->dir, e->o, e->fd); /* logs */
-	close(e->fd); /* the decoder sees the end */
-	return NULL;
-}
-
 /* stat of the root: its ENTRY, the first event */
 static int stat_root(const struct ca_catar_source *s)
 {
@@ -997,65 +942,103 @@ static int stat_root(const struct ca_catar_source *s)
 int cafs_tree_read_dir(const char *verb, const char *dir, const struct ca_image_make_opts *mo, bool flat,
                        const char *digest_label)
 {
-	struct ca_image_make_opts o = *mo;
-	volatile sig_atomic_t stop = 0;
-	struct pipe_source *ps = calloc(1, sizeof(*ps));
-	struct encoder e = { .dir = dir, .o = &o, .fd = -1 };
+	struct ca_image_dir_stream *ds = NULL;
+	struct ca_catar_source s;
 	struct printer p = { .mtree = !strcmp(verb, "mtree"), .flat = flat,
 	                     .digest_label = digest_label ? digest_label : "sha512256digest" };
-	pthread_t t;
-	int fds[2] = { -1, -1 }, r = 0;
-	bool started = false;
-
-	o.cancel = &stop; /* raised when the reader stops before the end (stat) */
-	o.progress_start = NULL;
-	o.progress = NULL;
-	o.progress_end = NULL;
-	if (!ps)
-		r = -ENOMEM;
-	else if (pipe2(fds, O_CLOEXEC) < 0)
-		r = -errno;
-	if (r == 0 && p.mtree)
-		r = ca_digest_new(o.digest, &p.digest);
+	int r = p.mtree ? ca_digest_new(mo->digest, &p.digest) : 0;
 	if (r < 0) {
 		ca_log_error_errno(r, "%s", dir);
 		goto out;
 	}
-	ps->fd = fds[0];
-	e.fd = fds[1];
-	r = ca_thread_create(&t, encode_thread, &e);
-	if (r < 0) {
-		ca_log_error_errno(r, "%s", dir);
+	r = ca_image_dir_stream_open(dir, mo, &ds, &s); /* logs */
+	if (r < 0)
 		goto out;
-	}
-	started = true;
-	fds[1] = -1; /* the thread's to close */
-	struct ca_catar_source s = { .read = pipe_read, .userdata = ps, .size = UINT64_MAX,
-	                             .index_flags = UINT64_MAX };
 	if (!strcmp(verb, "stat"))
 		r = stat_root(&s);
 	else
 		r = walk_source(NULL, &s, &p);
-	/* stopped early, or failed: the encoder's writes fail from here on,
-	 * quietly (it is cancelled) */
-	stop = 1;
-out:
-	if (fds[0] >= 0)
-		close(fds[0]);
-	if (fds[1] >= 0)
-		close(fds[1]);
-	if (started) {
-		pthread_join(t, NULL);
-		/* the encoder's failure, which it logged, explains the stream's
-		 * early end; else the decoder's is said here */
-		if (e.r < 0 && e.r != -ECANCELED)
-			r = e.r;
-		else if (r < 0 && r != -ECANCELED)
-			ca_log_error_errno(r, "%s: its archive stream", dir);
-	}
+	r = ca_image_dir_stream_close(ds, r); /* says why the stream ended early */
 	if (r == 0 && fflush(stdout) != 0)
 		r = ca_log_error_errno(EIO, "stdout");
+out:
 	ca_digest_free(p.digest);
-	free(ps);
 	return r < 0 ? 1 : 0;
 }
+
+/* ---- the commands' options and help ---- */
+
+static const struct cafs_option list_options[] = {
+	{ "store", 's', "DIR|URL", CAFS_OPT_STORE,
+	  .help = "chunk store (repeatable; default: default.castr beside IN)" },
+	{ "long", 'l', NULL, CAFS_OPT_LONG,
+	  .help = "owner, size and time too" },
+	{ "recursive", 0, "no", CAFS_OPT_RECURSIVE,
+	  .help = "only the top (IN's root or PATH) and its entries" },
+	{ "trusted-key", 0, "FILE", CAFS_OPT_TRUSTED_KEY,
+	  .help = "only an index signed by this minisign key (repeatable;\n"
+	  "see SECURITY in cafs(1))" },
+	{ "allow-downgrade", 0, NULL, CAFS_OPT_ALLOW_DOWNGRADE,
+	  .help = "accept an index signed before the newest accepted" },
+	{ "signed-name", 0, "NAME", CAFS_OPT_SIGNED_NAME,
+	  .help = "the file name its signature must give (default: IN's)" },
+	{ "cache", 0, "DIR", CAFS_OPT_CACHE,
+	  .help = "keep fetched chunks and a URL's index here, and use them" },
+	{ "offline", 0, NULL, CAFS_OPT_OFFLINE,
+	  .help = "only the cache: nothing is downloaded" },
+	{ "digest", 0, "NAME", .id = CAFS_OPT_DIGEST }, /* mtree's: refused by name */
+	{ NULL },
+};
+
+const struct cafs_command cafs_command_list = {
+	.name = "list",
+	.synopsis = "list [OPTIONS] IN.catar|IN.caidx [PATH]",
+	.options = list_options,
+	.help_column = 26,
+	.help_tail = "Prints 'MODE PATH' per entry, as casync list does. With PATH only that\n"
+	  "subtree, found by random access (only the chunks on the way are read).\n",
+	.request_size = sizeof(struct list_request),
+	.init = list_init,
+	.set = list_set,
+	.operands = list_operands,
+	.run = list_run,
+	.release = list_release,
+};
+
+static const struct cafs_option mtree_options[] = {
+	{ "store", 's', "DIR|URL", CAFS_OPT_STORE,
+	  .help = "chunk store (repeatable; default: default.castr beside IN)" },
+	{ "long", 0, NULL, CAFS_OPT_LONG,
+	  .help = "accepted, as for list; has no effect (no short form here)" },
+	{ "trusted-key", 0, "FILE", CAFS_OPT_TRUSTED_KEY,
+	  .help = "only an index signed by this minisign key (repeatable;\n"
+	  "see SECURITY in cafs(1))" },
+	{ "allow-downgrade", 0, NULL, CAFS_OPT_ALLOW_DOWNGRADE,
+	  .help = "accept an index signed before the newest accepted" },
+	{ "signed-name", 0, "NAME", CAFS_OPT_SIGNED_NAME,
+	  .help = "the file name its signature must give (default: IN's)" },
+	{ "cache", 0, "DIR", CAFS_OPT_CACHE,
+	  .help = "keep fetched chunks and a URL's index here, and use them" },
+	{ "offline", 0, NULL, CAFS_OPT_OFFLINE,
+	  .help = "only the cache: nothing is downloaded" },
+	{ "digest", 0, "NAME", CAFS_OPT_DIGEST,
+	  .help = "name the contents' digest field after NAME (sha256:\n"
+	  "sha256digest), as casync does; the digest is the archive's" },
+	{ "recursive", 0, "no", .id = CAFS_OPT_RECURSIVE }, /* list's: refused by name */
+	{ NULL },
+};
+
+const struct cafs_command cafs_command_mtree = {
+	.name = "mtree",
+	.synopsis = "mtree [OPTIONS] IN.catar|IN.caidx [PATH]",
+	.options = mtree_options,
+	.help_column = 26,
+	.help_tail = "Prints the tree in BSD mtree(5) format, as casync mtree does.\n",
+	.request_size = sizeof(struct list_request),
+	.init = mtree_init,
+	.set = list_set,
+	.operands = list_operands,
+	.run = list_run,
+	.release = list_release,
+};
+

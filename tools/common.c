@@ -3,6 +3,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 #include <strings.h>
 
 #include "cmd.h"
+#include "base/location.h"
 #include "base/log.h"
 #include "store/make.h"
 #include "trust/trust.h"
@@ -81,7 +84,7 @@ void cafs_trusted_keys_apply(const struct cafs_trusted_keys *tk, struct ca_image
 	io->signed_name = tk ? tk->signed_name : NULL;
 }
 
-int cafs_common_option(const char *cmd, int c, int *verbosity)
+int cafs_common_option(const struct cafs_command *cmd, int c, int *verbosity)
 {
 	switch (c) {
 	case 'v':
@@ -91,11 +94,173 @@ int cafs_common_option(const char *cmd, int c, int *verbosity)
 		*verbosity = -1;
 		return -1;
 	case 'h':
-		cafs_command_help(cafs_command_find(cmd), stdout);
+		cafs_command_help(cmd, stdout);
 		return 0;
 	default:
-		return cafs_usage_error(cmd, "bad option");
+		return cafs_usage_error(cmd->name, "bad option");
 	}
+}
+
+int cafs_usage_error(const char *cmd, const char *fmt, ...)
+{
+	char raw[512], msg[520];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	va_end(ap);
+	ca_location_redact_text(raw, msg, sizeof(msg)); /* a usage error may quote a URL */
+	fprintf(stderr, "cafs: %s%s%s\nTry 'cafs %s%s--help'.\n", cmd ? cmd : "", cmd ? ": " : "", msg,
+	        cmd ? cmd : "", cmd ? " " : "");
+	return EXIT_USAGE;
+}
+
+/* the options every command takes, after its own in the help */
+static const struct cafs_option common_options[] = {
+	{ "verbose", 'v', NULL, 'v', .help = "more messages (repeat for debug)" },
+	{ "quiet", 'q', NULL, 'q', .help = "errors only" },
+	{ "help", 'h', NULL, 'h', .help = "this help" },
+	{ NULL },
+};
+#define COMMON_HELP_COLUMN 26
+
+/* "  -s, --store=DIR|URL     chunk store ...": the option's names, then its
+ * help from column col on (two blanks after names that reach it) */
+static void option_help(FILE *f, const struct cafs_option *o, int col)
+{
+	int n = o->short_name ? fprintf(f, "  -%c, --%s", o->short_name, o->name) : fprintf(f, "      --%s", o->name);
+	if (o->arg)
+		n += fprintf(f, "=%s", o->arg);
+	fprintf(f, "%*s", n < col ? col - n : 2, "");
+	for (const char *line = o->help; *line;) {
+		size_t len = strcspn(line, "\n");
+		if (line != o->help)
+			fprintf(f, "%*s", col, "");
+		fprintf(f, "%.*s\n", (int)len, line);
+		line += len + (line[len] == '\n');
+	}
+}
+
+void cafs_command_help(const struct cafs_command *c, FILE *f)
+{
+	fprintf(f, "Usage: cafs %s\n\n%s", c->synopsis, c->help_head ? c->help_head : "");
+	for (const struct cafs_option *o = c->options; o && o->name; o++)
+		if (o->help)
+			option_help(f, o, c->help_column);
+	fputs(c->help_tail ? c->help_tail : "", f);
+	for (const struct cafs_option *o = common_options; o->name; o++)
+		option_help(f, o, COMMON_HELP_COLUMN);
+}
+
+const struct cafs_option *cafs_command_option(const struct cafs_command *c, int id)
+{
+	for (int t = 0; t < 2; t++)
+		for (const struct cafs_option *o = t ? common_options : c->options; o && o->name; o++)
+			if (o->id == id)
+				return o;
+	return NULL;
+}
+
+/* the id of the option getopt returned as c: long options return their id,
+ * short ones their letter */
+static int option_id(const struct cafs_command *c, int ch)
+{
+	for (const struct cafs_option *o = c->options; ch < 0x100 && o && o->name; o++)
+		if (o->short_name && o->short_name == ch)
+			return o->id;
+	return ch;
+}
+
+int cafs_command_parse(const struct cafs_command *c, struct cafs_request *q, int argc, char **argv)
+{
+	size_t n = 0, k = 0, s = 0;
+	for (const struct cafs_option *o = c->options; o && o->name; o++)
+		n++;
+	for (const struct cafs_option *o = common_options; o->name; o++)
+		n++;
+	struct option *lo = calloc(n + 1, sizeof(*lo));
+	char *shortopts = malloc(2 * n + 1);
+	char name[64], *arg0 = argv[0];
+	int ch, r = -1;
+	if (!lo || !shortopts) {
+		r = (ca_log_error_errno(ENOMEM, "%s", c->name), 1);
+		goto out;
+	}
+	for (int t = 0; t < 2; t++)
+		for (const struct cafs_option *o = t ? common_options : c->options; o && o->name; o++) {
+			lo[k++] = (struct option){ o->name, o->arg ? required_argument : no_argument, NULL,
+			                           o->short_name ? o->short_name : o->id };
+			if (o->short_name) {
+				shortopts[s++] = o->short_name;
+				if (o->arg)
+					shortopts[s++] = ':';
+			}
+		}
+	shortopts[s] = 0;
+	/* getopt reports bad options itself, prefixed with argv[0]: "cafs:
+	 * CMD", so that every message on stderr starts with "cafs: "; optind
+	 * = 0, a full restart of getopt for each parse */
+	snprintf(name, sizeof(name), "cafs: %s", c->name);
+	argv[0] = name;
+	optind = 0;
+	while (r < 0 && (ch = getopt_long(argc, argv, shortopts, lo, NULL)) >= 0) {
+		int id = option_id(c, ch);
+		if (id == 'h' || id == '?' || id == ':') {
+			r = cafs_common_option(c, id, &q->verbosity);
+			break;
+		}
+		if (id == 'v' || id == 'q')
+			(void)cafs_common_option(c, id, &q->verbosity);
+		int e = c->set(q, id, optarg);
+		if (e)
+			r = e;
+	}
+	if (r < 0) {
+		cafs_set_verbosity(q->verbosity);
+		int e = c->operands(q, argc - optind, argv + optind);
+		if (e)
+			r = e;
+	}
+out:
+	argv[0] = arg0; /* name is gone with this call */
+	free(lo);
+	free(shortopts);
+	return r;
+}
+
+struct cafs_request *cafs_request_new(const struct cafs_command *c)
+{
+	struct cafs_request *q = calloc(1, c->request_size);
+	if (!q)
+		return ca_log_error_errno(ENOMEM, "%s", c->name), NULL;
+	if (c->init)
+		c->init(q);
+	return q;
+}
+
+void cafs_request_free(const struct cafs_command *c, struct cafs_request *q)
+{
+	if (q && c->release)
+		c->release(q);
+	free(q);
+}
+
+int cafs_command_main(const struct cafs_command *c, int argc, char **argv)
+{
+	if (c->main) {
+		char name[64];
+		snprintf(name, sizeof(name), "cafs: %s", c->name);
+		argv[0] = name;
+		optind = 0;
+		return c->main(argc, argv);
+	}
+	struct cafs_request *q = cafs_request_new(c);
+	if (!q)
+		return 1;
+	int r = cafs_command_parse(c, q, argc, argv);
+	if (r < 0)
+		r = c->run(q);
+	cafs_request_free(c, q);
+	return r;
 }
 
 void cafs_print_digest(const uint8_t d[CA_CHUNK_ID_SIZE])

@@ -30,6 +30,7 @@ struct cafs_ctx {
 };
 
 struct cafs_image {
+	int refs;             /* atomic: the callers' and one per cafs_node */
 	struct cafs_ctx *ctx; /* a reference */
 	struct ca_image *im;
 	struct ca_catar_ra *ra; /* archives only */

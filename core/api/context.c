@@ -8,6 +8,7 @@
 #include <syslog.h>
 
 #include "api/api.h"
+#include "cafs/version.h"
 #include "trust/trust.h"
 
 /* syslog priorities <-> our levels (NOTICE counts as INFO) */
@@ -107,6 +108,11 @@ int cafs_ctx_add_trusted_key(struct cafs_ctx *ctx, const char *path)
 const char *cafs_version(void)
 {
 	return PACKAGE_VERSION;
+}
+
+unsigned cafs_version_number(void)
+{
+	return CAFS_VERSION_NUMBER;
 }
 
 int api_options(const void *user, void *copy, size_t ours)

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * image.c - cafs_image and cafs_node (see cafs/image.h): the public face
- * of core/source (opening) and core/catar_ra (random access). A public
- * node is a catar_ra node: the same refcounted, immutable object.
+ * of image/source (opening) and catar/catar_ra (random access). A public
+ * node wraps a catar_ra node and holds a reference on its image, so that
+ * the image (whose catar_ra the node's buffers are counted in) lives as
+ * long as any node of it.
  */
 #include "config.h"
 
@@ -17,14 +19,29 @@
 #include "catar/catar_ra.h"
 #include "image/source.h"
 
-static struct ca_catar_ra_node *ra_node(const struct cafs_node *n)
-{
-	return (struct ca_catar_ra_node *)n;
-}
+struct cafs_node {
+	int refs;                  /* atomic */
+	struct cafs_image *img;    /* a reference */
+	struct ca_catar_ra_node *n; /* a reference */
+};
 
 static const struct ca_catar_node *cnode(const struct cafs_node *n)
 {
-	return ca_catar_ra_node_get(ra_node(n));
+	return ca_catar_ra_node_get(n->n);
+}
+
+/* A public node for n, taking over the caller's reference on n (dropped
+ * on failure). */
+static int node_wrap(struct cafs_image *img, struct ca_catar_ra_node *n, struct cafs_node **ret)
+{
+	struct cafs_node *node = malloc(sizeof(*node));
+	if (!node) {
+		ca_catar_ra_node_unref(n);
+		return ca_log_error_errno(ENOMEM, "%s", ca_image_name(img->im));
+	}
+	*node = (struct cafs_node){ .refs = 1, .img = cafs_image_ref(img), .n = n };
+	*ret = node;
+	return 0;
 }
 
 /* What is not worth a message: answers, not failures. */
@@ -54,6 +71,7 @@ int cafs_image_open(struct cafs_ctx *ctx, const char *source, const struct cafs_
 	r = img ? 0 : ca_log_error_errno(ENOMEM, "%s", source);
 	if (r < 0)
 		goto out;
+	img->refs = 1;
 	io.stores = (char *const *)o.stores;
 	io.n_stores = o.n_stores;
 	io.cache_mode = o.cache_mode == CAFS_CACHE_DIR    ? CA_CACHE_DIR
@@ -81,21 +99,34 @@ int cafs_image_open(struct cafs_ctx *ctx, const char *source, const struct cafs_
 	*ret = img;
 	img = NULL;
 out:
-	cafs_image_free(img);
+	cafs_image_unref(img);
 	api_leave(old);
 	return r;
 }
 
-void cafs_image_free(struct cafs_image *img)
+struct cafs_image *cafs_image_ref(struct cafs_image *img)
 {
-	if (!img)
-		return;
+	if (img)
+		__atomic_add_fetch(&img->refs, 1, __ATOMIC_RELAXED);
+	return img;
+}
+
+struct cafs_image *cafs_image_unref(struct cafs_image *img)
+{
+	if (!img || __atomic_sub_fetch(&img->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return NULL;
 	struct ca_logger *old = api_enter(img->ctx);
 	ca_catar_ra_free(img->ra);
 	ca_image_free(img->im);
 	api_leave(old);
 	cafs_ctx_unref(img->ctx);
 	free(img);
+	return NULL;
+}
+
+void cafs_image_free(struct cafs_image *img)
+{
+	cafs_image_unref(img);
 }
 
 enum cafs_image_kind cafs_image_get_kind(const struct cafs_image *img)
@@ -133,21 +164,33 @@ int cafs_image_lookup(struct cafs_image *img, const char *path, struct cafs_node
 	struct ca_logger *old = api_enter(img->ctx);
 	int r = img->ctx->cancelled ? -ECANCELED : ca_catar_ra_lookup_path(img->ra, path, &n);
 	report(img, r, path);
-	api_leave(old);
 	if (r == 0)
-		*ret = (struct cafs_node *)n;
+		r = node_wrap(img, n, ret);
+	api_leave(old);
 	return r;
 }
 
 struct cafs_node *cafs_node_ref(struct cafs_node *node)
 {
-	return (struct cafs_node *)ca_catar_ra_node_ref(ra_node(node));
+	if (node)
+		__atomic_add_fetch(&node->refs, 1, __ATOMIC_RELAXED);
+	return node;
 }
 
 struct cafs_node *cafs_node_unref(struct cafs_node *node)
 {
-	ca_catar_ra_node_unref(ra_node(node));
+	if (!node || __atomic_sub_fetch(&node->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return NULL;
+	/* the catar_ra node first: its buffers are counted in the image's */
+	ca_catar_ra_node_unref(node->n);
+	cafs_image_unref(node->img);
+	free(node);
 	return NULL;
+}
+
+struct cafs_image *cafs_node_get_image(const struct cafs_node *node)
+{
+	return node->img;
 }
 
 const char *cafs_node_get_name(const struct cafs_node *node)
@@ -192,20 +235,25 @@ int cafs_image_readdir(struct cafs_image *img, const struct cafs_node *dir, cafs
 	size_t n = 0;
 	if (!img->ra)
 		return -EMEDIUMTYPE;
+	if (dir->img != img)
+		return -EINVAL;
 	struct ca_logger *old = api_enter(img->ctx);
 	int r = ca_catar_ra_list(img->ra, cnode(dir), &children, &n);
 	if (r == 0)
 		ca_catar_ra_prefetch_children(img->ra, children, n);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		struct ca_catar_ra_node *c = NULL;
+		struct cafs_node *child = NULL;
 		r = img->ctx->cancelled ? -ECANCELED : ca_catar_ra_load_child(img->ra, &children[i], &c);
+		if (r == 0)
+			r = node_wrap(img, c, &child);
 		if (r < 0)
 			break;
 		/* the caller's code runs with the caller's logger */
 		api_leave(old);
-		r = fn(userdata, (struct cafs_node *)c);
+		r = fn(userdata, child);
 		api_enter(img->ctx);
-		ca_catar_ra_node_unref(c);
+		cafs_node_unref(child);
 		if (r != 0)
 			goto out; /* the caller's value, not ours to report */
 	}
@@ -220,6 +268,8 @@ ssize_t cafs_image_read(struct cafs_image *img, const struct cafs_node *file, vo
 {
 	if (!img->ra)
 		return -EMEDIUMTYPE;
+	if (file->img != img)
+		return -EINVAL;
 	struct ca_logger *old = api_enter(img->ctx);
 	const struct ca_catar_node *n = cnode(file);
 	ssize_t k = img->ctx->cancelled ? -ECANCELED : ca_catar_ra_read(img->ra, n, buf, len, off);

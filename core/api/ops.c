@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * ops.c - cafs_make, cafs_image_extract, cafs_image_fill_cache (see
- * cafs/ops.h): the public face of core/image_make, core/image_extract and
- * core/cache_fill, the same calls the cafs command makes.
+ * cafs/ops.h): the public face of image/image_make, image/image_extract and
+ * store/cache_fill, the same calls the cafs command makes.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
+#include "chunk/compress.h"
+#include "format/feature.h"
 #include "store/cache_fill.h"
 #include "cafs/ops.h"
 #include "image/image_extract.h"
@@ -36,6 +39,52 @@ static void progress_step(void *userdata, uint64_t done)
 	p->fn(p->userdata, done, p->total);
 }
 
+/* with/without: comma-separated feature names, each as ca_feature_parse_name takes */
+static int parse_features(const char *names, uint64_t *ret)
+{
+	char *copy = strdup(names), *save = NULL;
+	int r = copy ? 0 : -ENOMEM;
+	*ret = 0;
+	for (char *n = copy ? strtok_r(copy, ",", &save) : NULL; r == 0 && n; n = strtok_r(NULL, ",", &save)) {
+		uint64_t f = 0;
+		r = ca_feature_parse_name(n, &f);
+		if (r < 0)
+			ca_log_error("make: unknown feature '%s'", n);
+		*ret |= f;
+	}
+	free(copy);
+	return r;
+}
+
+/* the public names into core's make options */
+static int make_opts(const struct cafs_make_options *o, struct ca_image_make_opts *mo)
+{
+	int r = 0;
+	mo->store = o->store;
+	if (o->chunk_size_avg) {
+		mo->chunk_avg = o->chunk_size_avg;
+		mo->chunk_min = o->chunk_size_avg / 4;
+		mo->chunk_max = o->chunk_size_avg * 4;
+	}
+	if (o->chunk_size_min)
+		mo->chunk_min = o->chunk_size_min;
+	if (o->chunk_size_max)
+		mo->chunk_max = o->chunk_size_max;
+	mo->threads = o->threads;
+	mo->profile = o->profile;
+	if (o->compression && ca_compression_parse(o->compression, &mo->compression) < 0)
+		return ca_log_error_errno(EINVAL, "make: unknown compression '%s'", o->compression);
+	if (o->digest && ca_digest_type_parse(o->digest, &mo->digest) < 0)
+		return ca_log_error_errno(EINVAL, "make: unknown digest '%s'", o->digest);
+	if (o->with) {
+		r = parse_features(o->with, &mo->with);
+		mo->with_set = true;
+	}
+	if (r == 0 && o->without)
+		r = parse_features(o->without, &mo->without);
+	return r;
+}
+
 int cafs_make(struct cafs_ctx *ctx, const char *out, const char *input, const struct cafs_make_options *user_o,
               uint8_t digest[CAFS_DIGEST_SIZE])
 {
@@ -49,17 +98,9 @@ int cafs_make(struct cafs_ctx *ctx, const char *out, const char *input, const st
 	if (r < 0)
 		goto out;
 	ca_image_make_opts_init(&mo);
-	mo.store = o->store;
-	if (o->chunk_size_avg) {
-		mo.chunk_avg = o->chunk_size_avg;
-		mo.chunk_min = o->chunk_size_avg / 4;
-		mo.chunk_max = o->chunk_size_avg * 4;
-	}
-	if (o->chunk_size_min)
-		mo.chunk_min = o->chunk_size_min;
-	if (o->chunk_size_max)
-		mo.chunk_max = o->chunk_size_max;
-	mo.threads = o->threads;
+	r = make_opts(o, &mo);
+	if (r < 0)
+		goto out;
 	mo.cancel = &ctx->cancelled;
 	if (o->progress) {
 		p = (struct progress){ o->progress, o->progress_userdata, 0 };

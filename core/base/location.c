@@ -42,6 +42,23 @@ enum ca_location_kind ca_location_kind(const char *s)
 	return CA_LOCATION_OTHER;
 }
 
+void ca_location_parse(const char *s, struct ca_location *ret)
+{
+	size_t n = scheme_len(s);
+	*ret = (struct ca_location){
+		.s = s,
+		.url = n > 0,
+		.scheme_len = n,
+		.kind = ca_location_kind(s),
+		.https = ca_location_is_https(s),
+		.s3 = scheme_is(s, "s3+http") || scheme_is(s, "s3+https"),
+		.path = ca_location_path(s),
+		.ssh_host_len = ca_location_ssh_host_len(s),
+		.end = n ? strcspn(s, "?#") : strlen(s),
+		.image = ca_location_image_kind(s),
+	};
+}
+
 bool ca_location_is_remote(const char *s)
 {
 	return ca_location_kind(s) != CA_LOCATION_PATH;

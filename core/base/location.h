@@ -25,6 +25,7 @@ enum ca_location_kind {
 
 enum ca_location_kind ca_location_kind(const char *s);
 
+
 /* scheme://... (file:// included), as casync tells a URL from a path. */
 bool ca_location_is_url(const char *s);
 
@@ -47,6 +48,27 @@ enum ca_image_kind {
 
 /* By suffix, as casync decides (URLs too: query and fragment ignored). */
 enum ca_image_kind ca_location_image_kind(const char *name);
+
+/* A source or store string parsed once: what every later step asks of it
+ * (its kind, whether it is TLS or S3, its local path, its ssh host, where
+ * its query starts) without classifying the string again. Points into the
+ * string, which must outlive it; the settings it names are resolved one
+ * layer up (net/endpoint.h). */
+struct ca_location {
+	const char *s;              /* the string as given */
+	enum ca_location_kind kind; /* as ca_location_kind(s) */
+	bool url;                   /* scheme://... (file:// included) */
+	bool https;                 /* https:// or s3+https:// */
+	bool s3;                    /* s3+http(s)://: an S3 bucket (net/s3.h) */
+	const char *path;           /* the local path (kind PATH), else NULL */
+	size_t scheme_len;          /* "http" of "http://...", 0 for a path */
+	size_t ssh_host_len;        /* casync's [USER@]HOST:PATH: ca_location_ssh_host_len(s) */
+	size_t end;                 /* a URL's end before its query and fragment; strlen(s) for a path */
+	enum ca_image_kind image;   /* as ca_location_image_kind(s) */
+};
+
+/* Fill *ret from s (never fails). */
+void ca_location_parse(const char *s, struct ca_location *ret);
 
 /* casync's HOST:PATH (ssh remoting, caremote.h): "[USER@]HOST:PATH",
  * HOST and USER of letters, digits, '-', '_', '.', PATH not empty, and

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/fs.h>
@@ -16,13 +17,23 @@
 #include <unistd.h>
 
 #include "base/atomic_file.h"
+#include "base/buf.h"
 #include "catar/catar_enc.h"
+#include "catar/catar_ra.h"
 #include "base/digest_pipe.h"
 #include "base/fdio.h"
+#include "base/thread.h"
 #include "format/feature.h"
 #include "image/image_make.h"
 #include "base/log.h"
+#include "image/profile.h"
 #include "image/sidecar.h"
+#include "image/source.h"
+#include "format/index.h"
+#include "store/chunksrc.h"
+#include "net/failover.h"
+#include "net/s3.h"
+#include "store/store_writer.h"
 
 void ca_image_make_opts_init(struct ca_image_make_opts *o)
 {
@@ -374,8 +385,10 @@ static int open_input(const char *input, bool blob, bool *ret_stdin)
 	return fd < 0 ? ca_log_error_errno(errno, "%s", input) : fd;
 }
 
-int ca_image_make(const char *out, const char *input, const struct ca_image_make_opts *o,
-                  uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats)
+/* ca_image_make once out and the store are local paths (and the store
+ * maybe a writer) */
+static int make_local(const char *out, const char *input, const struct ca_image_make_opts *o,
+                      uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats)
 {
 	enum ca_image_kind kind = ca_location_image_kind(out);
 	bool is_stdin;
@@ -387,6 +400,138 @@ int ca_image_make(const char *out, const char *input, const struct ca_image_make
 	int r = make_fd(out, fd, input, o, ret_digest, ret_stats);
 	if (!is_stdin)
 		close(fd);
+	return r;
+}
+
+/* the reason into msg, the caller's usage error */
+#define refuse(msg, len, ...) (snprintf((msg), (len), __VA_ARGS__), -EINVAL)
+
+int ca_image_make_check(const char *out, const struct ca_image_make_opts *o, char *msg, size_t len)
+{
+	bool s3_out = ca_s3_is_url(out);
+	*msg = 0;
+	if (s3_out && ca_location_image_kind(out) == CA_IMAGE_ARCHIVE)
+		return refuse(msg, len, "%s: a .catar cannot be written to a bucket: make an index", out);
+	if (o->store && ca_failover_is_group(o->store)) {
+		ca_log_error("%s: a failover group is read from, not written to: give one store", o->store);
+		return -EINVAL;
+	}
+	const char *w[] = { out, o->store };
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		if (!w[i] || ca_s3_is_url(w[i]))
+			continue;
+		if (!ca_location_path(w[i]) || ca_location_kind(w[i]) != CA_LOCATION_PATH)
+			return refuse(msg, len, "%s: cannot write to a URL", w[i]);
+	}
+	/* named as the user would see it made: a file:// URL as its path */
+	const char *shown = s3_out ? out : ca_location_path(out);
+	enum ca_image_kind kind = ca_location_image_kind(shown);
+	if (kind == CA_IMAGE_UNKNOWN)
+		return refuse(msg, len, "%s: output must end in .caibx, .caidx or .catar", shown);
+	if (o->profile && kind == CA_IMAGE_ARCHIVE)
+		return refuse(msg, len, "--profile is for an index (.caidx or .caibx), not %s", shown);
+	return 0;
+}
+
+/* An index for a bucket is made in a private temporary directory, then
+ * uploaded: *ret_out is the local name to make (malloc'd). */
+static int bucket_make_out(const char *url, char **ret_dir, char **ret_out)
+{
+	const char *t = getenv("TMPDIR");
+	char *dir = NULL, *name = ca_location_basename(url), *out = NULL;
+	const char *suffix = ca_location_image_kind(url) == CA_IMAGE_BLOB_INDEX ? ".caibx" : ".caidx";
+	if (!name || asprintf(&dir, "%s/cafs-make-XXXXXX", t && *t ? t : "/tmp") < 0)
+		dir = NULL;
+	if (!dir || !mkdtemp(dir) || asprintf(&out, "%s/%s%s", dir, name, suffix) < 0) {
+		int e = dir ? errno : ENOMEM;
+		free(name);
+		free(dir);
+		return ca_log_error_errno(e, "temporary directory");
+	}
+	free(name);
+	*ret_dir = dir;
+	*ret_out = out;
+	return 0;
+}
+
+/* The index made locally at path, uploaded whole to the bucket's url. */
+static int bucket_upload(const char *path, const char *url)
+{
+	struct ca_buf b = CA_BUF_INIT;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int r = fd < 0 ? -errno : 0;
+	char chunk[65536];
+	for (ssize_t n; r == 0 && (n = read(fd, chunk, sizeof(chunk))) != 0;)
+		r = n < 0 ? (errno == EINTR ? 0 : -errno) : ca_buf_append(&b, chunk, (size_t)n, (size_t)1 << 30);
+	if (fd >= 0)
+		close(fd);
+	if (r == 0) {
+		struct ca_http_opts ho;
+		ca_source_http_opts(&ho);
+		r = ca_s3_put_file(url, NULL, &ho, b.data, b.size);
+	}
+	if (r < 0)
+		ca_log_error_errno(r, "%s", url);
+	ca_buf_release(&b);
+	return r;
+}
+
+int ca_image_make(const char *out, const char *input, const struct ca_image_make_opts *o,
+                  uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats)
+{
+	struct ca_image_make_opts lo = *o;
+	struct ca_profile *prof = NULL;
+	struct ca_store_writer *sw = NULL;
+	char *def_store = NULL, *tmp_dir = NULL, *tmp_out = NULL;
+	const char *bucket_out = ca_s3_is_url(out) ? out : NULL;
+	char msg[512];
+	int r = ca_image_make_check(out, o, msg, sizeof(msg));
+	if (r < 0) {
+		if (*msg)
+			ca_log_error("%s", msg);
+		return r;
+	}
+	if (!lo.store && bucket_out) {
+		lo.store = def_store = ca_location_default_store(out);
+		if (!def_store)
+			return ca_log_error_errno(ENOMEM, "store");
+	}
+	if (lo.store && !ca_s3_is_url(lo.store))
+		lo.store = ca_location_path(lo.store);
+	if (!bucket_out)
+		out = ca_location_path(out);
+	/* checked before the work: a profile that cannot be copied fails now */
+	r = o->profile ? ca_profile_load(o->profile, &prof) : 0;
+	if (r == -EBADMSG)
+		ca_log_error("%s: not a valid prefetch profile", o->profile);
+	else if (r < 0)
+		ca_log_error_errno(r, "%s", o->profile);
+	if (r == 0 && bucket_out) {
+		r = bucket_make_out(out, &tmp_dir, &tmp_out);
+		out = tmp_out;
+	}
+	if (r == 0 && !lo.store_writer && lo.store && ca_s3_is_url(lo.store)) {
+		struct ca_http_opts ho;
+		ca_source_http_opts(&ho);
+		r = ca_store_writer_open(lo.store, &ho, &sw); /* logs its errors */
+		lo.store_writer = sw;
+	}
+	if (r == 0)
+		r = make_local(out, input, &lo, ret_digest, ret_stats); /* logs its errors */
+	if (r == 0 && bucket_out)
+		r = bucket_upload(out, bucket_out);
+	if (r == 0 && prof)
+		r = ca_profile_write_beside(prof, out); /* logs */
+	ca_profile_free(prof);
+	ca_store_writer_free(sw);
+	if (tmp_dir) {
+		if (tmp_out)
+			unlink(tmp_out);
+		rmdir(tmp_dir);
+	}
+	free(tmp_out);
+	free(tmp_dir);
+	free(def_store);
 	return r;
 }
 
@@ -407,6 +552,71 @@ int ca_image_digest_dir(const char *dir, enum ca_digest_type digest, const volat
 	if (r == 0)
 		r = encode_to(&c, -1, ret_digest, NULL);
 	close(c.in_fd);
+	return r;
+}
+
+int ca_image_digest_blob(const char *path, const struct ca_image_opts *io, uint8_t ret_digest[CA_CHUNK_ID_SIZE])
+{
+	struct ca_image *im = NULL;
+	struct ca_digest *d = NULL;
+	int r = ca_image_open(path, io, &im); /* logs */
+	if (r < 0)
+		return r;
+	struct ca_index *idx = ca_image_index(im);
+	struct ca_chunksrc *src = ca_image_chunksrc(im);
+	r = ca_digest_new(ca_digest_type_from_flags(ca_index_feature_flags(idx)), &d);
+	for (size_t i = 0; r == 0 && i < ca_index_n_chunks(idx); i++) {
+		uint64_t s, e;
+		const uint8_t *id;
+		const struct ca_chunk *c;
+		ca_index_chunk(idx, i, &s, &e, &id);
+		r = ca_chunksrc_get(src, id, e - s, &c);
+		if (r < 0) {
+			char hex[2 * CA_CHUNK_ID_SIZE + 1];
+			ca_id_to_hex(id, hex);
+			ca_log_error_errno(r, "chunk %s", hex);
+			break;
+		}
+		r = ca_digest_update(d, c->data, c->size);
+		ca_chunksrc_put(src, c);
+	}
+	if (r == 0)
+		r = ca_digest_final(d, ret_digest);
+	ca_digest_free(d);
+	ca_image_free(im);
+	return r;
+}
+
+int ca_image_digest_file(const char *path, enum ca_digest_type t, uint8_t ret_digest[CA_CHUNK_ID_SIZE])
+{
+	struct ca_digest *d = NULL;
+	static const size_t bufsize = 1 << 20;
+	uint8_t *buf = malloc(bufsize);
+	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) : STDIN_FILENO;
+	int r = fd < 0 ? -errno : 0;
+	if (!buf)
+		r = -ENOMEM;
+	if (r == 0)
+		r = ca_digest_new(t, &d);
+	while (r == 0) {
+		ssize_t k = read(fd, buf, bufsize);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			r = -errno;
+		else if (k == 0)
+			break;
+		else
+			r = ca_digest_update(d, buf, k);
+	}
+	if (r == 0)
+		r = ca_digest_final(d, ret_digest);
+	if (r < 0)
+		ca_log_error_errno(r, "%s", path);
+	ca_digest_free(d);
+	free(buf);
+	if (fd > STDIN_FILENO)
+		close(fd);
 	return r;
 }
 
@@ -450,3 +660,113 @@ int ca_image_encode_dir(const char *dir, const struct ca_image_make_opts *o, int
 	close(c.in_fd);
 	return r;
 }
+
+/* ---- a directory's archive stream, unwritten ---- */
+
+/* The read end of the encoder's pipe, as a source for the streaming
+ * decoder: it reads forward only (what it skips is read and dropped). */
+struct pipe_source {
+	int fd;
+	uint64_t pos;
+	uint8_t scratch[64 << 10];
+};
+
+static ssize_t pipe_read(void *userdata, void *buf, size_t len, uint64_t off)
+{
+	struct pipe_source *ps = userdata;
+	if (off < ps->pos)
+		return -ESPIPE; /* the decoder reads forward (catar_dec.h) */
+	while (ps->pos < off) {
+		size_t n = off - ps->pos < sizeof(ps->scratch) ? (size_t)(off - ps->pos) : sizeof(ps->scratch);
+		ssize_t k = ca_read_full(ps->fd, ps->scratch, n);
+		if (k <= 0)
+			return k;
+		ps->pos += (uint64_t)k;
+	}
+	ssize_t k = ca_read_full(ps->fd, buf, len);
+	if (k > 0)
+		ps->pos += (uint64_t)k;
+	return k;
+}
+
+struct encoder {
+	const char *dir;
+	const struct ca_image_make_opts *o;
+	int fd;
+	int r;
+};
+
+static void *encode_thread(void *arg)
+{
+	struct encoder *e = arg;
+	e->r = ca_image_encode_dir(e->dir, e->o, e->fd); /* logs */
+	close(e->fd); /* the decoder sees the end */
+	return NULL;
+}
+
+struct ca_image_dir_stream {
+	struct pipe_source ps;
+	struct encoder e;
+	struct ca_image_make_opts o;
+	volatile sig_atomic_t stop;
+	pthread_t t;
+	char *dir;
+};
+
+int ca_image_dir_stream_open(const char *dir, const struct ca_image_make_opts *mo, struct ca_image_dir_stream **ret,
+                             struct ca_catar_source *ret_src)
+{
+	struct ca_image_dir_stream *ds = calloc(1, sizeof(*ds));
+	int fds[2] = { -1, -1 };
+	int r = ds ? 0 : -ENOMEM;
+	if (r == 0) {
+		ds->o = *mo;
+		ds->o.cancel = &ds->stop; /* raised when the reader stops before the end (stat) */
+		ds->o.progress_start = NULL;
+		ds->o.progress = NULL;
+		ds->o.progress_end = NULL;
+		ds->dir = strdup(dir);
+		if (!ds->dir)
+			r = -ENOMEM;
+	}
+	if (r == 0 && pipe2(fds, O_CLOEXEC) < 0)
+		r = -errno;
+	if (r == 0) {
+		ds->ps.fd = fds[0];
+		ds->e = (struct encoder){ .dir = ds->dir, .o = &ds->o, .fd = fds[1] };
+		r = ca_thread_create(&ds->t, encode_thread, &ds->e);
+	}
+	if (r < 0) {
+		if (fds[0] >= 0)
+			close(fds[0]);
+		if (fds[1] >= 0)
+			close(fds[1]);
+		if (ds)
+			free(ds->dir);
+		free(ds);
+		return ca_log_error_errno(r, "%s", dir);
+	}
+	*ret_src = (struct ca_catar_source){ .read = pipe_read, .userdata = &ds->ps, .size = UINT64_MAX,
+		                             .index_flags = UINT64_MAX };
+	*ret = ds;
+	return 0;
+}
+
+int ca_image_dir_stream_close(struct ca_image_dir_stream *ds, int r)
+{
+	/* stopped early, or failed: the encoder's writes fail from here on,
+	 * quietly (it is cancelled) */
+	ds->stop = 1;
+	close(ds->ps.fd);
+	pthread_join(ds->t, NULL);
+	/* the encoder's failure, which it logged, explains the stream's
+	 * early end; else the decoder's is said here */
+	if (ds->e.r < 0 && ds->e.r != -ECANCELED)
+		r = ds->e.r;
+	else if (r < 0 && r != -ECANCELED)
+		ca_log_error_errno(r, "%s: its archive stream", ds->dir);
+	free(ds->dir);
+	free(ds);
+	return r;
+}
+

@@ -14,6 +14,13 @@
  * (default: default.castr beside OUT, as casync). The digest returned is
  * the one `casync make` prints: of the blob, or of the catar stream.
  *
+ * Where: OUT and the store are each a local path, a file:// URL or an S3
+ * bucket (s3+http(s)://, s3.h; credentials from the environment). An
+ * index for a bucket is made in a private temporary directory, then
+ * uploaded; its default store is default.castr beside it in the bucket.
+ * Other URLs are refused (as casync, which pushes only over ssh), and so
+ * is a failover group as the store (it is read from, not written to).
+ *
  * Errors: 0 or a negative errno. Every failure but -ECANCELED is logged
  * as one line, "cafs: <what>: <why>" (the input, OUT, the store, or
  * "digest"); -ECANCELED (the cancel flag was raised) is returned silently,
@@ -31,6 +38,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/digest.h"
@@ -66,21 +74,33 @@ struct ca_image_make_opts {
 	 * make stops and returns -ECANCELED */
 	const volatile sig_atomic_t *cancel;
 	enum ca_compression compression; /* chunks (compress.h); NONE (0): zstd */
-	/* chunks go here instead of a local store (borrowed; store_writer.h):
-	 * e.g. an S3 bucket. store then only names it in messages, and no
-	 * metadata sidecar is made (it is written only beside a local index) */
+	/* chunks go here instead of store (borrowed; store_writer.h); NULL:
+	 * ca_image_make opens the store itself. store then only names it in
+	 * messages, and no metadata sidecar is made (it is written only beside
+	 * a local index) */
 	struct ca_store_writer *store_writer;
+	/* a prefetch profile file (profile.h) checked before the work and
+	 * copied beside the index made; NULL: none. Not for a .catar. */
+	const char *profile;
 };
 
 /* casync's defaults: chunks 16/64/256 KiB, SHA-512/256, the default
  * feature set, .caexclude files and nodump flags honoured. */
 void ca_image_make_opts_init(struct ca_image_make_opts *o);
 
+/* What ca_image_make refuses before any work because out and o do not
+ * go together (a URL it cannot write, an unknown suffix, a .catar for a
+ * bucket, a profile for a .catar): -EINVAL with msg set to the one-line
+ * reason (the caller's usage error), nothing logged. -EINVAL with msg
+ * empty: refused and logged (a failover group as the store). 0: fine. */
+int ca_image_make_check(const char *out, const struct ca_image_make_opts *o, char *msg, size_t len);
+
 /* Make out (kind by suffix) from input: a path, or "-" for standard input
  * (a blob only). ret_digest gets the stream digest; ret_stats (may be
  * NULL) the pipeline's counters (for a .catar only bytes is set). The
  * output gets the input's read/write mode bits (0644 for a pipe or a
- * device), as with casync. -EINVAL (logged) for an out of unknown kind. */
+ * device), as with casync. -EINVAL (logged) for what ca_image_make_check
+ * refuses. */
 int ca_image_make(const char *out, const char *input, const struct ca_image_make_opts *o,
                   uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats);
 
@@ -97,5 +117,29 @@ int ca_image_encode_dir(const char *dir, const struct ca_image_make_opts *o, int
 
 int ca_image_digest_dir(const char *dir, enum ca_digest_type digest, const volatile sig_atomic_t *cancel,
                         uint8_t ret_digest[CA_CHUNK_ID_SIZE]);
+
+/* The digest `casync digest X.caibx` prints: of the blob, read back
+ * chunk by chunk from the image opened at path with io (source.h), hashed
+ * with the index's digest. Logs its errors (a missing chunk by its id). */
+struct ca_image_opts;
+int ca_image_digest_blob(const char *path, const struct ca_image_opts *io, uint8_t ret_digest[CA_CHUNK_ID_SIZE]);
+
+/* The stream ca_image_encode_dir writes, as a source for the streaming
+ * decoder (catar_ra.h ca_catar_source; read forward only): encoded on a
+ * thread of its own into a pipe, so that list, mtree and stat of a
+ * directory read it with no copy of the tree on disk. o as for
+ * ca_image_encode_dir (its cancel and progress unused). Logs. */
+struct ca_image_dir_stream;
+struct ca_catar_source;
+int ca_image_dir_stream_open(const char *dir, const struct ca_image_make_opts *o, struct ca_image_dir_stream **ret,
+                             struct ca_catar_source *ret_src);
+/* Stop the encoder (the reader may have stopped early), wait for it and
+ * free ds. Returns the encoder's error if it failed (logged by it), else
+ * reader_r, logged as "<dir>: its archive stream" if it is a failure. */
+int ca_image_dir_stream_close(struct ca_image_dir_stream *ds, int reader_r);
+
+/* The digest `casync digest FILE` prints: of the file's bytes (path, or
+ * "-" for standard input), hashed with t. Logs its errors. */
+int ca_image_digest_file(const char *path, enum ca_digest_type t, uint8_t ret_digest[CA_CHUNK_ID_SIZE]);
 
 #endif

@@ -21,8 +21,8 @@
 #include "base/location.h"
 #include "base/log.h"
 #include "net/remote.h"
+#include "net/endpoint.h"
 #include "image/profile.h"
-#include "image/source.h"
 #include "store/store.h"
 #include "trust/trust.h"
 
@@ -52,9 +52,9 @@ char *ca_index_cache_path(const char *cache_dir, const char *url, const char *su
 	return asprintf(&r, "%s/indexes/%s%s", cache_dir, hex, suffix) < 0 ? NULL : r;
 }
 
-static const char *index_suffix(const char *source)
+static const char *index_suffix(const struct ca_index_origin *o)
 {
-	return ca_location_image_kind(source) == CA_IMAGE_BLOB_INDEX ? ".caibx" : ".caidx";
+	return o->loc.image == CA_IMAGE_BLOB_INDEX ? ".caibx" : ".caidx";
 }
 
 /* CACHE/sub, checked as the chunk cache is (store.h: the cache root
@@ -187,23 +187,23 @@ static void forget(const char *cache_dir, const char *url, const char *suffix)
 	free(path);
 }
 
-/* fetch_url's bytes, for the copy kept in cache_dir (may be NULL) under
+/* at's bytes, for the copy kept in cache_dir (may be NULL) under
  * (url, suffix): with a kept validator, a conditional GET, whose "not
  * modified" is answered with the kept copy (then *ret_unchanged, and
  * there is nothing to keep again); otherwise, or when the copy is not the
  * one its validator names, a plain GET. validator gets the new version's,
  * for keep. Errors as ca_remote_get_file. */
-static int fetch_kept(const char *cache_dir, const char *url, const char *suffix, const char *fetch_url, size_t cap,
-                      const struct ca_http_opts *http, struct ca_buf *out, char validator[CA_HTTP_VALIDATOR_MAX],
-                      bool *ret_unchanged)
+static int fetch_kept(const char *cache_dir, const char *url, const char *suffix, const struct ca_endpoint *at,
+                      size_t cap, struct ca_buf *out, char validator[CA_HTTP_VALIDATOR_MAX], bool *ret_unchanged)
 {
+	const char *fetch_url = at->url; /* as given, for messages */
 	char old[CA_HTTP_VALIDATOR_MAX] = "", sha[2 * CA_CHUNK_ID_SIZE + 1], now[2 * CA_CHUNK_ID_SIZE + 1];
 	bool not_modified = false;
 	int r;
 	*ret_unchanged = false;
 	if (cache_dir && kept_dir(cache_dir, false) == 0)
 		(void)read_validator(cache_dir, url, suffix, old, sha);
-	r = ca_remote_get_file_if_changed(fetch_url, cap, http, old[0] ? old : NULL, out, &not_modified, validator);
+	r = ca_remote_fetch(at, cap, old[0] ? old : NULL, out, &not_modified, validator);
 	if (r < 0 || !not_modified)
 		return r;
 	/* the copy is read only now, so a large index is not held twice */
@@ -215,26 +215,32 @@ static int fetch_kept(const char *cache_dir, const char *url, const char *suffix
 	}
 	ca_buf_release(out);
 	*out = (struct ca_buf)CA_BUF_INIT;
-	return ca_remote_get_file_if_changed(fetch_url, cap, http, NULL, out, &not_modified, validator);
+	return ca_remote_fetch(at, cap, NULL, out, &not_modified, validator);
 }
 
-int ca_index_cache_check_signature(const char *name, const char *url, const char *suffix, const void *data,
-                                   size_t size, const struct ca_http_opts *http, const char *cache_dir, bool offline,
-                                   const struct ca_minisign_key *keys, size_t n_keys, struct ca_trust_claim *ret_claim)
+int ca_index_cache_check_signature(const struct ca_index_origin *o, const char *name, const char *beside,
+                                   const char *kept_suffix, const void *data, size_t size,
+                                   struct ca_trust_claim *ret_claim)
 {
 	struct ca_buf sig = CA_BUF_INIT;
-	char *sig_name = ca_trust_signature_name(name), *kept = NULL;
+	struct ca_endpoint at = { 0 };
+	char *sig_name = ca_trust_signature_name(name), *kept = NULL, *rel = NULL;
+	const char *cache_dir = o->cache_dir, *url = o->source;
+	bool remote = o->loc.kind == CA_LOCATION_HTTP, offline = o->offline, not_modified;
+	char validator[CA_HTTP_VALIDATOR_MAX];
 	int r = -ENOMEM;
-	if (!sig_name || asprintf(&kept, "%s.minisig", suffix) < 0) {
-		kept = NULL;
+	if (!sig_name || asprintf(&kept, "%s.minisig", kept_suffix) < 0 || asprintf(&rel, "%s.minisig", beside) < 0) {
+		kept = rel = NULL;
 		goto out;
 	}
-	if (ca_location_kind(name) != CA_LOCATION_HTTP) {
+	if (!remote) {
 		r = ca_buf_read_file(&sig, ca_location_path(sig_name), 0, CA_MINISIGN_SIG_FILE_MAX);
 	} else if (offline) {
 		r = read_kept(cache_dir, url, kept, CA_MINISIGN_SIG_FILE_MAX, &sig);
 	} else {
-		r = ca_remote_get_file(sig_name, CA_MINISIGN_SIG_FILE_MAX, http, &sig);
+		r = ca_endpoint_beside(&at, o->ep, rel);
+		if (r == 0)
+			r = ca_remote_fetch(&at, CA_MINISIGN_SIG_FILE_MAX, NULL, &sig, &not_modified, validator);
 	}
 	if (r == -ENOENT) {
 		ca_log_error("%s: refused: not signed (no %s)", name, sig_name);
@@ -246,15 +252,17 @@ int ca_index_cache_check_signature(const char *name, const char *url, const char
 		ca_log_error_errno(r, "%s", sig_name);
 	}
 	if (r == 0)
-		r = ca_trust_check(name, data, size, sig.data, sig.size, keys, n_keys, ret_claim);
-	if (r == 0 && !offline && cache_dir && ca_location_kind(name) == CA_LOCATION_HTTP)
+		r = ca_trust_check(name, data, size, sig.data, sig.size, o->trust->keys, o->trust->n_keys, ret_claim);
+	if (r == 0 && !offline && cache_dir && remote)
 		keep(cache_dir, url, kept, sig.data, sig.size, NULL);
 out:
 	if (r == -ENOMEM)
 		ca_log_error_errno(r, "%s", name);
+	ca_endpoint_clear(&at);
 	ca_buf_release(&sig);
 	free(sig_name);
 	free(kept);
+	free(rel);
 	return r;
 }
 
@@ -264,16 +272,16 @@ out:
  * no query: a pre-signed URL's rotating query is the same index), a
  * path made absolute through its directory (not the file: a link to the
  * newest image is one index whatever it points to). malloc'd. */
-static char *record_key(const char *source)
+static char *record_key(const struct ca_location *source)
 {
 	char *dir = NULL, *real = NULL, *r = NULL;
-	if (ca_location_kind(source) == CA_LOCATION_HTTP) {
-		r = ca_location_redact(source);
+	if (source->kind == CA_LOCATION_HTTP) {
+		r = ca_location_redact(source->s);
 		if (r)
 			r[strcspn(r, "?#")] = 0;
 		return r;
 	}
-	const char *p = ca_location_path(source), *slash = strrchr(p, '/');
+	const char *p = source->path, *slash = strrchr(p, '/');
 	dir = slash ? strndup(p, slash == p ? 1 : (size_t)(slash - p)) : strdup(".");
 	if (dir)
 		real = realpath(dir, NULL);
@@ -294,11 +302,12 @@ static void format_time(uint64_t t, char out[64])
 		snprintf(out, 64, "a time out of range");
 }
 
-int ca_index_cache_check_rollback(const char *cache_dir, const char *source, const struct ca_trust_claim *claim,
-                                  bool allow_downgrade)
+int ca_index_cache_check_rollback(const char *cache_dir, const struct ca_location *loc,
+                                  const struct ca_trust_claim *claim, bool allow_downgrade)
 {
+	const char *source = loc->s;
 	struct ca_buf b = CA_BUF_INIT;
-	char hex[2 * CA_CHUNK_ID_SIZE + 1], *key = record_key(source), *dir = NULL, *path = NULL, *line = NULL;
+	char hex[2 * CA_CHUNK_ID_SIZE + 1], *key = record_key(loc), *dir = NULL, *path = NULL, *line = NULL;
 	char was[64], now[64];
 	uint64_t old = 0;
 	bool have = false;
@@ -380,59 +389,54 @@ out:
 	return r;
 }
 
-int ca_index_cache_accept_signed(const char *source, const char *suffix, const void *data, size_t size,
-                                 const struct ca_http_opts *http, const char *cache_dir, bool offline,
-                                 const struct ca_trust_policy *trust)
+int ca_index_cache_accept_signed(const struct ca_index_origin *o, const void *data, size_t size)
 {
 	struct ca_trust_claim claim;
-	int r = ca_index_cache_check_signature(source, source, suffix, data, size, http, cache_dir, offline, trust->keys,
-	                                       trust->n_keys, &claim);
+	const struct ca_trust_policy *trust = o->trust;
+	const char *source = o->source;
+	int r = ca_index_cache_check_signature(o, source, "", index_suffix(o), data, size, &claim);
 	if (r == 0)
 		r = ca_trust_check_name(source, &claim, trust->signed_name);
 	if (r == 0 && trust->record_dir)
-		r = ca_index_cache_check_rollback(trust->record_dir, source, &claim, trust->allow_downgrade);
+		r = ca_index_cache_check_rollback(trust->record_dir, &o->loc, &claim, trust->allow_downgrade);
 	if (r == 0)
 		ca_trust_warn_unbound(source, &claim);
 	return r;
 }
 
-int ca_index_cache_open(const char *source, const struct ca_http_opts *http, const char *cache_dir, bool offline,
-                        const struct ca_trust_policy *trust, struct ca_index **ret)
+int ca_index_cache_open(const struct ca_index_origin *o, struct ca_index **ret)
 {
 	struct ca_buf b = CA_BUF_INIT;
-	struct ca_http_opts ho;
 	char validator[CA_HTTP_VALIDATOR_MAX];
+	const char *source = o->source, *cache_dir = o->cache_dir;
 	bool unchanged = false;
 	int r;
-	if (!http) {
-		ca_source_http_opts(&ho);
-		http = &ho;
-	}
-	if (offline) {
-		r = read_kept(cache_dir, source, index_suffix(source), INDEX_MAX, &b);
+	if (!o->offline && !o->ep)
+		return ca_log_error_errno(EINVAL, "%s: not a URL", source);
+	if (o->offline) {
+		r = read_kept(cache_dir, source, index_suffix(o), INDEX_MAX, &b);
 		if (r == -ENOENT)
 			return ca_log_error_errno(ENOMEDIUM, "%s: offline, and the cache %s has no copy of the index "
 			                          "(run cafs cache fill first)", source, cache_dir);
 		if (r < 0)
 			return ca_log_error_errno(r, "%s: the cached copy of the index", source);
 	} else {
-		r = fetch_kept(cache_dir, source, index_suffix(source), source, INDEX_MAX, http, &b, validator, &unchanged);
+		r = fetch_kept(cache_dir, source, index_suffix(o), o->ep, INDEX_MAX, &b, validator, &unchanged);
 		if (r == -ENOENT)
 			return ca_log_error("%s: not found on the server", source), r;
 		if (r < 0)
 			return ca_log_error_errno(r, "%s", source);
 	}
 	/* the copy kept is one that verified, and is checked again when used */
-	if (trust && trust->n_keys) {
-		r = ca_index_cache_accept_signed(source, index_suffix(source), b.data, b.size, http, cache_dir, offline,
-		                                 trust);
+	if (o->trust && o->trust->n_keys) {
+		r = ca_index_cache_accept_signed(o, b.data, b.size);
 		if (r < 0) {
 			ca_buf_release(&b);
 			return r;
 		}
 	}
-	if (!offline && !unchanged)
-		keep(cache_dir, source, index_suffix(source), b.data, b.size, validator);
+	if (!o->offline && !unchanged)
+		keep(cache_dir, source, index_suffix(o), b.data, b.size, validator);
 	r = ca_index_adopt(b.data, b.size, ret); /* takes b.data */
 	if (r == -EBADMSG)
 		return ca_log_error_errno(r, "%s: not a valid casync index", source);
@@ -445,32 +449,32 @@ int ca_index_cache_open(const char *source, const struct ca_http_opts *http, con
  * kept in the cache), or offline the cached copy. -ENOENT: there is none
  * (not an error). This is the one function that brings a sidecar's bytes
  * in: a signature check of X.cameta.minisig belongs right after it. */
-static int sidecar_bytes(const char *source, const struct ca_http_opts *http, const char *cache_dir, bool offline,
-                         struct ca_buf *ret, char **ret_name)
+static int sidecar_bytes(const struct ca_index_origin *o, struct ca_buf *ret, char **ret_name)
 {
-	struct ca_http_opts ho;
+	struct ca_endpoint at;
 	char validator[CA_HTTP_VALIDATOR_MAX];
+	const char *source = o->source, *cache_dir = o->cache_dir;
 	bool unchanged;
 	int r;
 	*ret_name = ca_sidecar_name_for(source);
 	if (!*ret_name)
 		return -ENOMEM;
-	if (ca_location_kind(source) == CA_LOCATION_PATH) {
+	if (o->loc.kind != CA_LOCATION_HTTP) {
 		const char *path = ca_location_path(*ret_name);
 		r = ca_buf_read_file(ret, path, O_NOFOLLOW, CA_SIDECAR_FILE_MAX);
 		if (r < 0 && r != -ENOENT)
 			ca_log_warning_errno(r, "%s: ignoring the metadata sidecar", path);
 		return r;
 	}
-	if (offline) {
+	if (o->offline) {
 		return read_kept(cache_dir, source, ".caidx" CA_SIDECAR_SUFFIX, CA_SIDECAR_FILE_MAX, ret);
 	}
-	if (!http) {
-		ca_source_http_opts(&ho);
-		http = &ho;
-	}
-	r = fetch_kept(cache_dir, source, ".caidx" CA_SIDECAR_SUFFIX, *ret_name, CA_SIDECAR_FILE_MAX, http, ret,
-	               validator, &unchanged);
+	r = ca_endpoint_beside(&at, o->ep, CA_SIDECAR_SUFFIX);
+	if (r < 0)
+		return r;
+	r = fetch_kept(cache_dir, source, ".caidx" CA_SIDECAR_SUFFIX, &at, CA_SIDECAR_FILE_MAX, ret, validator,
+	               &unchanged);
+	ca_endpoint_clear(&at);
 	if (r == -ENOENT) {
 		if (cache_dir) /* the server has none now: neither do we */
 			forget(cache_dir, source, ".caidx" CA_SIDECAR_SUFFIX);
@@ -513,19 +517,19 @@ static int sidecar_check(const char *name, const struct ca_index *idx, const voi
 	return r == 0 || r == -ENOMEM ? r : -ENOENT;
 }
 
-int ca_index_cache_sidecar(const char *source, const struct ca_index *idx, const struct ca_http_opts *http,
-                           const char *cache_dir, bool offline, const struct ca_minisign_key *keys, size_t n_keys,
-                           struct ca_sidecar **ret, struct ca_buf *ret_bytes)
+int ca_index_cache_sidecar(const struct ca_index_origin *o, const struct ca_index *idx, struct ca_sidecar **ret,
+                           struct ca_buf *ret_bytes)
 {
 	struct ca_buf b = CA_BUF_INIT;
+	const char *source = o->source;
 	char *name = NULL;
 	*ret = NULL;
-	int r = sidecar_bytes(source, http, cache_dir, offline, &b, &name);
+	int r = sidecar_bytes(o, &b, &name);
 	/* trusted like the index: a sidecar that does not verify is not used
 	 * (the archive, covered by the index's signature, is walked instead) */
-	if (r == 0 && n_keys &&
-	    ca_index_cache_check_signature(name, source, ".caidx" CA_SIDECAR_SUFFIX, b.data, b.size, http, cache_dir, offline, keys,
-	                    n_keys, NULL) < 0) {
+	if (r == 0 && o->trust && o->trust->n_keys &&
+	    ca_index_cache_check_signature(o, name, CA_SIDECAR_SUFFIX, ".caidx" CA_SIDECAR_SUFFIX, b.data, b.size,
+	                                   NULL) < 0) {
 		ca_log_warning("%s: not used (walking the archive instead)", name);
 		r = -ENOENT;
 	}
@@ -552,60 +556,31 @@ int ca_index_cache_sidecar_kept(const char *source, const struct ca_index *idx, 
 	return r == -ENOMEM ? ca_log_error_errno(r, "%s", source) : 0;
 }
 
-int ca_index_cache_make_sidecar(struct ca_image *im, const char *out)
-{
-	struct ca_catar_source src;
-	struct ca_buf b = CA_BUF_INIT;
-	uint8_t digest[CA_CHUNK_ID_SIZE];
-	size_t isize;
-	const struct ca_index *idx = ca_image_index(im);
-	if (!idx || ca_image_kind(im) != CA_IMAGE_ARCHIVE_INDEX)
-		return ca_log_error_errno(EINVAL, "%s: a metadata sidecar is for a .caidx", ca_image_name(im));
-	const void *bytes = ca_index_data(idx, &isize);
-	int r = ca_sidecar_index_digest(bytes, isize, digest);
-	ca_image_archive_source(im, &src);
-	if (r == 0)
-		r = ca_sidecar_build(&src, digest, &b);
-	if (r < 0) {
-		if (r == -EBADMSG)
-			ca_log_error("%s: not a valid archive", ca_image_name(im));
-		else
-			ca_image_log_read_error(im, r, 0, 0);
-		goto out;
-	}
-	r = ca_sidecar_write(out, b.data, b.size, 0644);
-	if (r < 0)
-		ca_log_error_errno(r, "%s", out);
-out:
-	ca_buf_release(&b);
-	return r;
-}
-
 /* ---- prefetch profiles (profile.h) ---- */
 
 /* The profile's bytes, as sidecar_bytes finds a sidecar's: beside a local
  * index, the URL (kept in the cache), or offline the kept copy. -ENOENT:
  * none (not an error); other errors said once. */
-static int profile_bytes(const char *source, const char *name, const char *suffix, const struct ca_http_opts *http,
-                         const char *cache_dir, bool offline, struct ca_buf *ret)
+static int profile_bytes(const struct ca_index_origin *o, const char *name, const char *suffix, struct ca_buf *ret)
 {
-	struct ca_http_opts ho;
+	struct ca_endpoint at;
 	char validator[CA_HTTP_VALIDATOR_MAX];
+	const char *source = o->source, *cache_dir = o->cache_dir;
 	bool unchanged;
 	int r;
-	if (ca_location_kind(source) == CA_LOCATION_PATH) {
+	if (o->loc.kind != CA_LOCATION_HTTP) {
 		r = ca_buf_read_file(ret, ca_location_path(name), O_NOFOLLOW, CA_PROFILE_FILE_MAX);
 		if (r < 0 && r != -ENOENT)
 			ca_log_warning_errno(r, "%s: ignoring the prefetch profile", ca_location_path(name));
 		return r < 0 ? -ENOENT : 0;
 	}
-	if (offline)
+	if (o->offline)
 		return read_kept(cache_dir, source, suffix, CA_PROFILE_FILE_MAX, ret) < 0 ? -ENOENT : 0;
-	if (!http) {
-		ca_source_http_opts(&ho);
-		http = &ho;
-	}
-	r = fetch_kept(cache_dir, source, suffix, name, CA_PROFILE_FILE_MAX, http, ret, validator, &unchanged);
+	r = ca_endpoint_beside(&at, o->ep, CA_PROFILE_SUFFIX);
+	if (r < 0)
+		return r;
+	r = fetch_kept(cache_dir, source, suffix, &at, CA_PROFILE_FILE_MAX, ret, validator, &unchanged);
+	ca_endpoint_clear(&at);
 	if (r == -ENOENT) {
 		if (cache_dir)
 			forget(cache_dir, source, suffix);
@@ -646,20 +621,20 @@ static int profile_check(const char *name, const struct ca_index *idx, const voi
 	return r == 0 || r == -ENOMEM ? r : -ENOENT;
 }
 
-int ca_index_cache_profile(const char *source, const struct ca_index *idx, const struct ca_http_opts *http,
-                           const char *cache_dir, bool offline, const struct ca_minisign_key *keys, size_t n_keys,
-                           struct ca_profile **ret, struct ca_buf *ret_bytes)
+int ca_index_cache_profile(const struct ca_index_origin *o, const struct ca_index *idx, struct ca_profile **ret,
+                           struct ca_buf *ret_bytes)
 {
 	struct ca_buf b = CA_BUF_INIT;
+	const char *source = o->source;
+	size_t n_keys = o->trust ? o->trust->n_keys : 0;
 	char suffix[32];
 	char *name = ca_profile_name_for(source);
 	*ret = NULL;
-	snprintf(suffix, sizeof(suffix), "%s" CA_PROFILE_SUFFIX, index_suffix(source));
-	int r = name ? profile_bytes(source, name, suffix, http, cache_dir, offline, &b) : -ENOMEM;
+	snprintf(suffix, sizeof(suffix), "%s" CA_PROFILE_SUFFIX, index_suffix(o));
+	int r = name ? profile_bytes(o, name, suffix, &b) : -ENOMEM;
 	/* trusted like the sidecar: signed like the index, and naming it */
 	if (r == 0 && n_keys &&
-	    ca_index_cache_check_signature(name, source, suffix, b.data, b.size, http, cache_dir, offline, keys,
-	                                   n_keys, NULL) < 0) {
+	    ca_index_cache_check_signature(o, name, CA_PROFILE_SUFFIX, suffix, b.data, b.size, NULL) < 0) {
 		ca_log_warning("%s: prefetch profile not used", name);
 		r = -ENOENT;
 	}

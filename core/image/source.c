@@ -24,6 +24,7 @@
 #include "net/remote_file.h"
 #include "image/source.h"
 #include "net/storeconf.h"
+#include "image/sidecar.h"
 #include "trust/trust.h"
 
 /* An index downloaded whole; indexes list 40 bytes per chunk, so this is a
@@ -44,6 +45,7 @@ struct ca_image {
 	struct ca_remote_store **remotes; /* owned by src; for the stats */
 	size_t n_remotes;
 	char *cache_dir; /* the cache the chain writes to, or NULL */
+	struct ca_location loc; /* name parsed, once */
 	struct ca_sidecar *sidecar; /* the index's metadata sidecar, or NULL */
 	struct ca_buf sidecar_bytes; /* what it was parsed from */
 };
@@ -125,12 +127,39 @@ static const struct ca_http_opts *http_opts_or_env(const struct ca_http_opts *gi
 	return buf;
 }
 
+/* The store settings file, read the first time something remote needs it
+ * and then shared by every endpoint of the open (endpoint.h). */
+static int settings(struct ca_storeconf **conf)
+{
+	return *conf ? 0 : ca_storeconf_load(CA_STORECONF_QUIET, conf); /* logs */
+}
+
+/* url resolved once (endpoint.h) with the open's settings; logs. */
+static int endpoint(struct ca_endpoint *e, const char *url, const struct ca_http_opts *http,
+                    struct ca_storeconf **conf)
+{
+	*e = (struct ca_endpoint){ 0 };
+	int r = settings(conf);
+	if (r == 0)
+		r = ca_endpoint_init(e, url, http, *conf);
+	return r < 0 ? ca_log_error_errno(r, "%s", url) : 0;
+}
+
 /* ---- indexes and stores ---- */
 
-static int open_remote_index(const char *url, const struct ca_http_opts *http, struct ca_index **ret)
+/* A whole file at an endpoint; does not log. */
+static int get_file(const struct ca_endpoint *e, size_t cap, struct ca_buf *out)
+{
+	char validator[CA_HTTP_VALIDATOR_MAX];
+	bool not_modified;
+	return ca_remote_fetch(e, cap, NULL, out, &not_modified, validator);
+}
+
+static int open_remote_index(const struct ca_endpoint *e, struct ca_index **ret)
 {
 	struct ca_buf b = CA_BUF_INIT;
-	int r = ca_remote_get_file(url, INDEX_DOWNLOAD_MAX, http, &b);
+	const char *url = e->url;
+	int r = get_file(e, INDEX_DOWNLOAD_MAX, &b);
 	if (r == -ENOENT)
 		return ca_log_error("%s: not found on the server", url), r;
 	if (r < 0)
@@ -167,22 +196,22 @@ static int trusted_keys(const struct ca_image_opts *o, struct ca_minisign_key **
 }
 
 /* A file's bytes, from a server or the local file; does not log. */
-static int fetch_whole(const char *source, size_t cap, const struct ca_http_opts *http, struct ca_buf *out)
+static int fetch_whole(const struct ca_index_origin *from, size_t cap, struct ca_buf *out)
 {
-	if (ca_location_kind(source) == CA_LOCATION_HTTP)
-		return ca_remote_get_file(source, cap, http, out);
-	return ca_buf_read_file(out, ca_location_path(source), 0, cap);
+	if (from->ep)
+		return get_file(from->ep, cap, out);
+	return ca_buf_read_file(out, from->loc.path, 0, cap);
 }
 
 /* Read the index once, then its signature, check, and parse those very
  * bytes: a file changed in between fails the check instead of slipping
  * past it. No chunk is asked for before the check passes. */
-static int open_signed_index(const char *source, const struct ca_http_opts *http, const struct ca_trust_policy *trust,
-                             struct ca_index **ret)
+static int open_signed_index(const struct ca_index_origin *from, struct ca_index **ret)
 {
 	struct ca_buf b = CA_BUF_INIT;
-	int r = fetch_whole(source, INDEX_DOWNLOAD_MAX, http, &b);
-	if (r == -ENOENT && ca_location_kind(source) == CA_LOCATION_HTTP)
+	const char *source = from->source;
+	int r = fetch_whole(from, INDEX_DOWNLOAD_MAX, &b);
+	if (r == -ENOENT && from->ep)
 		ca_log_error("%s: not found on the server", source);
 	else if (r == -EFBIG || r == -EINVAL) /* too large, or not a regular file */
 		r = ca_log_error_errno(EBADMSG, "%s: not a valid casync index", source);
@@ -190,7 +219,7 @@ static int open_signed_index(const char *source, const struct ca_http_opts *http
 		ca_log_error_errno(r, "%s", source);
 	if (r < 0)
 		goto out;
-	r = ca_index_cache_accept_signed(source, "", b.data, b.size, http, NULL, false, trust);
+	r = ca_index_cache_accept_signed(from, b.data, b.size);
 	if (r < 0)
 		goto out;
 	r = ca_index_adopt(b.data, b.size, ret); /* takes b.data */
@@ -204,27 +233,32 @@ out:
 
 /* The cache an index URL is kept in (index_cache.h): the chunk cache's
  * directory, as add_cache picks it. NULL: none (or ENOMEM, said later). */
-static char *index_cache_dir(const char *name, const struct ca_image_opts *o)
+static char *index_cache_dir(const struct ca_image_opts *o)
 {
-	if (o->cache_mode == CA_CACHE_NONE || !ca_location_is_remote(name))
+	if (o->cache_mode == CA_CACHE_NONE)
 		return NULL;
 	if (o->cache_dir)
 		return strdup(o->cache_dir);
 	return o->cache_mode == CA_CACHE_AUTO ? ca_source_default_cache_dir() : NULL;
 }
 
-/* What opening an index and its sidecar share, worked out once: the HTTP
- * settings, the trusted keys (the key directory is read once) and the
- * cache a URL's copies are kept in. */
+/* What opening an index and its sidecar share, worked out once: the
+ * source parsed, the HTTP settings, a URL's endpoint (its section of the
+ * settings file, an S3 bucket's credentials), the trusted keys (the key
+ * directory is read once) and the cache a URL's copies are kept in; as
+ * the origin index_cache.h takes. Filled in place, never copied (origin
+ * points into it). */
 struct index_src {
+	struct ca_index_origin from;
 	struct ca_http_opts buf;
 	const struct ca_http_opts *http;
 	struct ca_minisign_key *keys;
 	size_t n_keys;
 	char *cache;
-	bool remote;
 	struct ca_trust_policy trust; /* with keys: what the index's signature must also say */
 	char *record_dir;
+	struct ca_endpoint ep;
+	struct ca_storeconf *own_conf;
 };
 
 /* With trusted keys, where the rollback record is kept: the cache in use,
@@ -241,16 +275,21 @@ static int record_dir(const struct ca_image_opts *o, char **ret)
 	return *ret ? 0 : ca_log_error_errno(ENOMEM, "trusted keys");
 }
 
-static int index_src_init(const char *source, const struct ca_image_opts *o, struct index_src *c)
+/* The index at loc (parsed by the caller, once). conf: the open's
+ * settings file, read here when needed and not yet read (NULL: c's own). */
+static int index_src_init(const struct ca_location *loc, const struct ca_image_opts *o, struct ca_storeconf **conf,
+                          struct index_src *c)
 {
-	*c = (struct index_src){ .remote = ca_location_kind(source) == CA_LOCATION_HTTP };
-	if (ca_location_kind(source) == CA_LOCATION_OTHER)
+	const char *source = loc->s;
+	*c = (struct index_src){ .from = { .source = source, .loc = *loc, .offline = o && o->offline } };
+	bool remote = c->from.loc.kind == CA_LOCATION_HTTP;
+	if (c->from.loc.kind == CA_LOCATION_OTHER)
 		return ca_log_error_errno(-EPROTONOSUPPORT, "%s", source);
-	if (c->remote)
+	if (remote)
 		c->http = http_opts_or_env(o ? o->http : NULL, &c->buf);
 	int r = trusted_keys(o, &c->keys, &c->n_keys);
-	if (r == 0 && o && c->remote)
-		c->cache = index_cache_dir(source, o);
+	if (r == 0 && o && remote)
+		c->cache = index_cache_dir(o);
 	if (r == 0 && c->n_keys) {
 		r = record_dir(o, &c->record_dir);
 		c->trust = (struct ca_trust_policy){ .keys = c->keys, .n_keys = c->n_keys, .record_dir = c->record_dir };
@@ -258,7 +297,9 @@ static int index_src_init(const char *source, const struct ca_image_opts *o, str
 			c->trust.signed_name = o->signed_name;
 			c->trust.allow_downgrade = o->allow_downgrade;
 		}
+		c->from.trust = &c->trust;
 	}
+	c->from.cache_dir = c->cache;
 	if (r == 0 && c->cache) {
 		/* A cache that will be refused is refused here, once, before
 		 * anything is downloaded: each later use of it (the index's copy,
@@ -266,28 +307,35 @@ static int index_src_init(const char *source, const struct ca_image_opts *o, str
 		 * refuse it again, or warn that a copy cannot be kept. */
 		r = ca_index_cache_check_dir(c->cache); /* logs */
 	}
+	/* offline with a cache, only the kept copies are read: no settings */
+	if (r == 0 && remote && !(c->from.offline && c->cache)) {
+		r = endpoint(&c->ep, source, c->http, conf ? conf : &c->own_conf);
+		if (r == 0)
+			c->from.ep = &c->ep;
+	}
 	return r;
 }
 
 static void index_src_release(struct index_src *c)
 {
+	ca_endpoint_clear(&c->ep);
+	ca_storeconf_free(c->own_conf);
 	free(c->keys);
 	free(c->cache);
 	free(c->record_dir);
 }
 
-static int open_index(const char *source, const struct ca_image_opts *o, const struct index_src *c,
-                      struct ca_index **ret)
+static int open_index(const struct index_src *c, struct ca_index **ret)
 {
 	const char *path;
 	int r;
 	if (c->cache)
-		return ca_index_cache_open(source, c->http, c->cache, o->offline, &c->trust, ret);
+		return ca_index_cache_open(&c->from, ret);
 	if (c->n_keys)
-		return open_signed_index(source, c->http, &c->trust, ret);
-	if (c->remote)
-		return open_remote_index(source, c->http, ret);
-	path = ca_location_path(source);
+		return open_signed_index(&c->from, ret);
+	if (c->from.ep)
+		return open_remote_index(c->from.ep, ret);
+	path = c->from.loc.path;
 	r = ca_index_open(path, ret);
 	if (r == -EBADMSG)
 		return ca_log_error_errno(r, "%s: not a valid casync index", path);
@@ -299,9 +347,11 @@ static int open_index(const char *source, const struct ca_image_opts *o, const s
 int ca_source_open_index(const char *source, const struct ca_image_opts *o, struct ca_index **ret)
 {
 	struct index_src c;
-	int r = index_src_init(source, o, &c);
+	struct ca_location loc;
+	ca_location_parse(source, &loc);
+	int r = index_src_init(&loc, o, NULL, &c);
 	if (r == 0)
-		r = open_index(source, o, &c, ret);
+		r = open_index(&c, ret);
 	index_src_release(&c);
 	return r;
 }
@@ -310,10 +360,12 @@ int ca_source_open_sidecar(const char *source, const struct ca_index *idx, const
                            struct ca_sidecar **ret)
 {
 	struct index_src c;
-	int r = index_src_init(source, o, &c);
+	struct ca_location loc;
+	ca_location_parse(source, &loc);
+	int r = index_src_init(&loc, o, NULL, &c);
 	*ret = NULL;
 	if (r == 0)
-		r = ca_index_cache_sidecar(source, idx, c.http, c.cache, o->offline, c.keys, c.n_keys, ret, NULL);
+		r = ca_index_cache_sidecar(&c.from, idx, ret, NULL);
 	index_src_release(&c);
 	return r;
 }
@@ -322,14 +374,16 @@ int ca_source_open_profile_kept(const char *source, const struct ca_index *idx, 
                                 struct ca_profile **ret, struct ca_buf *ret_bytes)
 {
 	struct index_src c;
-	int r = index_src_init(source, o, &c);
+	struct ca_location loc;
+	ca_location_parse(source, &loc);
+	int r = index_src_init(&loc, o, NULL, &c);
 	*ret = NULL;
 	if (ret_bytes)
 		*ret_bytes = (struct ca_buf)CA_BUF_INIT;
 	if (r == 0 && o->profile_data && o->profile_size)
 		r = ca_index_cache_profile_kept(source, idx, o->profile_data, o->profile_size, c.n_keys > 0, ret);
 	else if (r == 0 && !o->profile_data)
-		r = ca_index_cache_profile(source, idx, c.http, c.cache, o->offline, c.keys, c.n_keys, ret, ret_bytes);
+		r = ca_index_cache_profile(&c.from, idx, ret, ret_bytes);
 	if (r == 0 && *ret && ret_bytes && o->profile_data)
 		r = ca_buf_append(ret_bytes, o->profile_data, o->profile_size, o->profile_size);
 	if (r == -ENOMEM)
@@ -360,13 +414,20 @@ static int check_archive_trust(const char *source, const struct ca_image_opts *o
 	return r;
 }
 
+/* A local store at a parsed location (-EPROTONOSUPPORT for a URL). Logs. */
+static int open_local_store(const struct ca_location *at, struct ca_store **ret)
+{
+	if (!at->path)
+		return ca_log_error_errno(-EPROTONOSUPPORT, "%s: not a local store", at->s);
+	int r = ca_store_open(at->path, ret);
+	return r < 0 ? ca_log_error_errno(r, "%s", at->path) : 0;
+}
+
 int ca_source_open_store(const char *store, struct ca_store **ret)
 {
-	const char *path = ca_location_kind(store) == CA_LOCATION_PATH ? ca_location_path(store) : NULL;
-	if (!path)
-		return ca_log_error_errno(-EPROTONOSUPPORT, "%s: not a local store", store);
-	int r = ca_store_open(path, ret);
-	return r < 0 ? ca_log_error_errno(r, "%s", path) : 0;
+	struct ca_location at;
+	ca_location_parse(store, &at);
+	return open_local_store(&at, ret);
 }
 
 static int remote_presence(const char *store, const struct ca_index *idx, uint8_t *ret_have)
@@ -421,12 +482,14 @@ int ca_source_stores_presence(char *const *stores, size_t n_stores, const struct
 
 int ca_source_store_presence(const char *store, const struct ca_index *idx, uint8_t *ret_have)
 {
+	struct ca_location at;
 	struct ca_store *st;
 	if (ca_failover_is_group(store))
 		return group_presence(store, idx, ret_have);
-	if (ca_location_kind(store) == CA_LOCATION_HTTP)
+	ca_location_parse(store, &at);
+	if (at.kind == CA_LOCATION_HTTP)
 		return remote_presence(store, idx, ret_have);
-	int r = ca_source_open_store(store, &st);
+	int r = open_local_store(&at, &st);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < ca_index_n_chunks(idx); i++) {
@@ -440,17 +503,37 @@ int ca_source_store_presence(const char *store, const struct ca_index *idx, uint
 
 /* ---- the chunk source chain ---- */
 
-static bool anything_remote(const char *index_name, const struct ca_image_opts *o)
+/* What an image's chunk source chain is built from, and what it gives
+ * back besides itself: one struct handed down instead of the same
+ * arguments passed through every step. */
+struct chain {
+	const struct ca_location *index;  /* places the default store */
+	const struct ca_image_opts *o;
+	const struct ca_http_opts *http;  /* o's or the environment's (no shared clock for a mount) */
+	struct ca_storeconf **conf;       /* the open's settings file, read when first needed */
+	bool want_remotes;
+	struct ca_remote_store **remotes; /* the http(s) stores, with want_remotes */
+	size_t n_remotes;
+	char *cache_dir;                  /* the cache in use, or NULL (malloc'd) */
+};
+
+static int remember(struct chain *ch, struct ca_remote_store *rs)
 {
-	bool remote = ca_location_is_remote(index_name);
-	for (size_t i = 0; i < o->n_stores; i++)
-		remote = remote || ca_location_is_remote(o->stores[i]);
-	return remote;
+	struct ca_remote_store **n;
+	if (!ch->want_remotes)
+		return 0;
+	n = realloc(ch->remotes, (ch->n_remotes + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	ch->remotes = n;
+	n[ch->n_remotes++] = rs;
+	return 0;
 }
 
-/* *ret_dir (may be NULL) gets the cache directory in use (malloc'd), or NULL. */
-static int add_cache(struct ca_chunksrc *src, const char *index_name, const struct ca_image_opts *o, char **ret_dir)
+/* The cache, if o asks for one; remote: anything of the image is. */
+static int add_cache(struct ca_chunksrc *src, struct chain *ch, bool remote)
 {
+	const struct ca_image_opts *o = ch->o;
 	char *dir = NULL;
 	struct ca_store *cs;
 	int r = 0;
@@ -458,7 +541,7 @@ static int add_cache(struct ca_chunksrc *src, const char *index_name, const stru
 		return 0;
 	if (o->cache_dir)
 		dir = strdup(o->cache_dir);
-	else if (o->cache_mode == CA_CACHE_AUTO && anything_remote(index_name, o))
+	else if (o->cache_mode == CA_CACHE_AUTO && remote)
 		dir = ca_source_default_cache_dir();
 	else if (o->cache_mode == CA_CACHE_AUTO)
 		return 0; /* everything is local: a cache would only copy it */
@@ -474,8 +557,8 @@ static int add_cache(struct ca_chunksrc *src, const char *index_name, const stru
 	r = ca_chunksrc_set_cache(src, cs, o->cache_touch);
 	if (r < 0)
 		ca_log_error_errno(r, "cache %s", dir);
-	if (r == 0 && ret_dir) {
-		*ret_dir = dir;
+	if (r == 0) {
+		ch->cache_dir = dir;
 		dir = NULL;
 	}
 out:
@@ -483,13 +566,26 @@ out:
 	return r;
 }
 
+/* An http(s) store resolved once (endpoint.h) with http; does not log. */
+static int open_remote(struct chain *ch, const char *url, const struct ca_http_opts *http,
+                       struct ca_remote_store **ret)
+{
+	struct ca_endpoint e = { 0 };
+	int r = settings(ch->conf);
+	if (r == 0)
+		r = ca_endpoint_init(&e, url, http, *ch->conf);
+	if (r == 0)
+		r = ca_remote_store_open(&e, ret);
+	ca_endpoint_clear(&e);
+	return r;
+}
+
 /* A failover group "STORE1|STORE2|..." (failover.h) as one store of the
- * chain; its http(s) members are also appended to *remotes. */
-static int add_group(struct ca_chunksrc *src, const char *store, const struct ca_http_opts *http,
-                     struct ca_remote_store ***remotes, size_t *n_remotes)
+ * chain; its http(s) members are also remembered. */
+static int add_group(struct ca_chunksrc *src, struct chain *ch, const char *store)
 {
 	struct ca_failover *g = NULL;
-	struct ca_http_opts mo = *http;
+	struct ca_http_opts mo = *ch->http;
 	char **members = NULL;
 	size_t n = 0;
 	bool logged = false;
@@ -507,10 +603,12 @@ static int add_group(struct ca_chunksrc *src, const char *store, const struct ca
 	if (n > 1)
 		mo.retries = 0;
 	for (size_t i = 0; r == 0 && i < n; i++) {
-		struct ca_remote_store *rs = NULL, **nr;
+		struct ca_remote_store *rs = NULL;
+		struct ca_location at;
 		struct ca_store *s;
-		if (ca_location_kind(members[i]) != CA_LOCATION_HTTP) {
-			r = ca_source_open_store(members[i], &s);
+		ca_location_parse(members[i], &at);
+		if (at.kind != CA_LOCATION_HTTP) {
+			r = open_local_store(&at, &s);
 			if (r < 0) {
 				logged = true; /* it said which member */
 				goto out;
@@ -518,18 +616,11 @@ static int add_group(struct ca_chunksrc *src, const char *store, const struct ca
 			r = ca_failover_add(g, members[i], ca_chunksrc_store_backend(), s);
 			continue;
 		}
-		r = ca_remote_store_new(members[i], &mo, &rs);
+		r = open_remote(ch, members[i], &mo, &rs);
 		if (r == 0)
 			r = ca_failover_add(g, members[i], &ca_remote_store_ops, rs);
-		if (r < 0 || !remotes)
-			continue;
-		nr = realloc(*remotes, (*n_remotes + 1) * sizeof(*nr));
-		if (!nr) {
-			r = -ENOMEM;
-			continue;
-		}
-		*remotes = nr;
-		nr[(*n_remotes)++] = rs;
+		if (r == 0)
+			r = remember(ch, rs);
 	}
 	if (r == 0) {
 		r = ca_chunksrc_add_backend(src, &ca_failover_ops, g); /* frees g on failure */
@@ -543,41 +634,35 @@ out:
 	return r < 0 ? r : 0;
 }
 
-/* One store of the chain; an http(s) one is also appended to *remotes
- * when remotes is not NULL. */
-static int add_store(struct ca_chunksrc *src, const char *store, const struct ca_http_opts *http,
-                     struct ca_remote_store ***remotes, size_t *n_remotes, struct ca_remote_store **ret_rs)
+/* One store of the chain, parsed once (at); an http(s) one gets o's
+ * outage mode and is remembered. */
+static int add_store(struct ca_chunksrc *src, struct chain *ch, const struct ca_location *at)
 {
-	struct ca_remote_store *rs = NULL, **n;
+	struct ca_remote_store *rs = NULL;
 	struct ca_store *s;
 	int r;
-	if (ca_failover_is_group(store))
-		return add_group(src, store, http, remotes, n_remotes);
-	if (ca_location_kind(store) != CA_LOCATION_HTTP) {
-		r = ca_source_open_store(store, &s);
+	if (ca_failover_is_group(at->s))
+		return add_group(src, ch, at->s);
+	if (at->kind != CA_LOCATION_HTTP) {
+		r = open_local_store(at, &s);
 		if (r < 0)
 			return r;
 		r = ca_chunksrc_add_store(src, s);
-		return r < 0 ? ca_log_error_errno(r, "%s", store) : 0;
+		return r < 0 ? ca_log_error_errno(r, "%s", at->s) : 0;
 	}
-	r = ca_chunksrc_add_remote(src, store, http, &rs);
+	r = open_remote(ch, at->s, ch->http, &rs);
+	if (r == 0)
+		r = ca_chunksrc_add_backend(src, &ca_remote_store_ops, rs); /* frees rs on failure */
 	if (r < 0)
-		return ca_log_error_errno(r, "%s", store);
-	*ret_rs = rs;
-	if (!remotes)
-		return 0;
-	n = realloc(*remotes, (*n_remotes + 1) * sizeof(*n));
-	if (!n)
-		return ca_log_error_errno(ENOMEM, "%s", store);
-	*remotes = n;
-	n[(*n_remotes)++] = rs;
-	return 0;
+		return ca_log_error_errno(r, "%s", at->s);
+	ca_remote_store_set_outage(rs, ch->o->outage);
+	r = remember(ch, rs);
+	return r < 0 ? ca_log_error_errno(r, "%s", at->s) : 0;
 }
 
-static int open_chain(const char *index_name, const struct ca_index *idx, const struct ca_image_opts *o,
-                      struct ca_chunksrc **ret, struct ca_remote_store ***remotes, size_t *n_remotes,
-                      char **ret_cache_dir)
+static int open_chain(struct chain *ch, const struct ca_index *idx, struct ca_chunksrc **ret)
 {
+	const struct ca_image_opts *o = ch->o;
 	struct ca_chunksrc *src = NULL;
 	struct ca_http_opts buf;
 	const struct ca_http_opts *http = http_opts_or_env(o->http, &buf);
@@ -589,31 +674,36 @@ static int open_chain(const char *index_name, const struct ca_index *idx, const 
 		buf.clock = NULL;
 		http = &buf;
 	}
+	ch->http = http;
 	char *def = NULL;
 	char *const *stores = o->stores;
 	size_t n_stores = o->n_stores;
+	bool remote = ch->index->kind != CA_LOCATION_PATH;
 	enum ca_digest_type digest = ca_digest_type_from_flags(ca_index_feature_flags(idx));
 	int r = ca_chunksrc_new(digest, o->lru_bytes, &src);
 	if (r < 0)
 		return ca_log_error_errno(r, "chunk source");
 	if (n_stores == 0) {
-		def = ca_storeconf_default_store(index_name); /* the index's query too, if configured */
+		/* the index's query too, if its settings say so */
+		if (ch->index->url && strchr(ch->index->s, '?'))
+			r = settings(ch->conf);
+		def = r < 0 ? NULL : ca_storeconf_default_store(*ch->conf, ch->index->s);
 		if (!def) {
-			r = ca_log_error_errno(ENOMEM, "%s", index_name);
+			r = ca_log_error_errno(r < 0 ? r : -ENOMEM, "%s", ch->index->s);
 			goto fail;
 		}
 		stores = &def;
 		n_stores = 1;
 	}
 	for (size_t i = 0; i < n_stores; i++) {
-		struct ca_remote_store *rs = NULL;
-		r = add_store(src, stores[i], http, remotes, n_remotes, &rs);
+		struct ca_location at;
+		ca_location_parse(stores[i], &at);
+		remote = remote || at.kind != CA_LOCATION_PATH;
+		r = add_store(src, ch, &at);
 		if (r < 0)
 			goto fail;
-		if (rs)
-			ca_remote_store_set_outage(rs, o->outage);
 	}
-	r = add_cache(src, index_name, o, ret_cache_dir);
+	r = add_cache(src, ch, remote);
 	if (r < 0)
 		goto fail;
 	ca_chunksrc_set_offline(src, o->offline);
@@ -630,16 +720,24 @@ fail:
 int ca_source_open_chunksrc(const char *index_name, const struct ca_index *idx, const struct ca_image_opts *o,
                             struct ca_chunksrc **ret)
 {
-	return open_chain(index_name, idx, o, ret, NULL, NULL, NULL);
+	struct ca_location index;
+	struct ca_storeconf *conf = NULL;
+	ca_location_parse(index_name, &index);
+	struct chain ch = { .index = &index, .o = o, .conf = &conf };
+	int r = open_chain(&ch, idx, ret);
+	free(ch.cache_dir);
+	ca_storeconf_free(conf);
+	return r;
 }
 
 /* ---- images ---- */
 
 /* A remote .catar: read by range requests through a block cache, which
  * takes the memory the chunk LRU would have. */
-static int open_archive_url(struct ca_image *im, const struct ca_image_opts *o)
+static int open_archive_url(struct ca_image *im, const struct ca_image_opts *o, struct ca_storeconf **conf)
 {
 	struct ca_http_opts buf;
+	struct ca_endpoint e = { 0 };
 	int r;
 	if (o->offline)
 		return ca_log_error_errno(ENOMEDIUM, "%s: a remote .catar cannot be read offline", im->name);
@@ -650,8 +748,15 @@ static int open_archive_url(struct ca_image *im, const struct ca_image_opts *o)
 		buf.clock = NULL; /* the mount's reads go on after the open */
 		http = &buf;
 	}
-	r = ca_remote_file_open(im->name, http, o->lru_bytes, o->sequential ? CA_REMOTE_FILE_SEQUENTIAL : 0,
-	                        &im->rf); /* logs */
+	r = settings(conf);
+	if (r == 0)
+		r = ca_endpoint_init(&e, im->name, http, *conf);
+	if (r < 0 && !im->loc.s3) /* s3.h said what is wrong with an s3+ URL */
+		ca_log_error_errno(r, "%s", im->name);
+	if (r == 0)
+		r = ca_remote_file_open_at(&e, o->lru_bytes, o->sequential ? CA_REMOTE_FILE_SEQUENTIAL : 0,
+		                           &im->rf); /* logs */
+	ca_endpoint_clear(&e);
 	if (r < 0)
 		return r;
 	im->size = ca_remote_file_size(im->rf);
@@ -659,11 +764,11 @@ static int open_archive_url(struct ca_image *im, const struct ca_image_opts *o)
 }
 
 /* A local .catar: no index, no chunks, just the file (or block device). */
-static int open_archive_file(struct ca_image *im, const struct ca_image_opts *o)
+static int open_archive_file(struct ca_image *im, const struct ca_image_opts *o, struct ca_storeconf **conf)
 {
 	struct stat st;
 	if (!im->local)
-		return open_archive_url(im, o);
+		return open_archive_url(im, o, conf);
 	im->fd = open(im->local, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (im->fd < 0)
 		return ca_log_error_errno(errno, "%s", im->local);
@@ -697,12 +802,12 @@ static int adopt_index(const char *source, const struct ca_image_opts *o, struct
 	return 0;
 }
 
-static int open_indexed(struct ca_image *im, const struct ca_image_opts *o)
+static int open_indexed(struct ca_image *im, const struct ca_image_opts *o, struct ca_storeconf **conf)
 {
 	struct index_src c;
-	int r = index_src_init(im->name, o, &c);
+	int r = index_src_init(&im->loc, o, conf, &c);
 	if (r == 0)
-		r = o->index_data ? adopt_index(im->name, o, &im->idx) : open_index(im->name, o, &c, &im->idx);
+		r = o->index_data ? adopt_index(im->name, o, &im->idx) : open_index(&c, &im->idx);
 	if (r == 0 && im->kind == CA_IMAGE_ARCHIVE_INDEX && !o->no_sidecar && o->sidecar_data) {
 		if (o->sidecar_size)
 			r = ca_index_cache_sidecar_kept(im->name, im->idx, o->sidecar_data, o->sidecar_size,
@@ -712,14 +817,17 @@ static int open_indexed(struct ca_image *im, const struct ca_image_opts *o)
 		if (r < 0)
 			ca_log_error_errno(r, "%s", im->name);
 	} else if (r == 0 && im->kind == CA_IMAGE_ARCHIVE_INDEX && !o->no_sidecar) {
-		r = ca_index_cache_sidecar(im->name, im->idx, c.http, c.cache, o->offline, c.keys, c.n_keys,
-		                           &im->sidecar, &im->sidecar_bytes);
+		r = ca_index_cache_sidecar(&c.from, im->idx, &im->sidecar, &im->sidecar_bytes);
 	}
 	index_src_release(&c);
 	if (r < 0)
 		return r;
 	im->index_flags = ca_index_feature_flags(im->idx);
-	r = open_chain(im->name, im->idx, o, &im->src, &im->remotes, &im->n_remotes, &im->cache_dir);
+	struct chain ch = { .index = &im->loc, .o = o, .conf = conf, .want_remotes = true };
+	r = open_chain(&ch, im->idx, &im->src);
+	im->remotes = ch.remotes;
+	im->n_remotes = ch.n_remotes;
+	im->cache_dir = ch.cache_dir;
 	if (r < 0)
 		return r;
 	r = ca_blob_new(im->idx, im->src, &im->blob);
@@ -735,6 +843,7 @@ int ca_image_open(const char *source, const struct ca_image_opts *given, struct 
 	struct ca_image *im = calloc(1, sizeof(*im));
 	struct ca_image_opts io;
 	struct ca_http_opts ho;
+	struct ca_storeconf *conf = NULL; /* read once, if anything is remote */
 	const struct ca_image_opts *o = &io;
 	int r;
 	if (!im || !(im->name = strdup(source))) {
@@ -755,10 +864,12 @@ int ca_image_open(const char *source, const struct ca_image_opts *given, struct 
 	io.http = &ho;
 	im->fd = -1;
 	im->index_flags = UINT64_MAX;
-	im->kind = ca_location_image_kind(source);
-	switch (ca_location_kind(source)) {
+	/* the one classification of the source: everything below asks im->loc */
+	ca_location_parse(im->name, &im->loc);
+	im->kind = im->loc.image;
+	switch (im->loc.kind) {
 	case CA_LOCATION_PATH:
-		im->local = ca_location_path(im->name);
+		im->local = im->loc.path;
 		break;
 	case CA_LOCATION_OTHER:
 		r = ca_log_error_errno(EPROTONOSUPPORT, "%s", source);
@@ -770,22 +881,53 @@ int ca_image_open(const char *source, const struct ca_image_opts *given, struct 
 	case CA_IMAGE_ARCHIVE:
 		r = check_archive_trust(source, o);
 		if (r == 0)
-			r = open_archive_file(im, o);
+			r = open_archive_file(im, o, &conf);
 		break;
 	case CA_IMAGE_BLOB_INDEX:
 	case CA_IMAGE_ARCHIVE_INDEX:
-		r = open_indexed(im, o);
+		r = open_indexed(im, o, &conf);
 		break;
 	default:
 		r = ca_log_error_errno(EINVAL, "%s: not an image (.caibx, .caidx or .catar)", source);
 		break;
 	}
+	/* every engine copied what it took from the settings */
+	ca_storeconf_free(conf);
 	if (r < 0)
 		goto fail;
 	*ret = im;
 	return 0;
 fail:
 	ca_image_free(im);
+	return r;
+}
+
+int ca_image_make_sidecar(struct ca_image *im, const char *out)
+{
+	struct ca_catar_source src;
+	struct ca_buf b = CA_BUF_INIT;
+	uint8_t digest[CA_CHUNK_ID_SIZE];
+	size_t isize;
+	const struct ca_index *idx = im->idx;
+	if (!idx || im->kind != CA_IMAGE_ARCHIVE_INDEX)
+		return ca_log_error_errno(EINVAL, "%s: a metadata sidecar is for a .caidx", im->name);
+	const void *bytes = ca_index_data(idx, &isize);
+	int r = ca_sidecar_index_digest(bytes, isize, digest);
+	ca_image_archive_source(im, &src);
+	if (r == 0)
+		r = ca_sidecar_build(&src, digest, &b);
+	if (r < 0) {
+		if (r == -EBADMSG)
+			ca_log_error("%s: not a valid archive", im->name);
+		else
+			ca_image_log_read_error(im, r, 0, 0);
+		goto out;
+	}
+	r = ca_sidecar_write(out, b.data, b.size, 0644);
+	if (r < 0)
+		ca_log_error_errno(r, "%s", out);
+out:
+	ca_buf_release(&b);
 	return r;
 }
 

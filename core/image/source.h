@@ -7,7 +7,9 @@
  * here and nowhere else.
  *
  *   "path | file://path | http(s)://..."  + stores, cache, offline
- *     -> classify once (location.h)
+ *     -> classify once (location.h ca_location_parse); a URL, index or
+ *        store, resolved once into an endpoint (endpoint.h: its settings
+ *        section, an S3 bucket's credentials) that carries it down
  *     -> .catar: the local file or block device, read with pread; or
  *        an http(s) URL read by range requests through a block cache
  *        (remote_file.h)
@@ -146,7 +148,7 @@ struct ca_image_opts {
 	bool allow_downgrade;
 	bool no_sidecar;  /* ignore the index's metadata sidecar (index_cache.h) */
 	/* The index's bytes as an earlier open of the same source read and
-	 * checked them (a mount's restarted server, tools/keeper.h): parsed
+	 * checked them (a mount's restarted server, fs/keeper.h): parsed
 	 * and validated like a download instead of fetching SOURCE's index
 	 * again, so the image is the one served before even if the index at
 	 * the URL changed or there is no copy anywhere; the signature was
@@ -219,6 +221,11 @@ const struct ca_sidecar *ca_image_sidecar(const struct ca_image *im);
 /* The bytes that sidecar was parsed from (for ca_image_opts.sidecar_data),
  * or NULL (*ret_size 0) when there is none. Borrowed. */
 const void *ca_image_sidecar_data(const struct ca_image *im, size_t *ret_size);
+
+/* Make the sidecar of an opened .caidx image by walking its archive
+ * through its chunk source (an image made by casync or desync), and write
+ * it to out (atomically; mode 0644). Logs. */
+int ca_image_make_sidecar(struct ca_image *im, const char *out);
 
 /* Read up to len bytes of the image at off (short only at its end), with
  * the error policy above. */

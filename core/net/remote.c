@@ -16,9 +16,7 @@
 #include "base/location.h"
 #include "net/remote.h"
 #include "base/rng.h"
-#include "net/s3.h"
 #include "store/store.h"
-#include "net/storeconf.h"
 
 #define PF_BUCKETS 256
 #define PF_MAX_ENTRIES 1024              /* downloads tracked at once (running or parked) */
@@ -552,24 +550,14 @@ const struct ca_chunk_backend_ops ca_remote_store_ops = {
 	.free = remote_free,
 };
 
-int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca_remote_store **ret)
+int ca_remote_store_open(const struct ca_endpoint *e, struct ca_remote_store **ret)
 {
 	struct ca_remote_store *rs;
-	struct ca_s3_conn s3 = { 0 };
+	const char *url = e->fetch_url; /* an s3+ URL's bucket and prefix, as http(s) */
 	int r;
-
-	if (ca_location_kind(url) != CA_LOCATION_HTTP)
-		return -EINVAL;
-	const char *conf_url = url; /* settings are looked up by the URL as given */
-	/* an s3+ URL: an HTTP one whose requests are signed (s3.h) */
-	r = ca_s3_route(&url, &o, &s3);
-	if (r < 0)
-		return r;
 	rs = calloc(1, sizeof(*rs));
-	if (!rs) {
-		ca_s3_conn_clear(&s3);
+	if (!rs)
 		return -ENOMEM;
-	}
 	pthread_mutex_init(&rs->lock, NULL);
 	pthread_cond_init(&rs->cond, NULL);
 	/* as casync: parameters are not part of the chunk URLs */
@@ -583,8 +571,7 @@ int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca
 		r = -ENOMEM;
 		goto fail;
 	}
-	bool keep_query = false;
-	r = ca_storeconf_http_new(conf_url, o, &rs->http, &keep_query);
+	r = ca_http_new(&e->http, &rs->http); /* copies what e's options point to */
 	if (r < 0)
 		goto fail;
 	rs->deadline_s = ca_http_deadline_s(rs->http); /* the store's own settings included */
@@ -595,16 +582,24 @@ int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca
 	}
 	/* a store whose settings say so: its query goes on (a CDN's token) */
 	const char *q = strchr(url, '?');
-	if (keep_query && q && q[1] != '#' && q[1] && !(rs->query = strndup(q, strcspn(q, "#")))) {
+	if (e->store_query && q && q[1] != '#' && q[1] && !(rs->query = strndup(q, strcspn(q, "#")))) {
 		r = -ENOMEM;
 		goto fail;
 	}
-	ca_s3_conn_clear(&s3);
 	*ret = rs;
 	return 0;
 fail:
-	ca_s3_conn_clear(&s3);
 	ca_remote_store_free(rs);
+	return r;
+}
+
+int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca_remote_store **ret)
+{
+	struct ca_endpoint e;
+	int r = ca_endpoint_init(&e, url, o, NULL);
+	if (r == 0)
+		r = ca_remote_store_open(&e, ret);
+	ca_endpoint_clear(&e);
 	return r;
 }
 
@@ -680,21 +675,6 @@ size_t ca_remote_store_state_text(struct ca_remote_store *rs, char *buf, size_t 
 const char *ca_remote_store_base(const struct ca_remote_store *rs)
 {
 	return rs->base;
-}
-
-int ca_chunksrc_add_remote(struct ca_chunksrc *src, const char *url, const struct ca_http_opts *o,
-                           struct ca_remote_store **ret_rs)
-{
-	struct ca_remote_store *rs;
-	int r = ca_remote_store_new(url, o, &rs);
-	if (r < 0)
-		return r;
-	r = ca_chunksrc_add_backend(src, &ca_remote_store_ops, rs); /* frees rs on failure */
-	if (r < 0)
-		return r;
-	if (ret_rs)
-		*ret_rs = rs;
-	return 0;
 }
 
 void ca_remote_store_get_stats(struct ca_remote_store *rs, struct ca_remote_store_stats *ret)
@@ -795,25 +775,28 @@ int ca_remote_get_file(const char *url, size_t cap, const struct ca_http_opts *o
 	return ca_remote_get_file_if_changed(url, cap, o, NULL, out, &not_modified, validator);
 }
 
+int ca_remote_fetch(const struct ca_endpoint *e, size_t cap, const char *validator, struct ca_buf *out,
+                    bool *ret_not_modified, char *ret_validator)
+{
+	struct ca_http *h = NULL;
+	*ret_not_modified = false;
+	ret_validator[0] = 0;
+	int r = ca_http_new(&e->http, &h);
+	if (r == 0)
+		r = ca_http_get_if_changed(h, e->fetch_url, cap, validator, out, ret_not_modified, ret_validator);
+	ca_http_free(h);
+	return r;
+}
+
 int ca_remote_get_file_if_changed(const char *url, size_t cap, const struct ca_http_opts *o, const char *validator,
                                   struct ca_buf *out, bool *ret_not_modified, char *ret_validator)
 {
-	struct ca_http *h = NULL;
-	struct ca_s3_conn s3 = { 0 };
-	int r;
+	struct ca_endpoint e;
 	*ret_not_modified = false;
 	ret_validator[0] = 0;
-	if (ca_location_kind(url) != CA_LOCATION_HTTP)
-		return -EINVAL;
-	const char *conf_url = url; /* settings are looked up by the URL as given */
-	/* an s3+ URL: an HTTP one whose requests are signed (s3.h) */
-	r = ca_s3_route(&url, &o, &s3);
-	if (r < 0)
-		return r;
-	r = ca_storeconf_http_new(conf_url, o, &h, NULL);
+	int r = ca_endpoint_init(&e, url, o, NULL);
 	if (r == 0)
-		r = ca_http_get_if_changed(h, url, cap, validator, out, ret_not_modified, ret_validator);
-	ca_http_free(h);
-	ca_s3_conn_clear(&s3);
+		r = ca_remote_fetch(&e, cap, validator, out, ret_not_modified, ret_validator);
+	ca_endpoint_clear(&e);
 	return r;
 }

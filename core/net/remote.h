@@ -62,6 +62,7 @@
 #include "base/buf.h"
 #include "store/chunksrc.h"
 #include "format/format.h"
+#include "net/endpoint.h"
 #include "net/http.h"
 
 /* A .cacnk larger than this is refused before it is decompressed; the
@@ -71,7 +72,12 @@
 
 struct ca_remote_store;
 
-/* o may be NULL for the defaults. -EINVAL if url is not http(s):// or s3+http(s):// (location.h). */
+/* The store at an endpoint resolved once (endpoint.h): its URL, settings
+ * and S3 signing. Copies what it needs: e may go after. */
+int ca_remote_store_open(const struct ca_endpoint *e, struct ca_remote_store **ret);
+/* The same from a string (ca_endpoint_init with the settings file read
+ * here); o may be NULL for the defaults. -EINVAL if url is not http(s)://
+ * or s3+http(s):// (location.h). */
 int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca_remote_store **ret);
 /* Accepts NULL. Logs the store's statistics at info level (-v). */
 void ca_remote_store_free(struct ca_remote_store *rs);
@@ -81,12 +87,6 @@ const char *ca_remote_store_base(const struct ca_remote_store *rs);
 
 /* The chunk backend; its be pointer is a struct ca_remote_store *. */
 extern const struct ca_chunk_backend_ops ca_remote_store_ops;
-
-/* Create a remote store and append it to src, which then owns it (even
- * when this fails). *ret_rs (may be NULL) lets the caller read statistics
- * for as long as src lives. */
-int ca_chunksrc_add_remote(struct ca_chunksrc *src, const char *url, const struct ca_http_opts *o,
-                           struct ca_remote_store **ret_rs);
 
 struct ca_remote_store_stats {
 	struct ca_http_stats http;
@@ -129,5 +129,9 @@ int ca_remote_get_file(const char *url, size_t cap, const struct ca_http_opts *o
  * ret_validator (CA_HTTP_VALIDATOR_MAX bytes) gets the new version's. */
 int ca_remote_get_file_if_changed(const char *url, size_t cap, const struct ca_http_opts *o, const char *validator,
                                   struct ca_buf *out, bool *ret_not_modified, char *ret_validator);
+/* ca_remote_get_file_if_changed at an endpoint resolved once (validator
+ * may be NULL). */
+int ca_remote_fetch(const struct ca_endpoint *e, size_t cap, const char *validator, struct ca_buf *out,
+                    bool *ret_not_modified, char *ret_validator);
 
 #endif

@@ -16,8 +16,6 @@
 #include "base/log.h"
 #include "net/remote_file.h"
 #include "net/remote_stream.h"
-#include "net/s3.h"
-#include "net/storeconf.h"
 
 #define BLOCK CA_REMOTE_FILE_BLOCK
 /* downloads running at once for readahead (a reader's own never waits) */
@@ -234,16 +232,10 @@ static void readahead_locked(struct ca_remote_file *f, uint64_t first, uint64_t 
 
 /* The server ignores Range; a sequential caller reads the file with one
  * GET (with the per-store settings remote_file's engine has). */
-static int open_stream(struct ca_remote_file *f, const char *conf_url, const struct ca_http_opts *o)
+static int open_stream(struct ca_remote_file *f, const struct ca_endpoint *e)
 {
-	struct ca_storeconf *c = NULL;
-	struct ca_http_opts m;
-	int r = ca_storeconf_http_opts(conf_url, o, &m, &c, NULL); /* logs */
-	if (r < 0)
-		return r;
 	ca_log_debug("%s: the server ignores Range: read with one GET", f->url);
-	r = ca_remote_stream_open(f->url, &m, &f->stream); /* logs */
-	ca_storeconf_free(c);
+	int r = ca_remote_stream_open(f->url, &e->http, &f->stream); /* logs */
 	if (r == 0)
 		f->size = ca_remote_stream_size(f->stream);
 	return r;
@@ -252,22 +244,27 @@ static int open_stream(struct ca_remote_file *f, const char *conf_url, const str
 int ca_remote_file_open(const char *url, const struct ca_http_opts *o, size_t cache_bytes, unsigned flags,
                         struct ca_remote_file **ret)
 {
+	struct ca_endpoint e;
+	if (ca_location_kind(url) != CA_LOCATION_HTTP)
+		return ca_log_error_errno(EINVAL, "%s: not an http(s) URL", url);
+	int r = ca_endpoint_init(&e, url, o, NULL);
+	if (r == 0)
+		r = ca_remote_file_open_at(&e, cache_bytes, flags, ret);
+	ca_endpoint_clear(&e);
+	return r;
+}
+
+int ca_remote_file_open_at(const struct ca_endpoint *e, size_t cache_bytes, unsigned flags,
+                           struct ca_remote_file **ret)
+{
 	struct ca_remote_file *f = NULL;
 	struct ca_buf first = CA_BUF_INIT;
 	uint64_t total = 0;
+	const char *url = e->fetch_url; /* an s3+ URL's object, as http(s) */
 	int r;
-	struct ca_s3_conn s3 = { 0 };
-	if (ca_location_kind(url) != CA_LOCATION_HTTP)
-		return ca_log_error_errno(EINVAL, "%s: not an http(s) URL", url);
-	const char *conf_url = url; /* settings are looked up by the URL as given */
-	/* an s3+ URL: an HTTP one whose requests are signed (s3.h) */
-	r = ca_s3_route(&url, &o, &s3);
-	if (r < 0)
-		return r;
 	f = calloc(1, sizeof(*f));
 	if (!f || !(f->url = strdup(url))) {
 		free(f);
-		ca_s3_conn_clear(&s3);
 		return ca_log_error_errno(ENOMEM, "%s", url);
 	}
 	pthread_mutex_init(&f->lock, NULL);
@@ -284,8 +281,7 @@ int ca_remote_file_open(const char *url, const struct ca_http_opts *o, size_t ca
 		r = ca_log_error_errno(ENOMEM, "%s", url);
 		goto fail;
 	}
-	r = ca_storeconf_http_new(conf_url, o, &f->http, NULL);
-	ca_s3_conn_clear(&s3); /* url points into it: f->url from here on */
+	r = ca_http_new(&e->http, &f->http); /* copies what e's options point to */
 	url = f->url;
 	if (r < 0) {
 		ca_log_error_errno(r, "%s", url);
@@ -297,8 +293,8 @@ int ca_remote_file_open(const char *url, const struct ca_http_opts *o, size_t ca
 		ca_log_error("%s: not found on the server", url);
 		goto fail;
 	}
-	if (r == -EOPNOTSUPP && (flags & CA_REMOTE_FILE_SEQUENTIAL) && strncmp(conf_url, "s3+", 3) != 0) {
-		r = open_stream(f, conf_url, o);
+	if (r == -EOPNOTSUPP && (flags & CA_REMOTE_FILE_SEQUENTIAL) && !e->loc.s3) {
+		r = open_stream(f, e);
 		if (r < 0)
 			goto fail;
 		*ret = f;
@@ -337,7 +333,6 @@ int ca_remote_file_open(const char *url, const struct ca_http_opts *o, size_t ca
 	*ret = f;
 	return 0;
 fail:
-	ca_s3_conn_clear(&s3);
 	ca_buf_release(&first);
 	ca_remote_file_free(f);
 	return r;

@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "net/endpoint.h"
 #include "net/http.h"
 
 #define CA_REMOTE_FILE_BLOCK ((size_t)256 << 10)
@@ -60,6 +61,9 @@ struct ca_remote_file;
  * -ENOENT for 404/410, -EOPNOTSUPP, -EIO or a transport errno. */
 int ca_remote_file_open(const char *url, const struct ca_http_opts *o, size_t cache_bytes, unsigned flags,
                         struct ca_remote_file **ret);
+/* The same at an endpoint resolved once (endpoint.h); e may go after. */
+int ca_remote_file_open_at(const struct ca_endpoint *e, size_t cache_bytes, unsigned flags,
+                           struct ca_remote_file **ret);
 /* Cancels downloads in flight and frees everything. Accepts NULL. */
 void ca_remote_file_free(struct ca_remote_file *f);
 

@@ -254,19 +254,6 @@ fail:
 	return r;
 }
 
-int ca_s3_route(const char **url, const struct ca_http_opts **o, struct ca_s3_conn *ret)
-{
-	*ret = (struct ca_s3_conn){ 0 };
-	if (!ca_s3_is_url(*url))
-		return 0;
-	int r = ca_s3_connect(*url, NULL, *o, ret);
-	if (r < 0)
-		return r;
-	*url = ret->http_url;
-	*o = &ret->http;
-	return 0;
-}
-
 void ca_s3_conn_clear(struct ca_s3_conn *c)
 {
 	ca_s3_url_clear(&c->u);

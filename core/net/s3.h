@@ -13,8 +13,9 @@
  * path-style (what every S3-compatible server takes). An index may be an
  * s3+ URL too (".../img.caidx"): the same translation, one object.
  *
- * Reading goes through the ordinary HTTP store (remote.h), which calls
- * ca_s3_connect for such a URL: the requests are then signed (SigV4, by
+ * Reading goes through the ordinary HTTP store (remote.h) at an endpoint
+ * (endpoint.h), which calls ca_s3_connect for such a URL once, with its
+ * section of the settings file: the requests are then signed (SigV4, by
  * libcurl, http.h). Writing (ca_s3_writer) and collecting (ca_s3_gc) are
  * here.
  *
@@ -91,12 +92,6 @@ struct ca_s3_conn {
 int ca_s3_connect(const char *url, const struct ca_s3_settings *set, const struct ca_http_opts *in,
                   struct ca_s3_conn *ret);
 void ca_s3_conn_clear(struct ca_s3_conn *c);
-/* Where an http(s) or s3+ URL is fetched from: for an s3+ URL, connect
- * (ca_s3_connect with the settings file) and point *url and *o into ret
- * (the http(s) URL, the signing options); for any other, change nothing.
- * Either way ret is to be cleared with ca_s3_conn_clear after use. */
-int ca_s3_route(const char **url, const struct ca_http_opts **o, struct ca_s3_conn *ret);
-
 /* ---- listings (ListObjectsV2), for gc ---- */
 
 /* One page of a ListObjectsV2 answer, parsed minimally: for each

@@ -12,8 +12,8 @@
 #include "format/idset.h"
 #include "base/location.h"
 #include "base/log.h"
+#include "net/endpoint.h"
 #include "net/s3.h"
-#include "net/storeconf.h"
 #include "store/store.h"
 #include "store/store_gc.h"
 #include "store/store_writer.h"
@@ -109,7 +109,7 @@ static int check_bucket(struct ca_http *h, const struct ca_s3_conn *c, const cha
 }
 
 struct ca_s3_writer {
-	struct ca_s3_conn c;
+	struct ca_endpoint e; /* the bucket, credentials and settings, resolved once */
 	char *url;
 	struct ca_http *http;
 	struct batch b;
@@ -167,6 +167,19 @@ static void head_done(void *userdata, int r, struct ca_buf *body)
 		upload_end(u, r, false);
 }
 
+/* url (an s3+ URL, else -EINVAL logged as s3.h says) resolved once:
+ * one read of the settings file for its section and credentials. */
+static int s3_endpoint(struct ca_endpoint *e, const char *url, const struct ca_s3_settings *set,
+                       const struct ca_http_opts *http)
+{
+	struct ca_location at;
+	ca_location_parse(url, &at);
+	*e = (struct ca_endpoint){ 0 };
+	if (!at.s3)
+		return ca_log_error("%s: not an s3+http(s) URL", url), -EINVAL;
+	return ca_endpoint_init_s3(e, url, set, http, NULL); /* logs S3's own errors */
+}
+
 int ca_s3_writer_new(const char *url, const struct ca_s3_settings *set, const struct ca_http_opts *http,
                      struct ca_s3_writer **ret)
 {
@@ -175,7 +188,7 @@ int ca_s3_writer_new(const char *url, const struct ca_s3_settings *set, const st
 	if (!w)
 		return -ENOMEM;
 	batch_init(&w->b);
-	r = ca_s3_connect(url, set, http, &w->c);
+	r = s3_endpoint(&w->e, url, set, http);
 	if (r < 0)
 		goto fail;
 	w->url = strdup(url);
@@ -183,10 +196,10 @@ int ca_s3_writer_new(const char *url, const struct ca_s3_settings *set, const st
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = ca_storeconf_http_new(url, &w->c.http, &w->http, NULL);
+	r = ca_http_new(&w->e.http, &w->http);
 	if (r < 0)
 		goto fail;
-	r = check_bucket(w->http, &w->c, url);
+	r = check_bucket(w->http, &w->e.s3, url);
 	if (r < 0)
 		goto fail;
 	*ret = w;
@@ -226,7 +239,7 @@ int ca_s3_writer_put(struct ca_s3_writer *w, struct ca_codec *codec, const uint8
 	u->n = n;
 	u->w = w;
 	ca_store_rel_path(id, rel);
-	if (asprintf(&u->url, "%s/%s", w->c.u.base, rel) < 0) {
+	if (asprintf(&u->url, "%s/%s", w->e.s3.u.base, rel) < 0) {
 		free(u->data);
 		free(u);
 		batch_leave(&w->b, n, 0);
@@ -259,7 +272,7 @@ void ca_s3_writer_free(struct ca_s3_writer *w)
 	 * callback), rather than waiting for it */
 	ca_http_free(w->http);
 	(void)batch_wait(&w->b);
-	ca_s3_conn_clear(&w->c);
+	ca_endpoint_clear(&w->e);
 	batch_destroy(&w->b);
 	free(w->url);
 	free(w);
@@ -268,23 +281,23 @@ void ca_s3_writer_free(struct ca_s3_writer *w)
 int ca_s3_put_file(const char *url, const struct ca_s3_settings *set, const struct ca_http_opts *http,
                    const void *p, size_t n)
 {
-	struct ca_s3_conn c;
+	struct ca_endpoint e;
 	struct ca_http *h = NULL;
 	struct batch b;
-	int r = ca_s3_connect(url, set, http, &c);
+	int r = s3_endpoint(&e, url, set, http);
 	if (r < 0)
 		return r;
 	batch_init(&b);
-	r = ca_storeconf_http_new(url, &c.http, &h, NULL);
+	r = ca_http_new(&e.http, &h);
 	if (r == 0)
 		r = batch_enter(&b, 0);
-	if (r == 0 && (r = ca_http_submit_put(h, c.http_url, p, n, 0, one_done, &b)) < 0)
+	if (r == 0 && (r = ca_http_submit_put(h, e.fetch_url, p, n, 0, one_done, &b)) < 0)
 		batch_leave(&b, 0, 0);
 	if (r == 0)
 		r = batch_wait(&b);
 	ca_http_free(h);
 	batch_destroy(&b);
-	ca_s3_conn_clear(&c);
+	ca_endpoint_clear(&e);
 	return r;
 }
 
@@ -407,31 +420,31 @@ static int url_encode(const char *s, char *out, size_t cap)
 int ca_s3_gc(const char *url, const struct ca_http_opts *http, const struct ca_store_gc_opts *o,
              struct ca_store_gc_stats *ret)
 {
-	struct ca_s3_conn c;
+	struct ca_endpoint e;
 	struct ca_store_gc_stats st = { 0 };
-	struct gc g = { .o = o, .st = &st, .c = &c };
+	struct gc g = { .o = o, .st = &st, .c = &e.s3 };
 	char token[CA_S3_TOKEN_MAX], prev[CA_S3_TOKEN_MAX] = "", etoken[3 * CA_S3_TOKEN_MAX], eprefix[3 * 1024];
 	struct ca_buf page = CA_BUF_INIT;
 	bool more = true;
 	unsigned pages = 0;
-	int r = ca_s3_connect(url, NULL, http, &c);
+	int r = s3_endpoint(&e, url, NULL, http);
 	if (r < 0)
 		return r;
 	batch_init(&g.b);
 	token[0] = 0;
 	bool said = false;
-	r = ca_storeconf_http_new(url, &c.http, &g.http, NULL);
+	r = ca_http_new(&e.http, &g.http);
 	if (r == 0)
-		said = (r = check_bucket(g.http, &c, url)) < 0;
+		said = (r = check_bucket(g.http, &e.s3, url)) < 0;
 	if (r == 0)
-		r = url_encode(c.u.prefix, eprefix, sizeof(eprefix));
+		r = url_encode(e.s3.u.prefix, eprefix, sizeof(eprefix));
 	while (r == 0 && more) {
 		char *lu = NULL;
 		r = url_encode(token, etoken, sizeof(etoken));
 		if (r < 0)
 			break;
 		/* parameters in the order SigV4 canonicalizes them */
-		if (asprintf(&lu, "%s/?%s%s%slist-type=2&prefix=%s", c.u.bucket_url, token[0] ? "continuation-token=" : "",
+		if (asprintf(&lu, "%s/?%s%s%slist-type=2&prefix=%s", e.s3.u.bucket_url, token[0] ? "continuation-token=" : "",
 		             etoken, token[0] ? "&" : "", eprefix) < 0) {
 			r = -ENOMEM;
 			break;
@@ -465,7 +478,7 @@ int ca_s3_gc(const char *url, const struct ca_http_opts *http, const struct ca_s
 	ca_http_free(g.http);
 	ca_buf_release(&page);
 	batch_destroy(&g.b);
-	ca_s3_conn_clear(&c);
+	ca_endpoint_clear(&e);
 	return r;
 }
 
@@ -503,15 +516,16 @@ static const struct ca_store_writer_ops s3_writer_ops = {
 
 int ca_store_writer_open(const char *location, const struct ca_http_opts *http, struct ca_store_writer **ret)
 {
-	if (ca_s3_is_url(location)) {
+	struct ca_location at;
+	ca_location_parse(location, &at);
+	if (at.s3) {
 		struct ca_s3_writer *w;
 		int r = ca_s3_writer_new(location, NULL, http, &w);
 		if (r < 0)
 			return r;
 		return ca_store_writer_new(&s3_writer_ops, w, location, ret);
 	}
-	const char *path = ca_location_path(location);
-	if (!path)
+	if (!at.path)
 		return -EPROTONOSUPPORT;
-	return ca_store_writer_open_local(path, ret);
+	return ca_store_writer_open_local(at.path, ret);
 }

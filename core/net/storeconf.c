@@ -592,50 +592,12 @@ void ca_storeconf_apply(const struct ca_store_settings *s, struct ca_http_opts *
 		o->max_connections = o->max_transfers = s->connections;
 }
 
-int ca_storeconf_http_opts(const char *url, const struct ca_http_opts *o, struct ca_http_opts *ret,
-                           struct ca_storeconf **ret_c, bool *ret_store_query)
+char *ca_storeconf_default_store(const struct ca_storeconf *c, const char *index)
 {
-	struct ca_storeconf *c = NULL;
-	int r = ca_storeconf_load(CA_STORECONF_QUIET, &c); /* logs */
-	if (r < 0)
-		return r;
-	const struct ca_store_settings *s = ca_storeconf_lookup(c, url);
-	if (o)
-		*ret = *o;
-	else
-		ca_http_opts_init(ret);
-	if (s)
-		ca_storeconf_apply(s, ret);
-	if (ret_store_query)
-		*ret_store_query = s && s->store_query == CA_SET_YES;
-	*ret_c = c;
-	return 0;
-}
-
-int ca_storeconf_http_new(const char *url, const struct ca_http_opts *o, struct ca_http **ret,
-                          bool *ret_store_query)
-{
-	struct ca_storeconf *c = NULL;
-	struct ca_http_opts m;
-	int r = ca_storeconf_http_opts(url, o, &m, &c, ret_store_query);
-	if (r < 0)
-		return r;
-	r = ca_http_new(&m, ret); /* copies what m points to in c */
-	ca_storeconf_free(c);
-	return r;
-}
-
-char *ca_storeconf_default_store(const char *index)
-{
-	struct ca_storeconf *c = NULL;
 	char *def = ca_location_default_store(index), *r = NULL;
 	const char *q = ca_location_is_url(index) ? strchr(index, '?') : NULL;
 	if (!def || !q)
 		return def;
-	if (ca_storeconf_load(CA_STORECONF_QUIET, &c) < 0) {
-		free(def);
-		return NULL;
-	}
 	const struct ca_store_settings *s = ca_storeconf_lookup(c, def);
 	if (s && s->store_query == CA_SET_YES) {
 		if (asprintf(&r, "%s%.*s", def, (int)strcspn(q, "#"), q) < 0)
@@ -643,6 +605,5 @@ char *ca_storeconf_default_store(const char *index)
 		free(def);
 		def = r;
 	}
-	ca_storeconf_free(c);
 	return def;
 }

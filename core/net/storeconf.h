@@ -71,7 +71,7 @@ struct ca_store_settings {
 	int retries;                /* 0..20 */
 	unsigned connections;       /* 1..256 */
 	int store_query;            /* pass a store URL's query on to its chunk URLs */
-	/* for s3+http(s):// stores (core/s3*.c); not used by the HTTP engine */
+	/* for s3+http(s):// stores (net/s3*.c); not used by the HTTP engine */
 	char *aws_access_key_id, *aws_secret_access_key, *aws_session_token, *aws_region;
 };
 
@@ -99,22 +99,13 @@ const struct ca_store_settings *ca_storeconf_lookup(const struct ca_storeconf *c
  * into s, which must outlive o's use: ca_http_new copies them). */
 void ca_storeconf_apply(const struct ca_store_settings *s, struct ca_http_opts *o);
 
-/* The one place HTTP settings meet a URL: load the files (quietly) into
- * *ret_c and overlay url's settings on o (NULL: defaults), into *ret,
- * which points into *ret_c: free that (ca_storeconf_free) once *ret has
- * been used. *ret_store_query (may be NULL): the store-query setting. */
-int ca_storeconf_http_opts(const char *url, const struct ca_http_opts *o, struct ca_http_opts *ret,
-                           struct ca_storeconf **ret_c, bool *ret_store_query);
-
-/* The same, and start an engine with those options.
- * *ret_store_query (may be NULL): the store-query setting for url. */
-int ca_storeconf_http_new(const char *url, const struct ca_http_opts *o, struct ca_http **ret,
-                          bool *ret_store_query);
+/* A URL's settings are applied in one place: an endpoint (endpoint.h)
+ * looks the URL up once and overlays its section on the caller's options. */
 
 /* The store beside index (location.h ca_location_default_store), with
- * index's query kept when that store's settings say store-query = yes
- * (malloc'd; NULL on ENOMEM or a bad settings file, logged). */
-char *ca_storeconf_default_store(const char *index);
+ * index's query kept when that store's settings in c (loaded) say
+ * store-query = yes (malloc'd; NULL on ENOMEM). */
+char *ca_storeconf_default_store(const struct ca_storeconf *c, const char *index);
 
 /* Load the files once, with warnings, and forget them: for a program's
  * start, so a bad file is one line before any work. */

@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <string.h>
+#include <strings.h>
 
 #include "fuzz.h"
 #include "base/location.h"
@@ -38,6 +39,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	enum ca_image_kind ik = ca_location_image_kind(s);
 	fuzz_check(ik >= CA_IMAGE_UNKNOWN && ik <= CA_IMAGE_ARCHIVE, "image kind");
+
+	/* parsed once, it answers as the one-question functions do */
+	struct ca_location l;
+	ca_location_parse(s, &l);
+	fuzz_check(l.s == s && l.kind == kind && l.url == url && l.https == https && l.path == path, "parse vs the questions");
+	fuzz_check(l.image == ik && l.ssh_host_len == ca_location_ssh_host_len(s), "parse: image kind or ssh host");
+	fuzz_check(!l.s3 || (kind == CA_LOCATION_HTTP && !strncasecmp(s, "s3+http", 7)), "s3 but not an s3+http(s) URL");
+	fuzz_check(l.end <= strlen(s) && (url || l.end == strlen(s)), "parse: end");
+	fuzz_check((l.scheme_len > 0) == url && (!url || !memcmp(s + l.scheme_len, "://", 3)), "parse: scheme");
 
 	char *store = ca_location_default_store(s);
 	if (store) {

@@ -7,14 +7,50 @@
 #    imports only go down, so no two folders include each other; api/, the
 #    last, also includes the public headers it implements;
 #  - the public headers (core/include/cafs) include only each other;
-#  - fs/ and tools/ include core/ through the names below, and core/ never
-#    includes fs/ or tools/.
+#  - fs/ includes core/ only through its face, image/fs_face.h (the one
+#    list of what the mount uses from the library, each with a reason),
+#    besides its own headers, libfuse and system headers;
+#  - tools/ includes the public face (cafs/...), fs/ as ../fs/X.h, and of
+#    core/'s internal headers only the short list below, each with its
+#    reason (a command's work is one core call; the list names what the
+#    public face does not serve yet); core/ never includes fs/ or tools/.
 # The checker runs on the tree, then on a copy with one upward include
 # planted, which it must refuse (a checker that passes everything would
 # otherwise pass here too).
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 
 LAYERS="base format chunk catar store net trust image api"
+
+# The internal headers tools/ may include, one a line: HEADER REASON.
+TOOLS_ALLOW=$(cat <<'LIST'
+base/log.h            the one logger: "cafs: what: why" lines and -v/-q levels, the library's own
+base/digest.h         digest types and hex ids commands print (cmd.h, mount)
+base/fdio.h           whole reads and writes on fds (casync remote protocol, mount)
+base/location.h       operands classified by core's rules (image kind by suffix, URLs redacted in messages)
+base/stop_signals.h   the signals that stop a command (interrupt.c)
+catar/catar_dec.h     list/mtree/stat decode an archive entry by entry (cmd_tree_read.c)
+catar/uidshift.h      --uid-shift/--uid-range parsed into core's mapping
+chunk/chunker.h       --chunk-size checked by the chunker's own limits
+format/feature.h      --with/--without names; the feature flags info prints
+format/format.h       casync's constants (chunk id size)
+format/index.h        the casync front end reads indexes for pull/push
+image/archive_reader.h list/mtree/stat/meta read archives
+image/image_make.h    make, digest, a directory's archive stream (list/mtree/stat): one call each
+image/image_seed.h    extract (with --seed, --cache) and cache seed: one call each
+image/profile.h       mount reads and records prefetch profiles
+image/sidecar.h       metadata sidecars (meta, mount, tree read)
+image/source.h        an image opened from a source string, and its options (cmd.h)
+image/store_ops.h     gc, cache stat/fill/prune/verify: one call each
+net/caremote.h        casync's remote protocol (pull/push)
+net/failover.h        mount: failover groups of stores
+net/storeconf.h       cafs.conf store settings (main.c)
+store/make.h          make's counters printed with -v (common.c)
+store/prefetch.h      mount: prefetch of a profile
+store/store.h         the casync front end's local store
+trust/minisign.h      --trusted-key keys (cmd.h)
+trust/trust.h         sign, and the trust policy options (common.c)
+LIST
+)
 
 # check_tree ROOT: prints one line per broken rule; fails if any.
 check_tree() {
@@ -27,8 +63,11 @@ check_tree() {
 		want=$(printf '%s\n' $LAYERS include | sort | tr '\n' ' ')
 		[ "$dirs" = "$want" ] || echo "core/ folders are '$dirs', want '$want'"
 		find core -maxdepth 1 -type f -name '*.[ch]' -printf 'core/%f: a source outside every layer\n'
-		awk -v layers="$LAYERS" '
-			BEGIN { n = split(layers, l, " "); for (i = 1; i <= n; i++) rank[l[i]] = i }
+		awk -v layers="$LAYERS" -v allow="$(printf '%s\n' "$TOOLS_ALLOW" | awk '{ print $1 }' | tr '\n' ' ')" '
+			BEGIN {
+				n = split(layers, l, " "); for (i = 1; i <= n; i++) rank[l[i]] = i
+				n = split(allow, a, " "); for (i = 1; i <= n; i++) allowed[a[i]] = 1
+			}
 			FNR == 1 {
 				split(FILENAME, p, "/")
 				if (p[1] == "core" && p[2] == "include") kind = "public"
@@ -55,7 +94,18 @@ check_tree() {
 						printf "%s:%d: %s (layer %s) includes %s above it\n", FILENAME, FNR, h, own, q[1]
 					next
 				}
-				# fs/ and tools/: their own headers, a core layer, or fs/ from tools/
+				# fs/: its own headers and its face, nothing else of core/
+				if (kind == "fs") {
+					if (index(h, "/") == 0 || h == "image/fs_face.h") next
+					printf "%s:%d: %s: fs/ reaches core/ only through image/fs_face.h\n", FILENAME, FNR, h
+					next
+				}
+				# tools/: its own headers, the public face, the internal headers
+				# on its list, or fs/
+				if (kind == "tools" && (q[1] in rank) && !(h in allowed)) {
+					printf "%s:%d: %s is not on the internal headers tools/ may include\n", FILENAME, FNR, h
+					next
+				}
 				if (index(h, "/") == 0 || (q[1] in rank) || q[1] == "cafs") next
 				if (kind == "tools" && h ~ /^\.\.\/fs\/[a-z_]+\.h$/) next
 				printf "%s:%d: unexpected include %s\n", FILENAME, FNR, h
@@ -79,5 +129,20 @@ rm -rf "$T/copy"/*; cp -r "$top_srcdir/core" "$top_srcdir/fs" "$top_srcdir/tools
 echo 'int x;' >"$T/copy/core/loose.c"
 refused_loose() { ! check_tree "$T/copy" >"$T/out" 2>&1 && grep -q 'core/loose.c: a source outside' "$T/out"; }
 ok "a source outside every layer folder is refused" refused_loose
+
+# fs/ reaching past its face into a core header is refused; the tree above
+# (fs/ through image/fs_face.h) is the accepted case.
+rm -rf "$T/copy"/*; cp -r "$top_srcdir/core" "$top_srcdir/fs" "$top_srcdir/tools" "$T/copy/"
+sed -i '0,/^#include "fs_private.h"/s//#include "store\/store.h"\n&/' "$T/copy/fs/tree.c"
+refused_fs() { ! check_tree "$T/copy" >"$T/out" 2>&1 && grep -q 'fs/tree.c:[0-9]*: store/store.h: fs/ reaches core/ only through' "$T/out"; }
+ok "fs/ including a core header past its face (fs/tree.c -> store/store.h) is refused" refused_fs
+
+# tools/ reaching past its list: a command including a store internal.
+rm -rf "$T/copy"/*; cp -r "$top_srcdir/core" "$top_srcdir/fs" "$top_srcdir/tools" "$T/copy/"
+sed -i '0,/^#include "cmd.h"/s//#include "store\/blob.h"\n&/' "$T/copy/tools/cmd_gc.c"
+refused_tools() { ! check_tree "$T/copy" >"$T/out" 2>&1 && grep -q 'tools/cmd_gc.c:.*store/blob.h is not on' "$T/out"; }
+ok "tools/ including an internal header off its list is refused, by file and line" refused_tools
+ok "each internal header tools/ may include has its reason" \
+	bash -c '! printf "%s\n" "$1" | awk "NF < 3" | grep .' _ "$TOOLS_ALLOW"
 
 done_testing

@@ -1,6 +1,6 @@
 #!/bin/bash
 # mount-restart-kept.sh - a restarted or taken-over server serves the image
-# the mount was made with, from what the keeper kept (tools/keeper.h): the
+# the mount was made with, from what the keeper kept (fs/keeper.h): the
 # index, its metadata sidecar and its prefetch profile, with no network
 # request for any of them. With nginx stopped, a server killed and started
 # again answers `ls -lR` and `getfattr` from the kept sidecar with no chunk

@@ -1,5 +1,5 @@
 #!/bin/bash
-# mount-restart.sh - a mount outlives the process serving it (tools/keeper.h):
+# mount-restart.sh - a mount outlives the process serving it (fs/keeper.h):
 # 4 readers loop over a mounted image from nginx, comparing with the source,
 # while the server is SIGKILLed 20 times (blob and tree, cold: no cache, and
 # warm: a filled cache) and while the mount is taken over 20 times by two

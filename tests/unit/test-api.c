@@ -4,7 +4,9 @@
  * headers and the shared library only: messages reach the log function
  * (also from threads the library starts), the priority filters them,
  * cancellation stops calls and can be undone, and an image opened
- * through the library reads back what was archived.
+ * through the library reads back what was archived. The version macros
+ * agree with the library; a node outlives the caller's reference on its
+ * image (run under valgrind or ASan, that shows no use after free).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -39,6 +41,28 @@ static void on_log(void *userdata, int priority, const char *message)
 	pthread_mutex_unlock(&s->lock);
 }
 
+struct kept {
+	int n;
+	struct cafs_node *last; /* a reference */
+};
+
+static int keep_child(void *userdata, struct cafs_node *child)
+{
+	struct kept *k = userdata;
+	k->n++;
+	cafs_node_unref(k->last);
+	k->last = cafs_node_ref(child);
+	return 0;
+}
+
+static int count_child(void *userdata, struct cafs_node *child)
+{
+	struct kept *k = userdata;
+	(void)child;
+	k->n++;
+	return 0;
+}
+
 int main(void)
 {
 	struct seen s = { .lock = PTHREAD_MUTEX_INITIALIZER, .main_thread = pthread_self() };
@@ -49,13 +73,28 @@ int main(void)
 	char dir[] = "/tmp/cafs-test-api.XXXXXX", path[256];
 
 	check(cafs && mkdtemp(dir));
-	check_int(testdata_sh("mkdir -p %s/t/d && printf hello >%s/t/d/f && %s make -q %s/x.caidx %s/t >/dev/null", dir, dir,
-	             cafs, dir, dir),
+	check_int(testdata_sh("mkdir -p %s/t/d && printf hello >%s/t/d/f && ln -s f %s/t/d/l && "
+	                      "setfattr -n user.cafs -v yes %s/t/d/f && %s make -q %s/x.caidx %s/t >/dev/null",
+	                      dir, dir, dir, dir, cafs, dir, dir),
 	          ==, 0);
 
 	check_int(cafs_ctx_new(&ctx), ==, 0);
 	check_int(cafs_ctx_get_log_priority(ctx), ==, LOG_ERR);
-	check(strlen(cafs_version()) > 0);
+
+	/* the headers' version is the library's (built together here) */
+	{
+		char v[64];
+		snprintf(v, sizeof(v), "%d.%d.%d", CAFS_VERSION_MAJOR, CAFS_VERSION_MINOR, CAFS_VERSION_MICRO);
+		check_str(cafs_version(), v);
+		check_int(cafs_version_number(), ==, CAFS_VERSION_NUMBER);
+		check_int(CAFS_VERSION_NUMBER, ==,
+		          CAFS_VERSION_MAJOR * 10000 + CAFS_VERSION_MINOR * 100 + CAFS_VERSION_MICRO);
+		check(CAFS_VERSION_CHECK(CAFS_VERSION_MAJOR, CAFS_VERSION_MINOR, CAFS_VERSION_MICRO));
+		check(CAFS_VERSION_CHECK(0, 0, 0));
+		check(!CAFS_VERSION_CHECK(CAFS_VERSION_MAJOR, CAFS_VERSION_MINOR, CAFS_VERSION_MICRO + 1));
+		check(!CAFS_VERSION_CHECK(CAFS_VERSION_MAJOR, CAFS_VERSION_MINOR + 1, 0));
+		check(!CAFS_VERSION_CHECK(CAFS_VERSION_MAJOR + 1, 0, 0));
+	}
 	cafs_ctx_set_log_fn(ctx, on_log, &s);
 
 	/* an error: one message, through the function, at LOG_ERR */
@@ -105,6 +144,50 @@ int main(void)
 	check_int(cafs_image_lookup(img, "d/nope", &n), ==, -ENOENT);
 	check_int(cafs_image_lookup(img, "d/f/x", &n), ==, -ENOTDIR);
 
+	/* nodes outlive the caller's image: each holds a reference on it */
+	{
+		struct cafs_image *im = NULL;
+		struct cafs_node *f = NULL, *l = NULL, *d = NULL;
+		struct kept kept = { 0 };
+		char buf[16] = { 0 };
+		check_int(cafs_image_open(ctx, path, NULL, &im), ==, 0);
+		check(cafs_image_ref(im) == im);
+		check(cafs_image_unref(im) == NULL); /* one of two: im lives on */
+		check(cafs_image_ref(NULL) == NULL && cafs_image_unref(NULL) == NULL);
+		check_int(im ? cafs_image_lookup(im, "d/f", &f) : -1, ==, 0);
+		check_int(im ? cafs_image_lookup(im, "d/l", &l) : -1, ==, 0);
+		check_int(im ? cafs_image_lookup(im, "d", &d) : -1, ==, 0);
+		check(f && cafs_node_get_image(f) == im);
+		/* a readdir child kept past the walk, and past the image */
+		check_int(im && d ? cafs_image_readdir(im, d, keep_child, &kept) : -1, ==, 0);
+		check_int(kept.n, ==, 2);
+		im = cafs_image_unref(im); /* the caller's last reference */
+		if (f && l && d && kept.last) {
+			struct cafs_image *of = cafs_node_get_image(f);
+			check_int(cafs_image_read(of, f, buf, sizeof(buf), 0), ==, 5);
+			check_str(buf, "hello");
+			check_int(cafs_node_readlink(l, buf, sizeof(buf)), ==, 1);
+			check(buf[0] == 'f');
+			memset(buf, 0, sizeof(buf));
+			check_int(cafs_node_getxattr(f, "user.cafs", buf, sizeof(buf)), ==, 3);
+			check_str(buf, "yes");
+			check_int(cafs_node_listxattr(f, buf, sizeof(buf)), ==, (int)sizeof("user.cafs"));
+			check_str(cafs_node_get_name(kept.last), "l");
+			check_int(cafs_node_readlink(kept.last, buf, sizeof(buf)), ==, 1);
+			kept.n = 0;
+			check_int(cafs_image_readdir(of, d, count_child, &kept), ==, 0);
+			check_int(kept.n, ==, 2);
+			/* a node of another image is refused, not misread */
+			check_int(cafs_image_read(img, f, buf, sizeof(buf), 0), ==, -EINVAL);
+			check_int(cafs_image_readdir(img, d, count_child, &kept), ==, -EINVAL);
+		}
+		/* the nodes go in any order; the last frees the image */
+		cafs_node_unref(d);
+		cafs_node_unref(kept.last);
+		cafs_node_unref(f);
+		cafs_node_unref(l);
+	}
+
 	/* whole images: make one, extract it, fill a cache and read offline */
 	{
 		char out[256], in[256], dest[256], cache[256], store[256];
@@ -149,8 +232,7 @@ int main(void)
 		check_int(im2 ? cafs_image_extract(im2, dest, NULL) : -1, ==, 0);
 		check_int(testdata_sh("diff -r %s %s", in, dest), ==, 0);
 		check_int(im2 ? cafs_image_fill_cache(im2, NULL) : -1, ==, 0);
-		cafs_image_free(im2);
-		im2 = NULL;
+		im2 = cafs_image_unref(im2);
 		/* the store gone, offline: everything comes from the cache */
 		check_int(testdata_sh("mv %s %s.away", store, store), ==, 0);
 		io.n_stores = 0;

@@ -4,7 +4,9 @@
  * every key, longest-prefix selection, userinfo never matching another
  * host, a later file replacing a section, hostile input (NUL bytes,
  * control characters, header injection, huge numbers, junk) refused with
- * file:line and never echoing a value, and the file checks (owner, mode).
+ * file:line and never echoing a value, and the file checks (owner, mode);
+ * an endpoint (core/net/endpoint.c) resolving a URL once against it, and
+ * the files beside an index taking the index's section and bucket.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "net/endpoint.h"
 #include "net/storeconf.h"
 #include "tap.h"
 
@@ -338,6 +341,49 @@ static void test_files(void)
 	rmdir(dir);
 }
 
+static void test_endpoint(void)
+{
+	static const char text[] = "[s3+http://h:9000/bkt/]\n"
+	                           "aws-access-key-id = AKID\naws-secret-access-key = sk\naws-region = r9\n"
+	                           "retries = 7\n"
+	                           "[http://cdn.example/s/]\nstore-query = yes\nconnections = 3\n";
+	struct ca_storeconf *c = NULL;
+	struct ca_endpoint e, b;
+	check_int(parse(text, sizeof(text) - 1, &c), ==, 0);
+	/* an S3 index: its section's credentials sign, its bucket is translated once */
+	check_int(ca_endpoint_init(&e, "s3+http://h:9000/bkt/pre/x.caidx?lookup=dns", NULL, c), ==, 0);
+	check(e.loc.s3 && e.settings != NULL);
+	check_str(e.fetch_url, "http://bkt.h:9000/pre/x.caidx");
+	check_str(e.http.sigv4, "aws:amz:r9:s3");
+	check_str(e.http.sigv4_key, "AKID");
+	check_int(e.http.retries, ==, 7);
+	/* beside it: the same section and bucket, the object's name only differs */
+	check_int(ca_endpoint_beside(&b, &e, ".cameta.minisig"), ==, 0);
+	check_str(b.url, "s3+http://h:9000/bkt/pre/x.caidx.cameta.minisig?lookup=dns");
+	check_str(b.fetch_url, "http://bkt.h:9000/pre/x.caidx.cameta.minisig");
+	check_str(b.http.sigv4_key, "AKID");
+	check_int(b.http.retries, ==, 7);
+	check(b.settings == e.settings);
+	ca_endpoint_clear(&b);
+	ca_endpoint_clear(&e);
+	/* an http store: its section, its store-query, the URL fetched as given */
+	check_int(ca_endpoint_init(&e, "http://cdn.example/s/default.castr?tok=1", NULL, c), ==, 0);
+	check(!e.loc.s3 && e.store_query && e.http.max_connections == 3 && !e.http.sigv4);
+	check_str(e.fetch_url, "http://cdn.example/s/default.castr?tok=1");
+	ca_endpoint_clear(&e);
+	/* no section: the caller's options as they are */
+	struct ca_http_opts o;
+	ca_http_opts_init(&o);
+	o.retries = 1;
+	check_int(ca_endpoint_init(&e, "https://other.example/x.caibx", &o, c), ==, 0);
+	check(e.settings == NULL && e.http.retries == 1 && !e.store_query && e.loc.https);
+	ca_endpoint_clear(&e);
+	/* not a URL we fetch: refused before anything is read */
+	check_int(ca_endpoint_init(&e, "/srv/x.caidx", NULL, c), ==, -EINVAL);
+	check_int(ca_endpoint_init(&e, "ssh://h/x.caidx", NULL, c), ==, -EINVAL);
+	ca_storeconf_free(c);
+}
+
 int main(void)
 {
 	struct ca_logger lg = { .fn = on_log, .level = CA_LOG_DEBUG };
@@ -347,6 +393,7 @@ int main(void)
 	test_override();
 	test_hostile();
 	test_files();
+	test_endpoint();
 	ca_log_use(NULL);
 	return tap_done();
 }

@@ -122,5 +122,29 @@ int main(void)
 	ca_location_redact_text("xx", small, 1);
 	check_str(small, "");
 
+	/* parsed once: every field agrees with the one-question functions */
+	struct ca_location l;
+	ca_location_parse("S3+HTTPS://h:9000/bkt/pre/x.caidx?lookup=dns#f", &l);
+	check_int(l.kind, ==, CA_LOCATION_HTTP);
+	check(l.url && l.s3 && l.https);
+	check(l.path == NULL);
+	check_u64(l.scheme_len, ==, 8);
+	check_u64(l.end, ==, strlen("S3+HTTPS://h:9000/bkt/pre/x.caidx"));
+	check_int(l.image, ==, CA_IMAGE_ARCHIVE_INDEX);
+	ca_location_parse("http://h/s.castr", &l);
+	check(l.kind == CA_LOCATION_HTTP && !l.s3 && !l.https && l.image == CA_IMAGE_UNKNOWN);
+	ca_location_parse("FILE:///srv/a?b.caibx", &l);
+	check(l.kind == CA_LOCATION_PATH && l.url && !l.s3);
+	check_str(l.path, "/srv/a?b.caibx");
+	check_u64(l.end, ==, strlen("FILE:///srv/a")); /* a URL's query ends it, as image_kind reads it */
+	ca_location_parse("/srv/a?b.caibx", &l);
+	check(l.kind == CA_LOCATION_PATH && !l.url && l.image == CA_IMAGE_BLOB_INDEX);
+	check_u64(l.end, ==, strlen("/srv/a?b.caibx")); /* in a path, '?' is a name's */
+	check(l.path && !strcmp(l.path, l.s));
+	ca_location_parse("me@host:img.caidx", &l);
+	check(l.kind == CA_LOCATION_PATH && l.ssh_host_len == 7);
+	ca_location_parse("s3://h/b", &l);
+	check(l.kind == CA_LOCATION_OTHER && !l.s3 && l.path == NULL);
+
 	return tap_done();
 }

@@ -91,8 +91,13 @@ void cafs_ctx_uncancel(struct cafs_ctx *ctx);
  * before the context is shared between threads. */
 int cafs_ctx_add_trusted_key(struct cafs_ctx *ctx, const char *path);
 
-/* The library's version, "MAJOR.MINOR.PATCH". */
+/* The running library's version, "MAJOR.MINOR.MICRO" (the headers': see
+ * cafs/version.h). */
 const char *cafs_version(void);
+/* The same as one number, as CAFS_VERSION_ENCODE() makes it: compare it
+ * with CAFS_VERSION_NUMBER to learn whether the library is older than the
+ * headers a program was built with. */
+unsigned cafs_version_number(void);
 
 #ifdef __cplusplus
 }

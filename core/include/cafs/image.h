@@ -11,8 +11,17 @@
  * casync does; fetched chunks are verified against their id before use and
  * may be kept in a chunk cache (a store on disk) for the next time.
  *
+ * Lifetimes: an image and a node are reference-counted. cafs_image_open
+ * and cafs_image_lookup return one reference, owned by the caller, which
+ * cafs_image_unref / cafs_node_unref drop. A node holds a reference on its
+ * image, and an image on its context: so a node stays usable after the
+ * caller has dropped its image (and its context), and the image is freed
+ * with its last node. The image of such a node is cafs_node_get_image(),
+ * to pass to cafs_image_read and cafs_image_readdir.
+ *
  * Threads: an image and its nodes may be used from any number of threads
- * at once. Errors: see cafs/context.h.
+ * at once, and references dropped on any thread. Errors: see
+ * cafs/context.h.
  */
 #ifndef CAFS_IMAGE_H
 #define CAFS_IMAGE_H
@@ -61,11 +70,19 @@ struct cafs_image_options {
 struct cafs_image;
 
 /* Open source. The index (for .caibx/.caidx) is read, or downloaded and
- * checked, now; no chunk is fetched yet. o may be NULL. The image holds a
- * reference on ctx and logs there. */
+ * checked, now; no chunk is fetched yet. o may be NULL. *ret gets one
+ * reference. The image holds a reference on ctx and logs there. */
 int cafs_image_open(struct cafs_ctx *ctx, const char *source, const struct cafs_image_options *o,
                     struct cafs_image **ret);
-void cafs_image_free(struct cafs_image *img); /* accepts NULL; no call on img may be running */
+/* Take another reference; returns img (accepts NULL). */
+struct cafs_image *cafs_image_ref(struct cafs_image *img);
+/* Drop a reference; the last one (the caller's and every node's gone) frees
+ * the image. Accepts NULL; returns NULL. A call on img still running on
+ * another thread must hold a reference of its own. */
+struct cafs_image *cafs_image_unref(struct cafs_image *img);
+/* The same as cafs_image_unref, kept for programs written before images
+ * were reference-counted. */
+void cafs_image_free(struct cafs_image *img);
 
 enum cafs_image_kind cafs_image_get_kind(const struct cafs_image *img);
 /* The size of the blob, or of the archive's byte stream. */
@@ -77,7 +94,8 @@ ssize_t cafs_image_pread(struct cafs_image *img, void *buf, size_t len, uint64_t
 
 /* ---- archives (.caidx, .catar) ---- */
 
-/* An entry of the archive: immutable, reference-counted. */
+/* An entry of the archive: immutable, reference-counted; it holds a
+ * reference on its image (see Lifetimes above). */
 struct cafs_node;
 
 /* Resolve path from the root ("" or "/" is the root; "a/b/c"; symlinks are
@@ -86,6 +104,9 @@ struct cafs_node;
 int cafs_image_lookup(struct cafs_image *img, const char *path, struct cafs_node **ret);
 struct cafs_node *cafs_node_ref(struct cafs_node *node);
 struct cafs_node *cafs_node_unref(struct cafs_node *node); /* accepts NULL; returns NULL */
+/* The image the node belongs to: borrowed, valid as long as the node
+ * (cafs_image_ref it to keep it longer). */
+struct cafs_image *cafs_node_get_image(const struct cafs_node *node);
 
 /* The entry's name ("" for the root). Lives as long as the node. */
 const char *cafs_node_get_name(const struct cafs_node *node);
@@ -110,12 +131,14 @@ ssize_t cafs_node_listxattr(const struct cafs_node *node, char *buf, size_t size
 
 /* Call fn for each entry of directory dir, in name order. The child is
  * borrowed for the call (cafs_node_ref it to keep it). A non-zero return
- * from fn stops the walk and is returned. -ENOTDIR if dir is not one. */
+ * from fn stops the walk and is returned. -ENOTDIR if dir is not one;
+ * -EINVAL if dir is a node of another image. */
 typedef int (*cafs_readdir_fn)(void *userdata, struct cafs_node *child);
 int cafs_image_readdir(struct cafs_image *img, const struct cafs_node *dir, cafs_readdir_fn fn, void *userdata);
 
 /* Read up to len bytes of a regular file at off: the count (0 at or past
- * its end); -EISDIR or -EINVAL for other kinds of entries. */
+ * its end); -EISDIR or -EINVAL for other kinds of entries; -EINVAL if
+ * file is a node of another image than img. */
 ssize_t cafs_image_read(struct cafs_image *img, const struct cafs_node *file, void *buf, size_t len,
                         uint64_t off);
 

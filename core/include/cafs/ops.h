@@ -24,24 +24,39 @@ extern "C" {
 /* done of total bytes (total 0 when unknown). */
 typedef void (*cafs_progress_fn)(void *userdata, uint64_t done, uint64_t total);
 
-/* Zero-initialize: all zero is casync's defaults. */
+/* Zero-initialize: all zero is casync's defaults. Names are those the
+ * cafs command's make options take (cafs(1)). */
 struct cafs_make_options {
 	size_t size; /* sizeof(struct cafs_make_options): see cafs/context.h */
-	const char *store;       /* chunk store directory; NULL: default.castr beside out */
+	/* where chunks go: a directory, a file:// URL or an S3 bucket
+	 * (s3+https://host/bucket/path); NULL: default.castr beside out */
+	const char *store;
 	uint64_t chunk_size_min; /* 0: avg / 4 */
 	uint64_t chunk_size_avg; /* 0: 64 KiB */
 	uint64_t chunk_size_max; /* 0: avg * 4 */
 	unsigned threads;        /* 0: one per CPU */
 	cafs_progress_fn progress;
 	void *progress_userdata;
+	const char *compression; /* of chunks: "zstd", "xz", "gzip"; NULL: zstd */
+	const char *digest;      /* "sha512-256" or "sha256"; NULL: sha512-256 */
+	/* an archive's features, comma-separated names as casync's --with and
+	 * --without take them ("unix", "best", "xattrs,acl", ...): with
+	 * replaces the default set, without removes from it; NULL: neither */
+	const char *with;
+	const char *without;
+	const char *profile; /* a prefetch profile copied beside the index made; NULL: none */
 };
 
 #define CAFS_DIGEST_SIZE 32
 
 /* Make out from input: out.caibx from a regular file or block device,
  * out.caidx or out.catar from a directory (every metadata casync archives
- * by default). digest (may be NULL) receives the SHA-512/256 of the whole
- * stream, what `casync make` prints. */
+ * by default). out is a path, a file:// URL, or an index in an S3 bucket
+ * (made in a temporary directory, then uploaded; credentials from the
+ * environment, as for the cafs command). digest (may be NULL) receives the
+ * digest of the whole stream, what `casync make` prints. -EINVAL (logged)
+ * for an unknown name, an out of unknown suffix, or a URL that cannot be
+ * written; -EOPNOTSUPP for a compression built without its library. */
 int cafs_make(struct cafs_ctx *ctx, const char *out, const char *input, const struct cafs_make_options *o,
               uint8_t digest[CAFS_DIGEST_SIZE]);
 

@@ -50,14 +50,14 @@
  * requests a dead server had read (nothing resends them; they hang: said
  * in one line when it happens).
  */
-#ifndef CAFS_KEEPER_H
-#define CAFS_KEEPER_H
+#ifndef FS_KEEPER_H
+#define FS_KEEPER_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 /* What a keeper runs with. Descriptors it is given become its own. */
-struct cafs_keeper_conf {
+struct fs_keeper_conf {
 	char **server_args;     /* NULL-terminated: the server's argv after "cafs mount" */
 	const char *mountpoint; /* absolute */
 	int ready_fd;           /* readiness pipe to the starting parent, or -1 (foreground) */
@@ -68,10 +68,10 @@ struct cafs_keeper_conf {
 };
 
 /* Run the keeper until the mount ends; returns the exit code. */
-int cafs_keeper_run(const struct cafs_keeper_conf *c);
+int fs_keeper_run(const struct fs_keeper_conf *c);
 
 /* The server's side: what CAFS_KEEPER_SERVER names (unset once read). */
-struct cafs_keeper_server {
+struct fs_keeper_server {
 	int chan;                 /* to the keeper */
 	int fuse_fd;              /* -1: mount anew */
 	void *init, *index;       /* resuming: the kept bytes (malloc'd; index NULL for a .catar) */
@@ -84,20 +84,20 @@ struct cafs_keeper_server {
 };
 /* 1 and *ret filled when this process is a keeper's server, 0 when not,
  * or a negative errno (logged). */
-int cafs_keeper_server_env(struct cafs_keeper_server *ret);
-void cafs_keeper_server_release(struct cafs_keeper_server *s);
+int fs_keeper_server_env(struct fs_keeper_server *ret);
+void fs_keeper_server_release(struct fs_keeper_server *s);
 /* What a first server hands its keeper besides the connection: the
  * bytes it opened the image from (index NULL: a .catar, nothing kept;
  * sidecar and profile may be NULL with size 0: it had none). */
-struct cafs_keeper_kept {
+struct fs_keeper_kept {
 	const void *index, *sidecar, *profile;
 	size_t index_size, sidecar_size, profile_size;
 };
 /* Tell the keeper this server serves: a first server with the descriptor,
  * the INIT request's bytes and the kept bytes; a resumed one with init
  * NULL. Logs. */
-int cafs_keeper_server_serving(int chan, int fuse_fd, const void *init, size_t init_size,
-                               const struct cafs_keeper_kept *kept);
+int fs_keeper_server_serving(int chan, int fuse_fd, const void *init, size_t init_size,
+                             const struct fs_keeper_kept *kept);
 
 /* The takeover's client side: connect to the keeper of mountpoint and
  * receive its state. On success the conf's fuse_fd, init_fd, index_fd,
@@ -105,6 +105,6 @@ int cafs_keeper_server_serving(int chan, int fuse_fd, const void *init, size_t i
  * are set and *ret_args is the mount's arguments
  * (NULL-terminated, one malloc'd block). Logs; 1 (refused or no keeper)
  * or 0. */
-int cafs_keeper_takeover(const char *mountpoint, struct cafs_keeper_conf *c, char ***ret_args);
+int fs_keeper_takeover(const char *mountpoint, struct fs_keeper_conf *c, char ***ret_args);
 
 #endif

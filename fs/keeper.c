@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "keeper.h"
-#include "base/log.h"
+#include "image/fs_face.h"
 
 #define ENV_SERVER "CAFS_KEEPER_SERVER"
 #define MAX_FDS 6
@@ -224,7 +224,7 @@ static int listen_socket(const char *mountpoint, struct sockaddr_un *ret_addr)
 /* ---- the keeper ---- */
 
 struct keeper {
-	const struct cafs_keeper_conf *c;
+	const struct fs_keeper_conf *c;
 	char **args;
 	int fuse_fd, init_fd, index_fd, sidecar_fd, profile_fd;
 	int sfd;            /* signalfd */
@@ -565,7 +565,7 @@ static int on_signal(struct keeper *k)
 	return -1;
 }
 
-int cafs_keeper_run(const struct cafs_keeper_conf *c)
+int fs_keeper_run(const struct fs_keeper_conf *c)
 {
 	struct keeper k = {
 		.c = c, .args = c->server_args, .fuse_fd = c->fuse_fd, .init_fd = c->init_fd, .index_fd = c->index_fd,
@@ -635,11 +635,11 @@ out:
 
 /* ---- the server's side ---- */
 
-int cafs_keeper_server_env(struct cafs_keeper_server *ret)
+int fs_keeper_server_env(struct fs_keeper_server *ret)
 {
 	const char *env = getenv(ENV_SERVER);
 	int chan, fuse_fd, init_fd, index_fd, sidecar_fd, profile_fd, detach, r = 0;
-	*ret = (struct cafs_keeper_server){ .chan = -1, .fuse_fd = -1 };
+	*ret = (struct fs_keeper_server){ .chan = -1, .fuse_fd = -1 };
 	if (!env)
 		return 0;
 	if (sscanf(env, "%d,%d,%d,%d,%d,%d,%d", &chan, &fuse_fd, &init_fd, &index_fd, &sidecar_fd, &profile_fd,
@@ -673,7 +673,7 @@ int cafs_keeper_server_env(struct cafs_keeper_server *ret)
 	return 1;
 }
 
-void cafs_keeper_server_release(struct cafs_keeper_server *s)
+void fs_keeper_server_release(struct fs_keeper_server *s)
 {
 	free(s->init);
 	free(s->index);
@@ -685,8 +685,8 @@ void cafs_keeper_server_release(struct cafs_keeper_server *s)
 	s->chan = -1;
 }
 
-int cafs_keeper_server_serving(int chan, int fuse_fd, const void *init, size_t init_size,
-                               const struct cafs_keeper_kept *kept)
+int fs_keeper_server_serving(int chan, int fuse_fd, const void *init, size_t init_size,
+                             const struct fs_keeper_kept *kept)
 {
 	if (!init)
 		return send_msg(chan, "SERV", NULL, 0);
@@ -714,7 +714,7 @@ int cafs_keeper_server_serving(int chan, int fuse_fd, const void *init, size_t i
 
 /* ---- the takeover's client ---- */
 
-int cafs_keeper_takeover(const char *mountpoint, struct cafs_keeper_conf *c, char ***ret_args)
+int fs_keeper_takeover(const char *mountpoint, struct fs_keeper_conf *c, char ***ret_args)
 {
 	struct sockaddr_un addr;
 	char tag[4];
