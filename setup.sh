@@ -4,11 +4,15 @@
 #   ./setup.sh demo    install build deps, build cafs, and mount a demo image
 #                      lazily over HTTP on 127.0.0.1 (tests/demo.sh)
 #   ./setup.sh check   install deps, build, run the functional suite (make check:
-#                      unit, shell and fuzz-replay tests; a few minutes); ends with
+#                      unit, shell and fuzz-replay tests, two at a time; a few
+#                      minutes); names the slowest tests and ends with
 #                      "N passed, N failed, N skipped"
 #   ./setup.sh check --full   the same, then the stress variants (CAFS_TEST_FULL=1),
 #                      the sanitizer build, each fuzzer for a minute (make fuzz)
 #                      and make distcheck (what CI runs)
+#   ./setup.sh check TEST...  build, run only these tests (tests/shell/NAME.sh,
+#                      tests/unit/test-NAME, tests/fuzz/replay-NAME, or just
+#                      NAME.sh, test-NAME); their TAP lines, then the same summary
 #   ./setup.sh build   install deps and build only
 #   ./setup.sh packages  print the Debian packages the build and tests need
 #
@@ -17,6 +21,10 @@ set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 top=$PWD
 build=${CAFS_BUILD_DIR:-$top/build}
+# tests run two at a time at least: each has its own $T directory and its
+# servers bind ports the kernel picked (tests/lib-http.sh)
+jobs=${CAFS_TEST_JOBS:-$(nproc)}
+[ "$jobs" -ge 2 ] || jobs=2
 
 packages=(
 	build-essential autoconf automake libtool pkg-config
@@ -57,18 +65,67 @@ build() {
 	cd "$top"
 }
 
-# Read automake's per-test .trs files (both builds) and print one closing line.
+# Read automake's per-test .trs files (both builds; or only the files named)
+# and print one closing line.
 summarize() {
 	local pass=0 fail=0 skip=0 line
+	local -a trs=("$@")
+	[ $# -gt 0 ] || mapfile -t trs < <(find "$build" -name '*.trs')
 	while IFS= read -r line; do
 		case "$line" in
 		":test-result: PASS"*|":test-result: XFAIL"*) pass=$((pass + 1)) ;;
 		":test-result: SKIP"*) skip=$((skip + 1)) ;;
 		":test-result: "*) fail=$((fail + 1)) ;;
 		esac
-	done < <(find "$build" -name '*.trs' -exec cat {} + 2>/dev/null)
+	done < <(cat "${trs[@]}" 2>/dev/null)
 	echo "$pass passed, $fail failed, $skip skipped"
 	[ "$fail" -eq 0 ]
+}
+
+# slowest N: the N tests that took longest (tests/timed-driver.sh ends each
+# .log with "# duration: S s")
+slowest() {
+	echo "setup.sh: the $1 slowest tests (seconds):"
+	find "$build/tests" -name '*.log' -exec grep -H '^# duration: ' {} + 2>/dev/null |
+		sed -e "s|^$build/||" -e 's|\.log:# duration: | |' -e 's| s$||' |
+		sort -k2 -rn | head -n "$1" | awk '{ printf "  %7.1f  %s\n", $2, $1 }'
+}
+
+# test_name ARG: the make check name of one test: tests/shell/NAME.sh,
+# tests/unit/test-NAME, tests/fuzz/replay-NAME (a leading ./ or build/, or the
+# bare file name, are fine)
+test_name() {
+	local t=${1#./}
+	t=${t#build/}
+	case $t in
+	*/*) ;;
+	*.sh) t=tests/shell/$t ;;
+	test-*) t=tests/unit/$t ;;
+	replay-*) t=tests/fuzz/$t ;;
+	esac
+	t=${t%.c}
+	case $t in
+	tests/shell/*.sh) [ -f "$top/$t" ] ;;
+	tests/unit/test-*) [ -f "$top/$t.c" ] ;;
+	tests/fuzz/replay-*) [ -f "$top/tests/fuzz/fuzz-${t#tests/fuzz/replay-}.c" ] ;;
+	*) false ;;
+	esac || { echo "setup.sh: check: $1: not a test (tests/shell/*.sh, tests/unit/test-*, tests/fuzz/replay-*)" >&2; return 1; }
+	echo "$t"
+}
+
+# check_some TEST...: make check TESTS='TEST...' in the build, verbose
+check_some() {
+	local rc=0 names=() t
+	for t in "$@"; do names+=("$(test_name "$t")") || exit 2; done
+	cd "$build"
+	# this run's results only (the other tests' .trs stay)
+	for t in "${names[@]}"; do rm -f "${t%.sh}.trs"; done
+	make -j"$jobs" check TESTS="${names[*]}" VERBOSE=1 || rc=1
+	cd "$top"
+	local trs=()
+	for t in "${names[@]}"; do trs+=("$build/${t%.sh}.trs"); done
+	summarize "${trs[@]}" || rc=1
+	return $rc
 }
 
 # The functional suite; with --full, then the unit tests and archive reader
@@ -79,8 +136,9 @@ check() {
 	cd "$build"
 	find . -name '*.trs' -delete 2>/dev/null || true
 	local t0=$SECONDS
-	make -j"$(nproc)" check || { rc=1; cat test-suite.log || true; }
+	make -j"$jobs" check || { rc=1; cat test-suite.log || true; }
 	echo "setup.sh: functional suite: $((SECONDS - t0)) s"
+	slowest 10
 	if [ "$full" != --full ]; then
 		cd "$top"
 		summarize || rc=1
@@ -118,11 +176,14 @@ case "${1:-}" in
 packages) echo "${packages[@]}" ;;
 build) install_deps; build ;;
 check)
-	case "${2:-}" in
-	""|--full) ;;
-	*) echo "setup.sh: check: unknown option ${2}" >&2; exit 2 ;;
-	esac
-	install_deps; build; check "${2:-}" ;;
+	shift
+	case "${1:-}" in
+	""|--full) [ $# -le 1 ] || { echo "setup.sh: check: --full takes no tests" >&2; exit 2; }
+		install_deps; build; check "${1:-}" ;;
+	-*) echo "setup.sh: check: unknown option $1" >&2; exit 2 ;;
+	*) for t in "$@"; do test_name "$t" >/dev/null || exit 2; done
+		install_deps; build; check_some "$@" ;;
+	esac ;;
 demo) install_deps; build; make -C "$build" tests/gen-data >/dev/null; exec "$top/tests/demo.sh" "$build/cafs" ;;
-*) sed -n '2,14p' "$0"; exit 2 ;;
+*) sed -n '2,18p' "$0"; exit 2 ;;
 esac

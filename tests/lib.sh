@@ -25,6 +25,10 @@ _tap_failed=0
 _cleanups=()
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/cafs-test.XXXXXX")
+# the default cache (and its rollback records) is the test's own, not the
+# machine's /var/cache/cafs that tests running at once (make -j2 check) and
+# other users share; a test of the default location itself unsets it
+export XDG_CACHE_HOME=$T/xdg-cache
 
 at_cleanup() { _cleanups+=("$1"); }
 

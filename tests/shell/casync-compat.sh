@@ -75,9 +75,13 @@ tree_of() { (cd "$1" && find . -mindepth 1 -printf '%p %y %m %s %l\n' | sort); }
 # same WHAT SNIPPET: WHAT is "all" (exit code, stdout, files) or "files"
 # (exit code and files)
 same() {
-	local what=$1 snippet=$2 bad=0
-	run real "$snippet"
+	local what=$1 snippet=$2 bad=0 pid
+	# the two sides at once: each in its own copy of the fixture, with its
+	# own output files (a snippet names only paths inside its work dir)
+	run real "$snippet" &
+	pid=$!
 	run fake "$snippet"
+	wait "$pid"
 	if ! cmp -s "$T/rc.real" "$T/rc.fake"; then
 		echo "exit: casync $(cat "$T/rc.real"), cafs $(cat "$T/rc.fake")"
 		bad=1

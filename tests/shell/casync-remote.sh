@@ -21,10 +21,10 @@ printf '#!/bin/sh\nshift\nexec "$@"\n' >"$T/bin/ssh"
 chmod +x "$T/bin/ssh"
 export CASYNC_SSH_PATH=$T/bin/ssh
 
-# a tree of ~300 chunks (more than the request window of 64)
+# a tree of ~120 chunks (more than the request window of 64: make checks it)
 mkdir -p "$T/src/sub"
-gen_data "$T/src/big" 12000000 1
-gen_data "$T/src/sub/mid" 3000000 2
+gen_data "$T/src/big" 6000000 1
+gen_data "$T/src/sub/mid" 1500000 2
 gen_data "$T/src/small" 5000 3
 ln -s big "$T/src/link"
 cd "$T/src" || exit 1

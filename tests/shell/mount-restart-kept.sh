@@ -72,7 +72,7 @@ ok "... ls -lR answers from the kept sidecar (no chunk anywhere)" cmp <(lsr "$m"
 if [ -n "$XATTR" ]; then
 	ok "... getfattr too" sh -c "timeout -s KILL 10 getfattr --only-values -n user.kept '$m/a/f1' | grep -qx sidecar"
 else
-	echo "ok $((++_tap_n)) # SKIP getfattr: no user xattrs on $T"
+	skip "... getfattr too" "no user xattrs on $T"
 fi
 ok "... and a file's bytes need the store: EIO, the mount stays up" \
 	sh -c "! timeout -s KILL 10 cat '$m/a/b/deep' >/dev/null 2>&1 && timeout -s KILL 10 stat -c %F '$m/c' | grep -q directory"
@@ -104,7 +104,7 @@ if command -v minisign >/dev/null; then
 	U=$NGINX_URL
 	mount_stop "unmount, keeper exits 0" "$m"
 else
-	echo "ok $((++_tap_n)) # SKIP signed sidecar kept: no minisign"
+	skip "signed: the sidecar and profile kept with a trusted key" "minisign not installed"
 fi
 
 # ---- takeover: the index at the URL unchanged, then replaced ----

@@ -178,7 +178,7 @@ if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
 	ok "... the keeper said why" grep -q 'takeover by uid 65534 refused' "$T/log.b6"
 	ok "... and still serves" cmp "$m/disk" "$T/bref/disk"
 else
-	echo "ok $((++_tap_n)) # SKIP another user's takeover needs root and setpriv"
+	skip "a takeover by another user (65534): refused" "needs root and setpriv"
 fi
 ok "--takeover with mount options: a usage error" fails_with 2 "$CAFS2" mount --takeover --cache="$T/x" "$m"
 ok "root's takeover is accepted" "$CAFS2" mount --takeover "$m"

@@ -184,7 +184,7 @@ static void test_smallest(void)
 	struct ca_digest *dg = NULL;
 
 	if (geteuid() != 0) {
-		tap_diag("not root: skipping the smallest-archive check (it needs root-owned files)");
+		tap_skip("the smallest archive", "needs root (root-owned files)");
 		return;
 	}
 	check(mkdtemp(dir) != NULL);
