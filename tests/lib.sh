@@ -11,10 +11,14 @@
 # $GEN is tests/gen-data, the test data generator (gen_data below).
 set -u
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+# absolute, so that tests may cd (top_srcdir=.. given by hand works too)
+top_srcdir=$(cd "$top_srcdir" && pwd) || exit 1
 # run alone (tests/shell/foo.sh), a test takes the binary of ./setup.sh's build
 [ -n "${CAFS:-}" ] || [ ! -x "$top_srcdir/build/cafs" ] || CAFS=$top_srcdir/build/cafs
 : "${CAFS:?CAFS must point at the cafs binary}"
 : "${top_builddir:=$(dirname "$CAFS")}"
+top_builddir=$(cd "$top_builddir" && pwd) || exit 1
+case $CAFS in /*) ;; *) CAFS=$PWD/$CAFS ;; esac
 : "${GEN:=$top_builddir/tests/gen-data}"
 export GEN
 [ -x "$GEN" ] || { echo "Bail out! no test data generator at $GEN (make builds it)"; exit 1; }
