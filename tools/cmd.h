@@ -17,12 +17,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "base/digest.h"
-#include "format/format.h"
-#include "trust/minisign.h"
+/* the image calls' options: their types (digests, uid shifts, keys) are
+ * these headers' own */
 #include "image/image_make.h"
 #include "image/source.h"
-#include "catar/uidshift.h"
 
 #define EXIT_USAGE 2
 

@@ -15,7 +15,6 @@
 #include "cmd.h"
 #include "base/location.h"
 #include "base/log.h"
-#include "store/make.h"
 #include "trust/trust.h"
 
 void cafs_set_verbosity(int level)

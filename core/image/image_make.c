@@ -20,6 +20,8 @@
 #include "base/buf.h"
 #include "catar/catar_enc.h"
 #include "catar/catar_ra.h"
+#include "chunk/chunker.h"
+#include "chunk/compress.h"
 #include "base/digest_pipe.h"
 #include "base/fdio.h"
 #include "base/thread.h"
@@ -405,6 +407,40 @@ static int make_local(const char *out, const char *input, const struct ca_image_
 
 /* the reason into msg, the caller's usage error */
 #define refuse(msg, len, ...) (snprintf((msg), (len), __VA_ARGS__), -EINVAL)
+
+int ca_image_make_set_chunk_size(struct ca_image_make_opts *o, const char *s)
+{
+	return ca_chunk_size_parse(s, &o->chunk_min, &o->chunk_avg, &o->chunk_max);
+}
+
+int ca_image_make_set_feature(struct ca_image_make_opts *o, const char *name, bool with)
+{
+	uint64_t f;
+	int r = ca_feature_parse_name(name, &f);
+	if (r < 0)
+		return r;
+	if (with) {
+		o->with |= f;
+		o->with_set = true;
+	} else {
+		o->without |= f;
+	}
+	return 0;
+}
+
+int ca_image_make_set_compression(struct ca_image_make_opts *o, const char *name)
+{
+	struct ca_codec *codec = NULL;
+	int r = ca_compression_parse(name, &o->compression);
+	if (r < 0)
+		return -EINVAL;
+	/* a codec made now says whether this build has its library */
+	r = ca_codec_new(CA_DIGEST_SHA512_256, &codec);
+	if (r == 0)
+		r = ca_codec_set_compression(codec, o->compression);
+	ca_codec_free(codec);
+	return r;
+}
 
 int ca_image_make_check(const char *out, const struct ca_image_make_opts *o, char *msg, size_t len)
 {

@@ -88,6 +88,16 @@ struct ca_image_make_opts {
  * feature set, .caexclude files and nodump flags honoured. */
 void ca_image_make_opts_init(struct ca_image_make_opts *o);
 
+/* The make options a command line names, checked here by the lower
+ * layers' own rules, so a front end needs none of their headers. */
+/* --chunk-size (casync's AVG or MIN:AVG:MAX) into o's chunk sizes: 0 or -EINVAL. */
+int ca_image_make_set_chunk_size(struct ca_image_make_opts *o, const char *s);
+/* --with/--without NAME (a feature or a group, feature.h) into o: 0 or -EINVAL. */
+int ca_image_make_set_feature(struct ca_image_make_opts *o, const char *name, bool with);
+/* --compression NAME into o: 0, -EINVAL (no such name), -EOPNOTSUPP
+ * (built without its library), or another negative errno. */
+int ca_image_make_set_compression(struct ca_image_make_opts *o, const char *name);
+
 /* What ca_image_make refuses before any work because out and o do not
  * go together (a URL it cannot write, an unknown suffix, a .catar for a
  * bucket, a profile for a .catar): -EINVAL with msg set to the one-line
