@@ -33,7 +33,6 @@
 #include "cmd.h"
 #include "../fs/extras.h"
 #include "../fs/fs.h"
-#include "base/fdio.h"
 #include "../fs/keeper.h"
 #include "base/location.h"
 #include "base/log.h"
@@ -813,6 +812,20 @@ static void demoted(void *userdata, enum ca_log_level level, const char *line)
 		fprintf(stderr, "cafs: takeover: index check: %s\n", line);
 }
 
+/* size bytes from fd's start into buf: 0, or -1 (errno set; EIO: short) */
+static int pread_all(int fd, void *buf, size_t size)
+{
+	for (size_t done = 0; done < size;) {
+		ssize_t k = pread(fd, (char *)buf + done, size - done, (off_t)done);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return errno = k < 0 ? errno : EIO, -1;
+		done += (size_t)k;
+	}
+	return 0;
+}
+
 /* --takeover: has the index at the mount's source changed since it was
  * mounted? Fetched as a mount would (the cache's copy and a conditional
  * GET, trusted keys, the usual deadline; not offline); the new server
@@ -832,7 +845,7 @@ static void check_index_changed(const char *mp, const struct mount_args *b, int 
 	void *kept = NULL;
 	size_t size, now_size;
 	if (b->offline || fstat(index_fd, &st) < 0 || !(kept = malloc((size = (size_t)st.st_size) ? size : 1)) ||
-	    ca_pread_full(index_fd, kept, size, 0) != (ssize_t)size)
+	    pread_all(index_fd, kept, size) < 0)
 		goto out;
 	cafs_trusted_keys_apply(&b->trusted, &io);
 	ca_source_http_opts(&http);

@@ -24,20 +24,17 @@ LAYERS="base format chunk catar store net trust image api"
 # The internal headers tools/ may include, one a line: HEADER REASON.
 TOOLS_ALLOW=$(cat <<'LIST'
 base/log.h            the one logger: "cafs: what: why" lines and -v/-q levels, the library's own
-base/fdio.h           whole reads and writes on fds (casync remote protocol; mount: the kept index)
 base/location.h       operands classified by core's rules (image kind by suffix, URLs redacted in messages)
 base/stop_signals.h   the signals that stop a command (interrupt.c)
 catar/catar_dec.h     list/mtree/stat decode an archive entry by entry (cmd_tree_read.c)
 format/feature.h      the feature flags stat prints (cmd_tree_read.c)
-format/index.h        the casync front end reads indexes for pull/push
 image/archive_reader.h list/mtree/stat/meta read archives
 image/image_make.h    make, digest, a directory's archive stream (list/mtree/stat): one call each; make's options by name (--chunk-size, --with, --compression)
 image/image_seed.h    extract (with --seed, --cache) and cache seed: one call each
 image/sidecar.h       metadata sidecars (meta, tree read)
 image/source.h        an image opened from a source string, and its options (cmd.h)
 image/store_ops.h     gc, cache stat/fill/prune/verify, the settings check at start-up: one call each
-net/caremote.h        casync's remote protocol (pull/push)
-store/store.h         the casync front end's local store
+net/caremote.h        the casync front end's pull/push: casync's remote protocol over ssh's pipes
 trust/trust.h         sign, and the trust policy options (common.c)
 LIST
 )
