@@ -26,6 +26,7 @@
 #include "base/fdio.h"
 #include "base/thread.h"
 #include "format/feature.h"
+#include "image/archive_reader.h"
 #include "image/image_make.h"
 #include "base/log.h"
 #include "image/profile.h"
@@ -407,6 +408,30 @@ static int make_local(const char *out, const char *input, const struct ca_image_
 
 /* the reason into msg, the caller's usage error */
 #define refuse(msg, len, ...) (snprintf((msg), (len), __VA_ARGS__), -EINVAL)
+
+int ca_image_make_sidecar_of(const char *in, char *const *stores, size_t n_stores, const char *out)
+{
+	char *def_out = NULL;
+	struct ca_image *im = NULL;
+	int r = 0;
+	if (!out) {
+		def_out = ca_sidecar_name_for(ca_location_path(in));
+		if (!def_out) {
+			r = ca_log_error_errno(-ENOMEM, "meta");
+			goto out;
+		}
+		out = def_out;
+	}
+	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores, .lru_bytes = CA_ARCHIVE_READER_LRU,
+		                    .cache_mode = CA_CACHE_AUTO, .no_sidecar = true };
+	r = ca_image_open(in, &io, &im); /* logs */
+	if (r == 0)
+		r = ca_image_make_sidecar(im, out); /* logs */
+out:
+	ca_image_free(im);
+	free(def_out);
+	return r;
+}
 
 int ca_image_make_set_chunk_size(struct ca_image_make_opts *o, const char *s)
 {

@@ -88,6 +88,13 @@ struct ca_image_make_opts {
  * feature set, .caexclude files and nodump flags honoured. */
 void ca_image_make_opts_init(struct ca_image_make_opts *o);
 
+/* `cafs meta make`: the metadata sidecar of the existing archive index
+ * at in (a .caidx, read through stores; none: its default store), written
+ * to out (NULL: beside in, INDEX.caidx.cameta; in must then be local).
+ * The old sidecar is what is being replaced: it is not loaded. Logs its
+ * errors; 0 or a negative errno. */
+int ca_image_make_sidecar_of(const char *in, char *const *stores, size_t n_stores, const char *out);
+
 /* The make options a command line names, checked here by the lower
  * layers' own rules, so a front end needs none of their headers. */
 /* --chunk-size (casync's AVG or MIN:AVG:MAX) into o's chunk sizes: 0 or -EINVAL. */
