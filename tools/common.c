@@ -6,7 +6,6 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <limits.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +14,6 @@
 #include "cmd.h"
 #include "base/location.h"
 #include "base/log.h"
-#include "trust/trust.h"
 
 void cafs_set_verbosity(int level)
 {
@@ -44,13 +42,13 @@ int cafs_parse_threads(const char *s, unsigned *ret)
 int cafs_trusted_key_add(const char *cmd, struct cafs_trusted_keys *tk, const char *path)
 {
 	struct ca_minisign_key *n = realloc(tk->keys, (tk->n + 1) * sizeof(*n));
-	char why[CA_TRUST_WHY_MAX];
+	char why[128];
 	if (!n)
 		return ca_log_error_errno(ENOMEM, "%s", path), 1;
 	tk->keys = n;
 	/* a bad argument, like a bad number: a usage error, before anything
 	 * runs; checked as a key of the trusted key directory (trust.h) */
-	if (ca_trust_read_key(AT_FDCWD, path, &n[tk->n], why) < 0)
+	if (ca_source_read_trusted_key(path, &n[tk->n], why, sizeof(why)) < 0)
 		return cafs_usage_error(cmd, "--trusted-key %s: %s", path, why);
 	tk->n++;
 	return 0;

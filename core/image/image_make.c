@@ -37,6 +37,7 @@
 #include "net/failover.h"
 #include "net/s3.h"
 #include "store/store_writer.h"
+#include "trust/trust.h"
 
 void ca_image_make_opts_init(struct ca_image_make_opts *o)
 {
@@ -430,6 +431,30 @@ int ca_image_make_sidecar_of(const char *in, char *const *stores, size_t n_store
 out:
 	ca_image_free(im);
 	free(def_out);
+	return r;
+}
+
+/* minisign's longest password */
+#define SIGN_PASSWORD_MAX 1024
+
+int ca_image_sign(const char *path, const struct ca_image_sign_opts *o)
+{
+	struct ca_minisign_secret key;
+	char password[SIGN_PASSWORD_MAX];
+	int r = ca_trust_load_secret(o->secret_key, NULL, &key);
+	if (r == -ENOKEY) {
+		if (!o->password || o->password(password, sizeof(password), o->userdata) < 0) {
+			ca_log_error("%s: no password given", o->secret_key);
+			r = -EINVAL;
+		} else {
+			r = ca_trust_load_secret(o->secret_key, password, &key); /* logs */
+		}
+		explicit_bzero(password, sizeof(password));
+	}
+	if (r == 0)
+		r = ca_trust_sign_file(path, &key, o->legacy, o->name, o->trusted_comment,
+		                       o->untrusted_comment); /* logs */
+	explicit_bzero(&key, sizeof(key));
 	return r;
 }
 
