@@ -1,42 +1,28 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * cmd_tree_read.c - listing and describing archives (.catar/.caidx): cafs
- * list, cafs mtree, and the archive half of cafs digest (extract is
- * core/image/image_extract.c, called by cmd_blob.c). All read through the core's
- * archive reader.
- *
- * Whole-archive walks go through the streaming decoder (which validates
- * everything); `list`/`mtree` with a PATH use random access, so only the
- * bytes (chunks) on the way to PATH and under it are read.
+ * list, cafs mtree, the archive half of cafs digest, casync stat, and the
+ * same of a directory's archive stream (the casync front end). The walks
+ * are core's (image/tree_walk.h: the streaming decoder for a whole
+ * archive, random access for a PATH, the metadata sidecar when there is
+ * one); this file prints what they hand over, in casync's formats.
  */
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <time.h>
-#include <unistd.h>
 #include <linux/fs.h>
 
-#include "image/archive_reader.h"
-#include "catar/catar_dec.h"
 #include "cmd.h"
 #include "format/feature.h"
 #include "image/image_make.h"
 #include "base/log.h"
-#include "image/sidecar.h"
-
-/* An opened archive image and its reader (core/image/archive_reader.h). */
-struct archive {
-	struct ca_image *im;
-	struct ca_archive_reader *rd;
-	const char *path; /* as given, for messages */
-};
+#include "image/tree_walk.h"
 
 /* list/mtree --cache and --offline (NULL: no cache) */
 struct cache_args {
@@ -44,13 +30,12 @@ struct cache_args {
 	bool offline;
 };
 
-/* sequential: only the stream source will read (no PATH), so a remote
- * .catar may be streamed from a server that ignores Range */
-static int archive_open_cached(struct archive *a, const char *path, char **stores, size_t n_stores,
-                               const struct cafs_trusted_keys *tk, bool no_readahead, bool sequential,
-                               const struct cache_args *c)
+/* sequential: the image will be read whole, front to back (no PATH), so a
+ * remote .catar may be streamed from a server that ignores Range */
+static int image_open(struct ca_image **ret, const char *path, char **stores, size_t n_stores,
+                      const struct cafs_trusted_keys *tk, bool sequential, const struct cache_args *c)
 {
-	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores, .lru_bytes = CA_ARCHIVE_READER_LRU,
+	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores, .lru_bytes = CA_TREE_WALK_LRU,
 	                            .sequential = sequential };
 	cafs_trusted_keys_apply(tk, &io);
 	if (c && c->dir) {
@@ -58,30 +43,8 @@ static int archive_open_cached(struct archive *a, const char *path, char **store
 		io.cache_dir = c->dir;
 	}
 	io.offline = c && c->offline;
-	struct ca_archive_reader_opts ro = { .no_readahead = no_readahead };
-	*a = (struct archive){ .path = path };
-	int r = ca_image_open(path, &io, &a->im); /* logs */
-	if (r == 0 && (r = ca_archive_reader_new(a->im, &ro, &a->rd)) < 0)
-		ca_log_error_errno(r, "%s", path);
-	return r;
-}
-
-static int archive_open(struct archive *a, const char *path, char **stores, size_t n_stores,
-                        const struct cafs_trusted_keys *tk, bool no_readahead, bool sequential)
-{
-	return archive_open_cached(a, path, stores, n_stores, tk, no_readahead, sequential, NULL);
-}
-
-static void archive_close(struct archive *a)
-{
-	/* a fetch stuck after an interrupt still uses the image: the exit frees it */
-	if (ca_archive_reader_free(a->rd) == 0)
-		ca_image_free(a->im);
-}
-
-static int report(const struct archive *a, int r, const char *path)
-{
-	return ca_archive_reader_report(a->rd, r, path);
+	*ret = NULL;
+	return ca_image_open(path, &io, ret); /* logs */
 }
 
 /* ---- printing: casync's list and mtree formats ---- */
@@ -131,9 +94,7 @@ static void put_path(const char *path)
 
 struct printer {
 	bool mtree, long_format;
-	bool flat; /* list --recursive=no: the top and its entries, as casync */
-	struct ca_digest *digest; /* mtree: file content digests */
-	const char *digest_label;  /* mtree: the field's name (--digest) */
+	const char *digest_label; /* mtree: the contents' digest field's name (--digest) */
 };
 
 static const char *user_of(const struct ca_catar_node *n, bool group)
@@ -246,279 +207,16 @@ static void print_digest_end(const struct printer *p, const uint8_t d[CA_CHUNK_I
 	printf(" %s=%s\n", p->digest_label, hex);
 }
 
-/* ---- list/mtree over the whole archive: the streaming decoder ---- */
-
-/* An archive's error, logged; for a directory's stream (a == NULL), left
- * to cafs_tree_read_dir, which knows whether its encoder said why. */
-static int walk_report(struct archive *a, int r, const char *path)
+/* One list or mtree line (ca_tree_walk's callback). */
+static int print_entry(void *userdata, const struct ca_tree_entry *e)
 {
-	return a ? report(a, r, path) : r;
-}
-
-/* The walk over s; a: the archive it reads, NULL for a directory's stream */
-static int walk_source(struct archive *a, const struct ca_catar_source *src, const struct printer *p)
-{
-	struct ca_catar_dec *d = NULL;
-	const struct ca_catar_source s = *src;
-	uint8_t *buf = NULL;
-	int r = ca_catar_dec_new(&s, &d);
-	if (r < 0)
-		return walk_report(a, r, NULL);
-	if (p->mtree && !(buf = malloc(1 << 20))) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (;;) {
-		const struct ca_catar_node *n;
-		r = ca_catar_dec_next(d, &n);
-		if (r < 0) {
-			walk_report(a, r, ca_catar_dec_path(d));
-			goto out;
-		}
-		if (r == CA_CATAR_DEC_DONE)
-			break;
-		if (r != CA_CATAR_DEC_NODE)
-			continue;
-		/* list skips payloads anyway: below the top level, just go on */
-		if (p->flat && strchr(ca_catar_dec_path(d), '/'))
-			continue;
-		print_node(p, n, ca_catar_dec_path(d));
-		if (!p->mtree || !S_ISREG(n->mode)) {
-			putchar('\n');
-			continue;
-		}
-		ssize_t k;
-		while ((k = ca_catar_dec_read_payload(d, buf, 1 << 20)) > 0)
-			ca_digest_update(p->digest, buf, (size_t)k);
-		if (k < 0) {
-			putchar('\n');
-			r = (int)k;
-			walk_report(a, r, ca_catar_dec_path(d));
-			goto out;
-		}
-		uint8_t out[CA_CHUNK_ID_SIZE];
-		ca_digest_final(p->digest, out);
-		print_digest_end(p, out);
-	}
-	r = 0;
-out:
-	free(buf);
-	ca_catar_dec_free(d);
-	return r;
-}
-
-static int walk_stream(struct archive *a, const struct printer *p)
-{
-	struct ca_catar_source s;
-	ca_archive_reader_stream(a->rd, &s);
-	return walk_source(a, &s, p);
-}
-
-/* ---- list/mtree of a subtree: random access ---- */
-
-struct ra_walk {
-	struct archive *a;
-	struct ca_catar_ra *ra;         /* NULL: walking the metadata sidecar */
-	const struct ca_sidecar *sc;
-	struct ca_catar_source src;     /* sidecar walks read payloads here */
-	const struct printer *p;
-	char *path;
-	size_t len, cap;
-	uint8_t *buf;
-};
-
-/* Up to 1 MiB of a file's content at off into w->buf. */
-static ssize_t payload_read(struct ra_walk *w, const struct ca_catar_node *n, uint64_t off)
-{
-	if (w->ra)
-		return ca_catar_ra_read(w->ra, n, w->buf, 1 << 20, off);
-	size_t len = n->payload_size - off < (1u << 20) ? (size_t)(n->payload_size - off) : (1u << 20);
-	return w->src.read(w->src.userdata, w->buf, len, n->payload_offset + off);
-}
-
-static int ra_print(struct ra_walk *w, const struct ca_catar_node *n)
-{
-	print_node(w->p, n, w->path);
-	if (!w->p->mtree || !S_ISREG(n->mode)) {
+	const struct printer *p = userdata;
+	print_node(p, e->node, e->path);
+	if (e->digest)
+		print_digest_end(p, e->digest);
+	else
 		putchar('\n');
-		return 0;
-	}
-	uint64_t off = 0;
-	while (off < n->payload_size) {
-		ssize_t k = payload_read(w, n, off);
-		if (k <= 0) {
-			putchar('\n');
-			return k < 0 ? (int)k : -EBADMSG;
-		}
-		ca_digest_update(w->p->digest, w->buf, (size_t)k);
-		off += (uint64_t)k;
-	}
-	uint8_t out[CA_CHUNK_ID_SIZE];
-	ca_digest_final(w->p->digest, out);
-	print_digest_end(w->p, out);
 	return 0;
-}
-
-static int path_push(struct ra_walk *w, const char *name)
-{
-	size_t n = strlen(name), need = w->len + 1 + n + 1;
-	if (need > w->cap) {
-		size_t c = w->cap ? w->cap : 256;
-		while (c < need)
-			c *= 2;
-		char *np = realloc(w->path, c);
-		if (!np)
-			return -ENOMEM;
-		w->path = np;
-		w->cap = c;
-	}
-	if (w->len)
-		w->path[w->len++] = '/';
-	memcpy(w->path + w->len, name, n + 1);
-	w->len += n;
-	return 0;
-}
-
-/* w->path = sub as casync prints it: components joined by single slashes */
-static int path_set(struct ra_walk *w, const char *sub)
-{
-	int r;
-	for (const char *q = sub; *q;) {
-		q += strspn(q, "/");
-		size_t l = strcspn(q, "/");
-		if (l == 0)
-			break;
-		if (!(l == 1 && q[0] == '.')) {
-			char comp[CA_FORMAT_NAME_MAX + 1];
-			snprintf(comp, sizeof(comp), "%.*s", (int)l, q);
-			r = path_push(w, comp);
-			if (r < 0)
-				return r;
-		}
-		q += l;
-	}
-	return w->path ? 0 : path_push(w, "");
-}
-
-static int ra_walk_dir(struct ra_walk *w, const struct ca_catar_node *dir, unsigned depth)
-{
-	struct ca_catar_child *c = NULL;
-	size_t n = 0;
-	int r;
-	if (depth > CA_CATAR_DEPTH_MAX)
-		return -EBADMSG;
-	r = ca_catar_ra_list(w->ra, dir, &c, &n);
-	if (r < 0)
-		return r;
-	ca_catar_ra_prefetch_children(w->ra, c, n);
-	for (size_t i = 0; i < n; i++) {
-		struct ca_catar_ra_node *child;
-		size_t saved = w->len;
-		r = ca_catar_ra_load_child(w->ra, &c[i], &child);
-		if (r < 0)
-			break;
-		const struct ca_catar_node *cn = ca_catar_ra_node_get(child);
-		r = path_push(w, cn->name);
-		if (r == 0)
-			r = ra_print(w, cn);
-		if (r == 0 && S_ISDIR(cn->mode) && !w->p->flat)
-			r = ra_walk_dir(w, cn, depth + 1);
-		ca_catar_ra_node_unref(child);
-		w->len = saved;
-		w->path[w->len] = 0;
-		if (r < 0)
-			break;
-	}
-	free(c);
-	return r;
-}
-
-static int walk_subtree(struct archive *a, const struct printer *p, const char *sub)
-{
-	struct ra_walk w = { .a = a, .p = p };
-	struct ca_catar_ra_node *node = NULL;
-	struct ca_catar_source s;
-	ca_archive_reader_random(a->rd, &s);
-	int r = ca_catar_ra_open(&s, &w.ra);
-	if (r < 0)
-		return report(a, r, NULL);
-	w.buf = malloc(1 << 20);
-	if (!w.buf) {
-		r = report(a, -ENOMEM, NULL);
-		goto out;
-	}
-	r = ca_catar_ra_lookup_path(w.ra, sub, &node);
-	if (r == -ENOENT || r == -ENOTDIR || r == -EINVAL) {
-		ca_log_error("%s: %s: not in the archive", a->path, sub);
-		goto out;
-	}
-	if (r < 0) {
-		report(a, r, sub);
-		goto out;
-	}
-	r = path_set(&w, sub);
-	if (r < 0)
-		goto out;
-	const struct ca_catar_node *n = ca_catar_ra_node_get(node);
-	r = ra_print(&w, n);
-	if (r == 0 && S_ISDIR(n->mode))
-		r = ra_walk_dir(&w, n, 0);
-	if (r < 0)
-		report(a, r, w.path);
-out:
-	ca_catar_ra_node_unref(node);
-	ca_catar_ra_free(w.ra);
-	free(w.buf);
-	free(w.path);
-	return r;
-}
-
-/* ---- list/mtree from the metadata sidecar: no chunk but mtree's payloads ---- */
-
-static int sc_walk_dir(struct ra_walk *w, size_t dir, unsigned depth)
-{
-	int r = 0;
-	if (depth > CA_CATAR_DEPTH_MAX)
-		return -EBADMSG;
-	for (size_t i = 0; r == 0 && i < ca_sidecar_n_children(w->sc, dir); i++) {
-		size_t c = ca_sidecar_child(w->sc, dir, i), saved = w->len;
-		struct ca_catar_node cn;
-		ca_sidecar_node(w->sc, c, &cn);
-		r = path_push(w, cn.name);
-		if (r == 0)
-			r = ra_print(w, &cn);
-		if (r == 0 && S_ISDIR(cn.mode) && !w->p->flat)
-			r = sc_walk_dir(w, c, depth + 1);
-		w->len = saved;
-		w->path[w->len] = 0;
-	}
-	return r;
-}
-
-static int walk_sidecar(struct archive *a, const struct printer *p, const char *sub)
-{
-	struct ra_walk w = { .a = a, .p = p, .sc = ca_image_sidecar(a->im) };
-	struct ca_catar_node n;
-	size_t i;
-	ca_archive_reader_random(a->rd, &w.src);
-	int r = ca_sidecar_lookup_path(w.sc, sub, &i);
-	if (r == -ENOENT || r == -ENOTDIR || r == -EINVAL) {
-		ca_log_error("%s: %s: not in the archive", a->path, sub);
-		return r;
-	}
-	w.buf = malloc(1 << 20);
-	r = w.buf ? path_set(&w, sub) : -ENOMEM;
-	if (r == 0) {
-		ca_sidecar_node(w.sc, i, &n);
-		r = ra_print(&w, &n);
-	}
-	if (r == 0 && S_ISDIR(n.mode))
-		r = sc_walk_dir(&w, i, 0);
-	if (r < 0)
-		report(a, r, w.path);
-	free(w.buf);
-	free(w.path);
-	return r;
 }
 
 /* what list and mtree are asked to do */
@@ -613,28 +311,20 @@ static int list_run(struct cafs_request *q)
 {
 	struct list_request *l = (struct list_request *)q;
 	const char *cmd = l->mtree ? "mtree" : "list", *in = l->in, *sub = l->sub;
-	bool mtree = l->mtree;
-	struct printer p = { .mtree = mtree, .digest_label = l->digest_label, .long_format = l->long_format,
-		             .flat = l->flat };
-	struct cache_args ca = l->cache;
-	struct archive a = { 0 };
+	struct printer p = { .mtree = l->mtree, .digest_label = l->digest_label, .long_format = l->long_format };
+	/* casync hashes contents with the archive's digest, and labels the
+	 * field after --digest (sha512256digest by default) */
+	struct ca_tree_walk_opts o = { .path = sub, .flat = l->flat, .digests = l->mtree };
+	struct ca_image *im = NULL;
 	int r;
 
 	enum ca_image_kind k = ca_location_image_kind(in);
 	if (k != CA_IMAGE_ARCHIVE && k != CA_IMAGE_ARCHIVE_INDEX)
 		return cafs_usage_error(cmd, "%s: input must end in .catar or .caidx", in);
-	/* list skips payloads: fetching them ahead would be waste */
-	r = archive_open_cached(&a, in, l->stores, l->n_stores, &l->trusted, !mtree, !sub, &ca);
-	if (r == 0 && mtree)
-		/* casync hashes contents with the archive's digest, and labels
-		 * the field after --digest (sha512256digest by default) */
-		r = ca_digest_new(ca_digest_type_from_flags(ca_image_feature_flags(a.im)), &p.digest);
-	if (r == 0 && ca_image_sidecar(a.im))
-		r = walk_sidecar(&a, &p, sub ? sub : "");
-	else if (r == 0)
-		r = sub ? walk_subtree(&a, &p, sub) : walk_stream(&a, &p);
-	ca_digest_free(p.digest);
-	archive_close(&a);
+	r = image_open(&im, in, l->stores, l->n_stores, &l->trusted, !sub, &l->cache);
+	if (r == 0)
+		r = ca_tree_walk(im, &o, print_entry, &p); /* logs */
+	ca_image_free(im);
 	if (fflush(stdout) != 0 && r >= 0)
 		r = ca_log_error_errno(EIO, "stdout");
 	return r < 0 ? 1 : 0;
@@ -734,209 +424,48 @@ static void print_stat(const struct ca_catar_node *n, const char *path, const ui
 	}
 }
 
-/* casync's "hardlink digest" of a non-directory: its serialization from
- * ENTRY through the PAYLOAD/SYMLINK/DEVICE header, then its contents (what
- * two hardlinked copies share); the content alone is the payload digest. */
-static int stat_digests(struct ra_walk *w, const struct ca_catar_source *s, const struct ca_catar_node *n,
-                        uint8_t payload[CA_CHUNK_ID_SIZE], uint8_t hl[CA_CHUNK_ID_SIZE])
+static int print_stat_entry(void *userdata, const struct ca_tree_entry *e)
 {
-	enum ca_digest_type t = ca_digest_type_from_flags(n->feature_flags);
-	struct ca_digest *dp = NULL, *dh = NULL;
-	uint64_t off = 0;
-	int r;
-	w->buf = malloc(1 << 20);
-	r = w->buf ? 0 : -ENOMEM;
-	if (r == 0)
-		r = ca_digest_new(t, &dp);
-	if (r == 0)
-		r = ca_digest_new(t, &dh);
-	while (r == 0 && off < n->meta_size) {
-		size_t want = n->meta_size - off < (1 << 20) ? (size_t)(n->meta_size - off) : (size_t)1 << 20;
-		ssize_t k = s->read(s->userdata, w->buf, want, n->entry_offset + off);
-		if (k <= 0)
-			r = k < 0 ? (int)k : -EBADMSG;
-		else if ((r = ca_digest_update(dh, w->buf, (size_t)k)) == 0)
-			off += (uint64_t)k;
-	}
-	for (off = 0; r == 0 && S_ISREG(n->mode) && off < n->payload_size;) {
-		ssize_t k = ca_catar_ra_read(w->ra, n, w->buf, 1 << 20, off);
-		if (k <= 0)
-			r = k < 0 ? (int)k : -EBADMSG;
-		else if ((r = ca_digest_update(dp, w->buf, (size_t)k)) == 0 &&
-		         (r = ca_digest_update(dh, w->buf, (size_t)k)) == 0)
-			off += (uint64_t)k;
-	}
-	if (r == 0)
-		r = ca_digest_final(dp, payload);
-	if (r == 0)
-		r = ca_digest_final(dh, hl);
-	ca_digest_free(dp);
-	ca_digest_free(dh);
-	return r;
+	(void)userdata;
+	print_stat(e->node, e->path, e->digest, e->hl_digest);
+	return 0;
 }
 
 int cafs_stat_archive(const char *in, char **stores, size_t n_stores, const char *sub,
                       const struct cafs_trusted_keys *tk)
 {
-	struct archive a;
-	struct ra_walk w = { 0 };
-	struct ca_catar_ra_node *node = NULL;
-	struct ca_catar_source s;
-	uint8_t digest[CA_CHUNK_ID_SIZE], hl[CA_CHUNK_ID_SIZE];
-	int r = archive_open(&a, in, stores, n_stores, tk, true, false);
-	if (r < 0)
-		goto out;
-	w.a = &a;
-	ca_archive_reader_random(a.rd, &s);
-	r = ca_catar_ra_open(&s, &w.ra);
-	if (r < 0) {
-		report(&a, r, NULL);
-		goto out;
-	}
-	r = path_set(&w, sub ? sub : "");
+	struct ca_image *im = NULL;
+	int r = image_open(&im, in, stores, n_stores, tk, false, NULL);
 	if (r == 0)
-		r = ca_catar_ra_lookup_path(w.ra, w.path, &node);
-	if (r == -ENOENT || r == -ENOTDIR || r == -EINVAL) {
-		ca_log_error("%s: %s: not in the archive", in, w.path);
-		goto out;
-	}
-	if (r < 0) {
-		report(&a, r, w.path);
-		goto out;
-	}
-	const struct ca_catar_node *n = ca_catar_ra_node_get(node);
-	if (!S_ISDIR(n->mode)) {
-		r = stat_digests(&w, &s, n, digest, hl);
-		if (r < 0) {
-			report(&a, r, w.path);
-			goto out;
-		}
-	}
-	/* casync has a payload digest for regular files only */
-	print_stat(n, w.path, S_ISREG(n->mode) ? digest : NULL, S_ISDIR(n->mode) ? NULL : hl);
-	if (fflush(stdout) != 0)
+		r = ca_tree_stat(im, sub, print_stat_entry, NULL); /* logs */
+	if (r == 0 && fflush(stdout) != 0)
 		r = ca_log_error_errno(EIO, "stdout");
-out:
-	ca_catar_ra_node_unref(node);
-	ca_catar_ra_free(w.ra);
-	free(w.buf);
-	free(w.path);
-	if (a.im)
-		archive_close(&a);
+	ca_image_free(im);
 	return r < 0 ? 1 : 0;
-}
-
-/* digest IN PATH of a file: its contents' digest, as casync's payload digest */
-static int digest_payload(struct archive *a, const char *sub, uint8_t ret[CA_CHUNK_ID_SIZE])
-{
-	struct ra_walk w = { .a = a };
-	struct ca_catar_ra_node *node = NULL;
-	struct ca_catar_source s;
-	uint8_t hl[CA_CHUNK_ID_SIZE];
-	int r;
-	ca_archive_reader_random(a->rd, &s);
-	r = ca_catar_ra_open(&s, &w.ra);
-	if (r == 0)
-		r = path_set(&w, sub);
-	if (r == 0)
-		r = ca_catar_ra_lookup_path(w.ra, w.path, &node);
-	if (r == -ENOENT || r == -ENOTDIR || r == -EINVAL) {
-		ca_log_error("%s: %s: not in the archive", a->path, w.path ? w.path : sub);
-		r = -ENOENT;
-	} else if (r < 0) {
-		report(a, r, w.path);
-	} else if (S_ISDIR(ca_catar_ra_node_get(node)->mode)) {
-		r = 1; /* a directory: the digest of its stream, by the caller */
-	} else if (!S_ISREG(ca_catar_ra_node_get(node)->mode)) {
-		r = ca_log_error_errno(ENOTTY, "%s: %s: not a file or directory", a->path, w.path);
-	} else if ((r = stat_digests(&w, &s, ca_catar_ra_node_get(node), ret, hl)) < 0) {
-		report(a, r, w.path);
-	}
-	ca_catar_ra_node_unref(node);
-	ca_catar_ra_free(w.ra);
-	free(w.buf);
-	free(w.path);
-	return r;
 }
 
 int cafs_digest_archive(const char *path, char **stores, size_t n_stores, const char *sub,
                         const struct cafs_trusted_keys *tk)
 {
-	struct archive a;
-	struct ca_catar_dec *d = NULL;
-	uint8_t out[CA_CHUNK_ID_SIZE], *buf = NULL;
-	struct ca_catar_source s;
-	int r = archive_open(&a, path, stores, n_stores, tk, false, !(sub && *sub));
-	if (r < 0)
-		goto out;
-	if (sub && *sub) {
-		/* casync: a file's contents, or the stream of a directory */
-		r = digest_payload(&a, sub, out);
-		if (r == 0)
-			cafs_print_digest(out);
-		if (r <= 0)
-			goto out;
-		r = ca_archive_reader_subtree(a.rd, sub, &s); /* logs */
-		if (r < 0)
-			goto out;
-	} else {
-		ca_archive_reader_stream(a.rd, &s);
-	}
-	r = ca_archive_reader_digest_start(a.rd, ca_digest_type_from_flags(ca_image_feature_flags(a.im)));
-	if (r < 0) {
-		report(&a, r, NULL);
-		goto out;
-	}
-	buf = malloc(1 << 20);
-	if (!buf || (r = ca_catar_dec_new(&s, &d)) < 0) {
-		r = report(&a, buf ? r : -ENOMEM, NULL);
-		goto out;
-	}
-	for (;;) {
-		r = ca_catar_dec_next(d, NULL);
-		if (r <= 0)
-			break;
-		ssize_t k;
-		while ((k = ca_catar_dec_read_payload(d, buf, 1 << 20)) > 0)
-			;
-		if (k < 0 && k != -EINVAL) { /* -EINVAL: not a regular file */
-			r = (int)k;
-			break;
-		}
-	}
-	/* the stream skipped no byte (-EIO if it did) */
+	struct ca_image *im = NULL;
+	uint8_t out[CA_CHUNK_ID_SIZE];
+	int r = image_open(&im, path, stores, n_stores, tk, !(sub && *sub), NULL);
 	if (r == 0)
-		r = ca_archive_reader_digest_finish(a.rd, out);
-	if (r < 0) {
-		report(&a, r, ca_catar_dec_path(d));
-		goto out;
-	}
-	cafs_print_digest(out);
-out:
-	free(buf);
-	ca_catar_dec_free(d);
-	archive_close(&a);
+		r = ca_tree_digest(im, sub, out); /* logs */
+	if (r == 0)
+		cafs_print_digest(out);
+	ca_image_free(im);
 	return r < 0 ? 1 : 0;
 }
 
 /* ---- list, mtree and stat of a directory: its archive stream, unwritten ---- */
 
-/* stat of the root: its ENTRY, the first event */
-static int stat_root(const struct ca_catar_source *s)
+/* stat of the root: the first entry, and the walk stops there */
+static int print_root_stat(void *userdata, const struct ca_tree_entry *e)
 {
-	struct ca_catar_dec *d = NULL;
-	const struct ca_catar_node *n;
-	int r = ca_catar_dec_new(s, &d);
-	if (r == 0)
-		r = ca_catar_dec_next(d, &n);
-	if (r == CA_CATAR_DEC_NODE) {
-		print_stat(n, "", NULL, NULL);
-		r = 0;
-	} else if (r >= 0) {
-		r = -EBADMSG;
-	}
-	ca_catar_dec_free(d);
-	return r;
+	(void)userdata;
+	print_stat(e->node, "", NULL, NULL);
+	return 1;
 }
 
 int cafs_tree_read_dir(const char *verb, const char *dir, const struct ca_image_make_opts *mo, bool flat,
@@ -944,25 +473,21 @@ int cafs_tree_read_dir(const char *verb, const char *dir, const struct ca_image_
 {
 	struct ca_image_dir_stream *ds = NULL;
 	struct ca_catar_source s;
-	struct printer p = { .mtree = !strcmp(verb, "mtree"), .flat = flat,
+	struct printer p = { .mtree = !strcmp(verb, "mtree"),
 	                     .digest_label = digest_label ? digest_label : "sha512256digest" };
-	int r = p.mtree ? ca_digest_new(mo->digest, &p.digest) : 0;
-	if (r < 0) {
-		ca_log_error_errno(r, "%s", dir);
-		goto out;
-	}
-	r = ca_image_dir_stream_open(dir, mo, &ds, &s); /* logs */
+	struct ca_tree_walk_opts o = { .flat = flat, .digests = p.mtree };
+	int r = ca_image_dir_stream_open(dir, mo, &ds, &s); /* logs */
 	if (r < 0)
-		goto out;
-	if (!strcmp(verb, "stat"))
-		r = stat_root(&s);
-	else
-		r = walk_source(NULL, &s, &p);
+		return 1;
+	if (!strcmp(verb, "stat")) {
+		r = ca_tree_walk_stream(&s, mo->digest, NULL, print_root_stat, NULL);
+		r = r == 1 ? 0 : r == 0 ? -EBADMSG : r; /* the root is always there */
+	} else {
+		r = ca_tree_walk_stream(&s, mo->digest, &o, print_entry, &p);
+	}
 	r = ca_image_dir_stream_close(ds, r); /* says why the stream ended early */
 	if (r == 0 && fflush(stdout) != 0)
 		r = ca_log_error_errno(EIO, "stdout");
-out:
-	ca_digest_free(p.digest);
 	return r < 0 ? 1 : 0;
 }
 

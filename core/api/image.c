@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * image.c - cafs_image and cafs_node (see cafs/image.h): the public face
- * of image/source (opening) and catar/catar_ra (random access). A public
+ * of image/source (opening), catar/catar_ra (random access) and
+ * image/tree_walk (walks). A public
  * node wraps a catar_ra node and holds a reference on its image, so that
  * the image (whose catar_ra the node's buffers are counted in) lives as
  * long as any node of it.
@@ -17,6 +18,8 @@
 #include "cafs/image.h"
 #include "catar/catar_attr.h"
 #include "catar/catar_ra.h"
+#include "format/feature.h"
+#include "image/tree_walk.h"
 #include "image/source.h"
 
 struct cafs_node {
@@ -279,4 +282,54 @@ ssize_t cafs_image_read(struct cafs_image *img, const struct cafs_node *file, vo
 		ca_image_log_read_error(img->im, (int)k, n->payload_offset + off, len); /* names the chunk */
 	api_leave(old);
 	return k;
+}
+
+struct walk {
+	struct cafs_image *img;
+	struct ca_logger *old; /* the caller's logger, for the caller's code */
+	cafs_walk_fn fn;
+	void *userdata;
+	int fn_r; /* fn's non-zero return: the caller's value, not ours to report */
+};
+
+static int walk_entry(void *userdata, const struct ca_tree_entry *e)
+{
+	struct walk *w = userdata;
+	struct cafs_node *node = NULL;
+	if (w->img->ctx->cancelled)
+		return -ECANCELED;
+	int r = node_wrap(w->img, ca_catar_ra_node_ref(e->ra_node), &node);
+	if (r < 0)
+		return r;
+	api_leave(w->old);
+	r = w->fn(w->userdata, e->path, node, e->digest);
+	api_enter(w->img->ctx);
+	cafs_node_unref(node);
+	if (r != 0)
+		w->fn_r = r;
+	return r;
+}
+
+int cafs_image_walk(struct cafs_image *img, const struct cafs_walk_options *user_o, cafs_walk_fn fn, void *userdata)
+{
+	struct cafs_walk_options o;
+	struct ca_catar_ra_node *top = NULL;
+	if (!img->ra)
+		return -EMEDIUMTYPE;
+	struct ca_logger *old = api_enter(img->ctx);
+	struct walk w = { .img = img, .old = old, .fn = fn, .userdata = userdata };
+	int r = api_options(user_o, &o, sizeof(o));
+	const char *path = o.path ? o.path : "";
+	if (r == 0)
+		r = img->ctx->cancelled ? -ECANCELED : ca_catar_ra_lookup_path(img->ra, path, &top);
+	if (r == 0) {
+		struct ca_tree_walk_opts to = { .flat = o.flat, .digests = o.digests };
+		enum ca_digest_type t = ca_digest_type_from_flags(ca_catar_ra_feature_flags(img->ra));
+		r = ca_tree_walk_ra(img->ra, top, path, t, &to, walk_entry, &w);
+	}
+	if (!w.fn_r)
+		report(img, r, path);
+	ca_catar_ra_node_unref(top);
+	api_leave(old);
+	return r;
 }

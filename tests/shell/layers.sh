@@ -26,13 +26,11 @@ TOOLS_ALLOW=$(cat <<'LIST'
 base/log.h            the one logger: "cafs: what: why" lines and -v/-q levels, the library's own
 base/location.h       operands classified by core's rules (image kind by suffix, URLs redacted in messages)
 base/stop_signals.h   the signals that stop a command (interrupt.c)
-catar/catar_dec.h     list/mtree/stat decode an archive entry by entry (cmd_tree_read.c)
 format/feature.h      the feature flags stat prints (cmd_tree_read.c)
-image/archive_reader.h list/mtree/stat read archives (cmd_tree_read.c)
 image/image_make.h    make, meta make, sign, digest, a directory's archive stream (list/mtree/stat): one call each; make's options by name (--chunk-size, --with, --compression)
 image/image_seed.h    extract (with --seed, --cache) and cache seed: one call each
-image/sidecar.h       list/mtree/stat read metadata sidecars (cmd_tree_read.c)
 image/source.h        an image opened from a source string, and its options (cmd.h); --trusted-key's key read
+image/tree_walk.h     list/mtree/stat/digest of an archive or a directory's stream: one walk each, tools/ prints
 image/store_ops.h     gc, cache stat/fill/prune/verify, the settings check at start-up: one call each
 net/caremote.h        the casync front end's pull/push: casync's remote protocol over ssh's pipes
 LIST

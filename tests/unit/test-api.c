@@ -6,7 +6,8 @@
  * cancellation stops calls and can be undone, and an image opened
  * through the library reads back what was archived. The version macros
  * agree with the library; a node outlives the caller's reference on its
- * image (run under valgrind or ASan, that shows no use after free).
+ * image (run under valgrind or ASan, that shows no use after free). A
+ * walk hands over what `cafs list` prints.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -61,6 +62,55 @@ static int count_child(void *userdata, struct cafs_node *child)
 	(void)child;
 	k->n++;
 	return 0;
+}
+
+/* casync list's mode column (the kinds the test tree has) */
+static void mode_string(mode_t m, char out[11])
+{
+	out[0] = S_ISDIR(m) ? 'd' : S_ISLNK(m) ? 'l' : '-';
+	for (int i = 0; i < 9; i++)
+		out[1 + i] = m & (0400 >> i) ? "rwxrwxrwx"[i] : '-';
+	out[10] = 0;
+}
+
+/* what cafs_image_walk hands over, printed as `cafs list` (and the digest
+ * of each regular file, when asked, after it) */
+struct listing {
+	char buf[4096];
+	size_t len;
+	int n, stop_at;
+	struct cafs_node *last; /* a reference */
+};
+
+static int list_entry(void *userdata, const char *path, struct cafs_node *node, const uint8_t *digest)
+{
+	struct listing *l = userdata;
+	struct stat st;
+	char mode[11];
+	cafs_node_get_stat(node, &st);
+	mode_string(st.st_mode, mode);
+	l->len += (size_t)snprintf(l->buf + l->len, sizeof(l->buf) - l->len, "%s %s", mode, *path ? path : ".");
+	for (int i = 0; digest && i < CAFS_DIGEST_SIZE; i++)
+		l->len += (size_t)snprintf(l->buf + l->len, sizeof(l->buf) - l->len, "%s%02x", i ? "" : " ", digest[i]);
+	l->len += (size_t)snprintf(l->buf + l->len, sizeof(l->buf) - l->len, "\n");
+	cafs_node_unref(l->last);
+	l->last = cafs_node_ref(node);
+	return ++l->n == l->stop_at ? 42 : 0;
+}
+
+/* the output of a cafs command line (its stdout, at most 4 KiB) */
+static const char *command_output(const char *dir, const char *cmd)
+{
+	static char out[4096];
+	size_t n = 0;
+	char *file = testdata_path(dir, "cmd.out");
+	FILE *f = NULL;
+	if (testdata_sh("%s >%s", cmd, file) == 0 && (f = fopen(file, "r")))
+		n = fread(out, 1, sizeof(out) - 1, f);
+	if (f)
+		fclose(f);
+	out[n] = 0;
+	return out;
 }
 
 int main(void)
@@ -143,6 +193,64 @@ int main(void)
 	}
 	check_int(cafs_image_lookup(img, "d/nope", &n), ==, -ENOENT);
 	check_int(cafs_image_lookup(img, "d/f/x", &n), ==, -ENOTDIR);
+
+	/* a walk hands over what `cafs list` prints, entry for entry, and
+	 * the contents' digest `cafs digest IN PATH` prints */
+	{
+		struct listing l = { 0 };
+		struct cafs_walk_options wo = { .size = sizeof wo };
+		char cmd[1024];
+		check_int(cafs_image_walk(img, NULL, list_entry, &l), ==, 0);
+		snprintf(cmd, sizeof(cmd), "%s list %s", cafs, path);
+		check_str(l.buf, command_output(dir, cmd));
+		check_int(l.n, ==, 4);
+		cafs_node_unref(l.last);
+		memset(&l, 0, sizeof(l));
+		wo.path = "d/";
+		check_int(cafs_image_walk(img, &wo, list_entry, &l), ==, 0);
+		snprintf(cmd, sizeof(cmd), "%s list %s d/", cafs, path);
+		check_str(l.buf, command_output(dir, cmd));
+		check_int(l.n, ==, 3);
+		cafs_node_unref(l.last);
+		memset(&l, 0, sizeof(l));
+		wo.path = NULL;
+		wo.flat = true;
+		check_int(cafs_image_walk(img, &wo, list_entry, &l), ==, 0);
+		snprintf(cmd, sizeof(cmd), "%s list --recursive=no %s", cafs, path);
+		check_str(l.buf, command_output(dir, cmd));
+		check_int(l.n, ==, 2);
+		cafs_node_unref(l.last);
+		memset(&l, 0, sizeof(l));
+		wo.path = "d/f";
+		wo.digests = true;
+		check_int(cafs_image_walk(img, &wo, list_entry, &l), ==, 0);
+		snprintf(cmd, sizeof(cmd), "printf '%%s %%s\\n' \"$(%s list %s d/f)\" \"$(%s digest %s d/f)\"", cafs, path,
+		         cafs, path);
+		check_str(l.buf, command_output(dir, cmd));
+		check_int(l.n, ==, 1);
+		/* the node handed over is kept past the walk */
+		check_str(l.last ? cafs_node_get_name(l.last) : "", "f");
+		l.last = cafs_node_unref(l.last);
+		/* fn's non-zero return stops the walk and is returned */
+		cafs_node_unref(l.last);
+		memset(&l, 0, sizeof(l));
+		l.stop_at = 2;
+		check_int(cafs_image_walk(img, NULL, list_entry, &l), ==, 42);
+		check_int(l.n, ==, 2);
+		l.last = cafs_node_unref(l.last);
+		/* a path not in the archive, and an options struct too small */
+		wo.path = "d/nope";
+		check_int(cafs_image_walk(img, &wo, list_entry, &l), ==, -ENOENT);
+		wo.path = "d/f/x";
+		check_int(cafs_image_walk(img, &wo, list_entry, &l), ==, -ENOTDIR);
+		wo.size = 4;
+		check_int(cafs_image_walk(img, &wo, list_entry, &l), ==, -EINVAL);
+		check_int(l.n, ==, 2);
+		cafs_ctx_cancel(ctx);
+		check_int(cafs_image_walk(img, NULL, list_entry, &l), ==, -ECANCELED);
+		cafs_ctx_uncancel(ctx);
+		cafs_node_unref(l.last);
+	}
 
 	/* nodes outlive the caller's image: each holds a reference on it */
 	{

@@ -142,6 +142,28 @@ int cafs_image_readdir(struct cafs_image *img, const struct cafs_node *dir, cafs
 ssize_t cafs_image_read(struct cafs_image *img, const struct cafs_node *file, void *buf, size_t len,
                         uint64_t off);
 
+/* What cafs_image_walk walks; zero-initialize, set size, then what you need. */
+struct cafs_walk_options {
+	size_t size;      /* sizeof(struct cafs_walk_options): see cafs/context.h */
+	const char *path; /* the entry to walk from, as cafs_image_lookup takes it; NULL: the root */
+	bool flat;        /* that entry and its children only, not deeper */
+	bool digests;     /* each regular file's contents' digest (every file is read) */
+};
+
+/* path: the entry's path from the root ("" for the root, "a/b"); node:
+ * borrowed for the call (cafs_node_ref it to keep it); digest: the 32
+ * bytes (CAFS_DIGEST_SIZE) of a regular file's contents hashed with the
+ * archive's digest, as casync's payload digest, when asked, else NULL. */
+typedef int (*cafs_walk_fn)(void *userdata, const char *path, struct cafs_node *node, const uint8_t *digest);
+
+/* Call fn for each entry of the subtree at o->path, that entry first, then
+ * depth first, each directory's children in name order (the archive's
+ * order, what casync list prints). Only the chunks of the entries walked
+ * are fetched (and of the files' contents with digests). A non-zero
+ * return from fn stops the walk and is returned. -ENOENT, -ENOTDIR and
+ * -EINVAL for o->path as cafs_image_lookup; -EMEDIUMTYPE for a blob. */
+int cafs_image_walk(struct cafs_image *img, const struct cafs_walk_options *o, cafs_walk_fn fn, void *userdata);
+
 #ifdef __cplusplus
 }
 #endif
