@@ -41,13 +41,10 @@
 #include "net/caremote.h"
 #include "casync_cli.h"
 #include "cmd.h"
-#include "base/fdio.h"
 #include "image/image_make.h"
-#include "format/index.h"
 #include "interrupt.h"
 #include "base/location.h"
 #include "base/log.h"
-#include "store/store.h"
 
 /* casync's --what= */
 enum what {
@@ -650,20 +647,25 @@ static void stage_release(struct stage *st)
 	*st = (struct stage){ 0 };
 }
 
-/* Copies from fd in to fd out until in's end. */
+/* Copies from fd in to fd out until in's end: 0 or a negative errno. */
 static int copy_fd(int in, int out)
 {
 	static const size_t size = 1 << 20;
 	char *buf = malloc(size);
 	int r = buf ? 0 : -ENOMEM;
 	while (r == 0) {
-		ssize_t k = ca_read_full(in, buf, size);
-		if (k < 0)
-			r = (int)k;
-		else if (k == 0)
+		ssize_t k = read(in, buf, size);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			r = k < 0 ? -errno : 0;
 			break;
-		else
-			r = ca_write_all(out, buf, (size_t)k);
+		}
+		for (ssize_t done = 0, w; r == 0 && done < k; done += w > 0 ? w : 0) {
+			w = write(out, buf + done, (size_t)(k - done));
+			if (w < 0 && errno != EINTR)
+				r = -errno;
+		}
 	}
 	free(buf);
 	return r;
@@ -913,14 +915,13 @@ static bool same_host(const char *x, const char *y)
 	return n && n == ca_location_ssh_host_len(y) && !strncmp(x, y, n);
 }
 
-/* An empty store in the stage directory, for chunks pulled or made. */
-static int stage_pulled_store(struct stage *st, struct ca_store **ret)
+/* The path of an empty store in the stage directory, for chunks pulled or
+ * made (made by the first chunk written into it). */
+static int stage_pulled_store(struct stage *st)
 {
 	int e = stage_dir(st, NULL);
 	if (e == 0 && !st->pulled && asprintf(&st->pulled, "%s/store", st->dir) < 0)
 		st->pulled = NULL, e = -ENOMEM;
-	if (e == 0)
-		e = ca_store_open(st->pulled, ret);
 	return e < 0 ? ca_log_error_errno(e, "temporary store") : 0;
 }
 
@@ -928,24 +929,14 @@ static int stage_pulled_store(struct stage *st, struct ca_store **ret)
  * into the stage's store, which then is the store. */
 static int pull_chunks(struct ssh_conn *c, struct stage *st, const char *path)
 {
-	struct ca_index *idx = NULL;
-	struct ca_store *store = NULL;
-	int e = ca_index_open(path, &idx);
-	if (e < 0)
-		ca_log_error_errno(e, "%s", path);
+	int e = stage_pulled_store(st);
 	if (e == 0)
-		e = stage_pulled_store(st, &store);
-	if (e == 0)
-		e = ca_remote_pull_chunks(c->r, idx, store, NULL);
-	if (e == 0)
-		e = ca_remote_goodbye(c->r);
+		e = ca_remote_pull_index_chunks(c->r, path, st->pulled);
 	if (e == 0) {
 		free(st->store);
 		st->store = strdup(st->pulled);
 		e = st->store ? 0 : ca_log_error_errno(ENOMEM, "store");
 	}
-	ca_store_free(store);
-	ca_index_free(idx);
 	return e;
 }
 
@@ -1015,7 +1006,6 @@ static int remote_push(const struct casync_args *a, const char *dst, enum what w
                        const char *store, const char *local_store)
 {
 	struct ssh_conn c = { .pid = -1, .in = -1, .out = -1, .sigpipe = SIG_ERR };
-	struct ca_store *s = NULL;
 	bool chunks = is_index(w) && is_ssh(store);
 	int fd = open(made, O_RDONLY | O_CLOEXEC), e = 0;
 	if (fd < 0)
@@ -1024,12 +1014,7 @@ static int remote_push(const struct casync_args *a, const char *dst, enum what w
 		close(fd);
 		return ca_log_error_errno(e, "signals"), 1;
 	}
-	if (chunks)
-		e = ca_store_open(local_store, &s);
-	if (e < 0)
-		ca_log_error_errno(e, "%s", local_store);
-	if (e == 0)
-		e = ssh_open(a, dst, true, is_index(w) ? NULL : dst, is_index(w) ? dst : NULL, chunks ? store : NULL, &c);
+	e = ssh_open(a, dst, true, is_index(w) ? NULL : dst, is_index(w) ? dst : NULL, chunks ? store : NULL, &c);
 	if (e == 0)
 		e = ca_remote_hello(c.r, !is_index(w) ? CA_PROTOCOL_PUSH_ARCHIVE
 		                         : chunks     ? CA_PROTOCOL_PUSH_INDEX | CA_PROTOCOL_PUSH_CHUNKS |
@@ -1037,10 +1022,9 @@ static int remote_push(const struct casync_args *a, const char *dst, enum what w
 		                                      : CA_PROTOCOL_PUSH_INDEX);
 	if (e == 0)
 		e = ca_remote_send_file(c.r, !is_index(w), fd);
-	if (e == 0)
-		e = ca_remote_push_chunks(c.r, s); /* until the remote's goodbye */
+	if (e == 0) /* until the remote's goodbye */
+		e = ca_remote_push_store_chunks(c.r, chunks ? local_store : NULL);
 	e = ssh_close(&c, e == 0) < 0 && e == 0 ? -EIO : e;
-	ca_store_free(s);
 	close(fd);
 	return cafs_interrupt_exit_code(e < 0 ? 1 : 0);
 }
@@ -1296,9 +1280,7 @@ static int verb_make(const struct casync_args *a, char **pos, int npos)
 		r = ca_log_error_errno(EINVAL, "%s: chunks are pushed to a HOST:PATH store with an index on the same host",
 		                       st.store);
 	} else if (r == 0 && is_index(w) && is_ssh(st.store)) {
-		struct ca_store *ps = NULL;
-		r = stage_pulled_store(&st, &ps);
-		ca_store_free(ps);
+		r = stage_pulled_store(&st);
 		b.store = st.pulled;
 	}
 	if (r == 0 && push) {

@@ -17,12 +17,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "base/digest.h"
-#include "format/format.h"
-#include "trust/minisign.h"
+/* the image calls' options: their types (digests, uid shifts, keys) are
+ * these headers' own */
 #include "image/image_make.h"
 #include "image/source.h"
-#include "catar/uidshift.h"
 
 #define EXIT_USAGE 2
 
@@ -78,6 +76,8 @@ enum cafs_option_id {
 	CAFS_OPT_UNDO_IMMUTABLE,
 	CAFS_OPT_WITH,
 	CAFS_OPT_WITHOUT,
+	CAFS_OPT_MAX_SIZE,
+	CAFS_OPT_REPAIR,
 };
 
 /*
@@ -92,6 +92,8 @@ struct cafs_option {
 	const char *help;  /* the help text; lines after the first are indented to the
 	                    * command's column; NULL: accepted but not shown */
 	unsigned keep;     /* mount: how the keeper's servers get it again (CAFS_KEEP_*) */
+	unsigned verbs;    /* a command with verbs: those it is for (bit i: the
+	                    * command's verbs[i]); 0: all of them */
 };
 
 /* cafs_option.keep: saved for the keeper's servers as given, with its path
@@ -110,6 +112,7 @@ enum {
  * casync front end; the command's own fields follow. */
 struct cafs_request {
 	int verbosity; /* -1 errors only, 0 warnings, 1 info, 2 debug */
+	int verb;      /* a command with verbs: the index of the one given */
 };
 
 /*
@@ -121,6 +124,8 @@ struct cafs_request {
  * counted) and ignores ids it does not know. A request keeps the strings
  * given to set() and operands(): they must outlive it.
  * set/operands return 0 or an exit code (already reported); run the exit code.
+ * A command with verbs (`cache stat ...`) takes the verb first; its parser
+ * then takes only the options whose table entry is for that verb.
  */
 struct cafs_command {
 	const char *name;
@@ -135,8 +140,7 @@ struct cafs_command {
 	int (*operands)(struct cafs_request *q, int n, char **arg);
 	int (*run)(struct cafs_request *q);
 	void (*release)(struct cafs_request *q);
-	/* a command that still parses its own argv (argv[0] its name) instead */
-	int (*main)(int argc, char **argv);
+	const char *const *verbs; /* NULL, or the verbs (NULL-ended): q->verb */
 };
 
 /* the commands (each in its cmd_*.c) */

@@ -16,9 +16,7 @@
 #include <unistd.h>
 
 #include "cache.h"
-#include "chunk/chunker.h"
 #include "cmd.h"
-#include "format/feature.h"
 #include "image/image_make.h"
 #include "image/image_seed.h"
 #include "image/store_ops.h"
@@ -58,7 +56,6 @@ static int make_set(struct cafs_request *q, int id, const char *arg)
 {
 	struct cafs_make_request *m = (struct cafs_make_request *)q;
 	struct ca_image_make_opts *o = &m->opts;
-	uint64_t f;
 	bool *bp;
 
 	switch (id) {
@@ -66,7 +63,7 @@ static int make_set(struct cafs_request *q, int id, const char *arg)
 		o->store = arg;
 		return 0;
 	case CAFS_OPT_CHUNK_SIZE:
-		if (ca_chunk_size_parse(arg, &o->chunk_min, &o->chunk_avg, &o->chunk_max) < 0)
+		if (ca_image_make_set_chunk_size(o, arg) < 0)
 			return cafs_usage_error("make", "invalid chunk size '%s'", arg);
 		return 0;
 	case CAFS_OPT_DIGEST:
@@ -75,14 +72,8 @@ static int make_set(struct cafs_request *q, int id, const char *arg)
 		return 0;
 	case CAFS_OPT_WITH:
 	case CAFS_OPT_WITHOUT:
-		if (ca_feature_parse_name(arg, &f) < 0)
+		if (ca_image_make_set_feature(o, arg, id == CAFS_OPT_WITH) < 0)
 			return cafs_usage_error("make", "unknown feature '%s'", arg);
-		if (id == CAFS_OPT_WITH) {
-			o->with |= f;
-			o->with_set = true;
-		} else {
-			o->without |= f;
-		}
 		return 0;
 	case CAFS_OPT_EXCLUDE_NODUMP:
 	case CAFS_OPT_EXCLUDE_SUBMOUNTS:
@@ -115,13 +106,9 @@ static int make_set(struct cafs_request *q, int id, const char *arg)
 			return cafs_usage_error("make", "invalid thread count '%s'", arg);
 		return 0;
 	case CAFS_OPT_COMPRESSION: {
-		struct ca_codec *codec = NULL;
-		if (ca_compression_parse(arg, &o->compression) < 0)
+		int e = ca_image_make_set_compression(o, arg);
+		if (e == -EINVAL)
 			return cafs_usage_error("make", "unknown compression '%s'", arg);
-		int e = ca_codec_new(CA_DIGEST_SHA512_256, &codec);
-		if (e == 0)
-			e = ca_codec_set_compression(codec, o->compression);
-		ca_codec_free(codec);
 		if (e == -EOPNOTSUPP)
 			return cafs_usage_error("make", "--compression=%s: built without its library", arg);
 		if (e < 0)

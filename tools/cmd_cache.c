@@ -8,7 +8,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +16,6 @@
 #include "base/log.h"
 #include "cmd.h"
 #include "image/store_ops.h"
-
-enum { OPT_CACHE = 0x100, OPT_MAX_SIZE, OPT_KEEP, OPT_MIN_AGE, OPT_REPAIR, OPT_DIGEST };
 
 /* ---- stat ---- */
 
@@ -35,36 +32,12 @@ static int source_presence(const char *dir, const char *source)
 	return 0;
 }
 
-/* Options shared by the verbs: --cache, -j, -v, -q, -h plus the verb's own. */
-static int common_opt(int c, const char **cache, int *verbosity)
+static int cache_stat(const struct cafs_cache_request *q)
 {
-	if (c == OPT_CACHE) {
-		*cache = optarg;
-		return 0;
-	}
-	int e = cafs_common_option(&cafs_command_cache, c, verbosity);
-	return e < 0 ? 0 : e == 0 ? 1 : e; /* 0 go on, 1 help shown, 2 usage */
-}
-
-static int cache_stat(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "cache", required_argument, NULL, OPT_CACHE },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	const char *cache_opt = NULL;
-	int c, verbosity = 0, r;
-	while ((c = getopt_long(argc, argv, "vqh", opts, NULL)) >= 0)
-		if ((r = common_opt(c, &cache_opt, &verbosity)) != 0)
-			return r == 1 ? 0 : r;
-	cafs_set_verbosity(verbosity);
-
-	char *dir = cafs_cache_dir(cache_opt);
+	char *dir = cafs_cache_dir(q->cache);
 	struct ca_store_ops_stat a;
 	char h1[32], h2[32];
+	int r;
 	if (!dir)
 		return 1;
 	r = ca_store_ops_stat(dir, &a); /* logs its errors */
@@ -77,8 +50,8 @@ static int cache_stat(int argc, char **argv)
 	printf("Size: %llu bytes (%s, %s on disk)\n", (unsigned long long)a.bytes, h1, h2);
 	if (a.tmp)
 		printf("Temporary files: %llu\n", (unsigned long long)a.tmp);
-	for (int i = optind; i < argc; i++)
-		if (source_presence(dir, argv[i]) < 0)
+	for (size_t i = 0; i < q->n_operands; i++)
+		if (source_presence(dir, q->operands[i]) < 0)
 			r = -EIO; /* go on with the others, fail at the end */
 out:
 	free(dir);
@@ -93,84 +66,15 @@ static void prune_victim(void *userdata, const char *hex)
 	printf("would remove %s\n", hex);
 }
 
-static int cache_prune(int argc, char **argv)
+static int cache_prune(const struct cafs_cache_request *q)
 {
-	static const struct option opts[] = {
-		{ "cache", required_argument, NULL, OPT_CACHE },
-		{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
-		{ "keep", required_argument, NULL, OPT_KEEP },
-		{ "min-age", required_argument, NULL, OPT_MIN_AGE },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	const char *cache_opt = NULL;
-	char **keep = NULL;
-	size_t n_keep = 0;
-	uint64_t max_size = 0;
-	bool have_max = false, dry_run = false;
-	long min_age = CA_CACHE_PRUNE_MIN_AGE_DEFAULT;
-	int c, verbosity = 0, r = 0;
-	char *dir = NULL;
-
-	while ((c = getopt_long(argc, argv, "nvqh", opts, NULL)) >= 0) {
-		switch (c) {
-		case OPT_MAX_SIZE:
-			if (cafs_parse_size(optarg, &max_size) < 0) {
-				r = cafs_usage_error("cache", "invalid size '%s'", optarg);
-				goto out;
-			}
-			have_max = true;
-			break;
-		case OPT_KEEP: {
-			char **k = realloc(keep, (n_keep + 1) * sizeof(char *));
-			if (!k) {
-				ca_log_error_errno(ENOMEM, "cache");
-				r = 1;
-				goto out;
-			}
-			keep = k;
-			keep[n_keep++] = optarg;
-			break;
-		}
-		case OPT_MIN_AGE: {
-			char *end;
-			errno = 0;
-			min_age = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || min_age < 0) {
-				r = cafs_usage_error("cache", "invalid age '%s'", optarg);
-				goto out;
-			}
-			break;
-		}
-		case 'n':
-			dry_run = true;
-			break;
-		default:
-			if ((r = common_opt(c, &cache_opt, &verbosity)) != 0) {
-				r = r == 1 ? 0 : r;
-				goto out;
-			}
-		}
-	}
-	cafs_set_verbosity(verbosity);
-	if (!have_max) {
-		r = cafs_usage_error("cache", "prune needs --max-size=SIZE");
-		goto out;
-	}
-	if (optind != argc) {
-		r = cafs_usage_error("cache", "prune takes no arguments (pin indexes with --keep)");
-		goto out;
-	}
-	r = 1;
-	dir = cafs_cache_dir(cache_opt);
+	int r = 1;
+	char *dir = cafs_cache_dir(q->cache);
 	if (!dir)
 		goto out;
-	struct ca_store_ops_prune_opts po = { .cache = dir, .max_size = max_size, .keep = keep, .n_keep = n_keep,
-		                              .min_age = min_age, .dry_run = dry_run,
-		                              .on_victim = dry_run ? prune_victim : NULL };
+	struct ca_store_ops_prune_opts po = { .cache = dir, .max_size = q->max_size, .keep = q->keep,
+		                              .n_keep = q->n_keep, .min_age = q->min_age, .dry_run = q->dry_run,
+		                              .on_victim = q->dry_run ? prune_victim : NULL };
 	struct ca_cache_prune_stats st;
 	bool failed;
 	if (ca_store_ops_prune(&po, &st, &failed) < 0) /* logs its errors */
@@ -179,63 +83,29 @@ static int cache_prune(int argc, char **argv)
 	char h1[32], h2[32], h3[32];
 	cafs_format_size(st.victim_bytes, h1, sizeof(h1));
 	cafs_format_size(st.left_bytes, h2, sizeof(h2));
-	cafs_format_size(max_size, h3, sizeof(h3));
-	printf("%s %llu chunks (%s); cache now %llu chunks, %llu bytes (%s)\n", dry_run ? "would remove" : "removed",
+	cafs_format_size(q->max_size, h3, sizeof(h3));
+	printf("%s %llu chunks (%s); cache now %llu chunks, %llu bytes (%s)\n", q->dry_run ? "would remove" : "removed",
 	       (unsigned long long)st.victims, h1, (unsigned long long)st.left_chunks,
 	       (unsigned long long)st.left_bytes, h2);
-	if (!dry_run && st.stale_tmp)
+	if (!q->dry_run && st.stale_tmp)
 		printf("removed %llu stale temporary files\n", (unsigned long long)st.stale_tmp);
-	if (st.left_bytes > max_size)
+	if (st.left_bytes > q->max_size)
 		ca_log_warning("cache: %s: still above %s: the rest is pinned by --keep or used in the last %ld s",
-		               dir, h3, min_age);
+		               dir, h3, q->min_age);
 out:
 	free(dir);
-	free(keep);
 	return r;
 }
 
 /* ---- verify ---- */
 
-static int cache_verify(int argc, char **argv)
+static int cache_verify(const struct cafs_cache_request *q)
 {
-	static const struct option opts[] = {
-		{ "cache", required_argument, NULL, OPT_CACHE },
-		{ "repair", no_argument, NULL, OPT_REPAIR },
-		{ "digest", required_argument, NULL, OPT_DIGEST },
-		{ "threads", required_argument, NULL, 'j' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	const char *cache_opt = NULL;
-	struct ca_store_ops_verify_opts vo = { .any_digest = true };
+	struct ca_store_ops_verify_opts vo = { .any_digest = q->any_digest, .digest = q->digest,
+		                               .threads = q->threads, .repair = q->repair };
 	struct ca_store_verify_stats st;
-	int c, verbosity = 0, r;
-
-	while ((c = getopt_long(argc, argv, "j:vqh", opts, NULL)) >= 0) {
-		switch (c) {
-		case OPT_REPAIR:
-			vo.repair = true;
-			break;
-		case OPT_DIGEST:
-			if (ca_digest_type_parse(optarg, &vo.digest) < 0)
-				return cafs_usage_error("cache", "unknown digest '%s'", optarg);
-			vo.any_digest = strcmp(optarg, "default") == 0;
-			break;
-		case 'j':
-			if (cafs_parse_threads(optarg, &vo.threads) < 0)
-				return cafs_usage_error("cache", "invalid thread count '%s'", optarg);
-			break;
-		default:
-			if ((r = common_opt(c, &cache_opt, &verbosity)) != 0)
-				return r == 1 ? 0 : r;
-		}
-	}
-	cafs_set_verbosity(verbosity);
-	if (optind != argc)
-		return cafs_usage_error("cache", "verify takes no arguments");
-	char *dir = cafs_cache_dir(cache_opt);
+	int r;
+	char *dir = cafs_cache_dir(q->cache);
 	if (!dir)
 		return 1;
 	vo.store = dir;
@@ -254,62 +124,171 @@ out:
 	return r < 0 ? 1 : 0;
 }
 
-static int cache_main(int argc, char **argv)
+/* ---- the request ---- */
+
+#define Q(r) ((struct cafs_cache_request *)(r))
+
+static void cache_init(struct cafs_request *r)
 {
-	if (argc < 2)
-		return cafs_usage_error("cache", "expected a verb: stat, fill, prune, verify or seed");
-	const char *verb = argv[1];
-	if (!strcmp(verb, "-h") || !strcmp(verb, "--help")) {
-		cafs_command_help(&cafs_command_cache, stdout);
-		return 0;
-	}
-	/* getopt prefixes its messages with argv[0] */
-	char name[64];
-	snprintf(name, sizeof(name), "cafs: cache %s", verb);
-	argc--, argv++;
-	argv[0] = name;
-	if (!strcmp(verb, "stat"))
-		return cache_stat(argc, argv);
-	if (!strcmp(verb, "fill"))
-		return cafs_cache_fill(argc, argv);
-	if (!strcmp(verb, "prune"))
-		return cache_prune(argc, argv);
-	if (!strcmp(verb, "verify"))
-		return cache_verify(argc, argv);
-	if (!strcmp(verb, "seed"))
-		return cafs_cache_seed(argc, argv);
-	return cafs_usage_error("cache", "unknown verb '%s'", verb);
+	Q(r)->min_age = CA_CACHE_PRUNE_MIN_AGE_DEFAULT;
+	Q(r)->any_digest = true;
 }
 
-/* the options for the help; cache_main parses each verb's own */
+/* append s to the array *v of *n (ENOMEM: reported, exit code 1) */
+static int push(char ***v, size_t *n, const char *s)
+{
+	char **k = realloc(*v, (*n + 1) * sizeof(char *));
+	if (!k)
+		return ca_log_error_errno(ENOMEM, "cache"), 1;
+	*v = k;
+	k[(*n)++] = (char *)s;
+	return 0;
+}
+
+/* the parser only gives an option to the verbs its table entry names */
+static int cache_set(struct cafs_request *r, int id, const char *arg)
+{
+	struct cafs_cache_request *q = Q(r);
+	char *end;
+	switch (id) {
+	case CAFS_OPT_CACHE:
+		q->cache = arg;
+		return 0;
+	case CAFS_OPT_STORE:
+		return push(&q->stores, &q->n_stores, arg);
+	case CAFS_OPT_THREADS:
+		if (cafs_parse_threads(arg, &q->threads) < 0)
+			return cafs_usage_error("cache", "invalid thread count '%s'", arg);
+		return 0;
+	case CAFS_OPT_RATE_LIMIT_BPS:
+		if (cafs_parse_size(arg, &q->rate_limit_bps) < 0 || q->rate_limit_bps == 0)
+			return cafs_usage_error("cache", "invalid rate '%s'", arg);
+		return 0;
+	case CAFS_OPT_TRUSTED_KEY:
+		return cafs_trusted_key_add("cache", &q->trusted, arg);
+	case CAFS_OPT_ALLOW_DOWNGRADE:
+	case CAFS_OPT_SIGNED_NAME:
+		return cafs_trust_policy_option("cache", id, arg, &q->trusted);
+	case CAFS_OPT_MAX_SIZE:
+		if (cafs_parse_size(arg, &q->max_size) < 0)
+			return cafs_usage_error("cache", "invalid size '%s'", arg);
+		q->have_max = true;
+		return 0;
+	case CAFS_OPT_KEEP:
+		return push(&q->keep, &q->n_keep, arg);
+	case CAFS_OPT_MIN_AGE:
+		errno = 0;
+		q->min_age = strtol(arg, &end, 10);
+		if (errno || *end || end == arg || q->min_age < 0)
+			return cafs_usage_error("cache", "invalid age '%s'", arg);
+		return 0;
+	case CAFS_OPT_DRY_RUN:
+		q->dry_run = true;
+		return 0;
+	case CAFS_OPT_REPAIR:
+		q->repair = true;
+		return 0;
+	case CAFS_OPT_DIGEST:
+		if (ca_digest_type_parse(arg, &q->digest) < 0)
+			return cafs_usage_error("cache", "unknown digest '%s'", arg);
+		q->any_digest = strcmp(arg, "default") == 0;
+		return 0;
+	case CAFS_OPT_SEED_STORE:
+		q->seed_store = arg;
+		return 0;
+	}
+	return 0;
+}
+
+static int cache_operands(struct cafs_request *r, int n, char **arg)
+{
+	struct cafs_cache_request *q = Q(r);
+	switch (r->verb) {
+	case CAFS_CACHE_FILL:
+		if (n == 0)
+			return cafs_usage_error("cache", "fill needs at least one SOURCE index");
+		break;
+	case CAFS_CACHE_PRUNE:
+		if (!q->have_max)
+			return cafs_usage_error("cache", "prune needs --max-size=SIZE");
+		if (n)
+			return cafs_usage_error("cache", "prune takes no arguments (pin indexes with --keep)");
+		break;
+	case CAFS_CACHE_VERIFY:
+		if (n)
+			return cafs_usage_error("cache", "verify takes no arguments");
+		break;
+	case CAFS_CACHE_SEED:
+		if (n < 2)
+			return cafs_usage_error("cache", "seed needs SOURCE and at least one SEED");
+		break;
+	}
+	q->operands = arg;
+	q->n_operands = (size_t)n;
+	return 0;
+}
+
+static int cache_run(struct cafs_request *r)
+{
+	const struct cafs_cache_request *q = Q(r);
+	switch (r->verb) {
+	case CAFS_CACHE_STAT:
+		return cache_stat(q);
+	case CAFS_CACHE_FILL:
+		return cafs_cache_fill(q);
+	case CAFS_CACHE_PRUNE:
+		return cache_prune(q);
+	case CAFS_CACHE_VERIFY:
+		return cache_verify(q);
+	default:
+		return cafs_cache_seed(q);
+	}
+}
+
+static void cache_release(struct cafs_request *r)
+{
+	struct cafs_cache_request *q = Q(r);
+	free(q->stores);
+	free(q->keep);
+	cafs_trusted_keys_release(&q->trusted);
+}
+
+static const char *const cache_verbs[] = { "stat", "fill", "prune", "verify", "seed", NULL };
+
+#define V(v) (1u << CAFS_CACHE_##v)
+
+/* one table for all verbs: .verbs names the verbs an option is for (0:
+ * all); the help says it in words ("fill: ...") */
 static const struct cafs_option cache_options[] = {
 	{ "cache", 0, "DIR", CAFS_OPT_CACHE,
 	  .help = "the cache (default: $XDG_CACHE_HOME/cafs, ~/.cache/cafs;\n"
 	  "/var/cache/cafs for root)" },
-	{ "store", 's', "DIR|URL", CAFS_OPT_STORE,
+	{ "store", 's', "DIR|URL", CAFS_OPT_STORE, .verbs = V(FILL),
 	  .help = "fill: where to download from (repeatable; default: beside each index)" },
-	{ "threads", 'j', "N", CAFS_OPT_THREADS,
+	{ "threads", 'j', "N", CAFS_OPT_THREADS, .verbs = V(FILL) | V(VERIFY),
 	  .help = "fill: transfers in flight (default 8, at most 64);\n"
 	  "verify: workers (default: CPUs, at most 16)" },
-	{ "rate-limit-bps", 0, "N", CAFS_OPT_RATE_LIMIT_BPS,
+	{ "rate-limit-bps", 0, "N", CAFS_OPT_RATE_LIMIT_BPS, .verbs = V(FILL),
 	  .help = "fill: cap the download rate (bytes/s; K, M, G suffixes)" },
-	{ "trusted-key", 0, "FILE", CAFS_OPT_TRUSTED_KEY,
+	{ "trusted-key", 0, "FILE", CAFS_OPT_TRUSTED_KEY, .verbs = V(FILL),
 	  .help = "fill: only indexes signed by this minisign key (repeatable)" },
-	{ "allow-downgrade", 0, NULL, CAFS_OPT_ALLOW_DOWNGRADE,
+	{ "allow-downgrade", 0, NULL, CAFS_OPT_ALLOW_DOWNGRADE, .verbs = V(FILL),
 	  .help = "fill: accept an index signed before the newest accepted" },
-	{ "signed-name", 0, "NAME", CAFS_OPT_SIGNED_NAME,
+	{ "signed-name", 0, "NAME", CAFS_OPT_SIGNED_NAME, .verbs = V(FILL),
 	  .help = "fill: the file name its signature must give" },
-	{ "keep", 0, "INDEX", CAFS_OPT_KEEP,
+	{ "keep", 0, "INDEX", CAFS_OPT_KEEP, .verbs = V(PRUNE),
 	  .help = "prune: never evict this index's chunks (repeatable)" },
-	{ "min-age", 0, "SECONDS", CAFS_OPT_MIN_AGE,
+	{ "min-age", 0, "SECONDS", CAFS_OPT_MIN_AGE, .verbs = V(PRUNE),
 	  .help = "prune: spare chunks used this recently (default 5)\n"
 	  "(prune also deletes *.tmp files older than an hour)" },
-	{ "dry-run", 'n', NULL, CAFS_OPT_DRY_RUN,
+	{ "dry-run", 'n', NULL, CAFS_OPT_DRY_RUN, .verbs = V(PRUNE),
 	  .help = "prune: only say what would go" },
-	{ "digest", 0, "NAME", CAFS_OPT_DIGEST,
+	{ "digest", 0, "NAME", CAFS_OPT_DIGEST, .verbs = V(VERIFY),
 	  .help = "verify: only accept this digest (default: either)" },
-	{ "seed-store", 0, "DIR", CAFS_OPT_SEED_STORE,
+	{ "seed-store", 0, "DIR", CAFS_OPT_SEED_STORE, .verbs = V(SEED),
 	  .help = "seed: the store of index seeds (default: beside each)" },
+	{ "max-size", 0, "SIZE", CAFS_OPT_MAX_SIZE, .verbs = V(PRUNE) }, /* in the verbs' lines above */
+	{ "repair", 0, NULL, CAFS_OPT_REPAIR, .verbs = V(VERIFY) },
 	{ NULL },
 };
 
@@ -324,6 +303,12 @@ const struct cafs_command cafs_command_cache = {
 	  "                                  .catar, index, or a directory for a .caidx\n",
 	.options = cache_options,
 	.help_column = 26,
-	.main = cache_main,
+	.verbs = cache_verbs,
+	.request_size = sizeof(struct cafs_cache_request),
+	.init = cache_init,
+	.set = cache_set,
+	.operands = cache_operands,
+	.run = cache_run,
+	.release = cache_release,
 };
 

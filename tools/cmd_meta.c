@@ -10,12 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "image/archive_reader.h"
 #include "cmd.h"
+#include "image/image_make.h"
 #include "base/location.h"
 #include "base/log.h"
-#include "image/sidecar.h"
-#include "image/source.h"
 
 /* what `cafs meta make` is asked to do */
 struct meta_request {
@@ -57,30 +55,11 @@ static void meta_release(struct cafs_request *q)
 static int meta_run(struct cafs_request *q)
 {
 	const struct meta_request *m = (const struct meta_request *)q;
-	const char *in = m->in, *out = m->out;
-	char *def_out = NULL;
-	int r;
-	struct ca_image *im = NULL;
-
-	if (ca_location_image_kind(in) != CA_IMAGE_ARCHIVE_INDEX)
-		return cafs_usage_error("meta", "%s: a metadata sidecar is for a .caidx", in);
-	if (!out && ca_location_is_remote(in))
-		return cafs_usage_error("meta", "%s: the index is remote: say where with --output", in);
-	if (!out) {
-		def_out = ca_sidecar_name_for(ca_location_path(in));
-		if (!def_out)
-			return ca_log_error_errno(ENOMEM, "meta"), 1;
-		out = def_out;
-	}
-	/* the old sidecar is what is being replaced: do not load it */
-	struct ca_image_opts io = { .stores = m->stores, .n_stores = m->n_stores, .lru_bytes = CA_ARCHIVE_READER_LRU,
-		                    .cache_mode = CA_CACHE_AUTO, .no_sidecar = true };
-	r = ca_image_open(in, &io, &im); /* logs */
-	if (r == 0)
-		r = ca_image_make_sidecar(im, out); /* logs */
-	ca_image_free(im);
-	free(def_out);
-	return r < 0 ? 1 : 0;
+	if (ca_location_image_kind(m->in) != CA_IMAGE_ARCHIVE_INDEX)
+		return cafs_usage_error("meta", "%s: a metadata sidecar is for a .caidx", m->in);
+	if (!m->out && ca_location_is_remote(m->in))
+		return cafs_usage_error("meta", "%s: the index is remote: say where with --output", m->in);
+	return ca_image_make_sidecar_of(m->in, m->stores, m->n_stores, m->out) < 0 ? 1 : 0; /* logs */
 }
 
 static const struct cafs_option meta_options[] = {

@@ -31,16 +31,11 @@
 
 #include "cache.h"
 #include "cmd.h"
-#include "base/digest.h"
+#include "../fs/extras.h"
 #include "../fs/fs.h"
-#include "net/failover.h"
-#include "base/fdio.h"
 #include "../fs/keeper.h"
 #include "base/location.h"
 #include "base/log.h"
-#include "store/prefetch.h"
-#include "image/profile.h"
-#include "image/sidecar.h"
 #include "image/source.h"
 
 #define DEFAULT_LRU_BYTES (UINT64_C(64) << 20)
@@ -153,7 +148,7 @@ static char *absolute(const char *p)
 	return s;
 }
 
-static char *absolute_stores(const char *s) { return ca_failover_map(s, absolute); }
+static char *absolute_stores(const char *s) { return fs_stores_map(s, absolute); }
 
 /* Save an argument for the servers: name (may be NULL) followed by the
  * value, made absolute by fn when given. */
@@ -591,87 +586,24 @@ static int wait_ready(pid_t child, int fd)
 struct image {
 	struct ca_image *im;
 	struct fs *fs;
-	struct ca_profile_rec *rec; /* --record-profile */
-	struct ca_prefetch *pf;     /* profile replay and fill */
+	struct fs_extras x; /* profiles, prefetch */
 };
 
 static void image_release(struct image *im)
 {
-	ca_prefetch_stop(im->pf); /* first: its workers read through the image */
+	fs_extras_stop(&im->x); /* first: its workers read through the image */
 	fs_free(im->fs);
 	ca_image_free(im->im);
-	ca_profile_rec_free(im->rec);
-}
-
-/* The profile to replay: --profile FILE, or the one published beside the
- * index (none with --profile=none). A profile that cannot be used is
- * said in one warning; the mount goes on without it. */
-static int open_profile(const struct mount_args *a, const struct ca_image_opts *io, struct daemon *d,
-                        struct image *im, struct ca_profile **ret)
-{
-	*ret = NULL;
-	if (a->profile && !strcmp(a->profile, "none"))
-		return 0;
-	if (!a->profile) /* (its bytes kept for a restarted server) */
-		return ca_source_open_profile_kept(a->source, ca_image_index(im->im), io, ret, &d->profile);
-	int r = ca_profile_load(a->profile, ret);
-	if (r == -EBADMSG)
-		ca_log_warning("%s: not a valid prefetch profile: ignored", a->profile);
-	else if (r == -ENOMEM)
-		return ca_log_error_errno(r, "%s", a->profile);
-	else if (r < 0)
-		ca_log_warning_errno(r, "%s: prefetch profile ignored", a->profile);
-	return 0;
-}
-
-/* Start the background work: the profile's chunks, then with --fill the
- * rest. Logs its errors. */
-static int start_prefetch(const struct mount_args *a, const struct ca_image_opts *io, struct daemon *d,
-                          struct image *im)
-{
-	struct ca_profile *prof = NULL;
-	size_t *order = NULL, n = 0, skipped = 0;
-	struct ca_index *idx = ca_image_index(im->im);
-	int r = idx ? open_profile(a, io, d, im, &prof) : 0;
-	if (r == 0 && prof) {
-		r = ca_profile_resolve(prof, idx, ca_image_sidecar(im->im), &order, &n, &skipped);
-		if (r < 0)
-			ca_log_error_errno(r, "%s", a->source);
-		else
-			ca_log_info("prefetch profile: %zu chunks (%zu of %zu items name nothing in this image)", n,
-			            skipped, ca_profile_count(prof));
-	}
-	ca_profile_free(prof);
-	if (r == 0 && (n > 0 || a->fill)) {
-		r = ca_prefetch_start(ca_image_chunksrc(im->im), idx, order, n, a->fill, &im->pf);
-		if (r < 0)
-			ca_log_error_errno(r, "%s", a->source);
-	} else {
-		free(order);
-	}
-	return r;
-}
-
-/* SHA-256 of an index's bytes as hex (what `sha256sum` of the file
- * says, for an admin to compare); "?" if it cannot be computed. */
-static void index_sha256(const void *data, size_t size, char hex[2 * CA_CHUNK_ID_SIZE + 1])
-{
-	struct ca_digest *dg = NULL;
-	uint8_t sum[CA_CHUNK_ID_SIZE];
-	if (ca_digest_new(CA_DIGEST_SHA256, &dg) == 0 && ca_digest_once(dg, data, size, sum) == 0)
-		ca_id_to_hex(sum, hex);
-	else
-		strcpy(hex, "?");
-	ca_digest_free(dg);
+	fs_extras_release(&im->x);
 }
 
 /* A restarted server says, once, what it serves: the kept index, whatever
  * the URL holds now (keeper.h). */
 static void log_kept(const struct mount_args *a, const struct daemon *d)
 {
-	char hex[2 * CA_CHUNK_ID_SIZE + 1];
+	char hex[FS_SHA256_HEX_SIZE];
 	char *shown = ca_location_redact(a->source);
-	index_sha256(d->ks.index, d->ks.index_size, hex);
+	fs_index_sha256(d->ks.index, d->ks.index_size, hex);
 	ca_log_info("%s: serving the index kept since the mount (sha256 %s)%s", shown ? shown : "mount", hex,
 	            d->ks.sidecar ? ", its sidecar and profile: nothing fetched" : "; its sidecar and profile fetched");
 	free(shown);
@@ -747,13 +679,13 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 		       -EINVAL;
 	if (a->fill && !ca_image_cache_dir(im->im))
 		return ca_log_error("%s: --fill needs a chunk cache (--cache=DIR)", a->source), -EINVAL;
-	if (a->record_profile && (r = ca_profile_rec_new(&im->rec)) < 0)
-		return ca_log_error_errno(r, "mount");
-	o.record = im->rec;
-	r = start_prefetch(a, &io, d, im);
+	if (a->record_profile && (r = fs_extras_record(&im->x)) < 0)
+		return r;
+	o.record = im->x.rec;
+	r = fs_extras_prefetch(&im->x, im->im, a->source, a->profile, a->fill, &io, &d->profile);
 	if (r < 0)
 		return r;
-	o.prefetch = im->pf;
+	o.prefetch = im->x.pf;
 	r = fs_new(im->im, &o, &im->fs);
 	if (r == -EBADMSG)
 		ca_log_error_errno(r, "%s: not a valid archive", a->source);
@@ -761,19 +693,6 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 		ca_log_error_errno(r, "%s", a->source);
 	free(name);
 	return r;
-}
-
-/* --record-profile, at unmount: files by path through the sidecar, bound
- * to this index. */
-static int write_profile(const struct mount_args *a, struct image *im)
-{
-	uint8_t digest[CA_CHUNK_ID_SIZE];
-	size_t size;
-	const void *bytes = ca_index_data(ca_image_index(im->im), &size);
-	int r = ca_sidecar_index_digest(bytes, size, digest);
-	if (r < 0)
-		return ca_log_error_errno(r, "%s", a->record_profile);
-	return ca_profile_rec_write(im->rec, a->record_profile, digest, ca_image_sidecar(im->im));
 }
 
 /* Open, mount, serve until unmounted or signalled. Returns an exit code. */
@@ -807,8 +726,8 @@ static int run(const struct mount_args *a, struct daemon *d)
 		so.kernel_readahead_kb = FS_BLOB_KERNEL_READAHEAD_KB;
 	if (r == 0)
 		r = fs_serve(im.fs, a->mountpoint, &so);
-	if (r == 0 && im.rec)
-		(void)write_profile(a, &im); /* logs */
+	if (r == 0 && im.x.rec)
+		(void)fs_extras_write_profile(&im.x, im.im, a->record_profile); /* logs */
 	image_release(&im);
 	free(fsname);
 	return r < 0 ? 1 : 0;
@@ -893,6 +812,20 @@ static void demoted(void *userdata, enum ca_log_level level, const char *line)
 		fprintf(stderr, "cafs: takeover: index check: %s\n", line);
 }
 
+/* size bytes from fd's start into buf: 0, or -1 (errno set; EIO: short) */
+static int pread_all(int fd, void *buf, size_t size)
+{
+	for (size_t done = 0; done < size;) {
+		ssize_t k = pread(fd, (char *)buf + done, size - done, (off_t)done);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return errno = k < 0 ? errno : EIO, -1;
+		done += (size_t)k;
+	}
+	return 0;
+}
+
 /* --takeover: has the index at the mount's source changed since it was
  * mounted? Fetched as a mount would (the cache's copy and a conditional
  * GET, trusted keys, the usual deadline; not offline); the new server
@@ -908,11 +841,11 @@ static void check_index_changed(const char *mp, const struct mount_args *b, int 
 	};
 	struct ca_index *now = NULL;
 	struct stat st;
-	char kept_hex[2 * CA_CHUNK_ID_SIZE + 1], now_hex[2 * CA_CHUNK_ID_SIZE + 1];
+	char kept_hex[FS_SHA256_HEX_SIZE], now_hex[FS_SHA256_HEX_SIZE];
 	void *kept = NULL;
 	size_t size, now_size;
 	if (b->offline || fstat(index_fd, &st) < 0 || !(kept = malloc((size = (size_t)st.st_size) ? size : 1)) ||
-	    ca_pread_full(index_fd, kept, size, 0) != (ssize_t)size)
+	    pread_all(index_fd, kept, size) < 0)
 		goto out;
 	cafs_trusted_keys_apply(&b->trusted, &io);
 	ca_source_http_opts(&http);
@@ -930,8 +863,8 @@ static void check_index_changed(const char *mp, const struct mount_args *b, int 
 		goto out;
 	}
 	char *shown = ca_location_redact(b->source);
-	index_sha256(kept, size, kept_hex);
-	index_sha256(bytes, now_size, now_hex);
+	fs_index_sha256(kept, size, kept_hex);
+	fs_index_sha256(bytes, now_size, now_hex);
 	ca_log_warning("%s: the index at %s changed since it was mounted; still serving the mounted one (sha256 %s, "
 	               "now %s); remount to switch",
 	               mp, shown ? shown : "its source", kept_hex, now_hex);
@@ -1072,7 +1005,7 @@ static int mount_run(struct cafs_request *q)
 	if (profile)
 		a.profile = profile;
 	for (size_t i = 0; i < a.n_stores; i++) {
-		char *s = ca_failover_map(a.stores[i], absolute); /* each member of a group */
+		char *s = fs_stores_map(a.stores[i], absolute); /* each member of a group */
 		if (!s) {
 			ca_log_error_errno(ENOMEM, "%s", cmd);
 			goto out;

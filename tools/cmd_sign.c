@@ -12,17 +12,13 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-
 #include "cmd.h"
 #include "base/log.h"
-#include "trust/trust.h"
-
-#define PASSWORD_MAX 1024 /* minisign's */
 
 /* One line of standard input, without echo on a terminal: 0, or -1. */
-static int read_password(char *buf, size_t size)
+static int read_password(char *buf, size_t size, void *userdata)
 {
+	(void)userdata;
 	struct termios old, quiet;
 	bool tty = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &old) == 0;
 	int r = 0;
@@ -91,30 +87,15 @@ static int sign_operands(struct cafs_request *q, int n, char **arg)
 static int sign_run(struct cafs_request *q)
 {
 	const struct sign_request *g = (const struct sign_request *)q;
-	const char *key_path = g->key_path, *trusted = g->trusted, *untrusted = g->untrusted, *name = g->name;
 	const char *in = g->in;
-	struct ca_minisign_secret key;
-	char password[PASSWORD_MAX];
-	bool legacy = g->legacy;
-	int r;
+	struct ca_image_sign_opts so = { .secret_key = g->key_path, .password = read_password, .legacy = g->legacy,
+		                         .name = g->name, .trusted_comment = g->trusted,
+		                         .untrusted_comment = g->untrusted };
 
 	enum ca_image_kind kind = ca_location_image_kind(in);
 	if (ca_location_kind(in) != CA_LOCATION_PATH || (kind != CA_IMAGE_BLOB_INDEX && kind != CA_IMAGE_ARCHIVE_INDEX))
 		return cafs_usage_error("sign", "%s: a local index (.caibx, .caidx) is signed, not an archive or URL", in);
-	r = ca_trust_load_secret(key_path, NULL, &key);
-	if (r == -ENOKEY) {
-		if (read_password(password, sizeof(password)) < 0) {
-			ca_log_error("%s: no password given", key_path);
-			r = -EINVAL;
-		} else {
-			r = ca_trust_load_secret(key_path, password, &key); /* logs */
-		}
-		OPENSSL_cleanse(password, sizeof(password));
-	}
-	if (r == 0)
-		r = ca_trust_sign_file(ca_location_path(in), &key, legacy, name, trusted, untrusted); /* logs */
-	OPENSSL_cleanse(&key, sizeof(key));
-	return r < 0 ? 1 : 0;
+	return ca_image_sign(ca_location_path(in), &so) < 0 ? 1 : 0; /* logs */
 }
 
 static const struct cafs_option sign_options[] = {

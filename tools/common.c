@@ -6,7 +6,6 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <limits.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +14,6 @@
 #include "cmd.h"
 #include "base/location.h"
 #include "base/log.h"
-#include "store/make.h"
-#include "trust/trust.h"
 
 void cafs_set_verbosity(int level)
 {
@@ -45,13 +42,13 @@ int cafs_parse_threads(const char *s, unsigned *ret)
 int cafs_trusted_key_add(const char *cmd, struct cafs_trusted_keys *tk, const char *path)
 {
 	struct ca_minisign_key *n = realloc(tk->keys, (tk->n + 1) * sizeof(*n));
-	char why[CA_TRUST_WHY_MAX];
+	char why[128];
 	if (!n)
 		return ca_log_error_errno(ENOMEM, "%s", path), 1;
 	tk->keys = n;
 	/* a bad argument, like a bad number: a usage error, before anything
 	 * runs; checked as a key of the trusted key directory (trust.h) */
-	if (ca_trust_read_key(AT_FDCWD, path, &n[tk->n], why) < 0)
+	if (ca_source_read_trusted_key(path, &n[tk->n], why, sizeof(why)) < 0)
 		return cafs_usage_error(cmd, "--trusted-key %s: %s", path, why);
 	tk->n++;
 	return 0;
@@ -160,18 +157,60 @@ const struct cafs_option *cafs_command_option(const struct cafs_command *c, int 
 	return NULL;
 }
 
+/* o is given to verb (a command without verbs: every option is) */
+static bool for_verb(const struct cafs_command *c, const struct cafs_option *o, int verb)
+{
+	return !c->verbs || !o->verbs || (o->verbs & (1u << verb));
+}
+
 /* the id of the option getopt returned as c: long options return their id,
  * short ones their letter */
-static int option_id(const struct cafs_command *c, int ch)
+static int option_id(const struct cafs_command *c, int verb, int ch)
 {
 	for (const struct cafs_option *o = c->options; ch < 0x100 && o && o->name; o++)
-		if (o->short_name && o->short_name == ch)
+		if (o->short_name && o->short_name == ch && for_verb(c, o, verb))
 			return o->id;
 	return ch;
 }
 
+/* A command with verbs: argv[1] is one (into q->verb). -1 to go on, or the
+ * exit code (-h instead of a verb: 0 after the help). */
+static int parse_verb(const struct cafs_command *c, struct cafs_request *q, int argc, char **argv)
+{
+	if (argc < 2) {
+		char list[256];
+		size_t n = 0, len = 0;
+		while (c->verbs[n])
+			n++;
+		list[0] = 0;
+		for (size_t i = 0; i < n && len < sizeof(list); i++)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ",
+			                        c->verbs[i]);
+		return cafs_usage_error(c->name, "expected a verb: %s", list);
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		cafs_command_help(c, stdout);
+		return 0;
+	}
+	for (int i = 0; c->verbs[i]; i++)
+		if (!strcmp(argv[1], c->verbs[i])) {
+			q->verb = i;
+			return -1;
+		}
+	return cafs_usage_error(c->name, "unknown verb '%s'", argv[1]);
+}
+
 int cafs_command_parse(const struct cafs_command *c, struct cafs_request *q, int argc, char **argv)
 {
+	int shift = 0;
+	if (c->verbs) {
+		int e = parse_verb(c, q, argc, argv);
+		if (e >= 0)
+			return e;
+		shift = 1; /* getopt parses the verb's arguments, with the verb as argv[0] */
+	}
+	argc -= shift;
+	argv += shift;
 	size_t n = 0, k = 0, s = 0;
 	for (const struct cafs_option *o = c->options; o && o->name; o++)
 		n++;
@@ -187,6 +226,8 @@ int cafs_command_parse(const struct cafs_command *c, struct cafs_request *q, int
 	}
 	for (int t = 0; t < 2; t++)
 		for (const struct cafs_option *o = t ? common_options : c->options; o && o->name; o++) {
+			if (!for_verb(c, o, q->verb))
+				continue;
 			lo[k++] = (struct option){ o->name, o->arg ? required_argument : no_argument, NULL,
 			                           o->short_name ? o->short_name : o->id };
 			if (o->short_name) {
@@ -199,11 +240,11 @@ int cafs_command_parse(const struct cafs_command *c, struct cafs_request *q, int
 	/* getopt reports bad options itself, prefixed with argv[0]: "cafs:
 	 * CMD", so that every message on stderr starts with "cafs: "; optind
 	 * = 0, a full restart of getopt for each parse */
-	snprintf(name, sizeof(name), "cafs: %s", c->name);
+	snprintf(name, sizeof(name), "cafs: %s%s%s", c->name, shift ? " " : "", shift ? c->verbs[q->verb] : "");
 	argv[0] = name;
 	optind = 0;
 	while (r < 0 && (ch = getopt_long(argc, argv, shortopts, lo, NULL)) >= 0) {
-		int id = option_id(c, ch);
+		int id = option_id(c, q->verb, ch);
 		if (id == 'h' || id == '?' || id == ':') {
 			r = cafs_common_option(c, id, &q->verbosity);
 			break;
@@ -246,13 +287,6 @@ void cafs_request_free(const struct cafs_command *c, struct cafs_request *q)
 
 int cafs_command_main(const struct cafs_command *c, int argc, char **argv)
 {
-	if (c->main) {
-		char name[64];
-		snprintf(name, sizeof(name), "cafs: %s", c->name);
-		argv[0] = name;
-		optind = 0;
-		return c->main(argc, argv);
-	}
 	struct cafs_request *q = cafs_request_new(c);
 	if (!q)
 		return 1;

@@ -29,7 +29,7 @@
 #include "casync_cli.h"
 #include "cmd.h"
 #include "base/log.h"
-#include "net/storeconf.h"
+#include "image/store_ops.h"
 
 static const struct cafs_command *const commands[] = {
 	&cafs_command_make, &cafs_command_extract, &cafs_command_digest, &cafs_command_info,
@@ -82,11 +82,11 @@ int main(int argc, char **argv)
 	base = base ? base + 1 : argv[0];
 	ensure_std_fds();
 	ca_log_use(&logger);
-	/* a bad store settings file (storeconf.h) is one line before any
+	/* a bad store settings file (cafs.conf) is one line before any
 	 * work; help needs none */
 	bool just_help = argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "-h") ||
 	                 !strcmp(argv[1], "--help") || !strcmp(argv[1], "--version");
-	if (!just_help && ca_storeconf_check() < 0)
+	if (!just_help && ca_store_ops_check_settings() < 0)
 		return 1;
 
 	if (!strcmp(base, "mount.cafs")) {

@@ -19,6 +19,7 @@
 #include "base/condwait.h"     /* ca_deadline_ms: a metadata wait gives up (FS_META_WAIT_MS) */
 #include "base/stop_signals.h" /* SIGINT/SIGTERM/SIGHUP end the session loop */
 #include "base/location.h"     /* ca_image_kind: a .caibx is a blob mount, the rest tree mounts */
+#include "base/digest.h"       /* the kept index's sha256 a restarted server names (extras.h) */
 
 /* format */
 #include "format/feature.h" /* ca_feature_to_chattr: FS_IOC_GETFLAGS */
@@ -33,15 +34,15 @@
 /* store */
 #include "store/chunksrc.h" /* a FUSE interrupt ends a chunk wait; the chunk counters in the stats */
 #include "store/blob.h"     /* the image's bytes: chunk spans replied without a copy */
-#include "store/prefetch.h" /* --profile/--fill: their progress in the stats */
+#include "store/prefetch.h" /* --profile/--fill: started (extras.h), their progress in the stats */
 
 /* net */
-#include "net/failover.h" /* the stores' failover group: its state in the stats */
+#include "net/failover.h" /* the stores' failover group: its state in the stats, its members (extras.h) */
 #include "net/remote.h"   /* a remote store's state and HTTP counters in the stats */
 
 /* image */
 #include "image/source.h"  /* the opened image the mount serves, and its archive source */
 #include "image/sidecar.h" /* the metadata sidecar: the tree without reading the archive */
-#include "image/profile.h" /* --record-profile: every read is told to it */
+#include "image/profile.h" /* profiles replayed and recorded (extras.h); every read is told to the recorder */
 
 #endif

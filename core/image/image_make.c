@@ -20,10 +20,13 @@
 #include "base/buf.h"
 #include "catar/catar_enc.h"
 #include "catar/catar_ra.h"
+#include "chunk/chunker.h"
+#include "chunk/compress.h"
 #include "base/digest_pipe.h"
 #include "base/fdio.h"
 #include "base/thread.h"
 #include "format/feature.h"
+#include "image/archive_reader.h"
 #include "image/image_make.h"
 #include "base/log.h"
 #include "image/profile.h"
@@ -34,6 +37,7 @@
 #include "net/failover.h"
 #include "net/s3.h"
 #include "store/store_writer.h"
+#include "trust/trust.h"
 
 void ca_image_make_opts_init(struct ca_image_make_opts *o)
 {
@@ -405,6 +409,88 @@ static int make_local(const char *out, const char *input, const struct ca_image_
 
 /* the reason into msg, the caller's usage error */
 #define refuse(msg, len, ...) (snprintf((msg), (len), __VA_ARGS__), -EINVAL)
+
+int ca_image_make_sidecar_of(const char *in, char *const *stores, size_t n_stores, const char *out)
+{
+	char *def_out = NULL;
+	struct ca_image *im = NULL;
+	int r = 0;
+	if (!out) {
+		def_out = ca_sidecar_name_for(ca_location_path(in));
+		if (!def_out) {
+			r = ca_log_error_errno(-ENOMEM, "meta");
+			goto out;
+		}
+		out = def_out;
+	}
+	struct ca_image_opts io = { .stores = stores, .n_stores = n_stores, .lru_bytes = CA_ARCHIVE_READER_LRU,
+		                    .cache_mode = CA_CACHE_AUTO, .no_sidecar = true };
+	r = ca_image_open(in, &io, &im); /* logs */
+	if (r == 0)
+		r = ca_image_make_sidecar(im, out); /* logs */
+out:
+	ca_image_free(im);
+	free(def_out);
+	return r;
+}
+
+/* minisign's longest password */
+#define SIGN_PASSWORD_MAX 1024
+
+int ca_image_sign(const char *path, const struct ca_image_sign_opts *o)
+{
+	struct ca_minisign_secret key;
+	char password[SIGN_PASSWORD_MAX];
+	int r = ca_trust_load_secret(o->secret_key, NULL, &key);
+	if (r == -ENOKEY) {
+		if (!o->password || o->password(password, sizeof(password), o->userdata) < 0) {
+			ca_log_error("%s: no password given", o->secret_key);
+			r = -EINVAL;
+		} else {
+			r = ca_trust_load_secret(o->secret_key, password, &key); /* logs */
+		}
+		explicit_bzero(password, sizeof(password));
+	}
+	if (r == 0)
+		r = ca_trust_sign_file(path, &key, o->legacy, o->name, o->trusted_comment,
+		                       o->untrusted_comment); /* logs */
+	explicit_bzero(&key, sizeof(key));
+	return r;
+}
+
+int ca_image_make_set_chunk_size(struct ca_image_make_opts *o, const char *s)
+{
+	return ca_chunk_size_parse(s, &o->chunk_min, &o->chunk_avg, &o->chunk_max);
+}
+
+int ca_image_make_set_feature(struct ca_image_make_opts *o, const char *name, bool with)
+{
+	uint64_t f;
+	int r = ca_feature_parse_name(name, &f);
+	if (r < 0)
+		return r;
+	if (with) {
+		o->with |= f;
+		o->with_set = true;
+	} else {
+		o->without |= f;
+	}
+	return 0;
+}
+
+int ca_image_make_set_compression(struct ca_image_make_opts *o, const char *name)
+{
+	struct ca_codec *codec = NULL;
+	int r = ca_compression_parse(name, &o->compression);
+	if (r < 0)
+		return -EINVAL;
+	/* a codec made now says whether this build has its library */
+	r = ca_codec_new(CA_DIGEST_SHA512_256, &codec);
+	if (r == 0)
+		r = ca_codec_set_compression(codec, o->compression);
+	ca_codec_free(codec);
+	return r;
+}
 
 int ca_image_make_check(const char *out, const struct ca_image_make_opts *o, char *msg, size_t len)
 {

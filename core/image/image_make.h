@@ -88,6 +88,40 @@ struct ca_image_make_opts {
  * feature set, .caexclude files and nodump flags honoured. */
 void ca_image_make_opts_init(struct ca_image_make_opts *o);
 
+/* `cafs meta make`: the metadata sidecar of the existing archive index
+ * at in (a .caidx, read through stores; none: its default store), written
+ * to out (NULL: beside in, INDEX.caidx.cameta; in must then be local).
+ * The old sidecar is what is being replaced: it is not loaded. Logs its
+ * errors; 0 or a negative errno. */
+int ca_image_make_sidecar_of(const char *in, char *const *stores, size_t n_stores, const char *out);
+
+/* `cafs sign`: what the signature of an index is made with */
+struct ca_image_sign_opts {
+	const char *secret_key; /* a minisign secret key file (minisign -G) */
+	/* asked once for the key's password when it is encrypted: fills buf
+	 * (NUL-terminated, at most size bytes); 0, or -1 when none is given */
+	int (*password)(char *buf, size_t size, void *userdata);
+	void *userdata;
+	bool legacy;                   /* minisign -S -l instead of the prehashed signature */
+	const char *name;              /* the file name it is published under (NULL: path's) */
+	const char *trusted_comment;   /* more signed text (NULL: none) */
+	const char *untrusted_comment; /* NULL: minisign's */
+};
+/* Sign the local index file at path: writes path.minisig as minisign -S
+ * does (trust.h, ca_trust_sign_file). The key and password are wiped
+ * after use. Logs its errors; 0 or a negative errno. */
+int ca_image_sign(const char *path, const struct ca_image_sign_opts *o);
+
+/* The make options a command line names, checked here by the lower
+ * layers' own rules, so a front end needs none of their headers. */
+/* --chunk-size (casync's AVG or MIN:AVG:MAX) into o's chunk sizes: 0 or -EINVAL. */
+int ca_image_make_set_chunk_size(struct ca_image_make_opts *o, const char *s);
+/* --with/--without NAME (a feature or a group, feature.h) into o: 0 or -EINVAL. */
+int ca_image_make_set_feature(struct ca_image_make_opts *o, const char *name, bool with);
+/* --compression NAME into o: 0, -EINVAL (no such name), -EOPNOTSUPP
+ * (built without its library), or another negative errno. */
+int ca_image_make_set_compression(struct ca_image_make_opts *o, const char *name);
+
 /* What ca_image_make refuses before any work because out and o do not
  * go together (a URL it cannot write, an unknown suffix, a .catar for a
  * bucket, a profile for a .catar): -EINVAL with msg set to the one-line

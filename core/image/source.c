@@ -423,6 +423,15 @@ static int open_local_store(const struct ca_location *at, struct ca_store **ret)
 	return r < 0 ? ca_log_error_errno(r, "%s", at->path) : 0;
 }
 
+int ca_source_read_trusted_key(const char *path, struct ca_minisign_key *ret, char *why, size_t why_size)
+{
+	char w[CA_TRUST_WHY_MAX] = "";
+	int r = ca_trust_read_key(AT_FDCWD, path, ret, w);
+	if (r < 0 && why_size)
+		snprintf(why, why_size, "%s", w);
+	return r;
+}
+
 int ca_source_open_store(const char *store, struct ca_store **ret)
 {
 	struct ca_location at;

@@ -103,6 +103,12 @@ struct ca_buf;
 int ca_source_open_profile_kept(const char *source, const struct ca_index *idx, const struct ca_image_opts *o,
                                 struct ca_profile **ret, struct ca_buf *ret_bytes);
 
+/* A key for ca_image_opts.trusted_keys from the file at path (--trusted-key),
+ * checked as a key of the trusted key directory is (trust.h). 0, or a
+ * negative errno, not logged, with why (why_size bytes) the reason for
+ * "PATH: <why>". */
+int ca_source_read_trusted_key(const char *path, struct ca_minisign_key *ret, char *why, size_t why_size);
+
 /* A local store (a path or file:// URL; -EPROTONOSUPPORT for other URLs).
  * Logs. */
 int ca_source_open_store(const char *store, struct ca_store **ret);

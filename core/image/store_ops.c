@@ -21,6 +21,7 @@
 #include "image/source.h"
 #include "image/store_ops.h"
 #include "net/s3.h"
+#include "net/storeconf.h"
 #include "store/cache_fill.h"
 #include "store/chunksrc.h"
 #include "store/store.h"
@@ -437,4 +438,9 @@ out:
 	free(have);
 	ca_index_free(idx);
 	return r;
+}
+
+int ca_store_ops_check_settings(void)
+{
+	return ca_storeconf_check();
 }

@@ -165,4 +165,11 @@ struct ca_store_ops_info {
 int ca_store_ops_info(const char *source, const struct ca_image_opts *io, char *const *stores, size_t n_stores,
                       struct ca_store_ops_info *ret);
 
+/* ---- settings ---- */
+
+/* Read the store settings files (cafs.conf, net/storeconf.h) once, with
+ * their warnings, and forget them: a program's start-up check, so that a
+ * bad file is one line before any work. 0, or a negative errno (logged). */
+int ca_store_ops_check_settings(void);
+
 #endif

@@ -542,6 +542,40 @@ int ca_remote_push_chunks(struct ca_remote *r, struct ca_store *store)
 	}
 }
 
+int ca_remote_pull_index_chunks(struct ca_remote *r, const char *index_path, const char *store)
+{
+	struct ca_index *idx = NULL;
+	struct ca_store *s = NULL;
+	int e = ca_index_open(index_path, &idx);
+	if (e < 0) {
+		ca_log_error_errno(e, "%s", index_path);
+		goto out;
+	}
+	e = ca_store_open(store, &s);
+	if (e < 0) {
+		ca_log_error_errno(e, "%s", store);
+		goto out;
+	}
+	e = ca_remote_pull_chunks(r, idx, s, NULL);
+	if (e == 0)
+		e = ca_remote_goodbye(r);
+out:
+	ca_store_free(s);
+	ca_index_free(idx);
+	return e;
+}
+
+int ca_remote_push_store_chunks(struct ca_remote *r, const char *store)
+{
+	struct ca_store *s = NULL;
+	int e = store ? ca_store_open(store, &s) : 0;
+	if (e < 0)
+		return ca_log_error_errno(e, "%s", store);
+	e = ca_remote_push_chunks(r, s);
+	ca_store_free(s);
+	return e;
+}
+
 /* ---- the remote end ---- */
 
 static int open_input(const char *path, int *ret)

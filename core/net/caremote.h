@@ -127,6 +127,16 @@ int ca_remote_push_chunks(struct ca_remote *r, struct ca_store *store);
 /* Sends GOODBYE. */
 int ca_remote_goodbye(struct ca_remote *r);
 
+/* The client's chunk transfers by path, each one call (the casync front
+ * end's pull and push): */
+/* ca_remote_pull_chunks of the index file at index_path into the local
+ * store at store, then GOODBYE. Logs its errors ("index_path: why" when
+ * the index does not load, "store: why" when the store does not open). */
+int ca_remote_pull_index_chunks(struct ca_remote *r, const char *index_path, const char *store);
+/* ca_remote_push_chunks from the local store at store (NULL: none, every
+ * request answered MISSING). Logs "store: why" when it does not open. */
+int ca_remote_push_store_chunks(struct ca_remote *r, const char *store);
+
 /* The remote end of `casync pull|push`: paths NULL for "-". pull offers
  * what is named (the index, the archive, chunks from wstore then each of
  * rstores) and serves until the client's GOODBYE or end of input. push

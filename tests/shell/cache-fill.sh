@@ -77,5 +77,14 @@ rc=0; $CAFS cache frobnicate 2>/dev/null || rc=$?
 ok "an unknown verb is a usage error" test "$rc" = 2
 rc=0; $CAFS cache fill --cache C --store S nonexistent.caibx 2>err || rc=$?
 ok "a missing index fails with one line" bash -c "test $rc = 1 && test \$(wc -l <err) = 1 && grep -q '^cafs: .*nonexistent.caibx' err"
+# one option table for all verbs: each verb's parser takes only the
+# options its table entries name it for (-s is fill's, --keep prune's)
+rc=0; $CAFS cache stat --cache C -s S 2>err || rc=$?
+ok "stat refuses fill's -s (getopt names it, usage error)" bash -c "test $rc = 2 && grep -qx \"cafs: cache stat: invalid option -- 's'\" err"
+rc=0; $CAFS cache fill --cache C --keep a.caibx a.caibx 2>err || rc=$?
+ok "fill refuses prune's --keep" bash -c "test $rc = 2 && grep -q \"^cafs: cache fill: unrecognized option '--keep\" err"
+ok "... the verbs they are for take them" bash -c "$CAFS cache fill -q --cache C7 -s S a.caibx && $CAFS cache prune --cache C7 --max-size=0 --keep a.caibx | grep -q '^removed 0 chunks'"
+rc=0; $CAFS cache 2>err || rc=$?
+ok "no verb: a usage error naming the verbs" bash -c "test $rc = 2 && grep -qx 'cafs: cache: expected a verb: stat, fill, prune, verify or seed' err"
 
 done_testing

@@ -24,31 +24,15 @@ LAYERS="base format chunk catar store net trust image api"
 # The internal headers tools/ may include, one a line: HEADER REASON.
 TOOLS_ALLOW=$(cat <<'LIST'
 base/log.h            the one logger: "cafs: what: why" lines and -v/-q levels, the library's own
-base/digest.h         digest types and hex ids commands print (cmd.h, mount)
-base/fdio.h           whole reads and writes on fds (casync remote protocol, mount)
 base/location.h       operands classified by core's rules (image kind by suffix, URLs redacted in messages)
 base/stop_signals.h   the signals that stop a command (interrupt.c)
-catar/uidshift.h      --uid-shift/--uid-range parsed into core's mapping
-chunk/chunker.h       --chunk-size checked by the chunker's own limits
-format/feature.h      --with/--without names; the feature flags info prints
-format/format.h       casync's constants (chunk id size)
-format/index.h        the casync front end reads indexes for pull/push
-image/archive_reader.h meta reads archives
-image/image_make.h    make, digest, a directory's archive stream (list/mtree/stat): one call each
+format/feature.h      the feature flags stat prints (cmd_tree_read.c)
+image/image_make.h    make, meta make, sign, digest, a directory's archive stream (list/mtree/stat): one call each; make's options by name (--chunk-size, --with, --compression)
 image/image_seed.h    extract (with --seed, --cache) and cache seed: one call each
-image/profile.h       mount reads and records prefetch profiles
-image/sidecar.h       metadata sidecars (meta, mount)
+image/source.h        an image opened from a source string, and its options (cmd.h); --trusted-key's key read
 image/tree_walk.h     list/mtree/stat/digest of an archive or a directory's stream: one walk each, tools/ prints
-image/source.h        an image opened from a source string, and its options (cmd.h)
-image/store_ops.h     gc, cache stat/fill/prune/verify: one call each
-net/caremote.h        casync's remote protocol (pull/push)
-net/failover.h        mount: failover groups of stores
-net/storeconf.h       cafs.conf store settings (main.c)
-store/make.h          make's counters printed with -v (common.c)
-store/prefetch.h      mount: prefetch of a profile
-store/store.h         the casync front end's local store
-trust/minisign.h      --trusted-key keys (cmd.h)
-trust/trust.h         sign, and the trust policy options (common.c)
+image/store_ops.h     gc, cache stat/fill/prune/verify, the settings check at start-up: one call each
+net/caremote.h        the casync front end's pull/push: casync's remote protocol over ssh's pipes
 LIST
 )
 

@@ -244,6 +244,27 @@ static void test_cancel(void)
 	check(testdata_sh("ls -A '%s' | grep -q '^\\.#'", tmpdir) != 0);
 }
 
+/* make's options by name (what --chunk-size, --with, --compression give):
+ * the accepted and the refused */
+static void test_set_by_name(void)
+{
+	struct ca_image_make_opts o;
+	ca_image_make_opts_init(&o);
+	check_int(ca_image_make_set_chunk_size(&o, "16384:65536:262144"), ==, 0);
+	check(o.chunk_min == 16384 && o.chunk_avg == 65536 && o.chunk_max == 262144);
+	check_int(ca_image_make_set_chunk_size(&o, "1:2"), ==, -EINVAL);
+	check(o.chunk_avg == 65536);
+	check(!o.with_set);
+	check_int(ca_image_make_set_feature(&o, "xattrs", true), ==, 0);
+	check(o.with_set && o.with != 0);
+	check_int(ca_image_make_set_feature(&o, "xattrs", false), ==, 0);
+	check(o.without == o.with);
+	check_int(ca_image_make_set_feature(&o, "no-such-feature", true), ==, -EINVAL);
+	int r = ca_image_make_set_compression(&o, "default");
+	check(r == 0 || r == -EOPNOTSUPP);
+	check_int(ca_image_make_set_compression(&o, "no-such-codec"), ==, -EINVAL);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -260,6 +281,7 @@ int main(void)
 		test_roundtrip(big);
 		test_cancel();
 	}
+	test_set_by_name();
 	free(big);
 	testdata_sh("rm -rf '%s'", tmpdir);
 	return tap_done();
