@@ -4,7 +4,10 @@
  * completion under jobs that finish out of order, the submission bound
  * never exceeded (count and cost), cancel (by call and by flag), per-job
  * errors and stop_on_error, worker-local state, a failing init, many
- * small jobs. Run it under helgrind/TSan too (see tests/README).
+ * small jobs. Under helgrind too:
+ *   valgrind --tool=helgrind tests/unit/test-workq
+ * (its only reports are the cancel flag, a volatile sig_atomic_t written
+ * without a lock by design, as a signal handler writes it).
  */
 #include "config.h"
 
