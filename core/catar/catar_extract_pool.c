@@ -55,14 +55,13 @@ static struct track *worker_done(struct track *t)
 	return t->pending == 0 && t->left ? t : NULL;
 }
 
-/* after an error or an interrupt, queued files are dropped: nothing of them exists yet */
+/* after an error or an interrupt, queued files are dropped: nothing of
+ * them exists yet. Without the pool lock (atomic copies): taking it twice
+ * per file made the workers and the decoder queue on it. */
 static bool skipping(struct ex *x)
 {
-	struct pool *p = &x->pool;
-	pthread_mutex_lock(&p->lock);
-	bool skip = p->abort || p->err || (x->o->cancel && *x->o->cancel);
-	pthread_mutex_unlock(&p->lock);
-	return skip;
+	return __atomic_load_n(&x->pool.abort, __ATOMIC_ACQUIRE) || __atomic_load_n(&x->pool_err, __ATOMIC_ACQUIRE) ||
+	       (x->o->cancel && *x->o->cancel);
 }
 
 static int job_run(void *qdata, void *wdata, void *arg)
@@ -197,7 +196,7 @@ int ca_ex_pool_stop(struct ex *x, bool abort)
 	if (!p->q)
 		return 0;
 	pthread_mutex_lock(&p->lock);
-	p->abort = abort;
+	__atomic_store_n(&p->abort, abort, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&p->lock);
 	(void)ca_workq_free(p->q); /* every job done (dropped ones too), workers joined */
 	p->q = NULL;

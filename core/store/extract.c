@@ -29,7 +29,7 @@
 #define PREFETCH_AHEAD 32
 /* Chunks queued for the workers: no memory behind them (a job is an
  * index), and a deep queue wakes the submitting thread less often. */
-#define QUEUE_JOBS 64
+#define QUEUE_JOBS 256
 
 struct extract_job {
 	struct ca_index *idx;
