@@ -110,19 +110,18 @@ struct job {
 	char *path;       /* for messages */
 	unsigned cls;     /* data's room: 4 KiB << cls */
 	struct job *next_spare;
+	bool ran;         /* run by a worker, not dropped by the queue */
+	int r;            /* what it ran to */
 	uint8_t data[];
 };
 
 struct pool {
 	pthread_mutex_t lock;
-	pthread_cond_t work; /* workers: a job queued, or stop */
 	pthread_cond_t done; /* decoder: what it waits for came true (see worker_done) */
-	struct job *q[QUEUE_LEN];
-	size_t head, n, bytes;
-	bool stop, abort;
-	size_t idle;         /* workers waiting in work */
+	struct ca_workq *q;  /* the workers (base/workq.h): QUEUE_LEN jobs, QUEUE_BYTES of buffers */
+	bool abort;
 	size_t outstanding;  /* jobs queued or running, directory metadata included */
-	bool waiting;        /* the decoder waits in done: for wait_track, a drain, or room */
+	bool waiting;        /* the decoder waits in done: for wait_track, or a drain */
 	bool wait_drain;
 	struct track *wait_track;
 	int err; /* a worker's first error (logged by it) */
@@ -130,8 +129,6 @@ struct pool {
 	 * a submit): a fresh buffer per file cost a page fault per 4 KiB */
 	struct job *spare[JOB_CLASSES];
 	unsigned n_spare[JOB_CLASSES];
-	pthread_t th[POOL_THREADS_MAX];
-	size_t n_th;
 	bool started;
 };
 

@@ -12,7 +12,7 @@
 #include "catar/catar_extract_int.h"
 #include "base/fdio.h"
 #include "base/log.h"
-#include "base/thread.h"
+#include "base/workq.h"
 
 /* What a worker does: make_leaf_direct for a plain file with the payload
  * in memory. Returns 0 or a negative errno (not logged: only the first error is). */
@@ -49,74 +49,80 @@ static int apply_dir_meta(int fd, const struct dir_meta *m)
 /* Under the lock: a job for t is finished. Returns t when it was the
  * directory's last one and the decoder has left it: the caller then
  * applies its metadata and frees it, outside the lock. */
-static struct track *worker_done(struct pool *p, struct track *t, size_t bytes)
+static struct track *worker_done(struct track *t)
 {
-	p->bytes -= bytes;
 	t->pending--;
 	return t->pending == 0 && t->left ? t : NULL;
 }
 
-static void *worker(void *userdata)
+/* after an error or an interrupt, queued files are dropped: nothing of
+ * them exists yet. Without the pool lock (atomic copies): taking it twice
+ * per file made the workers and the decoder queue on it. */
+static bool skipping(struct ex *x)
 {
-	struct ex *x = userdata;
+	return __atomic_load_n(&x->pool.abort, __ATOMIC_ACQUIRE) || __atomic_load_n(&x->pool_err, __ATOMIC_ACQUIRE) ||
+	       (x->o->cancel && *x->o->cancel);
+}
+
+static int job_run(void *qdata, void *wdata, void *arg)
+{
+	struct job *j = arg;
+	(void)wdata;
+	if (skipping(qdata))
+		return 0;
+	j->ran = true;
+	j->r = run_job(j);
+	return 0; /* the pool's first error is p->err, logged once */
+}
+
+/* Every job ends here, run or dropped: its directory's count, the
+ * directory's metadata when it was the last, the decoder's waits. */
+static void job_done(void *qdata, void *arg, int dropped)
+{
+	struct ex *x = qdata;
 	struct pool *p = &x->pool;
+	struct job *j = arg;
+	bool skip = !j->ran;
+	int r = j->ran ? j->r : 0;
+	const char *path = j->path;
+	(void)dropped;
 	pthread_mutex_lock(&p->lock);
-	for (;;) {
-		while (!p->n && !p->stop) {
-			p->idle++;
-			pthread_cond_wait(&p->work, &p->lock);
-			p->idle--;
-		}
-		if (!p->n)
-			break;
-		struct job *j = p->q[p->head];
-		p->head = (p->head + 1) % QUEUE_LEN;
-		p->n--;
-		/* after an error or an interrupt, queued files are dropped: nothing of them exists yet */
-		bool skip = p->abort || p->err || (x->o->cancel && *x->o->cancel);
+	struct track *t = worker_done(j->track);
+	if (t) {
 		pthread_mutex_unlock(&p->lock);
-		int r = skip ? 0 : run_job(j);
-		const char *path = j->path;
+		skip = skip || r < 0 || skipping(x);
+		int k = skip ? 0 : apply_dir_meta(t->fd, &t->meta);
+		close(t->fd);
 		pthread_mutex_lock(&p->lock);
-		struct track *t = worker_done(p, j->track, (size_t)4096 << j->cls);
-		if (t) {
-			pthread_mutex_unlock(&p->lock);
-			skip = skip || r < 0;
-			int k = skip ? 0 : apply_dir_meta(t->fd, &t->meta);
-			close(t->fd);
-			pthread_mutex_lock(&p->lock);
-			if (k < 0 && r == 0) {
-				r = k;
-				path = t->path;
-			}
-		}
-		if (r < 0 && !p->err && !p->abort) {
-			p->err = ca_ex_fail(x, r, path);
-			__atomic_store_n(&x->pool_err, p->err, __ATOMIC_RELEASE);
-		}
-		if (t) {
-			free(t->path);
-			free(t);
-		}
-		p->outstanding--;
-		/* wake the decoder only when it can go on for a while: waking it
-		 * for every finished job costs more than the jobs themselves */
-		if (p->waiting && (p->wait_drain    ? p->outstanding == 0
-		                   : p->wait_track ? p->wait_track->pending == 0
-		                                   : p->n <= QUEUE_LEN / 2 && p->bytes <= QUEUE_BYTES / 2))
-			pthread_cond_signal(&p->done);
-		free(j->path);
-		j->path = NULL;
-		if (p->n_spare[j->cls] < SPARE_PER_CLASS) {
-			j->next_spare = p->spare[j->cls];
-			p->spare[j->cls] = j;
-			p->n_spare[j->cls]++;
-		} else {
-			free(j);
+		if (k < 0 && r == 0) {
+			r = k;
+			path = t->path;
 		}
 	}
+	if (r < 0 && !p->err && !p->abort) {
+		p->err = ca_ex_fail(x, r, path);
+		__atomic_store_n(&x->pool_err, p->err, __ATOMIC_RELEASE);
+	}
+	if (t) {
+		free(t->path);
+		free(t);
+	}
+	p->outstanding--;
+	/* wake the decoder only when it can go on for a while: waking it
+	 * for every finished job costs more than the jobs themselves (room
+	 * in the queue is the queue's, woken at half) */
+	if (p->waiting && (p->wait_drain ? p->outstanding == 0 : p->wait_track && p->wait_track->pending == 0))
+		pthread_cond_signal(&p->done);
+	free(j->path);
+	j->path = NULL;
+	if (p->n_spare[j->cls] < SPARE_PER_CLASS) {
+		j->next_spare = p->spare[j->cls];
+		p->spare[j->cls] = j;
+		p->n_spare[j->cls]++;
+	} else {
+		free(j);
+	}
 	pthread_mutex_unlock(&p->lock);
-	return NULL;
 }
 
 static void free_jobs(struct job *j)
@@ -161,19 +167,25 @@ static void job_drop(struct ex *x, struct job *j)
 
 static bool pool_start(struct ex *x)
 {
+	static const struct ca_workq_ops ops = { .run = job_run, .done = job_done };
 	struct pool *p = &x->pool;
+	struct ca_workq_opts qo = { .workers = x->n_threads, .max_jobs = QUEUE_LEN, .max_cost = QUEUE_BYTES };
 	if (p->started)
-		return p->n_th > 0;
+		return p->q != NULL;
 	p->started = true;
 	if (pthread_mutex_init(&p->lock, NULL) != 0)
 		return false;
-	if (pthread_cond_init(&p->work, NULL) != 0 || pthread_cond_init(&p->done, NULL) != 0) {
-		/* cannot tell which one: treat the pool as absent, leak nothing that matters */
+	if (pthread_cond_init(&p->done, NULL) != 0) {
+		pthread_mutex_destroy(&p->lock);
 		return false;
 	}
-	while (p->n_th < x->n_threads && ca_thread_create(&p->th[p->n_th], worker, x) == 0)
-		p->n_th++;
-	return p->n_th > 0;
+	if (ca_workq_new(&ops, x, &qo, &p->q) < 0) {
+		p->q = NULL;
+		pthread_cond_destroy(&p->done);
+		pthread_mutex_destroy(&p->lock);
+		return false;
+	}
+	return true;
 }
 
 /* Finish (or, with abort, drop) every queued job and join the workers:
@@ -181,17 +193,13 @@ static bool pool_start(struct ex *x)
 int ca_ex_pool_stop(struct ex *x, bool abort)
 {
 	struct pool *p = &x->pool;
-	if (!p->n_th)
+	if (!p->q)
 		return 0;
 	pthread_mutex_lock(&p->lock);
-	p->stop = true;
-	p->abort = abort;
-	pthread_cond_broadcast(&p->work);
+	__atomic_store_n(&p->abort, abort, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&p->lock);
-	for (size_t i = 0; i < p->n_th; i++)
-		pthread_join(p->th[i], NULL);
-	p->n_th = 0;
-	pthread_cond_destroy(&p->work);
+	(void)ca_workq_free(p->q); /* every job done (dropped ones too), workers joined */
+	p->q = NULL;
 	pthread_cond_destroy(&p->done);
 	pthread_mutex_destroy(&p->lock);
 	for (unsigned c = 0; c < JOB_CLASSES; c++) {
@@ -219,7 +227,7 @@ int ca_ex_pool_wait_dir_locked(struct pool *p, struct dir *d)
 /* Every queued file and directory finished: the workers' first error. */
 int ca_ex_pool_drain(struct pool *p)
 {
-	if (!p->n_th)
+	if (!p->q)
 		return 0;
 	pthread_mutex_lock(&p->lock);
 	while (p->outstanding) {
@@ -316,21 +324,12 @@ int ca_ex_submit_job(struct ex *x, const struct ca_catar_node *n, struct dir *p,
 			pl->spare[c] = NULL;
 			pl->n_spare[c] = 0;
 		}
-	size_t room = (size_t)4096 << j->cls; /* the memory budget counts the buffers */
-	while (pl->n == QUEUE_LEN || (pl->n && pl->bytes + room > QUEUE_BYTES)) {
-		pl->waiting = true;
-		pthread_cond_wait(&pl->done, &pl->lock);
-		pl->waiting = false;
-	}
-	pl->q[(pl->head + pl->n) % QUEUE_LEN] = j;
-	pl->n++;
-	pl->bytes += room;
 	pl->outstanding++;
 	p->track->pending++;
-	if (pl->idle)
-		pthread_cond_signal(&pl->work);
 	pthread_mutex_unlock(&pl->lock);
-	return 0;
+	/* blocks while the queue is full; the memory budget counts the buffers */
+	r = ca_workq_submit(pl->q, j, (size_t)4096 << j->cls);
+	return r; /* never refused: the queue is not cancelled while the decoder submits */
 }
 
 /* Hand a plain fresh directory whose files are still being written to

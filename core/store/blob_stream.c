@@ -12,7 +12,7 @@
 
 #include "store/blob_stream.h"
 #include "base/condwait.h"
-#include "base/thread.h"
+#include "base/workq.h"
 
 #define THREADS_MAX 4
 
@@ -20,30 +20,28 @@ enum { SLOT_EMPTY, SLOT_FETCHING, SLOT_READY };
 
 struct slot {
 	int state;
+	size_t i;                 /* FETCHING, READY: the chunk it is for */
 	const struct ca_chunk *c; /* READY: NULL when the get failed */
 	int err;
 };
 
 /* The window: chunks base .. base+cap-1, chunk i in ring[i % cap]. The
- * threads claim chunks in order from `next` (base <= next <= base+cap)
- * and fill their slots in any order; the reader takes them in order. */
+ * reader claims chunks in order up to `next` (base <= next <= base+cap),
+ * each a job of the work queue (base/workq.h) that fills its slot; the
+ * reader takes them in order. A restart empties the window: a job whose
+ * slot no longer waits for its chunk fetches nothing, or drops what it got. */
 struct ca_blob_stream {
 	struct ca_index *idx;
 	struct ca_chunksrc *src;
 	size_t n_chunks;
 	pthread_mutex_t lock;
-	pthread_cond_t wake;  /* the threads: room in the window, a restart, or stop */
 	pthread_cond_t ready; /* the reader: a slot was filled */
 	struct slot *ring;
 	unsigned cap;
 	size_t base, next;
-	uint64_t gen; /* bumped by a restart: a fetch claimed before it is dropped */
 	bool started; /* the first read placed the window: nothing is fetched before */
-	bool stop;
 	const volatile sig_atomic_t *cancel;
-	unsigned n_th, exited;
-	unsigned idle; /* threads waiting in wake */
-	pthread_t th[THREADS_MAX];
+	struct ca_workq *q;
 };
 
 static bool cancelled(const struct ca_blob_stream *s)
@@ -51,40 +49,62 @@ static bool cancelled(const struct ca_blob_stream *s)
 	return s->cancel && *s->cancel;
 }
 
-static void *fetcher(void *userdata)
+/* Under the lock: does ring slot of chunk i still wait for it? */
+static bool wanted_locked(struct ca_blob_stream *s, size_t i)
 {
-	struct ca_blob_stream *s = userdata;
+	const struct slot *sl = &s->ring[i % s->cap];
+	return sl->state == SLOT_FETCHING && sl->i == i;
+}
+
+static int fetch(void *qdata, void *wdata, void *job)
+{
+	struct ca_blob_stream *s = qdata;
+	size_t i = (size_t)(uintptr_t)job;
+	uint64_t start, end;
+	const uint8_t *id;
+	const struct ca_chunk *c = NULL;
+	(void)wdata;
 	pthread_mutex_lock(&s->lock);
-	for (;;) {
-		while (!s->stop && (!s->started || s->next >= s->base + s->cap || s->next >= s->n_chunks)) {
-			s->idle++;
-			pthread_cond_wait(&s->wake, &s->lock);
-			s->idle--;
-		}
-		if (s->stop)
-			break;
-		size_t i = s->next++;
-		uint64_t gen = s->gen, start, end;
-		const uint8_t *id;
-		s->ring[i % s->cap].state = SLOT_FETCHING;
-		pthread_mutex_unlock(&s->lock);
-
-		const struct ca_chunk *c = NULL;
-		ca_index_chunk(s->idx, i, &start, &end, &id);
-		int r = ca_chunksrc_get(s->src, id, end - start, &c);
-
-		pthread_mutex_lock(&s->lock);
-		if (gen != s->gen) { /* the reader moved the window meanwhile: the slot is not ours */
-			ca_chunksrc_put(s->src, c);
-			continue;
-		}
-		s->ring[i % s->cap] = (struct slot){ .state = SLOT_READY, .c = r < 0 ? NULL : c, .err = r };
-		pthread_cond_broadcast(&s->ready);
-	}
-	s->exited++;
-	pthread_cond_broadcast(&s->ready);
+	bool wanted = wanted_locked(s, i);
 	pthread_mutex_unlock(&s->lock);
-	return NULL;
+	if (!wanted) /* the reader moved the window meanwhile */
+		return 0;
+	ca_index_chunk(s->idx, i, &start, &end, &id);
+	int r = ca_chunksrc_get(s->src, id, end - start, &c);
+	pthread_mutex_lock(&s->lock);
+	if (wanted_locked(s, i)) {
+		s->ring[i % s->cap] = (struct slot){ .state = SLOT_READY, .i = i, .c = r < 0 ? NULL : c, .err = r };
+		pthread_cond_broadcast(&s->ready);
+		c = NULL;
+	}
+	pthread_mutex_unlock(&s->lock);
+	ca_chunksrc_put(s->src, c);
+	return 0; /* a failed chunk is its slot's error, given to the read that reaches it */
+}
+
+/* Claim what the window has room for and queue it (lock not held: a
+ * full queue waits for the jobs, which take the lock). Claims come in
+ * batches of a quarter window, not at every chunk read: a wake-up and two
+ * context switches per chunk cost more. Not short of work meanwhile: the
+ * rest of the window is ready. */
+static void refill(struct ca_blob_stream *s, bool force)
+{
+	pthread_mutex_lock(&s->lock);
+	size_t from = s->next, to = s->base + s->cap < s->n_chunks ? s->base + s->cap : s->n_chunks;
+	/* the reader waits for nothing yet (next > base), and the batch is not the last */
+	bool later = !force && s->next > s->base && to - from < (s->cap + 3) / 4 && to < s->n_chunks;
+	if (!s->started || to <= from || later) {
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	for (size_t k = from; k < to; k++)
+		s->ring[k % s->cap] = (struct slot){ .state = SLOT_FETCHING, .i = k };
+	s->next = to;
+	pthread_mutex_unlock(&s->lock);
+	/* refused only once cancelled: those slots never fill, and the read
+	 * waiting for one notices the flag */
+	for (size_t k = from; k < to && ca_workq_submit(s->q, (void *)(uintptr_t)k, 1) == 0; k++)
+		;
 }
 
 /* Under the lock: drop the first chunk of the window (ready). */
@@ -94,28 +114,22 @@ static void pop(struct ca_blob_stream *s)
 	ca_chunksrc_put(s->src, sl->c);
 	*sl = (struct slot){ .state = SLOT_EMPTY };
 	s->base++;
-	/* idle threads wait for a full window to drain: wake them once a
-	 * quarter of it is free (and then all), not at every chunk read, which
-	 * cost a wake-up and two context switches per chunk. Not short of
-	 * work meanwhile: the rest of the window is ready. */
-	if (s->idle && s->base + s->cap - s->next >= (s->cap + 3) / 4)
-		pthread_cond_broadcast(&s->wake);
 }
 
-/* Under the lock: make chunk i the first of the window. */
-static void seek(struct ca_blob_stream *s, size_t i)
+/* Under the lock: make chunk i the first of the window. True when the
+ * window was (re)placed and wants filling at once. */
+static bool seek(struct ca_blob_stream *s, size_t i)
 {
 	if (!s->started) {
 		s->started = true;
 		s->base = s->next = i;
-		pthread_cond_broadcast(&s->wake);
-		return;
+		return true;
 	}
 	/* skipping chunks that are there is cheap; anything else restarts */
 	while (s->base < i && s->base < s->next && s->ring[s->base % s->cap].state == SLOT_READY)
 		pop(s);
 	if (s->base == i)
-		return;
+		return false;
 	for (size_t k = s->base; k < s->next; k++) {
 		struct slot *sl = &s->ring[k % s->cap];
 		if (sl->state == SLOT_READY)
@@ -123,8 +137,7 @@ static void seek(struct ca_blob_stream *s, size_t i)
 		*sl = (struct slot){ .state = SLOT_EMPTY };
 	}
 	s->base = s->next = i;
-	s->gen++;
-	pthread_cond_broadcast(&s->wake);
+	return true;
 }
 
 int ca_blob_stream_new(struct ca_blob *b, unsigned ahead, unsigned threads, const volatile sig_atomic_t *cancel,
@@ -145,9 +158,6 @@ int ca_blob_stream_new(struct ca_blob *b, unsigned ahead, unsigned threads, cons
 	r = -pthread_mutex_init(&s->lock, NULL);
 	if (r < 0)
 		goto fail_ring;
-	r = -pthread_cond_init(&s->wake, NULL);
-	if (r < 0)
-		goto fail_wake;
 	r = -pthread_cond_init(&s->ready, NULL);
 	if (r < 0)
 		goto fail_ready;
@@ -155,17 +165,19 @@ int ca_blob_stream_new(struct ca_blob *b, unsigned ahead, unsigned threads, cons
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 		threads = ncpu < 1 ? 1 : ncpu > THREADS_MAX ? THREADS_MAX : (unsigned)ncpu;
 	}
-	while (s->n_th < threads && s->n_th < THREADS_MAX && (r = ca_thread_create(&s->th[s->n_th], fetcher, s)) == 0)
-		s->n_th++;
-	if (s->n_th == 0)
-		goto fail_thread;
+	static const struct ca_workq_ops ops = { .run = fetch };
+	/* room for a window of jobs left behind by a restart and a new one */
+	struct ca_workq_opts qo = {
+		.workers = threads < THREADS_MAX ? threads : THREADS_MAX, .max_jobs = 2 * (size_t)s->cap, .cancel = cancel,
+	};
+	r = ca_workq_new(&ops, s, &qo, &s->q);
+	if (r < 0)
+		goto fail_queue;
 	*ret = s;
 	return 0;
-fail_thread:
+fail_queue:
 	pthread_cond_destroy(&s->ready);
 fail_ready:
-	pthread_cond_destroy(&s->wake);
-fail_wake:
 	pthread_mutex_destroy(&s->lock);
 fail_ring:
 	free(s->ring);
@@ -177,27 +189,16 @@ int ca_blob_stream_free(struct ca_blob_stream *s)
 {
 	if (!s)
 		return 0;
-	int grace = 20;
-	pthread_mutex_lock(&s->lock);
-	s->stop = true;
-	pthread_cond_broadcast(&s->wake);
-	while (s->exited < s->n_th && !(cancelled(s) && grace-- == 0))
-		ca_cond_wait_ms(&s->ready, &s->lock, 100);
-	bool stuck = s->exited < s->n_th;
-	pthread_mutex_unlock(&s->lock);
-	if (stuck) {
+	ca_workq_cancel(s->q, -ECANCELED); /* queued fetches are not wanted any more */
+	if (ca_workq_free(s->q) == -EBUSY) {
 		/* in a call no flag reaches (a FIFO in the store, a hung NFS
-		 * server): leave it, and what it points to, to the exit */
-		for (unsigned t = 0; t < s->n_th; t++)
-			pthread_detach(s->th[t]);
+		 * server): the queue left it, and what it points to, to the exit */
 		return -EBUSY;
 	}
-	for (unsigned t = 0; t < s->n_th; t++)
-		pthread_join(s->th[t], NULL);
-	for (size_t k = s->base; k < s->next; k++) /* every fetch has returned: all are ready */
-		ca_chunksrc_put(s->src, s->ring[k % s->cap].c);
+	for (unsigned k = 0; k < s->cap; k++) /* every job has returned: only ready slots hold chunks */
+		if (s->ring[k].state == SLOT_READY)
+			ca_chunksrc_put(s->src, s->ring[k].c);
 	pthread_cond_destroy(&s->ready);
-	pthread_cond_destroy(&s->wake);
 	pthread_mutex_destroy(&s->lock);
 	free(s->ring);
 	free(s);
@@ -222,7 +223,10 @@ static int chunk_at(struct ca_blob_stream *s, uint64_t pos, const struct ca_chun
 		return 0;
 	ca_index_chunk(s->idx, (size_t)i, start, end, NULL);
 	pthread_mutex_lock(&s->lock);
-	seek(s, (size_t)i);
+	bool moved = seek(s, (size_t)i);
+	pthread_mutex_unlock(&s->lock);
+	refill(s, moved);
+	pthread_mutex_lock(&s->lock);
 	struct slot *sl = &s->ring[s->base % s->cap];
 	while (sl->state != SLOT_READY && !cancelled(s))
 		ca_cond_wait_ms(&s->ready, &s->lock, 100);
@@ -281,6 +285,7 @@ ssize_t ca_blob_stream_read(struct ca_blob_stream *s, void *buf, size_t len, uin
 			pthread_mutex_lock(&s->lock);
 			pop(s);
 			pthread_mutex_unlock(&s->lock);
+			refill(s, false);
 		}
 	}
 	return (ssize_t)done;

@@ -20,13 +20,16 @@
 #include "store/extract.h"
 #include "base/fdio.h"
 #include "base/log.h"
-#include "base/thread.h"
+#include "base/workq.h"
 
 #define MAX_WORKERS 64
 #define PROGRESS_STEP (8u << 20)
 /* Chunks asked for ahead of the workers, so remote stores keep several
  * transfers in flight whatever -j is (a no-op for local stores). */
 #define PREFETCH_AHEAD 32
+/* Chunks queued for the workers: no memory behind them (a job is an
+ * index), and a deep queue wakes the submitting thread less often. */
+#define QUEUE_JOBS 256
 
 struct extract_job {
 	struct ca_index *idx;
@@ -40,14 +43,12 @@ struct extract_job {
 	uint64_t zero_size;
 
 	pthread_mutex_t lock;
-	pthread_cond_t cond; /* a chunk is done (for waiters > 0), or a worker exited */
+	pthread_cond_t cond; /* a chunk is done (for waiters > 0), or an error */
 	unsigned waiters;    /* workers waiting in cond for another's chunk */
-	size_t next;        /* next chunk to hand out */
 	size_t next_write;  /* sequential output: next chunk to write */
 	uint64_t written, reported;
 	int err;
 	bool err_logged; /* the first error was a chunk's, and is reported */
-	unsigned exited;  /* workers that returned */
 
 	/* Repeated chunks are copied from where the output already holds them
 	 * instead of being fetched again (as casync seeds from its own output).
@@ -114,6 +115,20 @@ static void dedup_setup(struct extract_job *x)
 	}
 }
 
+/* Under the lock: wait for another worker's chunk. The chunk may never
+ * come once the cancel flag is set (the queue drops it unrun): look at
+ * the flag now and then, and make it the error. */
+static void wait_other_locked(struct extract_job *x)
+{
+	if (!x->o->cancel) {
+		pthread_cond_wait(&x->cond, &x->lock);
+		return;
+	}
+	ca_cond_wait_ms(&x->cond, &x->lock, 100);
+	if (*x->o->cancel && !x->err)
+		x->err = -ECANCELED;
+}
+
 /* Chunk i repeats chunk f: wait for f to be in the output and copy it.
  * 0 when done; anything else means "fetch it after all". */
 static int copy_repeat(struct extract_job *x, size_t f, uint64_t start, uint64_t len, struct ca_buf *buf)
@@ -124,7 +139,7 @@ static int copy_repeat(struct extract_job *x, size_t f, uint64_t start, uint64_t
 	pthread_mutex_lock(&x->lock);
 	x->waiters++;
 	while (!x->done[f] && !x->err)
-		pthread_cond_wait(&x->cond, &x->lock);
+		wait_other_locked(x);
 	x->waiters--;
 	bool ready = x->done[f] && !x->err;
 	pthread_mutex_unlock(&x->lock);
@@ -155,135 +170,154 @@ static void prefetch(struct extract_job *x, size_t i)
 		ca_chunksrc_prefetch(x->src, id);
 }
 
-static void *worker(void *arg)
+static int worker_init(void *qdata, void **ret)
 {
-	struct extract_job *x = arg;
-	size_t n = ca_index_n_chunks(x->idx);
-	struct ca_buf copy_buf = CA_BUF_INIT;
-
-	for (;;) {
-		pthread_mutex_lock(&x->lock);
-		size_t i = x->next++;
-		if (x->o->cancel && *x->o->cancel && !x->err)
-			x->err = -ECANCELED;
-		int err = x->err;
-		/* under the lock, so the hint always comes before that chunk is
-		 * handed out: a late hint would download it a second time */
-		if (i < n && !err)
-			prefetch(x, i + PREFETCH_AHEAD);
-		pthread_mutex_unlock(&x->lock);
-		if (i >= n || err)
-			break;
-
-		uint64_t start, end;
-		const uint8_t *id;
-		const struct ca_chunk *c = NULL;
-		int r = 0;
-		ca_index_chunk(x->idx, i, &start, &end, &id);
-		bool zero = is_zero_chunk(x, start, end, id);
-		if (!zero && x->first_slots) {
-			size_t f = first_of(x, i);
-			if (f != i && copy_repeat(x, f, start, end - start, &copy_buf) == 0)
-				zero = true; /* nothing left to do for it */
-		}
-		if (!zero && x->o->clone && x->regular && !x->seq_out) {
-			r = x->o->clone(x->o->clone_userdata, id, end - start, x->fd, start);
-			zero = r > 0; /* in place: nothing to fetch */
-			if (r > 0)
-				r = 0;
-		}
-		if (!zero && r == 0) {
-			r = ca_chunksrc_get(x->src, id, end - start, &c);
-			if (r < 0) {
-				/* one line for the user: only the first failure is reported */
-				pthread_mutex_lock(&x->lock);
-				bool first = !x->err;
-				if (first) {
-					x->err = r;
-					x->err_logged = true;
-				}
-				pthread_mutex_unlock(&x->lock);
-				char hex[2 * CA_CHUNK_ID_SIZE + 1];
-				ca_id_to_hex(id, hex);
-				if (first && r == -ENOENT)
-					ca_log_error("chunk %s: not found in any store", hex);
-				else if (first)
-					ca_log_error_errno(r, "chunk %s", hex);
-			}
-		}
-		if (r == 0 && c && x->seq_out) {
-			pthread_mutex_lock(&x->lock);
-			x->waiters++;
-			while (x->next_write != i && !x->err)
-				pthread_cond_wait(&x->cond, &x->lock);
-			x->waiters--;
-			pthread_mutex_unlock(&x->lock);
-			if (!x->err)
-				r = ca_write_all(x->fd, c->data, c->size);
-		} else if (r == 0 && c) {
-			/* zero blocks of a fresh file stay holes, as casync punches them */
-			r = x->holes ? ca_pwrite_sparse(x->fd, c->data, c->size, start)
-			             : ca_pwrite_all(x->fd, c->data, c->size, start);
-		}
-		ca_chunksrc_put(x->src, c);
-
-		pthread_mutex_lock(&x->lock);
-		if (r < 0 && !x->err)
-			x->err = r;
-		if (r == 0 && x->done)
-			x->done[i] = 1;
-		x->next_write++;
-		x->written += end - start;
-		bool report = x->o->progress && x->written - x->reported >= PROGRESS_STEP;
-		if (report)
-			x->reported = x->written;
-		uint64_t w = x->written;
-		/* only workers waiting for a chunk care; the main thread waits
-		 * for exits: a broadcast per chunk woke it for nothing every time
-		 * (most of a local extract's context switches) */
-		if (x->waiters || r < 0)
-			pthread_cond_broadcast(&x->cond);
-		pthread_mutex_unlock(&x->lock);
-		if (report)
-			x->o->progress(x->o->progress_userdata, w);
-	}
-	ca_buf_release(&copy_buf);
-	pthread_mutex_lock(&x->lock);
-	x->exited++;
-	pthread_cond_broadcast(&x->cond);
-	pthread_mutex_unlock(&x->lock);
-	return NULL;
+	struct ca_buf *b = malloc(sizeof(*b)); /* where a repeat is copied through */
+	(void)qdata;
+	if (!b)
+		return -ENOMEM;
+	*b = (struct ca_buf)CA_BUF_INIT;
+	*ret = b;
+	return 0;
 }
 
-/* Wait for every worker to return. While waiting, look at the cancel flag
- * every 100 ms; once it is set, give the workers two seconds to notice.
- * -ECANCELED if some did not. */
-static int wait_workers(struct extract_job *x, unsigned started)
+static void worker_fini(void *qdata, void *wdata)
 {
-	int grace = 20, r = 0;
+	(void)qdata;
+	ca_buf_release(wdata);
+	free(wdata);
+}
+
+/* A worker: chunk i (the job) into the output. The chunks are taken in
+ * order (the queue is FIFO), so a chunk this one waits for (the one it
+ * repeats, the one written before it) is already some worker's. */
+static int worker_run(void *qdata, void *wdata, void *job)
+{
+	struct extract_job *x = qdata;
+	struct ca_buf *copy_buf = wdata;
+	size_t i = (size_t)(uintptr_t)job;
+	uint64_t start, end;
+	const uint8_t *id;
+	const struct ca_chunk *c = NULL;
+	int r = 0;
+
 	pthread_mutex_lock(&x->lock);
-	while (x->exited < started) {
-		ca_cond_wait_ms(&x->cond, &x->lock, 100);
-		if (x->o->cancel && *x->o->cancel) {
-			if (!x->err)
-				x->err = -ECANCELED;
-			pthread_cond_broadcast(&x->cond);
-			if (x->exited < started && grace-- == 0) {
-				r = -ECANCELED;
-				break;
+	r = x->err;
+	pthread_mutex_unlock(&x->lock);
+	if (r < 0)
+		return r;
+	ca_index_chunk(x->idx, i, &start, &end, &id);
+	bool zero = is_zero_chunk(x, start, end, id);
+	if (!zero && x->first_slots) {
+		size_t f = first_of(x, i);
+		if (f != i && copy_repeat(x, f, start, end - start, copy_buf) == 0)
+			zero = true; /* nothing left to do for it */
+	}
+	if (!zero && x->o->clone && x->regular && !x->seq_out) {
+		r = x->o->clone(x->o->clone_userdata, id, end - start, x->fd, start);
+		zero = r > 0; /* in place: nothing to fetch */
+		if (r > 0)
+			r = 0;
+	}
+	if (!zero && r == 0) {
+		r = ca_chunksrc_get(x->src, id, end - start, &c);
+		if (r < 0) {
+			/* one line for the user: only the first failure is reported */
+			pthread_mutex_lock(&x->lock);
+			bool first = !x->err;
+			if (first) {
+				x->err = r;
+				x->err_logged = true;
 			}
+			pthread_mutex_unlock(&x->lock);
+			char hex[2 * CA_CHUNK_ID_SIZE + 1];
+			ca_id_to_hex(id, hex);
+			if (first && r == -ENOENT)
+				ca_log_error("chunk %s: not found in any store", hex);
+			else if (first)
+				ca_log_error_errno(r, "chunk %s", hex);
 		}
 	}
+	if (r == 0 && c && x->seq_out) {
+		pthread_mutex_lock(&x->lock);
+		x->waiters++;
+		while (x->next_write != i && !x->err)
+			wait_other_locked(x);
+		x->waiters--;
+		pthread_mutex_unlock(&x->lock);
+		if (!x->err)
+			r = ca_write_all(x->fd, c->data, c->size);
+	} else if (r == 0 && c) {
+		/* zero blocks of a fresh file stay holes, as casync punches them */
+		r = x->holes ? ca_pwrite_sparse(x->fd, c->data, c->size, start)
+		             : ca_pwrite_all(x->fd, c->data, c->size, start);
+	}
+	ca_chunksrc_put(x->src, c);
+
+	pthread_mutex_lock(&x->lock);
+	if (r < 0 && !x->err)
+		x->err = r;
+	if (r == 0 && x->done)
+		x->done[i] = 1;
+	x->next_write++;
+	x->written += end - start;
+	bool report = x->o->progress && x->written - x->reported >= PROGRESS_STEP;
+	if (report)
+		x->reported = x->written;
+	uint64_t w = x->written;
+	/* only workers waiting for a chunk care */
+	if (x->waiters || r < 0)
+		pthread_cond_broadcast(&x->cond);
 	pthread_mutex_unlock(&x->lock);
+	if (report)
+		x->o->progress(x->o->progress_userdata, w);
 	return r;
+}
+
+static const struct ca_workq_ops worker_ops = { .init = worker_init, .fini = worker_fini, .run = worker_run };
+
+/* Hand every chunk to the workers, in order, hinting the chunk source
+ * PREFETCH_AHEAD chunks ahead of each: before that chunk is handed out,
+ * or it would be downloaded a second time. Then wait for them all. */
+static int run_workers(struct extract_job *x, unsigned n)
+{
+	struct ca_workq *q = NULL;
+	struct ca_workq_opts qo = {
+		.workers = n, .max_jobs = QUEUE_JOBS, .stop_on_error = true, .cancel = x->o->cancel,
+	};
+	size_t n_chunks = ca_index_n_chunks(x->idx);
+	int r = ca_workq_new(&worker_ops, x, &qo, &q);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < PREFETCH_AHEAD; i++)
+		prefetch(x, i);
+	for (size_t i = 0; i < n_chunks && r == 0; i++) {
+		prefetch(x, i + PREFETCH_AHEAD);
+		r = ca_workq_submit(q, (void *)(uintptr_t)i, 1);
+	}
+	if (r < 0) { /* a job's error stopped the queue, or a cancel: workers waiting for a chunk give up */
+		pthread_mutex_lock(&x->lock);
+		if (!x->err)
+			x->err = r;
+		pthread_cond_broadcast(&x->cond);
+		pthread_mutex_unlock(&x->lock);
+	}
+	r = ca_workq_free(q);
+	if (r == -ECANCELED || r == -EBUSY) {
+		pthread_mutex_lock(&x->lock);
+		if (!x->err)
+			x->err = -ECANCELED;
+		pthread_cond_broadcast(&x->cond);
+		pthread_mutex_unlock(&x->lock);
+	}
+	return r == -EBUSY ? r : 0;
 }
 
 static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, bool seq, const struct ca_extract_opts *o,
                       bool *ret_logged)
 {
 	struct extract_job *x = calloc(1, sizeof(*x));
-	pthread_t th[MAX_WORKERS];
-	unsigned n = o->threads, started = 0;
+	unsigned n = o->threads;
 	struct stat st;
 	int r = 0;
 
@@ -334,29 +368,22 @@ static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, boo
 	pthread_mutex_init(&x->lock, NULL);
 	pthread_cond_init(&x->cond, NULL);
 	dedup_setup(x);
-	for (size_t i = 0; i < PREFETCH_AHEAD; i++)
-		prefetch(x, i);
-	for (; started < n; started++)
-		if ((r = ca_thread_create(&th[started], worker, x)) < 0)
-			break;
-	if (r < 0) {
-		pthread_mutex_lock(&x->lock);
-		x->err = r;
-		pthread_mutex_unlock(&x->lock);
-	}
-	if (wait_workers(x, started) < 0) {
+	r = run_workers(x, n);
+	if (r == -EBUSY) {
 		/* a worker is stuck in a call that no flag reaches (a FIFO in the
-		 * store, a hung NFS server): leave it, and the job it points to,
-		 * to the exit that follows a cancel */
-		for (unsigned i = 0; i < started; i++)
-			pthread_detach(th[i]);
-		/* -EBUSY, as the archive path says it: the caller must not free
-		 * src, which the stuck worker wakes up into when it is freed */
+		 * store, a hung NFS server): the queue left it, and the job it
+		 * points to, to the exit that follows a cancel. -EBUSY, as the
+		 * archive path says it: the caller must not free src, which the
+		 * stuck worker wakes up into when it is freed */
 		*ret_logged = true;
 		return -EBUSY;
 	}
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
+	if (r < 0) {
+		pthread_mutex_lock(&x->lock);
+		if (!x->err)
+			x->err = r;
+		pthread_mutex_unlock(&x->lock);
+	}
 	if (o->progress && !x->err)
 		o->progress(o->progress_userdata, x->written);
 	pthread_cond_destroy(&x->cond);

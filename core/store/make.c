@@ -2,9 +2,10 @@
 /*
  * make.c - the make pipeline (see make.h for the picture).
  *
- * One lock (m->lock) guards all queues and counters; it is held only to
- * move pointers, never across hashing, compression or file I/O, except for
- * the buffered index append that keeps items in stream order.
+ * One lock (m->lock) guards the segment queues and counters; it is held
+ * only to move pointers, never across hashing, compression or file I/O.
+ * The chunks go to a work queue (base/workq.h) with ordered completion:
+ * its done calls, one at a time in stream order, append the index.
  */
 #include "config.h"
 
@@ -21,6 +22,7 @@
 #include "format/index.h"
 #include "base/log.h"
 #include "base/thread.h"
+#include "base/workq.h"
 #include "store/make.h"
 #include "store/store.h"
 #include "store/store_writer.h"
@@ -39,7 +41,6 @@ struct segment {
 };
 
 struct job {
-	struct job *next_w, *next_p; /* work queue, pending (stream order) list */
 	uint64_t end;
 	/* the chunk's bytes: in place in seg (a reference held) when the
 	 * chunk lies in one segment, else copied into buf */
@@ -47,8 +48,14 @@ struct job {
 	size_t size;
 	struct segment *seg;
 	struct ca_buf buf;
+	bool held; /* seg or buf not given back yet */
 	uint8_t id[CA_CHUNK_ID_SIZE];
-	bool done;
+};
+
+/* A worker's own: the codec (digest, zstd context) and its output buffer. */
+struct worker {
+	struct ca_codec *codec;
+	struct ca_buf cbuf;
 };
 
 struct ca_maker {
@@ -65,22 +72,18 @@ struct ca_maker {
 	pthread_cond_t feed_cond;    /* feeder: a segment was freed */
 	pthread_cond_t chunker_cond; /* chunker: a segment arrived, or job memory was freed */
 	pthread_cond_t digest_cond;  /* digest: a segment arrived */
-	pthread_cond_t work_cond;    /* workers: a job arrived, or the chunker is done */
 	struct segment *cq_head, *cq_tail, *dq_head, *dq_tail;
 	struct segment *spare_segs;  /* freed segments, reused so their pages stay mapped */
 	unsigned live_segs;
-	struct job *wq_head, *wq_tail, *pq_head, *pq_tail;
-	uint64_t job_bytes;
-	size_t jobs_live, max_jobs; /* chunks emitted whose buffer is not back yet */
+	struct ca_workq *q;          /* the chunks: hashed, compressed, stored; index in order */
 	struct ca_buf *spare_bufs; /* recycled chunk buffers, so big chunks don't fault in fresh pages */
 	size_t n_spare, cap_spare;
-	bool input_done, chunker_done, stop;
+	bool input_done;
 	int err;
 	const char *err_path; /* what err is about: o.store_path, o.index_path or NULL */
 	struct ca_make_stats stats;
 
-	pthread_t chunker_thread, digest_thread, workers[MAX_WORKERS];
-	unsigned n_workers;
+	pthread_t chunker_thread, digest_thread;
 	bool chunker_started, digest_started;
 };
 
@@ -94,7 +97,6 @@ static void wake_all(struct ca_maker *m)
 	pthread_cond_broadcast(&m->feed_cond);
 	pthread_cond_broadcast(&m->chunker_cond);
 	pthread_cond_broadcast(&m->digest_cond);
-	pthread_cond_broadcast(&m->work_cond);
 }
 
 static void fail_locked(struct ca_maker *m, int r)
@@ -138,18 +140,19 @@ static void *digest_main(void *arg)
 	return NULL;
 }
 
-/* A chunk is complete: hand it to the workers, either in place (seg,
- * data, size: the segment gets one more reference) or as the bytes
- * gathered in acc (seg NULL). Called with the lock held. */
-static void emit_locked(struct ca_maker *m, struct ca_buf *acc, struct segment *seg, const uint8_t *data, size_t size,
-                        uint64_t end)
+/* A chunk is complete: its job, either in place (seg, data, size: the
+ * segment gets one more reference) or as the bytes gathered in acc (seg
+ * NULL). Called with the lock held; NULL when out of memory. */
+static struct job *emit_locked(struct ca_maker *m, struct ca_buf *acc, struct segment *seg, const uint8_t *data,
+                               size_t size, uint64_t end)
 {
 	struct job *j = calloc(1, sizeof(*j));
 	if (!j) {
 		fail_locked(m, -ENOMEM);
-		return;
+		return NULL;
 	}
 	j->end = end;
+	j->held = true;
 	if (seg) {
 		seg->refs++;
 		j->seg = seg;
@@ -164,20 +167,38 @@ static void emit_locked(struct ca_maker *m, struct ca_buf *acc, struct segment *
 			*acc = m->spare_bufs[--m->n_spare];
 		acc->size = 0;
 	}
-	m->job_bytes += j->size;
-	m->jobs_live++;
-	if (m->pq_tail)
-		m->pq_tail->next_p = j;
-	else
-		m->pq_head = j;
-	m->pq_tail = j;
-	if (m->wq_tail)
-		m->wq_tail->next_w = j;
-	else
-		m->wq_head = j;
-	m->wq_tail = j;
 	m->stats.chunks++;
-	pthread_cond_signal(&m->work_cond);
+	return j;
+}
+
+/* Under the lock: give back what the job holds of the input (idempotent). */
+static void job_release_locked(struct ca_maker *m, struct job *j)
+{
+	if (!j->held)
+		return;
+	j->held = false;
+	if (j->seg)
+		seg_unref_locked(m, j->seg);
+	else if (m->n_spare < m->cap_spare)
+		m->spare_bufs[m->n_spare++] = j->buf;
+	else
+		ca_buf_release(&j->buf);
+	j->buf = (struct ca_buf)CA_BUF_INIT;
+	j->seg = NULL;
+}
+
+/* Hand a job to the workers (lock not held): blocks while the queue
+ * holds its bound; a refused job (an error stopped the queue) is freed. */
+static void submit(struct ca_maker *m, struct job *j)
+{
+	int r = ca_workq_submit(m->q, j, j->size);
+	if (r < 0) {
+		pthread_mutex_lock(&m->lock);
+		job_release_locked(m, j);
+		fail_locked(m, r);
+		pthread_mutex_unlock(&m->lock);
+		free(j);
+	}
 }
 
 static void *chunker_main(void *arg)
@@ -212,47 +233,28 @@ static void *chunker_main(void *arg)
 			off += k;
 			pos += k;
 			if (cut || r < 0) {
+				struct job *j = NULL;
 				pthread_mutex_lock(&m->lock);
 				if (r < 0)
 					fail_locked(m, r);
 				else if (in_place)
-					emit_locked(m, NULL, s, s->data + off - k, k, pos);
+					j = emit_locked(m, NULL, s, s->data + off - k, k, pos);
 				else
-					emit_locked(m, &acc, NULL, NULL, 0, pos);
-				while ((m->job_bytes > MAX_JOB_BYTES || m->jobs_live >= m->max_jobs) && !m->err)
-					pthread_cond_wait(&m->chunker_cond, &m->lock);
+					j = emit_locked(m, &acc, NULL, NULL, 0, pos);
 				pthread_mutex_unlock(&m->lock);
+				if (j)
+					submit(m, j);
 			}
 		}
 		pthread_mutex_lock(&m->lock);
 		seg_unref_locked(m, s);
 	}
-	if (!m->err && acc.size > 0)
-		emit_locked(m, &acc, NULL, NULL, 0, pos);
-	m->chunker_done = true;
-	pthread_cond_broadcast(&m->work_cond);
+	struct job *last = !m->err && acc.size > 0 ? emit_locked(m, &acc, NULL, NULL, 0, pos) : NULL;
 	pthread_mutex_unlock(&m->lock);
+	if (last)
+		submit(m, last);
 	ca_buf_release(&acc);
 	return NULL;
-}
-
-/* Write finished jobs at the head of the stream-order list into the index. */
-static void retire_locked(struct ca_maker *m)
-{
-	while (m->pq_head && m->pq_head->done) {
-		struct job *j = m->pq_head;
-		m->pq_head = j->next_p;
-		if (!m->pq_head)
-			m->pq_tail = NULL;
-		if (m->index && !m->err) {
-			int r = ca_index_writer_add(m->index, j->end, j->id);
-			if (r < 0) {
-				m->err_path = m->o.index_path;
-				fail_locked(m, r);
-			}
-		}
-		free(j);
-	}
 }
 
 static int store_chunk(struct ca_maker *m, struct ca_codec *codec, struct ca_buf *cbuf, struct job *j, bool *ret_new)
@@ -271,66 +273,87 @@ static int store_chunk(struct ca_maker *m, struct ca_codec *codec, struct ca_buf
 	return 0;
 }
 
-static void *worker_main(void *arg)
+static int worker_init(void *qdata, void **ret)
 {
-	struct ca_maker *m = arg;
-	struct ca_codec *codec = NULL;
-	struct ca_buf cbuf = CA_BUF_INIT;
-	int r = ca_codec_new(ca_digest_type_from_flags(m->o.feature_flags), &codec);
+	struct ca_maker *m = qdata;
+	struct worker *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->cbuf = (struct ca_buf)CA_BUF_INIT;
+	int r = ca_codec_new(ca_digest_type_from_flags(m->o.feature_flags), &w->codec);
 	if (r == 0 && m->o.compression != CA_COMPRESSION_NONE)
-		r = ca_codec_set_compression(codec, m->o.compression);
+		r = ca_codec_set_compression(w->codec, m->o.compression);
+	if (r < 0) {
+		ca_codec_free(w->codec);
+		free(w);
+		return r;
+	}
+	*ret = w;
+	return 0;
+}
+
+static void worker_fini(void *qdata, void *wdata)
+{
+	struct worker *w = wdata;
+	(void)qdata;
+	ca_buf_release(&w->cbuf);
+	ca_codec_free(w->codec);
+	free(w);
+}
+
+/* A worker: hash the chunk, and compress and store it when new. */
+static int worker_run(void *qdata, void *wdata, void *arg)
+{
+	struct ca_maker *m = qdata;
+	struct worker *w = wdata;
+	struct job *j = arg;
+	bool is_new = false;
+	int r = cancelled(m) ? -ECANCELED : ca_digest_once(ca_codec_digest(w->codec), j->data, j->size, j->id);
+	if (r == 0 && m->store)
+		r = store_chunk(m, w->codec, &w->cbuf, j, &is_new);
 
 	pthread_mutex_lock(&m->lock);
+	if (r < 0 && !m->err)
+		m->err_path = m->o.store_path; /* hashing cannot fail but for ENOMEM */
 	if (r < 0)
 		fail_locked(m, r);
-	for (;;) {
-		while (!m->wq_head && !m->chunker_done && !m->err)
-			pthread_cond_wait(&m->work_cond, &m->lock);
-		struct job *j = m->wq_head;
-		if (!j || m->err)
-			break;
-		m->wq_head = j->next_w;
-		if (!m->wq_head)
-			m->wq_tail = NULL;
-		pthread_mutex_unlock(&m->lock);
-
-		bool is_new = false;
-		r = cancelled(m) ? -ECANCELED : ca_digest_once(ca_codec_digest(codec), j->data, j->size, j->id);
-		if (r == 0 && m->store)
-			r = store_chunk(m, codec, &cbuf, j, &is_new);
-
-		pthread_mutex_lock(&m->lock);
-		if (r < 0 && !m->err)
-			m->err_path = m->o.store_path; /* hashing cannot fail but for ENOMEM */
-		if (r < 0)
-			fail_locked(m, r);
-		if (is_new) {
-			m->stats.chunks_new++;
-			m->stats.bytes_stored += cbuf.size;
-		}
-		m->job_bytes -= j->size;
-		m->jobs_live--;
-		if (j->seg)
-			seg_unref_locked(m, j->seg);
-		else if (m->n_spare < m->cap_spare)
-			m->spare_bufs[m->n_spare++] = j->buf;
-		else
-			ca_buf_release(&j->buf);
-		j->buf = (struct ca_buf)CA_BUF_INIT;
-		j->seg = NULL;
-		j->done = true;
-		retire_locked(m);
-		/* the chunker waits when the queue is full; waking it for every
-		 * finished chunk made it and the workers take turns, a futex
-		 * wake and a context switch per chunk: wake it at half */
-		if (m->job_bytes <= MAX_JOB_BYTES / 2 && m->jobs_live <= m->max_jobs / 2)
-			pthread_cond_signal(&m->chunker_cond);
+	if (is_new) {
+		m->stats.chunks_new++;
+		m->stats.bytes_stored += w->cbuf.size;
 	}
+	/* the input back now, not when the index gets to it */
+	job_release_locked(m, j);
 	pthread_mutex_unlock(&m->lock);
-	ca_buf_release(&cbuf);
-	ca_codec_free(codec);
-	return NULL;
+	return r;
 }
+
+/* In stream order, one at a time: the chunk's index entry. */
+static void worker_done(void *qdata, void *arg, int r)
+{
+	struct ca_maker *m = qdata;
+	struct job *j = arg;
+	pthread_mutex_lock(&m->lock);
+	job_release_locked(m, j); /* a job dropped unrun still holds its input */
+	if (r < 0 && !m->err)
+		m->err_path = m->o.store_path;
+	if (r < 0)
+		fail_locked(m, r);
+	bool add = m->index && !m->err;
+	pthread_mutex_unlock(&m->lock);
+	/* the index writer is the done calls' alone: they never overlap */
+	if (add && (r = ca_index_writer_add(m->index, j->end, j->id)) < 0) {
+		pthread_mutex_lock(&m->lock);
+		if (!m->err)
+			m->err_path = m->o.index_path;
+		fail_locked(m, r);
+		pthread_mutex_unlock(&m->lock);
+	}
+	free(j);
+}
+
+static const struct ca_workq_ops worker_ops = {
+	.init = worker_init, .fini = worker_fini, .run = worker_run, .done = worker_done,
+};
 
 int ca_maker_new(const struct ca_make_opts *o, struct ca_maker **ret)
 {
@@ -343,7 +366,6 @@ int ca_maker_new(const struct ca_make_opts *o, struct ca_maker **ret)
 	pthread_cond_init(&m->feed_cond, NULL);
 	pthread_cond_init(&m->chunker_cond, NULL);
 	pthread_cond_init(&m->digest_cond, NULL);
-	pthread_cond_init(&m->work_cond, NULL);
 	r = ca_chunker_init(&m->chunker, o->chunk_min, o->chunk_avg, o->chunk_max);
 	if (r < 0)
 		goto fail;
@@ -369,22 +391,24 @@ int ca_maker_new(const struct ca_make_opts *o, struct ca_maker **ret)
 	/* a few chunks queued per worker keep them busy; more only cost
 	 * memory, and buffers beyond the spares would be allocated and grown
 	 * afresh (page faults, reallocs) for every chunk */
-	m->max_jobs = JOBS_PER_WORKER * n;
-	m->cap_spare = m->max_jobs + 1;
+	struct ca_workq_opts qo = {
+		.workers = n, .max_jobs = JOBS_PER_WORKER * n, .max_cost = MAX_JOB_BYTES, .ordered = true,
+		.stop_on_error = true,
+	};
+	m->cap_spare = qo.max_jobs + 1;
 	m->spare_bufs = calloc(m->cap_spare, sizeof(*m->spare_bufs));
 	if (!m->spare_bufs) {
 		r = -ENOMEM;
 		goto fail;
 	}
+	if ((r = ca_workq_new(&worker_ops, m, &qo, &m->q)) < 0)
+		goto fail;
 	if ((r = ca_thread_create(&m->digest_thread, digest_main, m)) < 0)
 		goto fail;
 	m->digest_started = true;
 	if ((r = ca_thread_create(&m->chunker_thread, chunker_main, m)) < 0)
 		goto fail;
 	m->chunker_started = true;
-	for (; m->n_workers < n; m->n_workers++)
-		if ((r = ca_thread_create(&m->workers[m->n_workers], worker_main, m)) < 0)
-			goto fail;
 	*ret = m;
 	return 0;
 fail:
@@ -506,16 +530,16 @@ int ca_maker_feed_fd(struct ca_maker *m, int fd)
 	}
 }
 
+/* The chunker and the digest thread gone, every chunk completed. */
 static void join_all(struct ca_maker *m)
 {
 	if (m->chunker_started)
 		pthread_join(m->chunker_thread, NULL);
 	if (m->digest_started)
 		pthread_join(m->digest_thread, NULL);
-	for (unsigned i = 0; i < m->n_workers; i++)
-		pthread_join(m->workers[i], NULL);
 	m->chunker_started = m->digest_started = false;
-	m->n_workers = 0;
+	if (m->q)
+		(void)ca_workq_drain(m->q); /* errors reach m->err through the done calls */
 }
 
 int ca_maker_finish(struct ca_maker *m, uint8_t ret_digest[CA_CHUNK_ID_SIZE], struct ca_make_stats *ret_stats)
@@ -573,7 +597,10 @@ void ca_maker_free(struct ca_maker *m)
 	fail_locked(m, -ECANCELED);
 	m->input_done = true;
 	pthread_mutex_unlock(&m->lock);
+	if (m->q)
+		ca_workq_cancel(m->q, -ECANCELED); /* a chunker waiting in submit gives up */
 	join_all(m);
+	(void)ca_workq_free(m->q); /* every job completed: none left holding a segment */
 	free(m->cur);
 	while (m->cq_head) { /* segments nobody consumed */
 		struct segment *s = m->cq_head;
@@ -586,14 +613,6 @@ void ca_maker_free(struct ca_maker *m)
 		m->dq_head = s->next_d;
 		if (--s->refs == 0)
 			free(s);
-	}
-	while (m->pq_head) { /* jobs not done: they may hold the last reference to a segment */
-		struct job *j = m->pq_head;
-		m->pq_head = j->next_p;
-		if (j->seg && --j->seg->refs == 0)
-			free(j->seg);
-		ca_buf_release(&j->buf);
-		free(j);
 	}
 	while (m->spare_segs) {
 		struct segment *s = m->spare_segs;
@@ -610,7 +629,6 @@ void ca_maker_free(struct ca_maker *m)
 	pthread_cond_destroy(&m->feed_cond);
 	pthread_cond_destroy(&m->chunker_cond);
 	pthread_cond_destroy(&m->digest_cond);
-	pthread_cond_destroy(&m->work_cond);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }

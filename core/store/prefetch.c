@@ -9,7 +9,7 @@
 
 #include "base/log.h"
 #include "store/prefetch.h"
-#include "base/thread.h"
+#include "base/workq.h"
 
 struct ca_prefetch {
 	struct ca_chunksrc *src;
@@ -17,8 +17,7 @@ struct ca_prefetch {
 	size_t *order, n_order;
 	bool fill;
 	atomic_bool stop;
-	pthread_t threads[CA_PREFETCH_WORKERS];
-	unsigned n_threads;
+	struct ca_workq *q; /* CA_PREFETCH_WORKERS jobs, each a worker's share of the cursors */
 
 	pthread_mutex_t lock; /* guards the rest */
 	size_t next_profile, next_fill; /* cursors */
@@ -59,11 +58,16 @@ static void done(struct ca_prefetch *p, size_t i, bool fill, int r)
 	pthread_mutex_unlock(&p->lock);
 }
 
-static void *worker(void *arg)
+/* One job per worker: take chunks from the shared cursors until none
+ * is left (the order is the cursors', not the queue's: a fill of a
+ * million chunks needs no million jobs, nor a thread to submit them). */
+static int worker(void *qdata, void *wdata, void *job)
 {
-	struct ca_prefetch *p = arg;
+	struct ca_prefetch *p = qdata;
 	size_t i;
 	bool fill;
+	(void)wdata;
+	(void)job;
 	for (;;) {
 		pthread_mutex_lock(&p->lock);
 		int r = atomic_load(&p->stop) ? -ECANCELED : take(p, &i, &fill);
@@ -71,7 +75,7 @@ static void *worker(void *arg)
 			if (--p->running == 0 && r == -ENOENT)
 				p->st.finished = true;
 			pthread_mutex_unlock(&p->lock);
-			return NULL;
+			return 0;
 		}
 		pthread_mutex_unlock(&p->lock);
 
@@ -93,7 +97,7 @@ static void *worker(void *arg)
 			pthread_mutex_lock(&p->lock);
 			p->running--;
 			pthread_mutex_unlock(&p->lock);
-			return NULL;
+			return 0;
 		}
 		r = ca_chunksrc_get_background(p->src, id, end - start, fill ? CA_CHUNKSRC_LRU_COLD : 0, &c);
 		ca_chunksrc_put(p->src, c);
@@ -126,14 +130,16 @@ int ca_prefetch_start(struct ca_chunksrc *src, const struct ca_index *idx, size_
 	unsigned want = CA_PREFETCH_WORKERS;
 	if (!fill && n < want)
 		want = (unsigned)n;
+	static const struct ca_workq_ops ops = { .run = worker };
+	struct ca_workq_opts qo = { .workers = want, .max_jobs = want };
 	pthread_mutex_lock(&p->lock);
-	for (unsigned k = 0; k < want; k++) {
-		if (ca_thread_create(&p->threads[p->n_threads], worker, p) < 0)
-			break;
-		p->n_threads++;
-		p->running++;
+	if (want > 0 && ca_workq_new(&ops, p, &qo, &p->q) == 0) {
+		/* under the lock: a worker's running-- waits for all the ++ */
+		want = ca_workq_workers(p->q);
+		for (unsigned k = 0; k < want && ca_workq_submit(p->q, NULL, 0) == 0; k++)
+			p->running++;
 	}
-	if (p->n_threads == 0)
+	if (p->running == 0)
 		p->st.finished = true; /* nothing to do, or no thread: it is all on demand then */
 	pthread_mutex_unlock(&p->lock);
 	*ret = p;
@@ -145,8 +151,7 @@ void ca_prefetch_stop(struct ca_prefetch *p)
 	if (!p)
 		return;
 	atomic_store(&p->stop, true);
-	for (unsigned k = 0; k < p->n_threads; k++)
-		pthread_join(p->threads[k], NULL);
+	(void)ca_workq_free(p->q); /* a fetch under way finishes first */
 	pthread_mutex_destroy(&p->lock);
 	free(p->order);
 	free(p);
