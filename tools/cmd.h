@@ -96,6 +96,17 @@ struct cafs_option {
 	                    * command's verbs[i]); 0: all of them */
 };
 
+/* The signed-index options of every command that opens an index (mount and
+ * cache fill word their help for themselves). */
+#define CAFS_OPTIONS_TRUST \
+	{ "trusted-key", 0, "FILE", CAFS_OPT_TRUSTED_KEY, \
+	  .help = "only an index signed by this minisign key (repeatable;\n" \
+	          "see SECURITY in cafs(1))" }, \
+	{ "allow-downgrade", 0, NULL, CAFS_OPT_ALLOW_DOWNGRADE, \
+	  .help = "accept an index signed before the newest accepted" }, \
+	{ "signed-name", 0, "NAME", CAFS_OPT_SIGNED_NAME, \
+	  .help = "the file name its signature must give (default: IN's)" }
+
 /* cafs_option.keep: saved for the keeper's servers as given, with its path
  * made absolute, or each store of a failover group made absolute, or a
  * profile made absolute unless "none"; 0: this process's (-f, --takeover) */
@@ -193,7 +204,6 @@ int cafs_parse_threads(const char *s, unsigned *ret);
 /* --trusted-key FILE (repeatable), taken by every command that opens an
  * image: the keys go into the image options (source.h), where the one
  * check is made. */
-#define CAFS_TRUSTED_KEY_OPTION { "trusted-key", required_argument, NULL, CAFS_OPT_TRUSTED_KEY }
 struct cafs_trusted_keys {
 	struct ca_minisign_key *keys;
 	size_t n;

@@ -517,13 +517,7 @@ static const struct cafs_option extract_options[] = {
 	  .help = "keep the chunks fetched in this chunk cache, and use it" },
 	{ "delete", 0, "no", CAFS_OPT_DELETE,
 	  .help = "archives: keep what OUT has that the archive does not" },
-	{ "trusted-key", 0, "FILE", CAFS_OPT_TRUSTED_KEY,
-	  .help = "only an index signed by this minisign key (repeatable;\n"
-	  "see SECURITY in cafs(1))" },
-	{ "allow-downgrade", 0, NULL, CAFS_OPT_ALLOW_DOWNGRADE,
-	  .help = "accept an index signed before the newest accepted" },
-	{ "signed-name", 0, "NAME", CAFS_OPT_SIGNED_NAME,
-	  .help = "the file name its signature must give (default: IN's)" },
+	CAFS_OPTIONS_TRUST,
 	{ "offline", 0, NULL, CAFS_OPT_OFFLINE,
 	  .help = "only the --cache (and the index kept there for a URL)" },
 	{ "overlay-xattrs", 0, NULL, CAFS_OPT_OVERLAY_XATTRS,
@@ -568,13 +562,7 @@ static const struct cafs_option digest_options[] = {
 	  "beside it)" },
 	{ "digest", 0, "NAME", CAFS_OPT_DIGEST,
 	  .help = "for a plain file: sha512-256 (default) or sha256" },
-	{ "trusted-key", 0, "FILE", CAFS_OPT_TRUSTED_KEY,
-	  .help = "only an index signed by this minisign key (repeatable;\n"
-	  "see SECURITY in cafs(1))" },
-	{ "allow-downgrade", 0, NULL, CAFS_OPT_ALLOW_DOWNGRADE,
-	  .help = "accept an index signed before the newest accepted" },
-	{ "signed-name", 0, "NAME", CAFS_OPT_SIGNED_NAME,
-	  .help = "the file name its signature must give (default: IN's)" },
+	CAFS_OPTIONS_TRUST,
 	{ NULL },
 };
 
@@ -598,13 +586,7 @@ static const struct cafs_option info_options[] = {
 	  "(repeatable: what any of them holds)" },
 	{ "threads", 'j', "N", CAFS_OPT_THREADS,
 	  .help = "accepted, as for extract; has no effect" },
-	{ "trusted-key", 0, "FILE", CAFS_OPT_TRUSTED_KEY,
-	  .help = "only an index signed by this minisign key (repeatable;\n"
-	  "see SECURITY in cafs(1))" },
-	{ "allow-downgrade", 0, NULL, CAFS_OPT_ALLOW_DOWNGRADE,
-	  .help = "accept an index signed before the newest accepted" },
-	{ "signed-name", 0, "NAME", CAFS_OPT_SIGNED_NAME,
-	  .help = "the file name its signature must give (default: IN's)" },
+	CAFS_OPTIONS_TRUST,
 	/* extract's, refused by name (info_set) */
 	{ "seed", 0, "PATH", .id = CAFS_OPT_SEED },
 	{ "cache", 0, "DIR", .id = CAFS_OPT_CACHE },
