@@ -56,9 +56,27 @@ int fs_errno(int r)
 	return EIO;
 }
 
+/* A failure's answer, unless the server is stopping (fs.h): then the
+ * store's waits end with -ECANCELED, and an error (EIO; past a read's
+ * first page, a short read) would reach a reader whose request the next
+ * server, after the keeper's resend, answers right. Left unanswered,
+ * the request stays with the kernel for that. */
+static void reply_err(fuse_req_t req, int err)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	if (err && atomic_load(&fs->stopping)) {
+		atomic_fetch_add(&fs->unanswered, 1);
+		fuse_reply_none(req);
+		return;
+	}
+	fuse_reply_err(req, err);
+}
+
 void fs_log_io_error(struct fs *fs, struct fs_node *n, int err, const char *what, uint64_t off)
 {
 	char where[512];
+	if (atomic_load(&fs->stopping))
+		return; /* not answered (reply_err): not a failure of the mount */
 	if (n && atomic_exchange(&n->io_error_logged, true))
 		return;
 	if (fs->tree)
@@ -195,7 +213,14 @@ void fs_free(struct fs *fs)
 
 void fs_stop_waits(struct fs *fs)
 {
+	/* first: a wait the abort ends must find the failure unanswerable */
+	atomic_store(&fs->stopping, true);
 	ca_image_abort_waits(fs->im);
+}
+
+uint64_t fs_unanswered(struct fs *fs)
+{
+	return atomic_load(&fs->unanswered);
 }
 
 /* The background work's progress (prefetch.h), for the stats. */
@@ -409,7 +434,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fs_inode_forget(fs->inodes, child->ino, 1);
 	goto out;
 fail:
-	fuse_reply_err(req, -r);
+	reply_err(req, -r);
 out:
 	node_put(fs, child);
 	node_put(fs, dir);
@@ -436,7 +461,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	(void)fi;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
-		fuse_reply_err(req, node_errno(fs, r));
+		reply_err(req, node_errno(fs, r));
 		return;
 	}
 	fuse_reply_attr(req, &n->st, FS_TIMEOUT);
@@ -449,11 +474,11 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	struct fs_node *n;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
-		fuse_reply_err(req, node_errno(fs, r));
+		reply_err(req, node_errno(fs, r));
 		return;
 	}
 	if (!S_ISLNK(n->st.st_mode) || !n->cn || !n->cn->symlink_target)
-		fuse_reply_err(req, EINVAL);
+		reply_err(req, EINVAL);
 	else
 		fuse_reply_readlink(req, n->cn->symlink_target);
 	node_put(fs, n);
@@ -468,17 +493,17 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct fs_node *n;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
-		fuse_reply_err(req, node_errno(fs, r));
+		reply_err(req, node_errno(fs, r));
 		return;
 	}
 	bool dir = S_ISDIR(n->st.st_mode);
 	node_put(fs, n);
 	if (!dir) {
-		fuse_reply_err(req, ENOTDIR);
+		reply_err(req, ENOTDIR);
 		return;
 	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
-		fuse_reply_err(req, EROFS);
+		reply_err(req, EROFS);
 		return;
 	}
 	fi->fh = 0;
@@ -536,12 +561,12 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 
 	int r = node_get(fs, ino, &dir);
 	if (r < 0) {
-		fuse_reply_err(req, node_errno(fs, r));
+		reply_err(req, node_errno(fs, r));
 		return;
 	}
 	if (!S_ISDIR(dir->st.st_mode)) {
 		node_put(fs, dir);
-		fuse_reply_err(req, ENOTDIR);
+		reply_err(req, ENOTDIR);
 		return;
 	}
 	if (size > (1u << 20))
@@ -549,7 +574,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 	d.buf = malloc(size);
 	if (!d.buf) {
 		node_put(fs, dir);
-		fuse_reply_err(req, ENOMEM);
+		reply_err(req, ENOMEM);
 		return;
 	}
 	if (off < 1) {
@@ -579,7 +604,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 reply:
 	/* entries already in the buffer are good even if a later one failed */
 	if (r < 0 && d.used == 0)
-		fuse_reply_err(req, fs_errno(r));
+		reply_err(req, fs_errno(r));
 	else
 		fuse_reply_buf(req, d.buf, d.used);
 	free(d.buf);
@@ -601,7 +626,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 	/* nothing to free (see op_opendir): also for a handle another
 	 * process of ours opened */
 	(void)ino, (void)fi;
-	fuse_reply_err(req, 0);
+	reply_err(req, 0);
 }
 
 /* Only reached when the kernel cannot skip opens (FUSE_CAP_NO_OPEN_SUPPORT
@@ -614,21 +639,21 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs_node *n;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
-		fuse_reply_err(req, node_errno(fs, r));
+		reply_err(req, node_errno(fs, r));
 		return;
 	}
 	bool dir = S_ISDIR(n->st.st_mode);
 	node_put(fs, n);
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
-		fuse_reply_err(req, EROFS);
+		reply_err(req, EROFS);
 		return;
 	}
 	if (dir) {
-		fuse_reply_err(req, EISDIR);
+		reply_err(req, EISDIR);
 		return;
 	}
 	if (fs->no_open) {
-		fuse_reply_err(req, ENOSYS); /* "opens succeed without asking, keep the cache" */
+		reply_err(req, ENOSYS); /* "opens succeed without asking, keep the cache" */
 		return;
 	}
 	fi->keep_cache = 1;
@@ -707,14 +732,14 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	struct fs_node *n;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
-		fuse_reply_err(req, node_errno(fs, r));
+		reply_err(req, node_errno(fs, r));
 		return;
 	}
 	uint64_t fsize = (uint64_t)n->st.st_size;
 	(void)fi;
 
 	if (off < 0) {
-		fuse_reply_err(req, EINVAL);
+		reply_err(req, EINVAL);
 		node_put(fs, n);
 		return;
 	}
@@ -747,7 +772,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	if (k < 0) {
 		COUNT(fs, read_errors, 1);
 		fs_log_io_error(fs, n, (int)k, "read", (uint64_t)off);
-		fuse_reply_err(req, fs_errno((int)k));
+		reply_err(req, fs_errno((int)k));
 	} else {
 		COUNT(fs, bytes_read, (uint64_t)k);
 		if (fs->o.record)
@@ -787,7 +812,7 @@ static void reply_xattr(fuse_req_t req, const char *data, size_t len, size_t siz
 	if (size == 0)
 		fuse_reply_xattr(req, len);
 	else if (size < len)
-		fuse_reply_err(req, ERANGE);
+		reply_err(req, ERANGE);
 	else
 		fuse_reply_buf(req, data, len);
 }
@@ -799,11 +824,11 @@ static void reply_xattr_result(fuse_req_t req, struct fs *fs, struct fs_node *n,
                                const char *buf, size_t len, size_t size)
 {
 	if (r == -ENODATA || r == -ERANGE) {
-		fuse_reply_err(req, -r);
+		reply_err(req, -r);
 	} else if (r < 0) {
 		COUNT(fs, meta_errors, 1);
 		fs_log_io_error(fs, n, r, op, 0);
-		fuse_reply_err(req, fs_errno(r));
+		reply_err(req, fs_errno(r));
 	} else if (size == 0) {
 		fuse_reply_xattr(req, len);
 	} else {
@@ -819,7 +844,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	size_t len = 0;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
-		fuse_reply_err(req, node_errno(fs, r));
+		reply_err(req, node_errno(fs, r));
 		return;
 	}
 	if (ino == FUSE_ROOT_ID && !strcmp(name, FS_STATS_XATTR)) {
@@ -827,9 +852,9 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		len = fs_stats_text(fs, text, sizeof(text));
 		reply_xattr(req, text, len, size);
 	} else if (!fs->tree) {
-		fuse_reply_err(req, ENODATA);
+		reply_err(req, ENODATA);
 	} else if (size > 0 && !(buf = malloc(size))) {
-		fuse_reply_err(req, ENOMEM);
+		reply_err(req, ENOMEM);
 	} else {
 		r = fs_tree_getxattr(fs, n, caller_is_root(req), name, buf, size, &len);
 		reply_xattr_result(req, fs, n, r, "getxattr", buf, len, size);
@@ -846,13 +871,13 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	size_t len = 0;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
-		fuse_reply_err(req, node_errno(fs, r));
+		reply_err(req, node_errno(fs, r));
 		return;
 	}
 	if (!fs->tree) {
 		reply_xattr(req, "", 0, size);
 	} else if (size > 0 && !(buf = malloc(size))) {
-		fuse_reply_err(req, ENOMEM);
+		reply_err(req, ENOMEM);
 	} else {
 		r = fs_tree_listxattr(fs, n, caller_is_root(req), buf, size, &len);
 		reply_xattr_result(req, fs, n, r, "listxattr", buf, len, size);
@@ -869,12 +894,12 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	struct fs_node *n;
 	(void)arg, (void)fi, (void)in_buf, (void)in_bufsz;
 	if (cmd != (unsigned)FS_IOC_GETFLAGS || (flags & FUSE_IOCTL_COMPAT) || !fs->tree) {
-		fuse_reply_err(req, ENOTTY);
+		reply_err(req, ENOTTY);
 		return;
 	}
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
-		fuse_reply_err(req, node_errno(fs, r));
+		reply_err(req, node_errno(fs, r));
 		return;
 	}
 	unsigned v = fs_tree_chattr(n);
@@ -887,77 +912,77 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
 {
 	(void)ino, (void)attr, (void)to_set, (void)fi;
-	fuse_reply_err(req, EROFS);
+	reply_err(req, EROFS);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	(void)parent, (void)name, (void)mode, (void)rdev;
-	fuse_reply_err(req, EROFS);
+	reply_err(req, EROFS);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	(void)parent, (void)name, (void)mode;
-	fuse_reply_err(req, EROFS);
+	reply_err(req, EROFS);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	(void)parent, (void)name;
-	fuse_reply_err(req, EROFS);
+	reply_err(req, EROFS);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
 	(void)link, (void)parent, (void)name;
-	fuse_reply_err(req, EROFS);
+	reply_err(req, EROFS);
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
                       const char *newname, unsigned int flags)
 {
 	(void)parent, (void)name, (void)newparent, (void)newname, (void)flags;
-	fuse_reply_err(req, EROFS);
+	reply_err(req, EROFS);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	(void)ino, (void)newparent, (void)newname;
-	fuse_reply_err(req, EROFS);
+	reply_err(req, EROFS);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
                      struct fuse_file_info *fi)
 {
 	(void)ino, (void)buf, (void)size, (void)off, (void)fi;
-	fuse_reply_err(req, EROFS);
+	reply_err(req, EROFS);
 }
 
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
                         int flags)
 {
 	(void)ino, (void)name, (void)value, (void)size, (void)flags;
-	fuse_reply_err(req, EROFS);
+	reply_err(req, EROFS);
 }
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	(void)ino, (void)name;
-	fuse_reply_err(req, EROFS);
+	reply_err(req, EROFS);
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi)
 {
 	(void)parent, (void)name, (void)mode, (void)fi;
-	fuse_reply_err(req, EROFS);
+	reply_err(req, EROFS);
 }
 
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
                          struct fuse_file_info *fi)
 {
 	(void)ino, (void)mode, (void)offset, (void)length, (void)fi;
-	fuse_reply_err(req, EROFS);
+	reply_err(req, EROFS);
 }
 
 const struct fuse_lowlevel_ops fs_ops = {

@@ -113,9 +113,16 @@ int fs_session_init(struct fuse_session *se, struct fs *fs);
  * is dropped (a resumed connection: the kernel finished that INIT long
  * ago). libfuse's state and op_init run as for a first INIT. */
 int fs_session_init_with(struct fuse_session *se, struct fs *fs, void *in, size_t len, bool answer);
-/* End every read waiting for a failing store now, and any later one
- * (EIO): the mount is stopping (source.h, ca_image_abort_waits). */
+/* The server is stopping: end every wait for the store now, and any
+ * later one (source.h, ca_image_abort_waits: -ECANCELED, also a download
+ * under way). From now on a request that fails is not answered: its
+ * failure may be the stop's own doing, and it is no answer to give a
+ * reader. With a keeper, the kernel sends such requests again to the next
+ * server (FUSE_NOTIFY_RESEND, keeper.h); without one, the connection's end
+ * fails them. Requests that succeed are answered as ever. */
 void fs_stop_waits(struct fs *fs);
+/* How many requests fs_stop_waits left unanswered so far. */
+uint64_t fs_unanswered(struct fs *fs);
 
 /* The operations; pass the fs as userdata to fuse_session_new. */
 extern const struct fuse_lowlevel_ops fs_ops;

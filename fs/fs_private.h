@@ -41,6 +41,10 @@ struct fs {
 
 	/* counters for the stats xattr (relaxed atomics) */
 	atomic_uint_fast64_t reads, bytes_read, read_errors, meta_errors, meta_loads;
+
+	/* fs_stop_waits: failures are not answered from then on (fs.h) */
+	atomic_bool stopping;
+	atomic_uint_fast64_t unanswered;
 };
 
 /* The mount's memory budget for metadata (see docs/cafs.1, SECURITY):

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
@@ -218,6 +219,12 @@ int fs_serve(struct fs *fs, const char *mountpoint, const struct fs_serve_opts *
 	}
 	ca_stop_signals_end(stop); /* it stops waking us; a later signal stays pending */
 	stop = NULL;
+	uint64_t left = fs_unanswered(fs);
+	if (left && o->keep_mounted)
+		ca_log_info("server: stopping: %" PRIu64 " requests not answered: the keeper has them resent to the "
+		            "next server (or unmounts)", left);
+	else if (left)
+		ca_log_info("mount: stopping: %" PRIu64 " requests not answered: the unmount ends them", left);
 	/* a positive value is the signal that ended the loop: a clean stop */
 	if (r < 0)
 		ca_log_error_errno(r, "mount: %s", mountpoint);

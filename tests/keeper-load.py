@@ -65,6 +65,31 @@ def probe(mnt, rel, size):
         os.close(fd)
 
 
+def what_differs(got, want, off, n):
+    """How a read went wrong: short (fewer bytes than the file has there),
+    or where its bytes first differ and what they look like: zeros, the
+    file's bytes from another offset, or neither."""
+    exp = want[off:off + n]
+    if len(got) < len(exp):
+        s = "short read: %d of %d bytes" % (len(got), len(exp))
+        if got != exp[:len(got)]:
+            s += ", and " + what_differs(got, want[:off + len(got)], off, len(got))
+        return s
+    if len(got) > len(exp):
+        return "long read: %d of %d bytes" % (len(got), len(exp))
+    first = next(i for i in range(len(got)) if got[i] != exp[i])
+    last = next(i for i in range(len(got) - 1, -1, -1) if got[i] != exp[i])
+    bad = got[first:last + 1]
+    s = "wrong bytes at +%d..+%d (file offset %d, %d bytes)" % (first, last, off + first, len(bad))
+    if not bad.strip(b"\0"):
+        return s + ": zeros"
+    probe = got[first:first + 64]
+    at = want.find(probe)
+    if at >= 0:
+        return s + ": the file's bytes from offset %d (%+d)" % (at, at - (off + first))
+    return s + ": neither zeros nor the file's bytes elsewhere: %s" % probe[:16].hex()
+
+
 def main():
     if sys.argv[1] == "pids":
         print("%d %d" % pids(sys.argv[2]))
@@ -106,7 +131,7 @@ def main():
                     stats["reads"] += 1
                     if bad:
                         stats["wrong"] += 1
-                        errors.append("%s@%d: wrong bytes" % (rel, off))
+                        errors.append("%s@%d+%d: %s" % (rel, off, n, what_differs(got, want, off, n)))
             except OSError as e:
                 with lock:
                     stats["failed"] += 1
@@ -157,7 +182,8 @@ def main():
     mx = times[-1] if times else -1
     print("reads=%d failed=%d wrong=%d events=%d p50=%.3f max=%.3f%s" % (
         stats["reads"], stats["failed"], stats["wrong"], len(times), p50, mx,
-        (" first: " + errors[0]) if errors else ""))
+        (" first: " + "; then: ".join(errors[:3]) + ("; %d more" % (len(errors) - 3) if len(errors) > 3 else ""))
+        if errors else ""))
     return 0 if not errors and len(times) == count else 1
 
 
