@@ -144,9 +144,11 @@ check() {
 		summarize || rc=1
 		return $rc
 	fi
-	# the stress variants of the hostile-archive tests (hundreds of readers,
-	# a slow server): minutes, so not in the functional suite
-	CAFS_TEST_FULL=1 make check TESTS=tests/shell/mount-hostile-wide.sh >full-stress.log 2>&1 ||
+	# the stress variants (hundreds of readers of a hostile archive behind a
+	# slow server; 40 takeovers with reads in flight): minutes, so not in the
+	# functional suite
+	CAFS_TEST_FULL=1 make check TESTS='tests/shell/mount-hostile-wide.sh tests/shell/mount-takeover-inflight.sh' \
+		>full-stress.log 2>&1 ||
 		{ rc=1; tail -n 50 full-stress.log; }
 	make check-sanitizers >sanitizers.log 2>&1 ||
 		{ rc=1; tail -n 50 sanitizers.log; cat sanitizers-build/test-suite.log 2>/dev/null || true; }
