@@ -125,9 +125,16 @@ int api_options(const void *user, void *copy, size_t ours)
 	memcpy(&theirs, user, sizeof(theirs));
 	if (theirs < sizeof(size_t))
 		return -EINVAL;
+	if (theirs > API_STRUCT_MAX)
+		return -E2BIG;
 	for (size_t i = ours; i < theirs; i++)
 		if (u[i])
 			return -E2BIG;
 	memcpy(copy, user, theirs < ours ? theirs : ours);
 	return 0;
+}
+
+int api_refuse_arg(const char *call, const char *what)
+{
+	return ca_log_error_errno(EINVAL, "%s: %s", call, what);
 }

@@ -11,7 +11,9 @@
  *
  * Options and stats structs begin with `size_t size` (cafs/context.h): set
  * it in both; the library fills a stats struct up to the smaller of its
- * size and its own. Errors are negative errnos, each logged through the
+ * size and its own (a size above 4096 is refused with -E2BIG). A NULL or
+ * empty store, index or cache name is refused with -EINVAL (an empty one
+ * would mean the current directory). Errors are negative errnos, each logged through the
  * context's log function. Every call runs in the calling thread (verify
  * also in threads of its own, joined before it returns).
  */
