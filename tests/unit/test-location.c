@@ -121,6 +121,10 @@ int main(void)
 	check(ca_location_ssh_host_len("@h:x") == 0);
 	check(ca_location_ssh_host_len("u@:x") == 0);
 	check(ca_location_ssh_host_len("x.caidx") == 0);
+	/* a "host" that ssh would read as an option: a local name instead */
+	check(ca_location_ssh_host_len("-oProxyCommand:x.caidx") == 0);
+	check(ca_location_ssh_host_len("-v@h:x.caidx") == 0);
+	check(ca_location_ssh_host_len("h-1:x.caidx") == 3);
 
 	/* the blob mount's file name */
 	check_basename("disk.caibx", "disk");
