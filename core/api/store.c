@@ -173,7 +173,7 @@ int cafs_store_stat(struct cafs_ctx *ctx, const char *store, struct cafs_store_s
 	if (r == 0 && (!store || !*store))
 		r = api_refuse_arg("stat", "no store given");
 	if (r == 0)
-		r = ctx->cancelled ? -ECANCELED : ca_store_ops_stat(store, &st);
+		r = ctx->cancelled ? -ECANCELED : ca_store_ops_stat(store, false, &st);
 	if (r == 0) {
 		struct cafs_store_stats s = { sizeof(s), st.chunks, st.bytes, st.disk, st.tmp };
 		stats_fill(stats, &s, sizeof(s));

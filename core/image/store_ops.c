@@ -311,7 +311,11 @@ int ca_store_ops_verify(const struct ca_store_ops_verify_opts *o, struct ca_stor
 	struct ca_store_verify_opts vo = { .threads = o->threads, .any_digest = o->any_digest, .digest = o->digest,
 		                           .repair = o->repair, .on_bad = verify_bad };
 	struct ca_store *s = NULL;
-	int r = ca_store_open_private(o->store, false, &s); /* logs */
+	/* a store others are served from keeps its modes; only a cache is private */
+	int r = o->cache ? ca_store_open_private(o->store, false, &s) /* logs */
+	                 : ca_store_open(o->store, &s);
+	if (r < 0 && !o->cache)
+		ca_log_error_errno(r, "%s", o->store);
 	if (r == 0) {
 		r = ca_store_verify(s, &vo, ret);
 		if (r < 0)
@@ -336,11 +340,14 @@ static int stat_one(const struct ca_store_entry *e, void *userdata)
 	return 0;
 }
 
-int ca_store_ops_stat(const char *dir, struct ca_store_ops_stat *ret)
+int ca_store_ops_stat(const char *dir, bool cache, struct ca_store_ops_stat *ret)
 {
 	struct ca_store *s = NULL;
 	*ret = (struct ca_store_ops_stat){ 0 };
-	int r = ca_store_open_private(dir, false, &s); /* logs */
+	int r = cache ? ca_store_open_private(dir, false, &s) /* logs */
+	              : ca_store_open(dir, &s);
+	if (r < 0 && !cache)
+		ca_log_error_errno(r, "%s", dir);
 	if (r == 0) {
 		r = ca_store_walk(s, stat_one, ret);
 		if (r < 0)

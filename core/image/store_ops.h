@@ -117,6 +117,7 @@ struct ca_store_ops_verify_opts {
 	bool any_digest;   /* a chunk matches under either digest */
 	enum ca_digest_type digest; /* else this one */
 	bool repair;       /* remove the corrupt ones */
+	bool cache;        /* store is a cache: opened private (store.h), as the cache's owner keeps it */
 };
 
 /* Check every chunk file against its name (store_verify.h); each corrupt
@@ -132,8 +133,9 @@ struct ca_store_ops_stat {
 	uint64_t tmp;           /* temporary files (a writer's, or a killed one's) */
 };
 
-/* Count the chunk files of the store at dir (nothing is changed). */
-int ca_store_ops_stat(const char *dir, struct ca_store_ops_stat *ret);
+/* Count the chunk files of the store at dir (nothing is changed; a
+ * cache, opened private, may have its modes made private, store.h). */
+int ca_store_ops_stat(const char *dir, bool cache, struct ca_store_ops_stat *ret);
 
 struct ca_store_ops_presence {
 	char *shown;             /* the source as it may be shown (credentials redacted; malloc'd, NULL if no memory) */

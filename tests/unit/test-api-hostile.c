@@ -256,6 +256,30 @@ static long walk_ok(void)
 	return r < 0 ? r : n;
 }
 
+/* a store served to others (0755 dirs, 0444 chunks, as casync makes it):
+ * stat and verify leave its modes alone */
+static long modes_kept(void)
+{
+	struct cafs_store_stats s = { .size = sizeof s };
+	struct cafs_verify_stats v = { .size = sizeof v };
+	struct cafs_verify_options vo = { .size = sizeof vo };
+	if (testdata_sh("cd %s && mkdir -p shared.castr/0000 && chmod 0755 shared.castr shared.castr/0000 && "
+	                "cp -r default.castr/. shared.castr/ && chmod -R go+rX shared.castr",
+	                dir) != 0)
+		return -1;
+	int r = cafs_store_stat(ctx, p("shared.castr"), &s);
+	if (r == 0)
+		r = cafs_store_verify(ctx, p("shared.castr"), &vo, &v);
+	if (r < 0)
+		return r;
+	if (!s.chunks || v.ok != s.chunks)
+		return -2;
+	/* every directory still 0755, every chunk still readable by others */
+	return testdata_sh("cd %s && test -z \"$(find shared.castr -type d ! -perm 0755)\" && "
+	                   "test -z \"$(find shared.castr -type f ! -perm -0044)\"",
+	                   dir);
+}
+
 static long stat_ok(void)
 {
 	struct cafs_store_stats s = { .size = sizeof s };
@@ -275,6 +299,7 @@ int main(void)
 
 	check_int(in_child(walk_ok), ==, 5); /* "", a, d, d/b, l */
 	check_int(in_child(stat_ok), >, 0);
+	check_int(in_child(modes_kept), ==, 0);
 
 	check_int(in_child(open_null), ==, -EINVAL);
 	check_int(in_child(open_null_store), ==, -EINVAL);

@@ -109,7 +109,8 @@ struct cafs_store_stats {
 	uint64_t tmp_files;  /* temporary files (a writer's, or a killed one's) */
 };
 
-/* Count what a local store holds; nothing is changed. */
+/* Count what a local store holds; nothing is changed (its modes neither:
+ * a store others are served from stays readable by them). */
 int cafs_store_stat(struct cafs_ctx *ctx, const char *store, struct cafs_store_stats *stats);
 
 #ifdef __cplusplus
