@@ -73,7 +73,7 @@ int cafs_store_gc(struct cafs_ctx *ctx, const char *const *indexes, size_t n, co
 	if (r < 0)
 		goto out;
 	struct gc_cb cb = { o.removed, o.userdata };
-	struct ca_store_ops_gc_opts go = { .store = o.store, .dry_run = o.dry_run != 0,
+	struct ca_store_ops_gc_opts go = { .store = o.store, .dry_run = o.dry_run != 0, .cancel = &ctx->cancelled,
 		                           .on_remove = o.removed ? gc_removed : NULL, .userdata = &cb };
 	r = ctx->cancelled ? -ECANCELED : ca_store_ops_gc((char *const *)indexes, n, &go, &gs);
 	if (r == 0) {
@@ -151,7 +151,7 @@ int cafs_store_verify(struct cafs_ctx *ctx, const char *store, const struct cafs
 	if (r < 0)
 		goto out;
 	struct ca_store_ops_verify_opts vo = { .store = store, .threads = o.threads, .any_digest = true,
-		                               .repair = o.repair != 0 };
+		                               .repair = o.repair != 0, .cache = false, .cancel = &ctx->cancelled };
 	r = ctx->cancelled ? -ECANCELED : ca_store_ops_verify(&vo, &vs);
 	if (r == 0) {
 		struct cafs_verify_stats s = { sizeof(s), vs.ok, vs.corrupt, vs.removed, vs.errors };

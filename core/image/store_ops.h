@@ -39,6 +39,7 @@ struct ca_store_ops_gc_opts {
 	 * (an object key for S3); may be NULL. Failed removals are logged. */
 	void (*on_remove)(void *userdata, const char *rel);
 	void *userdata;
+	const volatile sig_atomic_t *cancel; /* optional: set stops a local store's gc (-ECANCELED) */
 };
 
 /* What ca_store_ops_gc refuses before any work as a usage error: -EINVAL
@@ -118,6 +119,7 @@ struct ca_store_ops_verify_opts {
 	enum ca_digest_type digest; /* else this one */
 	bool repair;       /* remove the corrupt ones */
 	bool cache;        /* store is a cache: opened private (store.h), as the cache's owner keeps it */
+	const volatile sig_atomic_t *cancel; /* optional: set stops it (-ECANCELED) */
 };
 
 /* Check every chunk file against its name (store_verify.h); each corrupt

@@ -280,6 +280,52 @@ static long modes_kept(void)
 	                   dir);
 }
 
+/* cancel from inside: verify stops at the first corrupt chunk it logs,
+ * gc at the first chunk it removes; both say -ECANCELED */
+static void cancel_on_log(void *userdata, int priority, const char *message)
+{
+	(void)priority, (void)message;
+	cafs_ctx_cancel(userdata);
+}
+
+static void cancel_on_remove(void *userdata, const char *name)
+{
+	(void)name;
+	cafs_ctx_cancel(userdata);
+}
+
+static long verify_cancel(void)
+{
+	struct cafs_verify_options vo = { .size = sizeof vo, .threads = 1 };
+	struct cafs_verify_stats v = { .size = sizeof v };
+	/* 100 chunk files, every one corrupt */
+	if (testdata_sh("cd %s && mkdir -p bad.castr/0000 && for i in $(seq 10 109); do "
+	                "echo junk >bad.castr/0000/0000$(printf %%060d $i).cacnk; done",
+	                dir) != 0)
+		return -1;
+	cafs_ctx_set_log_fn(ctx, cancel_on_log, ctx);
+	cafs_ctx_set_log_priority(ctx, LOG_ERR);
+	int r = cafs_store_verify(ctx, p("bad.castr"), &vo, &v);
+	return r == -ECANCELED ? 0 : r < 0 ? r : -2;
+}
+
+static long gc_cancel(void)
+{
+	struct cafs_gc_options go = { .size = sizeof go, .store = p("g.castr"), .removed = cancel_on_remove,
+		                      .userdata = ctx };
+	const char *keep[] = { p("t.caidx") };
+	/* the tree's chunks and 100 others */
+	if (testdata_sh("cd %s && cp -r default.castr g.castr && chmod -R u+w g.castr && mkdir -p g.castr/0000 && "
+	                "for i in $(seq 10 109); do echo x >g.castr/0000/0000$(printf %%060d $i).cacnk; done",
+	                dir) != 0)
+		return -1;
+	int r = cafs_store_gc(ctx, keep, 1, &go, NULL);
+	if (r != -ECANCELED)
+		return r < 0 ? r : -2;
+	/* one removed, the rest left */
+	return testdata_sh("test $(ls %s/0000 | wc -l) = 99", p("g.castr"));
+}
+
 static long stat_ok(void)
 {
 	struct cafs_store_stats s = { .size = sizeof s };
@@ -300,6 +346,8 @@ int main(void)
 	check_int(in_child(walk_ok), ==, 5); /* "", a, d, d/b, l */
 	check_int(in_child(stat_ok), >, 0);
 	check_int(in_child(modes_kept), ==, 0);
+	check_int(in_child(verify_cancel), ==, 0);
+	check_int(in_child(gc_cancel), ==, 0);
 
 	check_int(in_child(open_null), ==, -EINVAL);
 	check_int(in_child(open_null_store), ==, -EINVAL);

@@ -16,6 +16,9 @@
  * would mean the current directory). Errors are negative errnos, each logged through the
  * context's log function. Every call runs in the calling thread (verify
  * also in threads of its own, joined before it returns).
+ * cafs_ctx_cancel stops verify and a local store's gc at the next chunk
+ * (-ECANCELED; what gc removed until then stays removed); the others, and
+ * an S3 gc, only notice it before they start.
  */
 #ifndef CAFS_STORE_H
 #define CAFS_STORE_H
