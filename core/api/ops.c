@@ -148,7 +148,11 @@ int cafs_image_extract(struct cafs_image *img, const char *dest, const struct ca
 	r = img->ctx->cancelled ? -ECANCELED : ca_image_extract(img->im, dest, &eo);
 out:
 	api_leave(old);
-	cafs_image_unref(img);
+	/* -EBUSY: after a cancel, a worker is stuck in a call no flag reaches
+	 * (a hung NFS server) and still uses the image: our reference stays,
+	 * so the caller's last unref cannot free it under that worker */
+	if (r != -EBUSY)
+		cafs_image_unref(img);
 	return r;
 }
 
