@@ -341,7 +341,8 @@ int cafs_image_walk(struct cafs_image *img, const struct cafs_walk_options *user
 	cafs_image_ref(img);
 	struct ca_logger *old = api_enter(img->ctx);
 	struct walk w = { .img = img, .old = old, .fn = fn, .userdata = userdata };
-	int r = api_options(user_o, &o, sizeof(o));
+	int r = api_options(user_o, &o, sizeof(o)); /* logs */
+	bool logged = r < 0;
 	const char *path = o.path ? o.path : "";
 	if (r == 0)
 		r = img->ctx->cancelled ? -ECANCELED : ca_catar_ra_lookup_path(img->ra, path, &top);
@@ -350,7 +351,7 @@ int cafs_image_walk(struct cafs_image *img, const struct cafs_walk_options *user
 		enum ca_digest_type t = ca_digest_type_from_flags(ca_catar_ra_feature_flags(img->ra));
 		r = ca_tree_walk_ra(img->ra, top, path, t, &to, walk_entry, &w);
 	}
-	if (!w.fn_r)
+	if (!w.fn_r && !logged)
 		report(img, r, path);
 	ca_catar_ra_node_unref(top);
 	api_leave(old);

@@ -24,7 +24,10 @@ static int stats_check(const void *user)
 	if (!user)
 		return 0;
 	memcpy(&size, user, sizeof(size));
-	return size < sizeof(size_t) ? -EINVAL : size > API_STRUCT_MAX ? -E2BIG : 0;
+	if (size < sizeof(size_t) || size > API_STRUCT_MAX)
+		return ca_log_error_errno(size < sizeof(size_t) ? EINVAL : E2BIG,
+		                          "stats: size %zu: not a size (set .size = sizeof s)", size);
+	return 0;
 }
 
 /* ours (n bytes, its own size member first) into user, up to the smaller
