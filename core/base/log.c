@@ -97,8 +97,12 @@ static void emit(enum ca_log_level level, const char *fmt, va_list ap, int err)
 		for (char *u = strstr(line, "://"); u; u = strstr(u + 3, "://"))
 			last = u;
 		if (last && !strpbrk(last, " \t\n\"'<>")) {
-			memcpy(last + 3, "...", 4);
-			n = (int)(last + 6 - line);
+			n = (int)(last + 3 - line);
+			if (n + 3 <= (int)sizeof(line) - 2) { /* room for "..." and the newline stderr adds */
+				memcpy(line + n, "...", 3);
+				n += 3;
+			}
+			line[n] = 0;
 		}
 	}
 	/* the one net under every message: whatever a caller put in, a URL's
