@@ -874,8 +874,8 @@ fail:
 	return e;
 }
 
-/* Hangs up and waits for the remote command (killed when it outlives the
- * timeout, or 2 s after a failure). ok: the transfer went well, so its
+/* Hangs up and waits for the remote command (SIGTERM when it outlives the
+ * timeout, or 2 s after a failure; SIGKILL 2 s after that). ok: the transfer went well, so its
  * exit status counts (a pushed index is installed when it exits). */
 static int ssh_close(struct ssh_conn *c, bool ok)
 {
@@ -893,8 +893,15 @@ static int ssh_close(struct ssh_conn *c, bool ok)
 		while ((p = waitpid(c->pid, &status, WNOHANG)) == 0 && waited++ < limit)
 			nanosleep(&tick, NULL);
 		if (p == 0) {
+			/* a command that shrugs off SIGTERM gets 2 s, then SIGKILL:
+			 * never a hang on what the other end chose to do */
 			kill(c->pid, SIGTERM);
-			(void)waitpid(c->pid, &status, 0);
+			for (waited = 0; (p = waitpid(c->pid, &status, WNOHANG)) == 0 && waited < 200; waited++)
+				nanosleep(&tick, NULL);
+			if (p == 0) {
+				kill(c->pid, SIGKILL);
+				(void)waitpid(c->pid, &status, 0);
+			}
 			if (ok)
 				e = ca_log_error_errno(ETIMEDOUT, "%s: the remote command did not end", c->host);
 		} else if (ok && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {

@@ -40,7 +40,7 @@ static int cache_stat(const struct cafs_cache_request *q)
 	int r;
 	if (!dir)
 		return 1;
-	r = ca_store_ops_stat(dir, &a); /* logs its errors */
+	r = ca_store_ops_stat(dir, true, &a); /* logs its errors */
 	if (r < 0)
 		goto out;
 	cafs_format_size(a.bytes, h1, sizeof(h1));
@@ -102,7 +102,7 @@ out:
 static int cache_verify(const struct cafs_cache_request *q)
 {
 	struct ca_store_ops_verify_opts vo = { .any_digest = q->any_digest, .digest = q->digest,
-		                               .threads = q->threads, .repair = q->repair };
+		                               .threads = q->threads, .repair = q->repair, .cache = true };
 	struct ca_store_verify_stats st;
 	int r;
 	char *dir = cafs_cache_dir(q->cache);

@@ -43,6 +43,15 @@ struct cafs_image {
  * tail (a member this library does not know is in use). */
 int api_options(const void *user, void *copy, size_t ours);
 
+/* The largest options or stats struct a caller may declare: a size above it
+ * is a caller's bug (an unset or garbage member), refused with -E2BIG before
+ * a byte past the size member is read or written. */
+#define API_STRUCT_MAX 4096
+
+/* A required argument the caller left NULL or empty: -EINVAL, logged as
+ * "<call>: <what>". */
+int api_refuse_arg(const char *call, const char *what);
+
 /* Make ctx's logger the thread's; returns the one to restore. */
 static inline struct ca_logger *api_enter(struct cafs_ctx *ctx)
 {

@@ -124,10 +124,19 @@ int api_options(const void *user, void *copy, size_t ours)
 		return 0;
 	memcpy(&theirs, user, sizeof(theirs));
 	if (theirs < sizeof(size_t))
-		return -EINVAL;
+		return ca_log_error_errno(EINVAL, "options: size %zu: smaller than its size member (set .size = sizeof o)",
+		                          theirs);
+	if (theirs > API_STRUCT_MAX)
+		return ca_log_error_errno(E2BIG, "options: size %zu: not a size (set .size = sizeof o)", theirs);
 	for (size_t i = ours; i < theirs; i++)
 		if (u[i])
-			return -E2BIG;
+			return ca_log_error_errno(E2BIG, "options: a member this library (%s) does not know is set",
+			                          PACKAGE_VERSION);
 	memcpy(copy, user, theirs < ours ? theirs : ours);
 	return 0;
+}
+
+int api_refuse_arg(const char *call, const char *what)
+{
+	return ca_log_error_errno(EINVAL, "%s: %s", call, what);
 }

@@ -63,11 +63,20 @@ static int report(struct cafs_image *img, int r, const char *what)
 int cafs_image_open(struct cafs_ctx *ctx, const char *source, const struct cafs_image_options *user_o,
                     struct cafs_image **ret)
 {
+	if (!ctx || !ret)
+		return -EINVAL;
 	struct ca_logger *old = api_enter(ctx);
 	struct cafs_image *img = NULL;
 	struct cafs_image_options o;
 	struct ca_image_opts io = { .trusted_keys = ctx->trusted_keys, .n_trusted_keys = ctx->n_trusted_keys };
 	int r = api_options(user_o, &o, sizeof(o));
+	if (r == 0 && !source)
+		r = api_refuse_arg("open", "no source given");
+	if (r == 0 && o.n_stores && !o.stores)
+		r = api_refuse_arg(source, "no list of stores");
+	for (size_t i = 0; r == 0 && i < o.n_stores; i++)
+		if (!o.stores[i] || !*o.stores[i])
+			r = api_refuse_arg(source, "a store with no name");
 	if (r < 0)
 		goto out;
 	img = calloc(1, sizeof(*img));
@@ -162,11 +171,16 @@ ssize_t cafs_image_pread(struct cafs_image *img, void *buf, size_t len, uint64_t
 int cafs_image_lookup(struct cafs_image *img, const char *path, struct cafs_node **ret)
 {
 	struct ca_catar_ra_node *n = NULL;
+	if (!img || !ret)
+		return -EINVAL;
 	if (!img->ra)
 		return -EMEDIUMTYPE;
 	struct ca_logger *old = api_enter(img->ctx);
-	int r = img->ctx->cancelled ? -ECANCELED : ca_catar_ra_lookup_path(img->ra, path, &n);
-	report(img, r, path);
+	int r = !path                ? api_refuse_arg(ca_image_name(img->im), "lookup: no path given")
+	        : img->ctx->cancelled ? -ECANCELED
+	                              : ca_catar_ra_lookup_path(img->ra, path, &n);
+	if (path)
+		report(img, r, path);
 	if (r == 0)
 		r = node_wrap(img, n, ret);
 	api_leave(old);
@@ -236,10 +250,14 @@ int cafs_image_readdir(struct cafs_image *img, const struct cafs_node *dir, cafs
 {
 	struct ca_catar_child *children = NULL;
 	size_t n = 0;
+	if (!img || !dir || !fn)
+		return -EINVAL;
 	if (!img->ra)
 		return -EMEDIUMTYPE;
 	if (dir->img != img)
 		return -EINVAL;
+	/* fn may drop the caller's reference: the walk keeps its own */
+	cafs_image_ref(img);
 	struct ca_logger *old = api_enter(img->ctx);
 	int r = ca_catar_ra_list(img->ra, cnode(dir), &children, &n);
 	if (r == 0)
@@ -264,6 +282,7 @@ int cafs_image_readdir(struct cafs_image *img, const struct cafs_node *dir, cafs
 out:
 	free(children);
 	api_leave(old);
+	cafs_image_unref(img);
 	return r;
 }
 
@@ -314,11 +333,16 @@ int cafs_image_walk(struct cafs_image *img, const struct cafs_walk_options *user
 {
 	struct cafs_walk_options o;
 	struct ca_catar_ra_node *top = NULL;
+	if (!img || !fn)
+		return -EINVAL;
 	if (!img->ra)
 		return -EMEDIUMTYPE;
+	/* fn may drop the caller's reference: the walk keeps its own */
+	cafs_image_ref(img);
 	struct ca_logger *old = api_enter(img->ctx);
 	struct walk w = { .img = img, .old = old, .fn = fn, .userdata = userdata };
-	int r = api_options(user_o, &o, sizeof(o));
+	int r = api_options(user_o, &o, sizeof(o)); /* logs */
+	bool logged = r < 0;
 	const char *path = o.path ? o.path : "";
 	if (r == 0)
 		r = img->ctx->cancelled ? -ECANCELED : ca_catar_ra_lookup_path(img->ra, path, &top);
@@ -327,9 +351,10 @@ int cafs_image_walk(struct cafs_image *img, const struct cafs_walk_options *user
 		enum ca_digest_type t = ca_digest_type_from_flags(ca_catar_ra_feature_flags(img->ra));
 		r = ca_tree_walk_ra(img->ra, top, path, t, &to, walk_entry, &w);
 	}
-	if (!w.fn_r)
+	if (!w.fn_r && !logged)
 		report(img, r, path);
 	ca_catar_ra_node_unref(top);
 	api_leave(old);
+	cafs_image_unref(img);
 	return r;
 }

@@ -88,6 +88,8 @@ static int make_opts(const struct cafs_make_options *o, struct ca_image_make_opt
 int cafs_make(struct cafs_ctx *ctx, const char *out, const char *input, const struct cafs_make_options *user_o,
               uint8_t digest[CAFS_DIGEST_SIZE])
 {
+	if (!ctx)
+		return -EINVAL;
 	struct ca_logger *old = api_enter(ctx);
 	struct cafs_make_options oc;
 	const struct cafs_make_options *o = &oc;
@@ -95,6 +97,10 @@ int cafs_make(struct cafs_ctx *ctx, const char *out, const char *input, const st
 	struct progress p = { 0 };
 	uint8_t d[CA_CHUNK_ID_SIZE];
 	int r = api_options(user_o, &oc, sizeof(oc));
+	if (r == 0 && (!out || !*out))
+		r = api_refuse_arg("make", "no output given");
+	if (r == 0 && (!input || !*input))
+		r = api_refuse_arg(out, "no input given");
 	if (r < 0)
 		goto out;
 	ca_image_make_opts_init(&mo);
@@ -118,11 +124,17 @@ out:
 
 int cafs_image_extract(struct cafs_image *img, const char *dest, const struct cafs_extract_options *user_o)
 {
+	if (!img)
+		return -EINVAL;
+	/* a progress callback may drop the caller's reference: the call keeps its own */
+	cafs_image_ref(img);
 	struct ca_logger *old = api_enter(img->ctx);
 	struct ca_image_extract_opts eo = { .cancel = &img->ctx->cancelled };
 	struct cafs_extract_options o;
 	struct progress p = { 0 };
 	int r = api_options(user_o, &o, sizeof(o));
+	if (r == 0 && (!dest || !*dest))
+		r = api_refuse_arg(ca_image_name(img->im), "extract: no destination given");
 	if (r < 0)
 		goto out;
 	eo.path = o.path;
@@ -136,6 +148,11 @@ int cafs_image_extract(struct cafs_image *img, const char *dest, const struct ca
 	r = img->ctx->cancelled ? -ECANCELED : ca_image_extract(img->im, dest, &eo);
 out:
 	api_leave(old);
+	/* -EBUSY: after a cancel, a worker is stuck in a call no flag reaches
+	 * (a hung NFS server) and still uses the image: our reference stays,
+	 * so the caller's last unref cannot free it under that worker */
+	if (r != -EBUSY)
+		cafs_image_unref(img);
 	return r;
 }
 
@@ -166,6 +183,10 @@ static void fill_error(void *userdata, const uint8_t id[CA_CHUNK_ID_SIZE], int e
 int cafs_image_fill_cache(struct cafs_image *img, const struct cafs_fill_options *user_o)
 {
 	struct cafs_fill_options o;
+	if (!img)
+		return -EINVAL;
+	/* a progress callback may drop the caller's reference: the call keeps its own */
+	cafs_image_ref(img);
 	struct ca_logger *old = api_enter(img->ctx);
 	const char *dir = ca_image_cache_dir(img->im);
 	struct ca_cache_fill_plan *plan = NULL;
@@ -208,5 +229,6 @@ out:
 	ca_cache_fill_plan_free(plan);
 	ca_store_free(cache);
 	api_leave(old);
+	cafs_image_unref(img);
 	return r;
 }

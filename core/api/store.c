@@ -24,7 +24,10 @@ static int stats_check(const void *user)
 	if (!user)
 		return 0;
 	memcpy(&size, user, sizeof(size));
-	return size < sizeof(size_t) ? -EINVAL : 0;
+	if (size < sizeof(size_t) || size > API_STRUCT_MAX)
+		return ca_log_error_errno(size < sizeof(size_t) ? EINVAL : E2BIG,
+		                          "stats: size %zu: not a size (set .size = sizeof s)", size);
+	return 0;
 }
 
 /* ours (n bytes, its own size member first) into user, up to the smaller
@@ -55,16 +58,25 @@ static void gc_removed(void *userdata, const char *rel)
 int cafs_store_gc(struct cafs_ctx *ctx, const char *const *indexes, size_t n, const struct cafs_gc_options *user_o,
                   struct cafs_gc_stats *stats)
 {
+	if (!ctx)
+		return -EINVAL;
 	struct ca_logger *old = api_enter(ctx);
 	struct cafs_gc_options o;
 	struct ca_store_gc_stats gs = { 0 };
 	int r = api_options(user_o, &o, sizeof(o));
 	if (r == 0)
 		r = stats_check(stats);
+	if (r == 0 && n && !indexes)
+		r = api_refuse_arg("gc", "no index list");
+	for (size_t i = 0; r == 0 && i < n; i++)
+		if (!indexes[i] || !*indexes[i])
+			r = api_refuse_arg("gc", "an index with no name");
+	if (r == 0 && o.store && !*o.store)
+		r = api_refuse_arg("gc", "an empty store name");
 	if (r < 0)
 		goto out;
 	struct gc_cb cb = { o.removed, o.userdata };
-	struct ca_store_ops_gc_opts go = { .store = o.store, .dry_run = o.dry_run != 0,
+	struct ca_store_ops_gc_opts go = { .store = o.store, .dry_run = o.dry_run != 0, .cancel = &ctx->cancelled,
 		                           .on_remove = o.removed ? gc_removed : NULL, .userdata = &cb };
 	r = ctx->cancelled ? -ECANCELED : ca_store_ops_gc((char *const *)indexes, n, &go, &gs);
 	if (r == 0) {
@@ -81,6 +93,8 @@ out:
 int cafs_cache_prune(struct cafs_ctx *ctx, const char *cache, const struct cafs_prune_options *user_o,
                      struct cafs_prune_stats *stats)
 {
+	if (!ctx)
+		return -EINVAL;
 	struct ca_logger *old = api_enter(ctx);
 	struct cafs_prune_options o;
 	struct ca_cache_prune_stats ps = { 0 };
@@ -89,6 +103,13 @@ int cafs_cache_prune(struct cafs_ctx *ctx, const char *cache, const struct cafs_
 	int r = api_options(user_o, &o, sizeof(o));
 	if (r == 0)
 		r = stats_check(stats);
+	if (r == 0 && cache && !*cache)
+		r = api_refuse_arg("cache prune", "an empty cache name");
+	if (r == 0 && o.n_keep && !o.keep)
+		r = api_refuse_arg("cache prune", "no list of indexes to keep");
+	for (size_t i = 0; r == 0 && i < o.n_keep; i++)
+		if (!o.keep[i] || !*o.keep[i])
+			r = api_refuse_arg("cache prune", "an index to keep with no name");
 	if (r < 0)
 		goto out;
 	if (!cache) {
@@ -120,16 +141,20 @@ out:
 int cafs_store_verify(struct cafs_ctx *ctx, const char *store, const struct cafs_verify_options *user_o,
                       struct cafs_verify_stats *stats)
 {
+	if (!ctx)
+		return -EINVAL;
 	struct ca_logger *old = api_enter(ctx);
 	struct cafs_verify_options o;
 	struct ca_store_verify_stats vs = { 0 };
 	int r = api_options(user_o, &o, sizeof(o));
 	if (r == 0)
 		r = stats_check(stats);
+	if (r == 0 && (!store || !*store))
+		r = api_refuse_arg("verify", "no store given");
 	if (r < 0)
 		goto out;
 	struct ca_store_ops_verify_opts vo = { .store = store, .threads = o.threads, .any_digest = true,
-		                               .repair = o.repair != 0 };
+		                               .repair = o.repair != 0, .cache = false, .cancel = &ctx->cancelled };
 	r = ctx->cancelled ? -ECANCELED : ca_store_ops_verify(&vo, &vs);
 	if (r == 0) {
 		struct cafs_verify_stats s = { sizeof(s), vs.ok, vs.corrupt, vs.removed, vs.errors };
@@ -143,11 +168,15 @@ out:
 
 int cafs_store_stat(struct cafs_ctx *ctx, const char *store, struct cafs_store_stats *stats)
 {
+	if (!ctx)
+		return -EINVAL;
 	struct ca_logger *old = api_enter(ctx);
 	struct ca_store_ops_stat st;
 	int r = stats_check(stats);
+	if (r == 0 && (!store || !*store))
+		r = api_refuse_arg("stat", "no store given");
 	if (r == 0)
-		r = ctx->cancelled ? -ECANCELED : ca_store_ops_stat(store, &st);
+		r = ctx->cancelled ? -ECANCELED : ca_store_ops_stat(store, false, &st);
 	if (r == 0) {
 		struct cafs_store_stats s = { sizeof(s), st.chunks, st.bytes, st.disk, st.tmp };
 		stats_fill(stats, &s, sizeof(s));

@@ -100,7 +100,9 @@ size_t ca_location_ssh_host_len(const char *s)
 {
 	static const char host[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.";
 	size_t n;
-	if (ca_location_is_url(s) || s[0] == '/' || !strncmp(s, "./", 2))
+	/* a leading '-' would be an option to ssh ("-Fevil:x" reads ./evil as
+	 * its config): such a name is a local path */
+	if (ca_location_is_url(s) || s[0] == '/' || s[0] == '-' || !strncmp(s, "./", 2))
 		return 0;
 	n = strspn(s, host);
 	if (n == 0)

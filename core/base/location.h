@@ -72,7 +72,7 @@ void ca_location_parse(const char *s, struct ca_location *ret);
 
 /* casync's HOST:PATH (ssh remoting, caremote.h): "[USER@]HOST:PATH",
  * HOST and USER of letters, digits, '-', '_', '.', PATH not empty, and
- * neither a URL nor starting with "/" or "./". The length of
+ * neither a URL nor starting with "/", "./" or "-" (an ssh option). The length of
  * "[USER@]HOST" (PATH starts one byte after it), 0 when s is not one. */
 size_t ca_location_ssh_host_len(const char *s);
 

@@ -90,6 +90,21 @@ static void emit(enum ca_log_level level, const char *fmt, va_list ap, int err)
 			n = sizeof(line) - 2;
 	}
 	line[n] = 0;
+	/* a line cut inside a URL may have lost the '@' or '?' that marks what
+	 * to hide: the cut URL shows only its scheme */
+	if (n >= (int)sizeof(line) - 2) {
+		char *last = NULL;
+		for (char *u = strstr(line, "://"); u; u = strstr(u + 3, "://"))
+			last = u;
+		if (last && !strpbrk(last, " \t\n\"'<>")) {
+			n = (int)(last + 3 - line);
+			if (n + 3 <= (int)sizeof(line) - 2) { /* room for "..." and the newline stderr adds */
+				memcpy(line + n, "...", 3);
+				n += 3;
+			}
+			line[n] = 0;
+		}
+	}
 	/* the one net under every message: whatever a caller put in, a URL's
 	 * password or token never reaches a terminal, a log file or a callback */
 	if (strstr(line, "://")) {

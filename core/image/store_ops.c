@@ -100,7 +100,8 @@ int ca_store_ops_gc(char *const *indexes, size_t n, const struct ca_store_ops_gc
 	r = keep_set(indexes, n, 4096, &keep);
 	if (r < 0)
 		goto out;
-	struct ca_store_gc_opts go = { .keep = keep, .dry_run = o->dry_run, .on_chunk = gc_report, .userdata = (void *)o };
+	struct ca_store_gc_opts go = { .keep = keep, .dry_run = o->dry_run, .on_chunk = gc_report, .userdata = (void *)o,
+		                       .cancel = o->cancel };
 	if (s3) {
 		struct ca_http_opts ho;
 		ca_source_http_opts(&ho);
@@ -109,7 +110,7 @@ int ca_store_ops_gc(char *const *indexes, size_t n, const struct ca_store_ops_gc
 		r = ca_store_open(store, &st);
 		if (r == 0)
 			r = ca_store_gc(st, &go, ret);
-		if (r < 0)
+		if (r < 0 && r != -ECANCELED)
 			ca_log_error_errno(r, "%s", store);
 	}
 out:
@@ -309,12 +310,16 @@ static void verify_bad(void *userdata, const uint8_t id[CA_CHUNK_ID_SIZE], int e
 int ca_store_ops_verify(const struct ca_store_ops_verify_opts *o, struct ca_store_verify_stats *ret)
 {
 	struct ca_store_verify_opts vo = { .threads = o->threads, .any_digest = o->any_digest, .digest = o->digest,
-		                           .repair = o->repair, .on_bad = verify_bad };
+		                           .repair = o->repair, .on_bad = verify_bad, .cancel = o->cancel };
 	struct ca_store *s = NULL;
-	int r = ca_store_open_private(o->store, false, &s); /* logs */
+	/* a store others are served from keeps its modes; only a cache is private */
+	int r = o->cache ? ca_store_open_private(o->store, false, &s) /* logs */
+	                 : ca_store_open(o->store, &s);
+	if (r < 0 && !o->cache)
+		ca_log_error_errno(r, "%s", o->store);
 	if (r == 0) {
 		r = ca_store_verify(s, &vo, ret);
-		if (r < 0)
+		if (r < 0 && r != -ECANCELED)
 			ca_log_error_errno(r, "%s", o->store);
 	}
 	ca_store_free(s);
@@ -336,11 +341,14 @@ static int stat_one(const struct ca_store_entry *e, void *userdata)
 	return 0;
 }
 
-int ca_store_ops_stat(const char *dir, struct ca_store_ops_stat *ret)
+int ca_store_ops_stat(const char *dir, bool cache, struct ca_store_ops_stat *ret)
 {
 	struct ca_store *s = NULL;
 	*ret = (struct ca_store_ops_stat){ 0 };
-	int r = ca_store_open_private(dir, false, &s); /* logs */
+	int r = cache ? ca_store_open_private(dir, false, &s) /* logs */
+	              : ca_store_open(dir, &s);
+	if (r < 0 && !cache)
+		ca_log_error_errno(r, "%s", dir);
 	if (r == 0) {
 		r = ca_store_walk(s, stat_one, ret);
 		if (r < 0)

@@ -39,6 +39,7 @@ struct ca_store_ops_gc_opts {
 	 * (an object key for S3); may be NULL. Failed removals are logged. */
 	void (*on_remove)(void *userdata, const char *rel);
 	void *userdata;
+	const volatile sig_atomic_t *cancel; /* optional: set stops a local store's gc (-ECANCELED) */
 };
 
 /* What ca_store_ops_gc refuses before any work as a usage error: -EINVAL
@@ -117,6 +118,8 @@ struct ca_store_ops_verify_opts {
 	bool any_digest;   /* a chunk matches under either digest */
 	enum ca_digest_type digest; /* else this one */
 	bool repair;       /* remove the corrupt ones */
+	bool cache;        /* store is a cache: opened private (store.h), as the cache's owner keeps it */
+	const volatile sig_atomic_t *cancel; /* optional: set stops it (-ECANCELED) */
 };
 
 /* Check every chunk file against its name (store_verify.h); each corrupt
@@ -132,8 +135,9 @@ struct ca_store_ops_stat {
 	uint64_t tmp;           /* temporary files (a writer's, or a killed one's) */
 };
 
-/* Count the chunk files of the store at dir (nothing is changed). */
-int ca_store_ops_stat(const char *dir, struct ca_store_ops_stat *ret);
+/* Count the chunk files of the store at dir (nothing is changed; a
+ * cache, opened private, may have its modes made private, store.h). */
+int ca_store_ops_stat(const char *dir, bool cache, struct ca_store_ops_stat *ret);
 
 struct ca_store_ops_presence {
 	char *shown;             /* the source as it may be shown (credentials redacted; malloc'd, NULL if no memory) */

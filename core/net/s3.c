@@ -92,6 +92,18 @@ int ca_s3_url_parse(const char *url, struct ca_s3_url *ret)
 			why = "invalid bucket name";
 			goto bad;
 		}
+	/* an HTTP client squashes "." and ".." segments: the requests would
+	 * go to another bucket or prefix than the one named */
+	for (size_t i = 0; i < pn;) {
+		size_t k = i;
+		while (k < pn && path[k] != '/')
+			k++;
+		if ((k - i == 1 && path[i] == '.') || (k - i == 2 && path[i] == '.' && path[i + 1] == '.')) {
+			why = "a \".\" or \"..\" in the bucket or prefix";
+			goto bad;
+		}
+		i = k + 1;
+	}
 	query_lookup(q ? q : "", qn, lookup, sizeof(lookup));
 	if (!strcmp(lookup, "dns"))
 		u.vhost = true;

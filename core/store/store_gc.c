@@ -25,6 +25,8 @@ static int gc_one(const struct ca_store_entry *e, void *userdata)
 	const struct ca_store_gc_opts *o = g->opts;
 	char rel[CA_STORE_REL_PATH_LEN + 1];
 	int r = 0;
+	if (o->cancel && *o->cancel)
+		return -ECANCELED;
 	if (e->kind != CA_STORE_CHUNK)
 		return 0;
 	if (ca_idset_get(o->keep, e->id, NULL)) {

@@ -12,6 +12,7 @@
 #ifndef CA_STORE_GC_H
 #define CA_STORE_GC_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -26,6 +27,8 @@ struct ca_store_gc_opts {
 	 * negative errno of a failed removal. May be NULL. */
 	void (*on_chunk)(void *userdata, const char *rel, int err);
 	void *userdata;
+	/* optional: once set, no further chunk is removed; -ECANCELED */
+	const volatile sig_atomic_t *cancel;
 };
 
 struct ca_store_gc_stats {

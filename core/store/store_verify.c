@@ -32,9 +32,16 @@ struct job {
 	struct ca_store_verify_stats stats;
 };
 
+static bool cancelled(const struct job *j)
+{
+	return j->opts->cancel && *j->opts->cancel;
+}
+
 static int collect(const struct ca_store_entry *e, void *userdata)
 {
 	struct job *j = userdata;
+	if (cancelled(j))
+		return -ECANCELED;
 	if (e->kind == CA_STORE_TMP)
 		return 0;
 	if (j->n == j->cap) {
@@ -100,7 +107,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_lock(&j->lock);
 		size_t i = j->next++;
 		pthread_mutex_unlock(&j->lock);
-		if (i >= j->n)
+		if (i >= j->n || cancelled(j))
 			break;
 		const struct item *it = &j->v[i];
 		int r = setup < 0 ? setup : check_chunk(j, &w, it);
@@ -150,6 +157,8 @@ int ca_store_verify(struct ca_store *s, const struct ca_store_verify_opts *opts,
 	ca_thread_pool_run(threads, worker_main, &j);
 	pthread_mutex_destroy(&j.lock);
 	*ret_stats = j.stats;
+	if (cancelled(&j))
+		r = -ECANCELED;
 out:
 	free(j.v);
 	return r;

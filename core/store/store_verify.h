@@ -12,6 +12,7 @@
 #ifndef CA_STORE_VERIFY_H
 #define CA_STORE_VERIFY_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -30,6 +31,9 @@ struct ca_store_verify_opts {
 	 * from the worker threads, possibly concurrently. May be NULL. */
 	void (*on_bad)(void *userdata, const uint8_t id[CA_CHUNK_ID_SIZE], int err, bool removed);
 	void *userdata;
+	/* optional: once set (a signal handler may set it), no further chunk
+	 * is checked and the call returns -ECANCELED */
+	const volatile sig_atomic_t *cancel;
 };
 
 struct ca_store_verify_stats {

@@ -104,6 +104,10 @@ elif mode == "cut":     # half a HELLO, then gone
     out.write(struct.pack("<QQ", 24, HELLO)[:10]); out.flush()
 elif mode == "silent":  # never says anything
     time.sleep(60)
+elif mode == "stubborn":  # never says anything, and shrugs off SIGTERM
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(60)
 elif mode == "abort":   # an ABORT whose reason would paint the terminal
     msg(HELLO, struct.pack("<Q", 0x4 | 0x1))
     msg(ABORT, struct.pack("<Q", 0) + b"evil\x1b[31m red\nsecond line\0")
@@ -134,6 +138,8 @@ ok "a remote cut off mid-message: one line" \
 	hostile cut 'connection closed in the middle of a message' 5
 ok "a remote that stops talking: the timeout (CAFS_REMOTE_TIMEOUT=2), one line, killed" \
 	hostile silent 'no answer for 2 s' 8
+ok "a silent remote that ignores SIGTERM: the timeout, one line, killed all the same (no hang)" \
+	hostile stubborn 'no answer for 2 s' 10
 ok "a remote's ABORT: its reason on one line, control characters replaced" \
 	hostile abort 'the other end gave up: evil?\[31m red?second line' 5
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/location.h"
+#include "base/log.h"
 #include "tap.h"
 
 static void check_default_store(const char *index, const char *want)
@@ -39,8 +40,35 @@ static void check_redact_text(const char *in, const char *want)
 	check_u64(n, ==, strlen(want));
 }
 
+static void keep_line(void *userdata, enum ca_log_level level, const char *line)
+{
+	(void)level;
+	snprintf(userdata, 4096, "%s", line);
+}
+
+/* A message longer than a log line, cut inside a URL's userinfo (before
+ * its '@'): no byte of the password may show (each cut point tried). */
+static void check_log_cut_url(void)
+{
+	static char got[4096], pad[4096];
+	struct ca_logger l = { .fn = keep_line, .userdata = got, .level = CA_LOG_ERROR };
+	struct ca_logger *old = ca_log_use(&l);
+	int leaks = 0, shown = 0;
+	for (int n = 1950; n < 2048; n++) {
+		memset(pad, 'p', n);
+		pad[n] = 0;
+		ca_log_error("%s s3+https://AKIDKEY:SECRETPW@h/b/x.caibx: HTTP 403", pad);
+		leaks += strstr(got, "SECRET") || strstr(got, "AKIDKEY") || strstr(got, "SECR");
+		shown += strstr(got, "s3+https://***@h/b") != NULL;
+	}
+	ca_log_use(old);
+	check_int(leaks, ==, 0);
+	check(shown > 0); /* the URL still shows where it fits */
+}
+
 int main(void)
 {
+	check_log_cut_url();
 	/* what is a URL */
 	check(ca_location_is_url("http://h/x.caidx"));
 	check(ca_location_is_url("s3+https://h/b"));
@@ -93,6 +121,10 @@ int main(void)
 	check(ca_location_ssh_host_len("@h:x") == 0);
 	check(ca_location_ssh_host_len("u@:x") == 0);
 	check(ca_location_ssh_host_len("x.caidx") == 0);
+	/* a "host" that ssh would read as an option: a local name instead */
+	check(ca_location_ssh_host_len("-oProxyCommand:x.caidx") == 0);
+	check(ca_location_ssh_host_len("-v@h:x.caidx") == 0);
+	check(ca_location_ssh_host_len("h-1:x.caidx") == 3);
 
 	/* the blob mount's file name */
 	check_basename("disk.caibx", "disk");

@@ -64,6 +64,14 @@ int main(void)
 	check_int(ca_s3_url_parse("s3+http://k:s@h/b", &u), ==, -EINVAL);
 	check_int(ca_s3_url_parse("s3+http://h/b?lookup=magic", &u), ==, -EINVAL);
 	check_int(ca_s3_url_parse("s3+http://h/b%2f/x", &u), ==, -EINVAL);
+	/* "." and ".." segments: an HTTP client squashes them, so requests
+	 * would go to another bucket or prefix than the one named */
+	check_int(ca_s3_url_parse("s3+http://h/../x", &u), ==, -EINVAL);
+	check_int(ca_s3_url_parse("s3+http://h/./x", &u), ==, -EINVAL);
+	check_int(ca_s3_url_parse("s3+http://h/b/../other/p", &u), ==, -EINVAL);
+	check_int(ca_s3_url_parse("s3+http://h/b/p/..", &u), ==, -EINVAL);
+	check_int(ca_s3_url_parse("s3+http://h/b/p/./q", &u), ==, -EINVAL);
+	check_url("s3+http://h/b/..p/q..", "http://h/b/..p/q..", "http://h/b", "..p/q../");
 
 	/* credentials: settings first, then AWS_*, then desync's S3_* */
 	struct ca_s3_creds c;

@@ -48,7 +48,8 @@ extern "C" {
  * A newer library reads that many bytes and gives every later member its
  * default (zero); an older library refuses a larger struct whose unknown
  * tail is not all zero with -E2BIG, and any call refuses a size smaller than
- * the size member itself with -EINVAL. A NULL options pointer means all
+ * the size member itself with -EINVAL, and one above 4096 bytes (no real
+ * struct is that long: the size is garbage) with -E2BIG. A NULL options pointer means all
  * defaults. Members are only ever added at the end.
  */
 

@@ -20,7 +20,9 @@
  * to pass to cafs_image_read and cafs_image_readdir.
  *
  * Threads: an image and its nodes may be used from any number of threads
- * at once, and references dropped on any thread. Errors: see
+ * at once, and references dropped on any thread; a callback (walk, readdir,
+ * progress) may drop the caller's reference on the image: the call holds
+ * its own until it returns. A NULL required argument is -EINVAL. Errors: see
  * cafs/context.h.
  */
 #ifndef CAFS_IMAGE_H

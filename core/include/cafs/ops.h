@@ -70,7 +70,10 @@ struct cafs_extract_options {
 
 /* Extract img to dest: a blob to a file (or a block device, written in
  * place), an archive to a directory (made if missing; nothing is written
- * outside it, and a new directory appears whole or not at all). */
+ * outside it, and a new directory appears whole or not at all).
+ * -EBUSY after cafs_ctx_cancel when a transfer is stuck where no cancel
+ * reaches (a hung NFS server): the call returns anyway, and the image is
+ * then never freed (a stuck thread may still use it). */
 int cafs_image_extract(struct cafs_image *img, const char *dest, const struct cafs_extract_options *o);
 
 struct cafs_fill_options {

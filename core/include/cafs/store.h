@@ -11,9 +11,14 @@
  *
  * Options and stats structs begin with `size_t size` (cafs/context.h): set
  * it in both; the library fills a stats struct up to the smaller of its
- * size and its own. Errors are negative errnos, each logged through the
+ * size and its own (a size above 4096 is refused with -E2BIG). A NULL or
+ * empty store, index or cache name is refused with -EINVAL (an empty one
+ * would mean the current directory). Errors are negative errnos, each logged through the
  * context's log function. Every call runs in the calling thread (verify
  * also in threads of its own, joined before it returns).
+ * cafs_ctx_cancel stops verify and a local store's gc at the next chunk
+ * (-ECANCELED; what gc removed until then stays removed); the others, and
+ * an S3 gc, only notice it before they start.
  */
 #ifndef CAFS_STORE_H
 #define CAFS_STORE_H
@@ -107,7 +112,8 @@ struct cafs_store_stats {
 	uint64_t tmp_files;  /* temporary files (a writer's, or a killed one's) */
 };
 
-/* Count what a local store holds; nothing is changed. */
+/* Count what a local store holds; nothing is changed (its modes neither:
+ * a store others are served from stays readable by them). */
 int cafs_store_stat(struct cafs_ctx *ctx, const char *store, struct cafs_store_stats *stats);
 
 #ifdef __cplusplus
