@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -121,13 +122,21 @@ char *ca_location_default_store(const char *index)
 	size_t n = ca_location_is_url(index) ? strcspn(index, "?#") : strlen(index);
 	const char *slash = memrchr(index, '/', n);
 	size_t dir = slash ? (size_t)(slash - index + 1) : 0;
+	const char *authority = ca_location_is_url(index) ? strstr(index, "://") : NULL;
+	bool root = false;
 	if (!slash && ca_location_ssh_host_len(index))
 		dir = ca_location_ssh_host_len(index) + 1; /* "host:x.caidx" -> "host:default.castr" */
-	char *s = malloc(dir + sizeof("default.castr"));
+	/* "https://h.caidx" names a host, not a file: the store is at its root,
+	 * never "https://default.castr", another host */
+	if (authority && slash && slash < authority + 3) {
+		dir = n;
+		root = true;
+	}
+	char *s = malloc(dir + 1 + sizeof("default.castr"));
 	if (!s)
 		return NULL;
 	memcpy(s, index, dir);
-	strcpy(s + dir, "default.castr");
+	strcpy(s + dir, root ? "/default.castr" : "default.castr");
 	return s;
 }
 

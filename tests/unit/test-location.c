@@ -109,6 +109,10 @@ int main(void)
 	check_default_store("http://h/img/x.caidx?token=1", "http://h/img/default.castr");
 	check_default_store("host:/srv/x.caidx", "host:/srv/default.castr");
 	check_default_store("host:x.caidx", "host:default.castr");
+	/* a URL with no path names a host: its root, not another host */
+	check_default_store("https://h.caidx", "https://h.caidx/default.castr");
+	check_default_store("https://h.caidx?sig=1", "https://h.caidx/default.castr");
+	check_default_store("https://h/x.caidx", "https://h/default.castr");
 
 	/* casync's HOST:PATH (ssh remoting) */
 	check(ca_location_ssh_host_len("localhost:/tmp/x.caidx") == 9);
