@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include <stdbool.h>
 #include <string.h>
 #include <strings.h>
 
@@ -53,7 +54,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (store) {
 		size_t n = strlen(store), k = strlen("default.castr");
 		fuzz_check(n >= k && !strcmp(store + n - k, "default.castr"), "default store '%s'", store);
-		fuzz_check(!memcmp(store, s, n - k), "the default store's directory is not the input's");
+		/* its directory is the input's; but a URL with no path
+		 * ("https://h.caidx") names a host: the store is at its root */
+		const char *auth = ca_location_is_url(s) ? strstr(s, "://") : NULL;
+		bool host_root = auth && n > k && store[n - k - 1] == '/' && !memcmp(store, s, n - k - 1) &&
+		                 (size_t)(auth + 3 - s) <= n - k - 1 &&
+		                 !memchr(auth + 3, '/', (size_t)(s + (n - k - 1) - (auth + 3)));
+		fuzz_check(!memcmp(store, s, n - k) || host_root, "the default store's directory is not the input's");
 		/* beside the index's name: after its directory's '/', or after the
 		 * "HOST:" of casync's SSH remoting ("host:x.caidx") */
 		fuzz_check(n == k || store[n - k - 1] == '/' || (ca_location_ssh_host_len(s) == n - k - 1 && store[n - k - 1] == ':'),
