@@ -69,13 +69,13 @@ abi_lists() {
 }
 man3=$(find "$D" -name libcafs.3 | head -n 1)
 ok "exports, libcafs.sym and libcafs.3 name the same $(wc -l <"$T/syms") functions" \
-	abi_lists "$so" "$top_srcdir/libcafs.sym" "$man3"
+	abi_lists "$so" "$top_srcdir/core/api/libcafs.sym" "$man3"
 # the refusals: a page without one name, a version script without another
 sed '/cafs_image_ref(/d' "$man3" >"$T/libcafs.3"
-refused() { ! abi_lists "$so" "$top_srcdir/libcafs.sym" "$T/libcafs.3" >"$T/out" 2>&1 && cat "$T/out" &&
+refused() { ! abi_lists "$so" "$top_srcdir/core/api/libcafs.sym" "$T/libcafs.3" >"$T/out" 2>&1 && cat "$T/out" &&
 	grep -qx 'exported by libcafs.so.*, missing from the SYNOPSIS of libcafs.3: cafs_image_ref ' "$T/out"; }
 ok "... a page that lacks cafs_image_ref is refused, naming it" refused
-grep -v 'cafs_node_get_image;' "$top_srcdir/libcafs.sym" >"$T/libcafs.sym"
+grep -v 'cafs_node_get_image;' "$top_srcdir/core/api/libcafs.sym" >"$T/libcafs.sym"
 refused() { ! abi_lists "$so" "$T/libcafs.sym" "$man3" >"$T/out" 2>&1 && cat "$T/out" &&
 	grep -qx 'exported by libcafs.so.*, missing from libcafs.sym: cafs_node_get_image ' "$T/out"; }
 ok "... a version script that lacks cafs_node_get_image is refused, naming it" refused
