@@ -35,6 +35,7 @@
 #include "format/index.h"
 #include "store/chunksrc.h"
 #include "net/failover.h"
+#include "net/oci.h"
 #include "net/s3.h"
 #include "store/store_writer.h"
 #include "trust/trust.h"
@@ -492,9 +493,15 @@ int ca_image_make_set_compression(struct ca_image_make_opts *o, const char *name
 	return r;
 }
 
+/* A bucket or a registry's repository (oci.h): written by uploads. */
+static bool remote_out(const char *s)
+{
+	return ca_s3_is_url(s) || ca_location_is_oci(s);
+}
+
 int ca_image_make_check(const char *out, const struct ca_image_make_opts *o, char *msg, size_t len)
 {
-	bool s3_out = ca_s3_is_url(out);
+	bool s3_out = remote_out(out);
 	*msg = 0;
 	if (s3_out && ca_location_image_kind(out) == CA_IMAGE_ARCHIVE)
 		return refuse(msg, len, "%s: a .catar cannot be written to a bucket: make an index", out);
@@ -504,7 +511,7 @@ int ca_image_make_check(const char *out, const struct ca_image_make_opts *o, cha
 	}
 	const char *w[] = { out, o->store };
 	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
-		if (!w[i] || ca_s3_is_url(w[i]))
+		if (!w[i] || remote_out(w[i]))
 			continue;
 		if (!ca_location_path(w[i]) || ca_location_kind(w[i]) != CA_LOCATION_PATH)
 			return refuse(msg, len, "%s: cannot write to a URL", w[i]);
@@ -554,11 +561,32 @@ static int bucket_upload(const char *path, const char *url)
 	if (r == 0) {
 		struct ca_http_opts ho;
 		ca_source_http_opts(&ho);
-		r = ca_s3_put_file(url, NULL, &ho, b.data, b.size);
+		r = ca_location_is_oci(url) ? ca_oci_put_file(url, &ho, b.data, b.size)
+		                            : ca_s3_put_file(url, NULL, &ho, b.data, b.size);
 	}
 	if (r < 0)
 		ca_log_error_errno(r, "%s", url);
 	ca_buf_release(&b);
+	return r;
+}
+
+/* The files made beside the index at path (its profile, sidecar), each
+ * uploaded as an artifact tagged with its name, then removed. */
+static int registry_upload_beside(const char *path, const char *url)
+{
+	static const char *const suffixes[] = { CA_PROFILE_SUFFIX, CA_SIDECAR_SUFFIX };
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		char *lp = ca_location_beside(path, suffixes[i]), *ru = ca_location_beside(url, suffixes[i]);
+		if (!lp || !ru)
+			r = -ENOMEM;
+		else if (access(lp, F_OK) == 0)
+			r = bucket_upload(lp, ru);
+		if (lp)
+			unlink(lp);
+		free(lp);
+		free(ru);
+	}
 	return r;
 }
 
@@ -569,7 +597,7 @@ int ca_image_make(const char *out, const char *input, const struct ca_image_make
 	struct ca_profile *prof = NULL;
 	struct ca_store_writer *sw = NULL;
 	char *def_store = NULL, *tmp_dir = NULL, *tmp_out = NULL;
-	const char *bucket_out = ca_s3_is_url(out) ? out : NULL;
+	const char *bucket_out = remote_out(out) ? out : NULL;
 	char msg[512];
 	int r = ca_image_make_check(out, o, msg, sizeof(msg));
 	if (r < 0) {
@@ -582,7 +610,7 @@ int ca_image_make(const char *out, const char *input, const struct ca_image_make
 		if (!def_store)
 			return ca_log_error_errno(ENOMEM, "store");
 	}
-	if (lo.store && !ca_s3_is_url(lo.store))
+	if (lo.store && !remote_out(lo.store))
 		lo.store = ca_location_path(lo.store);
 	if (!bucket_out)
 		out = ca_location_path(out);
@@ -596,7 +624,7 @@ int ca_image_make(const char *out, const char *input, const struct ca_image_make
 		r = bucket_make_out(out, &tmp_dir, &tmp_out);
 		out = tmp_out;
 	}
-	if (r == 0 && !lo.store_writer && lo.store && ca_s3_is_url(lo.store)) {
+	if (r == 0 && !lo.store_writer && lo.store && remote_out(lo.store)) {
 		struct ca_http_opts ho;
 		ca_source_http_opts(&ho);
 		r = ca_store_writer_open(lo.store, &ho, &sw); /* logs its errors */
@@ -604,10 +632,12 @@ int ca_image_make(const char *out, const char *input, const struct ca_image_make
 	}
 	if (r == 0)
 		r = make_local(out, input, &lo, ret_digest, ret_stats); /* logs its errors */
-	if (r == 0 && bucket_out)
-		r = bucket_upload(out, bucket_out);
 	if (r == 0 && prof)
 		r = ca_profile_write_beside(prof, out); /* logs */
+	if (r == 0 && bucket_out)
+		r = bucket_upload(out, bucket_out);
+	if (r == 0 && bucket_out && ca_location_is_oci(bucket_out))
+		r = registry_upload_beside(out, bucket_out);
 	ca_profile_free(prof);
 	ca_store_writer_free(sw);
 	if (tmp_dir) {

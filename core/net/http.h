@@ -225,4 +225,38 @@ int ca_http_submit_put(struct ca_http *h, const char *url, const void *data, siz
                        ca_http_done_fn fn, void *userdata);
 int ca_http_submit_delete(struct ca_http *h, const char *url, ca_http_done_fn fn, void *userdata);
 
+/* Any request, for protocols beyond GET (OCI registries, oci.h): method
+ * "GET", "HEAD", "PUT", "POST" or "DELETE"; header lines added to the
+ * store settings' (copied, wiped when done: they may carry an
+ * Authorization); a body for PUT and POST (copied) with its
+ * Content-Type; a 2xx body of at most cap bytes (-EFBIG past it, read no
+ * further). Submits and waits. 0 for any 2xx; -ENOENT for 404/410;
+ * -EACCES for 401/403, not logged (the caller may answer a challenge,
+ * reply->www_authenticate); other statuses, retries, bounds and errors
+ * as for GET. The reply keeps the status and a few headers of the last
+ * response (each "" when absent or longer than its bound). flags:
+ * CA_HTTP_NO_RETRY. */
+struct ca_http_request {
+	const char *method, *url;
+	const char *const *headers;
+	size_t n_headers;
+	const void *body;
+	size_t body_len;
+	const char *content_type; /* NULL: none */
+	size_t cap;
+	unsigned flags;
+};
+#define CA_HTTP_REPLY_HDR_MAX 2048
+#define CA_HTTP_REPLY_SHORT_MAX 256
+struct ca_http_reply {
+	long status; /* 0: no answer */
+	struct ca_buf body;
+	char www_authenticate[CA_HTTP_REPLY_HDR_MAX], location[CA_HTTP_REPLY_HDR_MAX], link[CA_HTTP_REPLY_HDR_MAX];
+	char digest[CA_HTTP_REPLY_SHORT_MAX];       /* Docker-Content-Digest */
+	char content_type[CA_HTTP_REPLY_SHORT_MAX];
+};
+/* ret is cleared first (its body released): zero it before the first use. */
+int ca_http_request(struct ca_http *h, const struct ca_http_request *rq, struct ca_http_reply *ret);
+void ca_http_reply_clear(struct ca_http_reply *r); /* the body released, all zeroed */
+
 #endif

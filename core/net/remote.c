@@ -14,6 +14,7 @@
 #include "base/digest.h"
 #include "base/log.h"
 #include "base/location.h"
+#include "net/oci.h"
 #include "net/remote.h"
 #include "base/rng.h"
 #include "store/store.h"
@@ -59,6 +60,7 @@ struct ca_remote_store {
 	struct ca_http *http;
 	size_t file_max; /* a .cacnk download's cap: set_file_max, else CA_REMOTE_CHUNK_FILE_MAX */
 	char *query;     /* "?..." after each chunk URL (store-query = yes), or NULL */
+	struct ca_oci *oci; /* an oci+ store: chunks are a registry's artifacts (oci.h) */
 
 	pthread_mutex_t lock; /* guards everything below */
 	pthread_cond_t cond;  /* broadcast when a download settles */
@@ -501,6 +503,8 @@ static int remote_fetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_
 {
 	struct ca_remote_store *rs = be;
 	*ret_compressed = true; /* casync's HTTP stores only serve .cacnk */
+	if (rs->oci) /* no outage waits here: the engine's retries and deadline bound it */
+		return ca_oci_get_chunk(rs->oci, id, rs->file_max, out);
 	return rs->outage == CA_REMOTE_OUTAGE_FAIL ? fetch_fail_fast(rs, id, out) : fetch_waiting(rs, id, out);
 }
 
@@ -509,6 +513,8 @@ static void remote_prefetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE])
 	struct ca_remote_store *rs = be;
 	struct pf *e = NULL;
 
+	if (rs->oci)
+		return; /* a registry's chunk is two requests: its readers run in parallel instead */
 	pthread_mutex_lock(&rs->lock);
 	trim(rs);
 	/* a failing store is asked by its probe only: hints wait for it */
@@ -571,7 +577,17 @@ int ca_remote_store_open(const struct ca_endpoint *e, struct ca_remote_store **r
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = ca_http_new(&e->http, &rs->http); /* copies what e's options point to */
+	if (e->loc.oci) {
+		/* the settings' credentials are the registry's (oci_auth.h), never curl's */
+		struct ca_http_opts ho = e->http;
+		ho.username = ho.password = NULL;
+		ho.netrc = -1;
+		r = ca_http_new(&ho, &rs->http);
+		if (r == 0)
+			r = ca_oci_open(e, false, rs->http, &rs->oci); /* logs */
+	} else {
+		r = ca_http_new(&e->http, &rs->http); /* copies what e's options point to */
+	}
 	if (r < 0)
 		goto fail;
 	rs->deadline_s = ca_http_deadline_s(rs->http); /* the store's own settings included */
@@ -619,6 +635,7 @@ void ca_remote_store_free(struct ca_remote_store *rs)
 			            (unsigned long long)st.prefetch_drops);
 	}
 	/* first the engine: its cancelled downloads settle into the table */
+	ca_oci_free(rs->oci); /* before the engine it borrows */
 	ca_http_free(rs->http);
 	for (unsigned i = 0; i < PF_BUCKETS; i++)
 		while (rs->buckets[i])
@@ -726,7 +743,12 @@ int ca_remote_store_probe(struct ca_remote_store *rs, const uint8_t *const *ids,
 	int r = 0;
 	pthread_mutex_init(&p.lock, NULL);
 	pthread_cond_init(&p.cond, NULL);
-	for (size_t i = 0; i < n && r == 0; i++) {
+	for (size_t i = 0; rs->oci && i < n && r == 0; i++) {
+		r = ca_oci_has_chunk(rs->oci, ids[i]);
+		ret_present[i] = r == 1;
+		r = r < 0 ? r : 0;
+	}
+	for (size_t i = 0; !rs->oci && i < n && r == 0; i++) {
 		struct probe_one *o = malloc(sizeof(*o));
 		char *url;
 		ret_present[i] = 0;
@@ -781,6 +803,8 @@ int ca_remote_fetch(const struct ca_endpoint *e, size_t cap, const char *validat
 	struct ca_http *h = NULL;
 	*ret_not_modified = false;
 	ret_validator[0] = 0;
+	if (e->loc.oci)
+		return ca_oci_fetch_file(e, cap, out); /* no versions: fetched whole each time */
 	int r = ca_http_new(&e->http, &h);
 	if (r == 0)
 		r = ca_http_get_if_changed(h, e->fetch_url, cap, validator, out, ret_not_modified, ret_validator);
