@@ -53,8 +53,12 @@ void ca_oci_chunk_tag(const uint8_t id[CA_CHUNK_ID_SIZE], char out[CA_OCI_TAG_MA
 /* The chunk id of a chunk tag, or -EINVAL. */
 static int chunk_tag_id(const char *tag, uint8_t id[CA_CHUNK_ID_SIZE])
 {
-	char want[CA_OCI_TAG_MAX];
-	if (strlen(tag) < 2 * CA_CHUNK_ID_SIZE || ca_id_from_hex(tag, id) < 0)
+	char want[CA_OCI_TAG_MAX], hex[2 * CA_CHUNK_ID_SIZE + 1];
+	if (strlen(tag) < 2 * CA_CHUNK_ID_SIZE)
+		return -EINVAL;
+	memcpy(hex, tag, 2 * CA_CHUNK_ID_SIZE);
+	hex[2 * CA_CHUNK_ID_SIZE] = 0;
+	if (ca_id_from_hex(hex, id) < 0)
 		return -EINVAL;
 	ca_oci_chunk_tag(id, want);
 	return strcmp(want, tag) ? -EINVAL : 0;

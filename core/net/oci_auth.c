@@ -448,11 +448,13 @@ int ca_oci_auth_challenge(struct ca_oci_auth *a, struct ca_http *h, const char *
 {
 	int r;
 	if (!strncasecmp(challenge, "Basic", 5)) {
+		/* the caller asks again a bounded number of times: a request
+		 * that went out before another thread armed basic auth may
+		 * retry with it */
 		pthread_mutex_lock(&a->lock);
-		bool again = !a->basic_on && a->basic;
 		a->basic_on = true;
 		pthread_mutex_unlock(&a->lock);
-		return again ? 0 : -EACCES;
+		return a->basic ? 0 : -EACCES;
 	}
 	if (strncasecmp(challenge, "Bearer", 6) != 0)
 		return -EACCES;
