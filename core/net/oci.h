@@ -41,6 +41,7 @@
 #ifndef CA_OCI_H
 #define CA_OCI_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -81,6 +82,14 @@ int ca_oci_get(struct ca_oci *o, const char *tag, const char *artifact_type, siz
 int ca_oci_has(struct ca_oci *o, const char *tag);
 /* Store p[0..n) as an artifact tagged tag (replacing the tag's manifest). */
 int ca_oci_put(struct ca_oci *o, const char *tag, const char *artifact_type, const void *p, size_t n);
+
+/* Whether an error of this module was already said in one line (access
+ * denied, a refused or lying answer, a token realm refused): callers
+ * need not say it again. */
+static inline bool ca_oci_said(int r)
+{
+	return r == -EACCES || r == -EFBIG || r == -EBADMSG || r == -EPROTO;
+}
 
 /* A chunk (ca_oci_get of its tag, as a chunk). */
 int ca_oci_get_chunk(struct ca_oci *o, const uint8_t id[CA_CHUNK_ID_SIZE], size_t cap, struct ca_buf *out);
