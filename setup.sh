@@ -34,6 +34,7 @@ packages=(
 	casync nginx-light curl rsync valgrind strace time openssl
 	minisign clang libclang-rt-14-dev
 	busybox-static crun
+	docker-registry skopeo apache2-utils
 )
 
 install_deps() {
