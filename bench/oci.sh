@@ -65,13 +65,13 @@ mnt_pid=
 at_cleanup 'umount -l "$T/ovl/merged"; fusermount3 -u -z "$mnt"; [ -z "$mnt_pid" ] || { kill $mnt_pid; wait $mnt_pid; }'
 n=0
 reg_requests() { grep -c 'msg="response completed"' "$REGISTRY_LOG"; }
-# one cold mount + ls + container start; prints "MOUNT_S TOTAL_S REQUESTS"
+# one cold mount + ls + container start: ONE="MOUNT_S TOTAL_S REQUESTS"
+# (no subshell: a failure dies here, and the cleanup knows the mount)
 one() {
-	local url=$1 t0 tm
+	local url=$1 t0 tm tt r0 req
 	n=$((n + 1))
 	drop_caches
 	nginx_log_reset
-	local r0
 	r0=$(reg_requests)
 	t0=$(now)
 	"$CAFS" mount -f --cache="$T/cache.$n" "$url" "$mnt" >"$T/mount.$n.log" 2>&1 &
@@ -79,35 +79,37 @@ one() {
 	for _ in $(seq 3000); do [ -n "$(ls "$mnt" 2>/dev/null)" ] && break; sleep 0.01; done
 	[ -n "$(ls "$mnt" 2>/dev/null)" ] || { cat "$T/mount.$n.log" >&2; die "the mount of $url did not come up"; }
 	tm=$(since "$t0")
-	rm -rf "$T/ovl"
+	rm -rf "$T/ovl" "$T/bundle"
 	mkdir -p "$T/ovl/upper" "$T/ovl/work" "$T/ovl/merged"
 	mount -t overlay overlay -o "lowerdir=$mnt,upperdir=$T/ovl/upper,workdir=$T/ovl/work" "$T/ovl/merged" ||
 		die "overlayfs failed"
 	crun_bundle "$T/bundle" "$T/ovl/merged" sh -c 'cat /etc/os-release >/dev/null' >/dev/null || die "crun spec"
 	crun_run "ctr$n" "$T/bundle" >/dev/null || die "the container failed"
-	local tt
 	tt=$(since "$t0")
-	umount "$T/ovl/merged"
+	umount "$T/ovl/merged" || die "overlay busy"
 	fusermount3 -u "$mnt" || fusermount3 -u -z "$mnt"
 	wait "$mnt_pid"
 	mnt_pid=
-	local req
 	case $url in
 	oci+*) req=$(($(reg_requests) - r0)) ;;
 	*) req=$(nginx_log | wc -l) ;;
 	esac
-	echo "$tm $tt $req"
+	ONE="$tm $tt $req"
 }
+# best URL: BEST = the run with the shortest container start of BENCH_RUNS
 best() {
-	local url=$1 line b=
+	BEST=
 	for _ in $(seq "$RUNS"); do
-		line=$(one "$url")
-		if [ -z "$b" ] || awk -v a="${line#* }" -v b="${b#* }" 'BEGIN { exit !(a + 0 < b + 0) }'; then b=$line; fi
+		one "$1"
+		if [ -z "$BEST" ] || awk -v a="${ONE#* }" -v b="${BEST#* }" 'BEGIN { exit !(a + 0 < b + 0) }'; then
+			BEST=$ONE
+		fi
 	done
-	echo "$b"
 }
-h=$(best "$NGINX_URL/minbase.caidx")
-o=$(best "$REG/minbase.caidx")
+best "$NGINX_URL/minbase.caidx"
+h=$BEST
+best "$REG/minbase.caidx"
+o=$BEST
 read -r hm ht hr <<<"$h"
 read -r om ot orq <<<"$o"
 printf '%-28s %16s %16s\n' "cold, best of $RUNS" "plain HTTP" "OCI registry"
