@@ -215,7 +215,7 @@ static int make_caidx(struct make_ctx *c, const char *store, uint8_t ret_digest[
 	r = ca_maker_new(&mo, &s.m);
 	/* no sidecar with a store writer: it says where chunks go, not
 	 * where a sidecar could (an S3 bucket) */
-	if (r == 0 && !c->o->no_sidecar && !c->o->store_writer) {
+	if (r == 0 && !c->o->no_sidecar && (!c->o->store_writer || c->o->writer_sidecar)) {
 		r = ca_sidecar_stream_new(&sc);
 		if (r == 0)
 			ca_sidecar_stream_observer(sc, &obs);
@@ -629,6 +629,8 @@ int ca_image_make(const char *out, const char *input, const struct ca_image_make
 		ca_source_http_opts(&ho);
 		r = ca_store_writer_open(lo.store, &ho, &sw); /* logs its errors */
 		lo.store_writer = sw;
+		/* a registry takes the sidecar beside the index, as a tag */
+		lo.writer_sidecar = bucket_out && ca_location_is_oci(bucket_out);
 	}
 	if (r == 0)
 		r = make_local(out, input, &lo, ret_digest, ret_stats); /* logs its errors */

@@ -82,6 +82,10 @@ struct ca_image_make_opts {
 	/* a prefetch profile file (profile.h) checked before the work and
 	 * copied beside the index made; NULL: none. Not for a .catar. */
 	const char *profile;
+	/* with store_writer, still make the sidecar beside the (local) index:
+	 * set by ca_image_make itself for an index bound for a registry, which
+	 * uploads it beside the index (oci.h) */
+	bool writer_sidecar;
 };
 
 /* casync's defaults: chunks 16/64/256 KiB, SHA-512/256, the default

@@ -38,6 +38,7 @@ ok "make to a registry: index and chunks as artifacts" run "$CAFS" make "$R/app.
 ok "... one chunk manifest per chunk ($(chunk_puts) of $n_chunks)" test "$(chunk_puts)" = "$n_chunks"
 tags=$(curl -s "http://127.0.0.1:$P/v2/team/images/tags/list?n=10000")
 ok "... the index is tagged app.caidx" grep -q '"app.caidx"' <<<"$tags"
+ok "... its metadata sidecar app.caidx.cameta" grep -q '"app.caidx.cameta"' <<<"$tags"
 one=$(find "$T/local.castr" -name '*.cacnk' | head -1 | xargs basename)
 ok "... chunks are tagged <id>.cacnk, as their files" grep -q "\"$one\"" <<<"$tags"
 raw=$(skopeo inspect --raw --tls-verify=false "docker://127.0.0.1:$P/team/images:$one" 2>&1)
