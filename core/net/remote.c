@@ -17,12 +17,14 @@
 #include "net/oci.h"
 #include "net/remote.h"
 #include "base/rng.h"
+#include "base/workq.h"
 #include "store/store.h"
 
 #define PF_BUCKETS 256
 #define PF_MAX_ENTRIES 1024              /* downloads tracked at once (running or parked) */
 #define PF_MAX_PARKED_BYTES (64u << 20)  /* finished prefetches waiting for their fetch */
 #define PF_MAX_AGE_MS 60000              /* a parked download nobody wanted for this long is dropped */
+#define OCI_FETCHERS 16                  /* a registry's chunks in flight (two requests each) */
 /* A chunk whose download failed (after its retries) fails at once for this
  * long: readers of a chunk a failing server cannot give do not each cost
  * another round of requests. "Missing" (404) is not remembered: it costs
@@ -61,6 +63,7 @@ struct ca_remote_store {
 	size_t file_max; /* a .cacnk download's cap: set_file_max, else CA_REMOTE_CHUNK_FILE_MAX */
 	char *query;     /* "?..." after each chunk URL (store-query = yes), or NULL */
 	struct ca_oci *oci; /* an oci+ store: chunks are a registry's artifacts (oci.h) */
+	struct ca_workq *oci_q; /* its downloads: manifest then blob, each a blocking pair */
 
 	pthread_mutex_t lock; /* guards everything below */
 	pthread_cond_t cond;  /* broadcast when a download settles */
@@ -284,9 +287,38 @@ static void chunk_url(const struct ca_remote_store *rs, const uint8_t *id, char 
 		*ret = NULL;
 }
 
+/* A registry's chunk (oci.h): two dependent requests, so a download is
+ * a job of the store's fetcher threads rather than one engine transfer;
+ * it settles like one. */
+static int oci_run(void *qdata, void *wdata, void *job)
+{
+	struct ca_remote_store *rs = qdata;
+	struct pf *e = job;
+	struct ca_buf body = CA_BUF_INIT;
+	(void)wdata;
+	int r = ca_oci_get_chunk(rs->oci, e->id, rs->file_max, &body);
+	settle(rs, e, r, &body);
+	ca_buf_release(&body);
+	return 0;
+}
+
+static void oci_done(void *qdata, void *job, int r)
+{
+	if (r < 0) /* cancelled before it ran */
+		settle(qdata, job, r, NULL);
+}
+
+static const struct ca_workq_ops oci_ops = { .run = oci_run, .done = oci_done };
+
 static int start_download(struct ca_remote_store *rs, struct pf *e)
 {
 	char *url;
+	if (rs->oci) {
+		int r = ca_workq_submit(rs->oci_q, e, 1);
+		if (r < 0)
+			settle(rs, e, r, NULL);
+		return r;
+	}
 	chunk_url(rs, e->id, &url);
 	/* a probe is one attempt: the back-off between probes is the store's */
 	int r = url ? ca_http_submit_flags(rs->http, url, rs->file_max, e->probe ? CA_HTTP_NO_RETRY : 0, on_done, e) :
@@ -503,8 +535,6 @@ static int remote_fetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_
 {
 	struct ca_remote_store *rs = be;
 	*ret_compressed = true; /* casync's HTTP stores only serve .cacnk */
-	if (rs->oci) /* no outage waits here: the engine's retries and deadline bound it */
-		return ca_oci_get_chunk(rs->oci, id, rs->file_max, out);
 	return rs->outage == CA_REMOTE_OUTAGE_FAIL ? fetch_fail_fast(rs, id, out) : fetch_waiting(rs, id, out);
 }
 
@@ -513,8 +543,6 @@ static void remote_prefetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE])
 	struct ca_remote_store *rs = be;
 	struct pf *e = NULL;
 
-	if (rs->oci)
-		return; /* a registry's chunk is two requests: its readers run in parallel instead */
 	pthread_mutex_lock(&rs->lock);
 	trim(rs);
 	/* a failing store is asked by its probe only: hints wait for it */
@@ -585,6 +613,9 @@ int ca_remote_store_open(const struct ca_endpoint *e, struct ca_remote_store **r
 		r = ca_http_new(&ho, &rs->http);
 		if (r == 0)
 			r = ca_oci_open(e, false, rs->http, &rs->oci); /* logs */
+		struct ca_workq_opts qo = { .workers = OCI_FETCHERS, .max_jobs = 2 * PF_MAX_ENTRIES };
+		if (r == 0)
+			r = ca_workq_new(&oci_ops, rs, &qo, &rs->oci_q);
 	} else {
 		r = ca_http_new(&e->http, &rs->http); /* copies what e's options point to */
 	}
@@ -635,6 +666,9 @@ void ca_remote_store_free(struct ca_remote_store *rs)
 			            (unsigned long long)st.prefetch_drops);
 	}
 	/* first the engine: its cancelled downloads settle into the table */
+	if (rs->oci_q) /* queued downloads are dropped, running ones finish and settle */
+		ca_workq_cancel(rs->oci_q, -ECANCELED);
+	ca_workq_free(rs->oci_q);
 	ca_oci_free(rs->oci); /* before the engine it borrows */
 	ca_http_free(rs->http);
 	for (unsigned i = 0; i < PF_BUCKETS; i++)
