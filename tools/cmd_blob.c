@@ -458,9 +458,10 @@ static int info_run(struct cafs_request *q)
 /* ---- the commands' options and help ---- */
 
 static const struct cafs_option make_options[] = {
-	{ "store", 's', "DIR|S3URL", CAFS_OPT_STORE,
-	  .help = "chunk store, a directory or s3+http(s)://HOST/BUCKET/PREFIX\n"
-	  "(default: default.castr beside OUT)" },
+	{ "store", 's', "DIR|S3URL|OCIURL", CAFS_OPT_STORE,
+	  .help = "chunk store, a directory, s3+http(s)://HOST/BUCKET/PREFIX or\n"
+	  "oci+http(s)://HOST/REPO (default: default.castr beside OUT; OUT's\n"
+	  "repository for an oci+ OUT)" },
 	{ "chunk-size", 0, "SPEC", CAFS_OPT_CHUNK_SIZE,
 	  .help = "AVG or MIN:AVG:MAX (default 16K:64K:256K)" },
 	{ "digest", 0, "NAME", CAFS_OPT_DIGEST,
