@@ -341,15 +341,19 @@ int ca_oci_has(struct ca_oci *o, const char *tag)
 	return r == 0 ? 1 : r == -ENOENT ? 0 : r;
 }
 
-/* Upload a blob unless the registry has it. */
-static int put_blob(struct ca_oci *o, const char *digest, const void *p, size_t n)
+/* Upload a blob (with check: unless the registry has it; a chunk's blob
+ * is new whenever its tag is, so it goes without the extra round trip). */
+static int put_blob(struct ca_oci *o, const char *digest, const void *p, size_t n, bool check)
 {
 	struct ca_http_reply rep = { 0 };
 	char rest[DIGEST_LEN + 64], *url = NULL;
+	int r = 0;
 	snprintf(rest, sizeof(rest), "/blobs/%s", digest);
-	int r = request(o, "HEAD", rest, NULL, true, NULL, NULL, 0, NULL, 0, &rep);
-	if (r != -ENOENT)
-		goto out;
+	if (check) {
+		r = request(o, "HEAD", rest, NULL, true, NULL, NULL, 0, NULL, 0, &rep);
+		if (r != -ENOENT)
+			goto out;
+	}
 	r = request(o, "POST", "/blobs/uploads/", NULL, true, NULL, NULL, 0, NULL, 4096, &rep);
 	if (r < 0)
 		goto out;
@@ -383,7 +387,7 @@ out:
 static int ensure_config(struct ca_oci *o)
 {
 	pthread_mutex_lock(&o->lock);
-	int r = o->config_pushed ? 0 : put_blob(o, EMPTY_DIGEST, "{}", 2);
+	int r = o->config_pushed ? 0 : put_blob(o, EMPTY_DIGEST, "{}", 2, true);
 	if (r == 0)
 		o->config_pushed = true;
 	pthread_mutex_unlock(&o->lock);
@@ -398,7 +402,7 @@ int ca_oci_put(struct ca_oci *o, const char *tag, const char *artifact_type, con
 	if (r == 0)
 		r = sha256_digest(p, n, digest);
 	if (r == 0)
-		r = put_blob(o, digest, p, n);
+		r = put_blob(o, digest, p, n, false);
 	if (r < 0)
 		goto out;
 	/* desync's manifest, member for member (Go's order) */
