@@ -36,6 +36,7 @@
 #include "store/chunksrc.h"
 #include "net/failover.h"
 #include "net/oci.h"
+#include "net/remote.h"
 #include "net/s3.h"
 #include "store/store_writer.h"
 #include "trust/trust.h"
@@ -438,7 +439,82 @@ out:
 /* minisign's longest password */
 #define SIGN_PASSWORD_MAX 1024
 
+static int sign_local(const char *path, const struct ca_image_sign_opts *o);
+
+/* An index in a registry: fetched into a private temporary directory
+ * under its tag's name, signed there, and the signature uploaded as the
+ * tag NAME.minisig beside it (oci.h). */
+static int sign_registry(const char *url, const struct ca_image_sign_opts *o)
+{
+	struct ca_buf b = CA_BUF_INIT;
+	struct ca_http_opts ho;
+	const char *t = getenv("TMPDIR");
+	char *dir = NULL, *path = NULL, *sig = NULL, *sig_url = NULL;
+	size_t n = strcspn(url, "?#");
+	const char *slash = memrchr(url, '/', n);
+	int r = 0, fd = -1;
+	ca_source_http_opts(&ho);
+	if (asprintf(&dir, "%s/cafs-sign-XXXXXX", t && *t ? t : "/tmp") < 0) {
+		dir = NULL;
+		r = -ENOMEM;
+	} else if (!mkdtemp(dir)) {
+		r = ca_log_error_errno(errno, "temporary directory");
+		free(dir);
+		dir = NULL;
+	}
+	if (r == 0 && (asprintf(&path, "%s/%.*s", dir, (int)(n - (size_t)(slash + 1 - url)), slash + 1) < 0 ||
+	               asprintf(&sig, "%s.minisig", path) < 0 || !(sig_url = ca_location_beside(url, ".minisig"))))
+		r = -ENOMEM;
+	if (r == 0) {
+		r = ca_remote_get_file(url, (size_t)1 << 30, &ho, &b);
+		if (r < 0 && !ca_oci_said(r))
+			ca_log_error_errno(r, "%s", url);
+	}
+	if (r == 0) {
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		r = fd < 0 ? -errno : ca_write_all(fd, b.data, b.size);
+		if (fd >= 0 && close(fd) < 0 && r == 0)
+			r = -errno;
+		if (r < 0)
+			ca_log_error_errno(r, "%s", path);
+	}
+	if (r == 0)
+		r = sign_local(path, o); /* logs */
+	ca_buf_release(&b);
+	if (r == 0) {
+		fd = open(sig, O_RDONLY | O_CLOEXEC);
+		char chunk[4096];
+		r = fd < 0 ? -errno : 0;
+		for (ssize_t k; r == 0 && (k = read(fd, chunk, sizeof(chunk))) != 0;)
+			r = k < 0 ? -errno : ca_buf_append(&b, chunk, (size_t)k, 1u << 20);
+		if (fd >= 0)
+			close(fd);
+	}
+	if (r == 0) {
+		r = ca_oci_put_file(sig_url, &ho, b.data, b.size);
+		if (r < 0 && !ca_oci_said(r))
+			ca_log_error_errno(r, "%s", sig_url);
+	}
+	ca_buf_release(&b);
+	if (sig)
+		unlink(sig);
+	if (path)
+		unlink(path);
+	if (dir)
+		rmdir(dir);
+	free(sig_url);
+	free(sig);
+	free(path);
+	free(dir);
+	return r;
+}
+
 int ca_image_sign(const char *path, const struct ca_image_sign_opts *o)
+{
+	return ca_location_is_oci(path) ? sign_registry(path, o) : sign_local(path, o);
+}
+
+static int sign_local(const char *path, const struct ca_image_sign_opts *o)
 {
 	struct ca_minisign_secret key;
 	char password[SIGN_PASSWORD_MAX];

@@ -72,6 +72,17 @@ mount_start "mount oci+http://.../app.caidx: nothing but the registry" "$mnt" "$
 ok "... every file reads right" diff -r "$src" "$mnt"
 mount_stop "... unmount" "$mnt"
 
+# ---- a signature in the registry ----
+if command -v minisign >/dev/null; then
+	minisign -G -W -p "$T/k.pub" -s "$T/k.key" >/dev/null
+	ok "cafs sign an index in the registry: app.caidx.minisig beside it" run "$CAFS" sign -s "$T/k.key" "$R/app.caidx"
+	ok "... a trusted key accepts the image from the registry alone" run "$CAFS" list --trusted-key "$T/k.pub" "$R/app.caidx"
+	minisign -G -W -p "$T/k2.pub" -s "$T/k2.key" >/dev/null
+	fails "... another key refuses it" "$CAFS" list --trusted-key "$T/k2.pub" "$R/app.caidx"
+else
+	skip "signatures in a registry" "no minisign"
+fi
+
 # ---- gc ----
 mkdir -p "$T/other"
 "$GEN" 700K 99 >"$T/other/o.bin"
