@@ -7,14 +7,17 @@
 #   /v2/short/...  chunk manifests whose layer size is smaller than the blob
 #   /v2/huge/...   every manifest is 16 MiB of JSON
 #   /v2/slow/...   its token endpoint never answers
+#   /v2/private/...  the image, whose tokens are given only for basic
+#                  credentials bob:pw-of-bob (an authenticated bearer token)
 # GET /stats: {"tokens": N, "manifests": N, "blobs": N}. Prints its port
 # into PORTFILE once listening.
-import hashlib, json, os, sys, threading, time
+import base64, hashlib, json, os, sys, threading, time
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
 from urllib.parse import urlparse, parse_qs
 
 STORE, INDEX, PORTFILE = sys.argv[1:4]
 TOKEN = "tok-" + os.urandom(8).hex()
+PRIVATE_TOKEN = "ptok-" + os.urandom(8).hex()
 stats = {"tokens": 0, "manifests": 0, "blobs": 0}
 lock = threading.Lock()
 blobs = {}
@@ -64,6 +67,13 @@ class H(BaseHTTPRequestHandler):
             scope = parse_qs(u.query).get("scope", [""])[0]
             if ":slow:" in scope:
                 time.sleep(3600)
+            if ":private:" in scope:
+                want = "Basic " + base64.b64encode(b"bob:pw-of-bob").decode()
+                if self.headers.get("Authorization") != want:
+                    return self.send(401, b'{"errors":[]}', extra=[("WWW-Authenticate", 'Basic realm="t"')])
+                with lock:
+                    stats["tokens"] += 1
+                return self.send(200, json.dumps({"access_token": PRIVATE_TOKEN, "expires_in": 300}).encode())
             with lock:
                 stats["tokens"] += 1
             return self.send(200, json.dumps({"token": TOKEN, "expires_in": 300}).encode())
@@ -71,7 +81,7 @@ class H(BaseHTTPRequestHandler):
         if len(parts) < 5 or parts[1] != "v2":
             return self.send(404)
         repo, what, ref = parts[2], parts[3], "/".join(parts[4:])
-        if self.headers.get("Authorization") != "Bearer " + TOKEN:
+        if self.headers.get("Authorization") != "Bearer " + (PRIVATE_TOKEN if repo == "private" else TOKEN):
             port = self.server.server_address[1]
             ch = 'Bearer realm="http://127.0.0.1:%d/token",service="hostile",scope="repository:%s:pull"' % (port, repo)
             return self.send(401, b'{"errors":[]}', extra=[("WWW-Authenticate", ch)])

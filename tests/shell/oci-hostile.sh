@@ -29,6 +29,16 @@ n_chunks=$(find "$T/st.castr" -name '*.cacnk' | wc -l)
 # one per client of the repository (the index's, the store's), never one per chunk
 ok "... tokens cached: $(stat_of tokens) for $n_chunks chunks" test "$(stat_of tokens)" -le 3 -a "$n_chunks" -gt 3
 
+out=$("$CAFS" extract "$H/private/app.caidx" "$T/p1" 2>&1)
+ok "a token service that wants credentials: refused without them" test $? -ne 0
+ok "... in one line: access denied" one_line "$out" "access denied (no credentials found)"
+ok "authenticated bearer token (CAFS_REGISTRY_USER/PASSWORD)" env CAFS_REGISTRY_USER=bob \
+	CAFS_REGISTRY_PASSWORD=pw-of-bob "$CAFS" extract "$H/private/app.caidx" "$T/p2"
+ok "... equals the source" diff -r "$src" "$T/p2"
+out=$(CAFS_REGISTRY_USER=bob CAFS_REGISTRY_PASSWORD=wrong-pw "$CAFS" extract "$H/private/app.caidx" "$T/p3" 2>&1)
+ok "a wrong password: refused" test $? -ne 0
+ok "... in one line that shows no password" bash -c 'one_line() { test "$(printf "%s\n" "$1" | wc -l)" = 1 && grep -q -- "$2" <<<"$1"; }; one_line "$1" "access denied (credentials sent)" && ! grep -q -e wrong-pw -e pw-of-bob <<<"$1"' _ "$out"
+
 out=$("$CAFS" extract --store="$H/liar" "$T/app.caidx" "$T/x2" 2>&1)
 ok "a layer that is not what its manifest says: refused" test $? -ne 0
 ok "... as a blob that does not match its digest" grep -q "blob does not match its digest" <<<"$out"
