@@ -14,6 +14,7 @@
 #   mount + ls     from the mount command until `ls MNT` lists the root
 #   + container    then crun runs `sh -c 'cat /etc/os-release'` with
 #                  root.path an overlayfs over the mount (tests/lib-crun.sh)
+#   cold extract   `cafs extract URL DIR` of the whole image, once, for scale
 # with the requests the server answered (nginx's access log; the
 # registry's "response completed" lines: manifests and blobs, tokens none
 # here) and the seconds, side by side.
@@ -112,7 +113,20 @@ best "$REG/minbase.caidx"
 o=$BEST
 read -r hm ht hr <<<"$h"
 read -r om ot orq <<<"$o"
+# a whole cold extract of each, for scale (every chunk: one GET vs two)
+xt() {
+	drop_caches
+	rm -rf "$T/x"
+	local t0
+	t0=$(now)
+	"$CAFS" extract "$1" "$T/x" >/dev/null 2>"$T/x.err" || { cat "$T/x.err" >&2; die "extract of $1 failed"; }
+	since "$t0"
+}
+hx=$(xt "$NGINX_URL/minbase.caidx")
+ox=$(xt "$REG/minbase.caidx")
+rm -rf "$T/x"
 printf '%-28s %16s %16s\n' "cold, best of $RUNS" "plain HTTP" "OCI registry"
 printf '%-28s %14s s %14s s\n' "mount + ls" "$hm" "$om"
 printf '%-28s %14s s %14s s\n' "mount + container start" "$ht" "$ot"
-printf '%-28s %16s %16s\n' "requests (whole run)" "$hr" "$orq"
+printf '%-28s %16s %16s\n' "requests (mount + start)" "$hr" "$orq"
+printf '%-28s %14s s %14s s\n' "cold extract (all chunks)" "$hx" "$ox"

@@ -27,7 +27,7 @@
 #define DIGEST_LEN (7 + 64) /* "sha256:" and 64 hex */
 #define TAG_PAGE 1000
 #define TAG_LIST_MAX (8u << 20)
-#define AUTH_LINE_MAX 8192
+#define AUTH_LINE_MAX 16384 /* "Authorization: Bearer " and a token (JWTs run to a few KiB) */
 #define WRITERS 8
 
 struct ca_oci {
