@@ -70,6 +70,9 @@ struct fs {
 /* The root node, pinned into the table, and the caches. */
 int fs_tree_init(struct fs *fs);
 void fs_tree_free(struct fs *fs); /* the caches */
+/* The caches' memory for the metrics: records bytes and bound, listings
+ * bytes and bound (zeros for a blob mount). */
+void fs_tree_memory(struct fs *fs, uint64_t ret[4]);
 /* The node for any inode number of the archive, with a reference (give it
  * back with fs_node_put): from the table, or rebuilt from the number
  * alone (the sidecar's entry, or a walk down from the root through the
