@@ -198,7 +198,7 @@ ssize_t fs_metrics(struct fs *fs, const char *name, char *buf)
 	counter(&m, "cafs_cache_hits", NULL, "chunks found in the disk cache", s.cache_hits);
 	counter(&m, "cafs_cache_misses", NULL, "chunks fetched from a store (not in any cache)", s.fetched_chunks);
 	counter(&m, "cafs_lru_hits", NULL, "chunks found in the memory LRU", s.lru_hits);
-	counter(&m, "cafs_fetched_bytes", "bytes", "chunk bytes (decompressed) fetched from stores", s.fetched_bytes);
+	counter(&m, "cafs_fetched_bytes", "bytes", "chunk file bytes (as stored: compressed) fetched from stores", s.fetched_bytes);
 	counter(&m, "cafs_chunk_errors", NULL, "chunk fetches that failed", s.errors);
 	counter(&m, "cafs_chunk_corrupt", NULL, "chunks that failed their digest check", s.corrupt);
 	const char *cache = ca_image_cache_dir(fs->im);
