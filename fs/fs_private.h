@@ -63,6 +63,9 @@ struct fs {
 #define FS_RECORDS_MAX ((size_t)16 << 20)
 #define FS_LISTINGS_MAX ((size_t)8 << 20)
 #define FS_META_WAIT_MS 30000u
+/* The whole mount's budget beside the chunk LRU (cafs(1), Memory
+ * budget: lru_size plus this), for the metrics' memory gauges. */
+#define FS_MEMORY_BUDGET_FIXED ((uint64_t)192 << 20)
 
 /* tree.c: the archive tree. All return 0 or a negative errno (-EBADMSG
  * for a corrupt archive, chunk errors as ca_blob_read gives them). */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "fs_private.h"
 
@@ -171,6 +172,18 @@ static void memory(struct ca_metrics *m, struct fs *fs, const struct ca_chunksrc
 			ca_metrics_u64(m, "", l, pass ? limit[i] : used[i]);
 		}
 	}
+	/* the process as a whole against the documented budget: what an
+	 * operator alerts on (the pools above are LRUs: full is normal) */
+	uint64_t pages = 0, rss;
+	FILE *f = fopen("/proc/self/statm", "re");
+	if (!f || fscanf(f, "%*u %" SCNu64, &pages) != 1)
+		pages = 0;
+	if (f)
+		fclose(f);
+	rss = pages * (uint64_t)sysconf(_SC_PAGESIZE);
+	gauge(m, "cafs_memory_resident_bytes", "bytes", "resident memory of the mount's server process", rss);
+	gauge(m, "cafs_memory_budget_bytes", "bytes", "the mount's memory budget: lru_size + 192 MiB (cafs(1))",
+	      s->lru_limit + FS_MEMORY_BUDGET_FIXED);
 	gauge(m, "cafs_inodes", NULL, "inodes the mount holds", fs_inode_count(fs->inodes));
 	gauge(m, "cafs_inodes_limit", NULL, "inodes the mount holds at most beyond the kernel's", FS_INODES_MAX);
 }

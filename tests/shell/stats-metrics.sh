@@ -20,9 +20,9 @@ for i in 0 1 2 3; do "$GEN" 1M $((i + 40)) >"$T/src/f$i"; done
 nginx_start "$W" || exit 1
 host=${NGINX_URL#http://}
 
-# check.py FILE PARSER [PREV]: the metrics in FILE parse with PARSER (om:
+# check.py FILE PARSER PREV HOST: the metrics in FILE parse with PARSER (om:
 # OpenMetrics, prom: 0.0.4); their samples go to FILE.json; with PREV (an
-# earlier FILE.json) every counter is >= before and reads, read bytes and
+# earlier FILE.json, or "") every counter is >= before and reads, read bytes and
 # store requests have risen.
 cat >"$T/check.py" <<'PYEOF'
 import json, sys
@@ -76,6 +76,13 @@ for store in stores:
         fail("buckets not cumulative: %r" % b)
     if b[-1][1] != count or not (1 <= count <= req) or total <= 0:
         fail("histogram: +Inf %s, count %s, sum %s, requests %s" % (b[-1][1], count, total, req))
+up = [s.value for s in fam("cafs_store_up").samples]
+if up != [1]:
+    fail("cafs_store_up %r" % up)
+rss = fam("cafs_memory_resident_bytes").samples[0].value
+budget = fam("cafs_memory_budget_bytes").samples[0].value
+if not 0 < rss < budget or budget != 64 * 2**20 + 192 * 2**20:
+    fail("resident %s, budget %s" % (rss, budget))
 json.dump(samples, open(path + ".json", "w"))
 if len(sys.argv) > 3 and sys.argv[3]:
     prev = json.load(open(sys.argv[3]))
