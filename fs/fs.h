@@ -57,6 +57,9 @@ struct fs_options {
 	struct ca_profile_rec *record;
 	/* --profile / --fill: its progress is shown in the stats. May be NULL. */
 	struct ca_prefetch *prefetch;
+	/* The mount point (absolute), the "mountpoint" label of every metric,
+	 * so that mounts of one machine are told apart. May be NULL. */
+	const char *mountpoint;
 };
 
 /* The fs over an opened image (borrowed: it must outlive the fs): a blob

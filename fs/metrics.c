@@ -203,7 +203,10 @@ ssize_t fs_metrics(struct fs *fs, const char *name, char *buf)
 		return 0;
 	if (ca_image_chunksrc(fs->im))
 		ca_chunksrc_get_stats(ca_image_chunksrc(fs->im), &s);
+	const char *common[] = { "mountpoint", fs->o.mountpoint, NULL };
 	ca_metrics_begin(&m, format, buf, FS_METRICS_MAX);
+	if (fs->o.mountpoint)
+		m.common_labels = common;
 	counter(&m, "cafs_reads", NULL, "read requests answered", fs->reads);
 	counter(&m, "cafs_read_errors", NULL, "read requests that failed (EIO and the like)", fs->read_errors);
 	counter(&m, "cafs_read_bytes", "bytes", "bytes served to readers", fs->bytes_read);

@@ -634,6 +634,7 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 	struct fs_options o = {
 		.readahead_chunks = a->readahead_chunks,
 		.overlay_xattrs = a->overlay_xattrs,
+		.mountpoint = a->mountpoint,
 	};
 	char *name = NULL;
 	ca_source_http_opts(&http);

@@ -141,25 +141,26 @@ static void sample_head(struct ca_metrics *m, const char *suffix, const char *co
 	if (m->format == CA_METRICS_JSON) {
 		putf(m, "%s{\"name\":\"%s%s\",\"labels\":{", m->n_samples ? "," : "", m->family, suffix);
 		bool first = true;
-		for (size_t i = 0; labels && labels[i]; i += 2, first = false) {
-			putf(m, "%s\"%s\":", first ? "" : ",", labels[i]);
-			put_json(m, labels[i + 1]);
-		}
+		for (int t = 0; t < 2; t++)
+			for (const char *const *l = t ? labels : m->common_labels; l && l[0]; l += 2, first = false) {
+				putf(m, "%s\"%s\":", first ? "" : ",", l[0]);
+				put_json(m, l[1]);
+			}
 		if (le)
 			putf(m, "%s\"le\":\"%s\"", first ? "" : ",", le);
 		puts_(m, "},\"value\":");
 	} else {
 		putf(m, "%s%s", m->family, suffix);
-		bool any = (labels && labels[0]) || le;
-		if (any)
-			puts_(m, "{");
-		for (size_t i = 0; labels && labels[i]; i += 2) {
-			putf(m, "%s%s=\"", i ? "," : "", labels[i]);
-			put_text_escaped(m, labels[i + 1], true);
-			puts_(m, "\"");
-		}
+		bool first = true;
+		for (int t = 0; t < 2; t++)
+			for (const char *const *l = t ? labels : m->common_labels; l && l[0]; l += 2, first = false) {
+				putf(m, "%s%s=\"", first ? "{" : ",", l[0]);
+				put_text_escaped(m, l[1], true);
+				puts_(m, "\"");
+			}
 		if (le)
-			putf(m, "%sle=\"%s\"", labels && labels[0] ? "," : "", le);
+			putf(m, "%sle=\"%s\"", first ? "{" : ",", le);
+		bool any = !first || le;
 		puts_(m, any ? "} " : " ");
 	}
 	m->n_samples++;

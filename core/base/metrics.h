@@ -34,6 +34,9 @@ enum ca_metric_type { CA_METRIC_COUNTER, CA_METRIC_GAUGE, CA_METRIC_HISTOGRAM };
 
 struct ca_metrics {
 	enum ca_metrics_format format;
+	/* labels of every sample, before its own (NULL-ended name, value
+	 * pairs; NULL: none): set after ca_metrics_begin */
+	const char *const *common_labels;
 	char *buf;
 	size_t cap, len;
 	bool overflow;

@@ -4,7 +4,8 @@
 # prometheus_client's OpenMetrics and 0.0.4 parsers, counters rise after
 # reads, the latency histogram is consistent, a store's label shows no
 # credential, the textfile is replaced whole (a reader never sees half of
-# it), and the plain text stats are as before.
+# it), every sample names its mount point, and the plain text stats are
+# as before.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
@@ -20,7 +21,7 @@ for i in 0 1 2 3; do "$GEN" 1M $((i + 40)) >"$T/src/f$i"; done
 nginx_start "$W" || exit 1
 host=${NGINX_URL#http://}
 
-# check.py FILE PARSER PREV HOST: the metrics in FILE parse with PARSER (om:
+# check.py FILE PARSER PREV HOST MOUNTPOINT: the metrics in FILE parse with PARSER (om:
 # OpenMetrics, prom: 0.0.4); their samples go to FILE.json; with PREV (an
 # earlier FILE.json, or "") every counter is >= before and reads, read bytes and
 # store requests have risen.
@@ -60,6 +61,9 @@ for f in fams.values():
         for v in s.labels.values():
             if "secret" in v or "token" in v or "@" in v or "?" in v:
                 fail("a credential in a label: %r" % v)
+mnts = {s.labels.get("mountpoint") for f in fams.values() for s in f.samples}
+if mnts != {sys.argv[5]}:
+    fail("mountpoint labels %r, not %r" % (mnts, sys.argv[5]))
 stores = {s.labels["store"] for s in fam("cafs_http_requests").samples}
 if stores != {"http://%s/default.castr" % sys.argv[4]}:
     fail("store labels %r" % stores)
@@ -89,7 +93,10 @@ if len(sys.argv) > 3 and sys.argv[3]:
     for k, v in prev.items():
         if ("_total" in k or "_bucket" in k or "_count" in k) and samples.get(k, -1) < v:
             fail("%s went down: %s -> %s" % (k, v, samples.get(k)))
-    for k in ["cafs_reads_total[]", "cafs_read_bytes_total[]"]:
+    rising = [k for k in samples if k.startswith(("cafs_reads_total[", "cafs_read_bytes_total["))]
+    if len(rising) != 2:
+        fail("reads and read bytes: %r" % rising)
+    for k in rising:
         if not samples[k] > prev[k]:
             fail("%s did not rise: %s -> %s" % (k, prev[k], samples[k]))
     key = [k for k in samples if k.startswith("cafs_http_requests_total")][0]
@@ -98,26 +105,28 @@ if len(sys.argv) > 3 and sys.argv[3]:
 PYEOF
 
 mnt=$T/mnt
+mkdir -p "$mnt"
+rmnt=$(realpath "$mnt")
 # credentials in the store's URL (userinfo, query): never in a label
 mount_start "mount over nginx, credentials in the store URL" "$mnt" "$T/log" --cache="$T/cache" \
 	--store="http://user:secret@$host/default.castr?token=x" "$NGINX_URL/img.caidx"
 ok "a file reads right" cmp "$mnt/f0" "$T/src/f0"
 "$CAFS" stats --format=openmetrics "$mnt" >"$T/m1"
 ok "openmetrics: parses; types, units, # EOF; histogram consistent; no credential" \
-	$PY "$T/check.py" "$T/m1" om "" "$host"
+	$PY "$T/check.py" "$T/m1" om "" "$host" "$rmnt"
 ok "another file reads right" cmp "$mnt/f2" "$T/src/f2"
 "$CAFS" stats --format=openmetrics "$mnt" >"$T/m2"
 ok "openmetrics: reads, read bytes and store requests rose, no counter fell" \
-	$PY "$T/check.py" "$T/m2" om "$T/m1.json" "$host"
+	$PY "$T/check.py" "$T/m2" om "$T/m1.json" "$host" "$rmnt"
 "$CAFS" stats --format=prometheus "$mnt" >"$T/p1"
-ok "prometheus text 0.0.4: parses with the same samples" $PY "$T/check.py" "$T/p1" prom "" "$host"
+ok "prometheus text 0.0.4: parses with the same samples" $PY "$T/check.py" "$T/p1" prom "" "$host" "$rmnt"
 
 # --textfile: replaced whole while a reader reads it over and over
 tf=$T/textfile/cafs.prom
 mkdir -p "$T/textfile"
 ok "--textfile writes the metrics" "$CAFS" stats --textfile="$tf" "$mnt"
 cp "$tf" "$T/tf1"
-ok "... in the 0.0.4 format, which parses" $PY "$T/check.py" "$T/tf1" prom "" "$host"
+ok "... in the 0.0.4 format, which parses" $PY "$T/check.py" "$T/tf1" prom "" "$host" "$rmnt"
 ( for _ in $(seq 60); do "$CAFS" stats --textfile="$tf" "$mnt" || exit 1; done ) &
 writer=$!
 at_cleanup "kill $writer 2>/dev/null"
@@ -143,8 +152,9 @@ for f in d["metrics"]:
         assert set(s) == {"name", "labels", "value"}, s
         assert isinstance(s["value"], (int, float)), s
 assert fams["cafs_reads"]["samples"][0]["value"] >= 2
+assert fams["cafs_reads"]["samples"][0]["labels"] == {"mountpoint": sys.argv[2]}
 assert fams["cafs_http_request_duration_seconds"]["type"] == "histogram"
-' "$T/j1"
+' "$T/j1" "$rmnt"
 "$CAFS" stats "$mnt" >"$T/text"
 ok "the plain text stats are as before" grep -Eq '^http_requests: [1-9]' "$T/text"
 ok "--format=bogus is refused" sh -c "'$CAFS' stats --format=bogus '$mnt' 2>'$T/err'; test \$? = 2"

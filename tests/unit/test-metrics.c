@@ -98,6 +98,23 @@ int main(void)
 	               "cafs_d_seconds_count{store=\"s\"} 6\n"
 	               "cafs_d_seconds_sum{store=\"s\"} 1.500000\n# EOF\n");
 
+	/* the labels of every sample come first */
+	const char *common[] = { "mountpoint", "/mnt/a b", NULL };
+	ca_metrics_begin(&m, CA_METRICS_OPENMETRICS, buf, sizeof(buf));
+	m.common_labels = common;
+	ca_metrics_family(&m, "cafs_g", CA_METRIC_GAUGE, NULL, "g");
+	ca_metrics_u64(&m, "", NULL, 1);
+	ca_metrics_u64(&m, "", l, 2);
+	check(ca_metrics_end(&m) > 0);
+	check_str(buf, "# TYPE cafs_g gauge\n# HELP cafs_g g\ncafs_g{mountpoint=\"/mnt/a b\"} 1\n"
+	               "cafs_g{mountpoint=\"/mnt/a b\",store=\"s\"} 2\n# EOF\n");
+	ca_metrics_begin(&m, CA_METRICS_JSON, buf, sizeof(buf));
+	m.common_labels = common;
+	ca_metrics_family(&m, "cafs_g", CA_METRIC_GAUGE, NULL, "g");
+	ca_metrics_u64(&m, "", l, 2);
+	check(ca_metrics_end(&m) > 0);
+	check(strstr(buf, "\"labels\":{\"mountpoint\":\"/mnt/a b\",\"store\":\"s\"}") != NULL);
+
 	/* too big: 0, never a cut text taken as whole */
 	ca_metrics_begin(&m, CA_METRICS_OPENMETRICS, buf, 40);
 	ca_metrics_family(&m, "cafs_x", CA_METRIC_COUNTER, NULL, "a help text that does not fit");
