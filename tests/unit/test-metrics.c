@@ -9,6 +9,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/json.h"
@@ -63,6 +64,29 @@ int main(void)
 	size_t need = ca_json_string_buf(small, sizeof(small), "ab\ncd", 5);
 	check_u64(need, ==, 8);
 	check_str(small, "\"ab");
+
+	/* a long string through the stream writer (pieces of 64 bytes): the
+	 * same as in one piece, whatever sequence a piece boundary cuts */
+	for (size_t shift = 0; shift < 4; shift++) {
+		char in[300], *out = NULL, whole[2048];
+		size_t len = 0, n = 0;
+		for (size_t i = 0; i < shift; i++)
+			in[n++] = 'a';
+		while (n + 4 < sizeof(in)) {
+			memcpy(in + n, "\xe2\x82\xac", 3); /* U+20AC, 3 bytes */
+			n += 3;
+			if (n % 7 == 0)
+				in[n++] = (char)0xff;
+			if (n % 11 == 0)
+				in[n++] = '\n';
+		}
+		FILE *f = open_memstream(&out, &len);
+		ca_json_string(f, in, n);
+		fclose(f);
+		ca_json_string_buf(whole, sizeof(whole), in, n);
+		check_str(out, whole);
+		free(out);
+	}
 
 	/* URL labels */
 	check_label("http://user:secret@host:8080/store.castr?token=x#frag", "http://host:8080/store.castr");
