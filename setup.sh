@@ -34,7 +34,7 @@ packages=(
 	casync nginx-light curl rsync valgrind strace time openssl
 	minisign clang libclang-rt-14-dev
 	busybox-static crun
-	python3-prometheus-client
+	python3-prometheus-client prometheus-node-exporter
 )
 
 install_deps() {

@@ -4,7 +4,7 @@
 # prometheus_client's OpenMetrics and 0.0.4 parsers, counters rise after
 # reads, the latency histogram is consistent, a store's label shows no
 # credential, the textfile is replaced whole (a reader never sees half of
-# it), every sample names its mount point, and the plain text stats are
+# it) and node_exporter's textfile collector takes it, every sample names its mount point, and the plain text stats are
 # as before.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-mount.sh"
@@ -140,6 +140,29 @@ wait "$writer"
 ok "... rewritten 30 times: the writer succeeded" test $? = 0
 ok "... and none of $reads reads saw a torn file" test "$torn" = 0
 ok "... no temporary file left beside it" test "$(ls -A "$T/textfile")" = cafs.prom
+
+# the real collector: node_exporter's textfile collector reads the file
+# without error and serves its counters with their types
+if command -v prometheus-node-exporter >/dev/null && command -v curl >/dev/null; then
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	prometheus-node-exporter --web.listen-address="127.0.0.1:$port" --collector.disable-defaults \
+		--collector.textfile --collector.textfile.directory="$T/textfile" >"$T/ne.log" 2>&1 &
+	ne=$!
+	at_cleanup "kill $ne 2>/dev/null; wait $ne 2>/dev/null"
+	for _ in $(seq 50); do
+		curl -sf "http://127.0.0.1:$port/metrics" >"$T/ne.out" 2>/dev/null && break
+		sleep 0.1
+	done
+	ok "node_exporter's textfile collector reads it without error" \
+		grep -qx 'node_textfile_scrape_error 0' "$T/ne.out"
+	ok "... and serves its counters, typed, with their labels" sh -c "
+		grep -qx '# TYPE cafs_reads_total counter' '$T/ne.out' &&
+		grep -q '^cafs_reads_total{mountpoint=\"$rmnt\"} [1-9]' '$T/ne.out' &&
+		grep -q '^cafs_http_request_duration_seconds_bucket{mountpoint=\"$rmnt\",store=.*,le=\"+Inf\"} [1-9]' '$T/ne.out'"
+	kill "$ne" && wait "$ne" 2>/dev/null
+else
+	skip "node_exporter's textfile collector reads it" "no prometheus-node-exporter or curl"
+fi
 
 "$CAFS" stats --json "$mnt" >"$T/j1"
 ok "--json: parses, every family has name/type/unit/help/samples" $PY -c '
