@@ -35,6 +35,7 @@ packages=(
 	minisign clang libclang-rt-14-dev
 	busybox-static crun
 	docker-registry skopeo apache2-utils
+	python3-prometheus-client prometheus-node-exporter
 )
 
 install_deps() {

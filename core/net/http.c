@@ -95,6 +95,7 @@ struct req {
 	cond_done_fn cond_fn;
 	struct ca_buf body;
 	unsigned attempts;
+	uint64_t submit_us;   /* when it was queued: its latency (http.h) */
 	uint64_t due_ms;      /* when a retry may start */
 	uint64_t deadline_ms; /* set by the first attempt; see http.h */
 	uint64_t last_delay_ms;
@@ -731,11 +732,35 @@ static void wipe_list(struct curl_slist *l)
 		explicit_bzero(l->data, strlen(l->data));
 }
 
+const uint64_t ca_http_latency_bounds_us[CA_HTTP_LATENCY_BUCKETS] = {
+	1000, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 10000000, 30000000,
+};
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* the latency histogram's slot for t microseconds (12 bounds: a scan is
+ * as cheap as a search) */
+static size_t latency_slot(uint64_t t)
+{
+	size_t i = 0;
+	while (i < CA_HTTP_LATENCY_BUCKETS && t > ca_http_latency_bounds_us[i])
+		i++;
+	return i;
+}
+
 static void complete(struct ca_http *h, struct req *q, int r)
 {
+	uint64_t took = now_us() - q->submit_us;
 	if (r == 0 || r == -ENOENT)
 		clock_progress(h->o.clock); /* an answer */
 	pthread_mutex_lock(&h->lock);
+	h->stats.latency[latency_slot(took)]++;
+	h->stats.latency_sum_us += took;
 	if (r == 0) {
 		h->stats.ok++;
 		h->stats.bytes += q->body.size;
@@ -1258,6 +1283,7 @@ int ca_http_submit(struct ca_http *h, const char *url, size_t cap, ca_http_done_
 static int submit(struct ca_http *h, struct req *q, const char *url)
 {
 	q->h = h;
+	q->submit_us = now_us();
 	q->url = strdup(url);
 	if (!q->url) {
 		free(q);

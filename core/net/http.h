@@ -117,12 +117,24 @@ void ca_http_opts_init(struct ca_http_opts *o);
  * headers, its own timeouts). 0 or a CURLcode. */
 int ca_http_easy_common(void *easy, const char *url, const struct ca_http_opts *o, bool sigv4);
 
+/* the latency histogram's upper bounds, in microseconds (1 ms .. 30 s) */
+#define CA_HTTP_LATENCY_BUCKETS 12
+extern const uint64_t ca_http_latency_bounds_us[CA_HTTP_LATENCY_BUCKETS];
+
 struct ca_http_stats {
 	uint64_t requests; /* submitted */
 	uint64_t attempts; /* GETs sent, retries included */
 	uint64_t retries;
 	uint64_t ok, missing, errors; /* final outcomes */
 	uint64_t bytes;    /* body bytes of successful requests */
+	/* how long requests took from submission to their final outcome
+	 * (retries and queueing included): latency[i] counts those that took
+	 * at most ca_http_latency_bounds_us[i] and more than the bound before
+	 * (not cumulative); the last slot is the rest (+Inf). Counted under
+	 * the engine's lock where the outcome is counted: no extra cost but
+	 * a clock read per request. */
+	uint64_t latency[CA_HTTP_LATENCY_BUCKETS + 1];
+	uint64_t latency_sum_us; /* total time of the requests counted */
 };
 
 struct ca_http;
