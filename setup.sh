@@ -201,7 +201,9 @@ deb() {
 	if [ "$(git -C "$top" rev-parse --show-toplevel 2>/dev/null)" = "$top" ]; then
 		(cd "$top" && git ls-files -z --cached --others --exclude-standard |
 			while IFS= read -r -d '' f; do
-				# a tracked file deleted in the tree is not copied
+				# not the build (when it is in the tree and not ignored); a
+				# tracked file deleted in the tree is not copied
+				case $top/$f in "$build"/*) continue ;; esac
 				if [ -e "$f" ] || [ -L "$f" ]; then cp -a --parents "$f" "$src/"; fi
 			done)
 	else
@@ -221,8 +223,9 @@ deb() {
 # deb_test: the package as a machine gets it (check --full): deb (build,
 # lintian), every .deb unpacked into a scratch root ($build/deb/root, dpkg -x:
 # the machine's own dpkg database is not touched), the unpacked cafs
-# --version, and the demo (tests/demo.sh: make, nginx on 127.0.0.1, mount,
-# read every file, unmount) run with the unpacked binary
+# --version, docs/example.c built against the unpacked libcafs-dev, and the
+# demo (tests/demo.sh: make, nginx on 127.0.0.1, mount, read every file,
+# unmount) run with the unpacked binary
 deb_test() {
 	local root=$build/deb/root d want
 	deb || return 1
@@ -235,6 +238,25 @@ deb_test() {
 		{ echo "setup.sh: deb: the unpacked cafs is not $want" >&2; return 1; }
 	[ "$(readlink -f "$root/sbin/mount.cafs")" = /usr/bin/cafs ] ||
 		{ echo "setup.sh: deb: /sbin/mount.cafs does not lead to /usr/bin/cafs" >&2; return 1; }
+	# libcafs-dev and libcafs2: docs/example.c builds and links against the
+	# unpacked headers, cafs.pc and libcafs.so (-> libcafs.so.2)
+	local pcdir flags
+	pcdir=$(dirname "$(find "$root" -name cafs.pc | head -n 1)")
+	flags=$(PKG_CONFIG_SYSROOT_DIR=$root PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs cafs) || return 1
+	# shellcheck disable=SC2086 # pkg-config's words
+	cc -o "$build/deb/example" "$top/docs/example.c" $flags || return 1
+	objdump -p "$build/deb/example" | grep -q 'NEEDED *libcafs\.so\.2$' ||
+		{ echo "setup.sh: deb: docs/example.c did not link libcafs.so.2" >&2; return 1; }
+	# ... and reads a file through the unpacked libcafs.so.2
+	rm -rf "$build/deb/img"
+	mkdir -p "$build/deb/img/src/d"
+	echo "read through libcafs2" >"$build/deb/img/src/d/f"
+	"$root/usr/bin/cafs" make -q --store="$build/deb/img/default.castr" "$build/deb/img/x.caidx" \
+		"$build/deb/img/src" >/dev/null || return 1
+	LD_LIBRARY_PATH=$(dirname "$(find "$root" -name 'libcafs.so.2' | head -n 1)") \
+		"$build/deb/example" "$build/deb/img/x.caidx" d d/f | grep -qx "read through libcafs2" ||
+		{ echo "setup.sh: deb: docs/example.c could not read through the unpacked libcafs.so.2" >&2; return 1; }
+	echo "setup.sh: deb: docs/example.c built against libcafs-dev ($flags), read a file through libcafs2"
 	make -C "$build" tests/gen-data >/dev/null || return 1
 	GEN=$build/tests/gen-data top_builddir=$build "$top/tests/demo.sh" "$root/usr/bin/cafs"
 }
