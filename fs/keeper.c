@@ -350,20 +350,24 @@ static void unmount(struct keeper *k)
 			;
 }
 
-/* Under a systemd unit with NotifyAccess=all ($NOTIFY_SOCKET set): this
- * process is the unit's main process now, told before the parent (cafs
- * mount, or --takeover run as the unit's ExecReload) returns. A keeper
- * that took over is the reload command's child, not systemd's: without
- * this the old keeper's exit would end the unit and take the mount with
- * it (docs/systemd.md). A failure changes nothing else: logged at debug. */
+/* Under a systemd unit that asks for it (CAFS_NOTIFY_MAINPID=1 and
+ * $NOTIFY_SOCKET, NotifyAccess=all: cafs-mount@.service): this process is
+ * the unit's main process now, told before the parent (cafs mount, or
+ * --takeover run as the unit's ExecReload) returns. A keeper that took
+ * over is the reload command's child, not systemd's: without this the old
+ * keeper's exit would end the unit and take the mount with it
+ * (docs/systemd.md). Opt-in: a mount made by some other service that
+ * passes $NOTIFY_SOCKET on must not take over that service's main pid.
+ * A failure changes nothing else: logged at debug. */
 static void notify_main_pid(void)
 {
-	const char *path = getenv("NOTIFY_SOCKET");
+	const char *path = getenv("NOTIFY_SOCKET"), *want = getenv("CAFS_NOTIFY_MAINPID");
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char msg[32];
 	size_t len;
 	int fd, n;
-	if (!path || (path[0] != '/' && path[0] != '@') || (len = strlen(path)) >= sizeof(sa.sun_path))
+	if (!want || strcmp(want, "1") || !path || (path[0] != '/' && path[0] != '@') ||
+	    (len = strlen(path)) >= sizeof(sa.sun_path))
 		return;
 	memcpy(sa.sun_path, path, len);
 	if (sa.sun_path[0] == '@')
