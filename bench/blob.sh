@@ -30,7 +30,9 @@
 #
 # Env: CAFS (default ./cafs), GEN_DATA (default tests/gen-data beside
 # CAFS), BENCH_DIR (parent of the work dir, default /var/tmp; the work
-# dir is removed at exit), BENCH_FS, BENCH_RUNS, BENCH_SCRATCH. Needs
+# dir is removed at exit), BENCH_FS, BENCH_RUNS, BENCH_SCRATCH, CAFS_BEFORE
+# (another cafs binary, an earlier build: timed in the same runs, a row
+# "STEP/before" each, for before/after tables from one run). Needs
 # casync, valgrind (else callgrind is skipped), about 3.5x SIZE of free
 # disk and 3x SIZE of RAM.
 set -u
@@ -42,6 +44,8 @@ SIZE=${BENCH_SIZE:-512M}
 CG_SIZE=${CALLGRIND_SIZE:-32M}
 RUNS=${BENCH_RUNS:-3}
 FSS=${BENCH_FS:-tmpfs ext4}
+BEFORE=${CAFS_BEFORE:-}
+TOOLS="casync cafs${BEFORE:+ before}"
 
 die() { echo "bench/blob.sh: $*" >&2; exit 1; }
 [ -x "$CAFS" ] || die "no cafs binary at $CAFS (set CAFS)"
@@ -88,6 +92,7 @@ timed() {
 one() {
 	local fs=$1 step=$2 tool=$3 bin=casync d
 	[ "$tool" = cafs ] && bin=$CAFS
+	[ "$tool" = before ] && bin=$BEFORE
 	d=$(fresh "$fs") || die "cannot make a fresh $fs"
 	if [ "$step" = make ]; then
 		quiesce "$W/input"
@@ -120,27 +125,31 @@ for fs in $FSS; do
 	esac
 done
 
-printf '%-6s %-8s %22s %22s %11s %10s %7s\n' fs step "casync s (user/sys)" "cafs s (user/sys)" "casync MB/s" "cafs MB/s" ratio
+printf '%-6s %-14s %22s %22s %11s %10s %7s\n' fs step "casync s (user/sys)" "cafs s (user/sys)" "casync MB/s" "cafs MB/s" ratio
 for fs in $FSS; do
 	for step in make extract; do
 		for ((i = 0; i < RUNS; i++)); do
-			if ((i % 2 == 0)); then
-				one "$fs" $step casync
-				one "$fs" $step cafs
-			else
-				one "$fs" $step cafs
-				one "$fs" $step casync
-			fi
-			if [ $step = make ]; then
-				cmp -s "$W/casync.caibx" "$W/cafs.caibx" || die "the two indexes differ"
-				cmp -s "$W/$fs-make-casync.out" "$W/$fs-make-cafs.out" || die "the printed digests differ"
-			fi
+			tools=$TOOLS
+			((i % 2 == 0)) || tools=$(echo "$TOOLS" | tr ' ' '\n' | tac | tr '\n' ' ')
+			for tool in $tools; do
+				one "$fs" $step "$tool"
+			done
+			for tool in $TOOLS; do
+				[ $step = make ] && [ "$tool" != casync ] || continue
+				cmp -s "$W/casync.caibx" "$W/$tool.caibx" || die "$tool: the two indexes differ"
+				cmp -s "$W/$fs-make-casync.out" "$W/$fs-make-$tool.out" || die "$tool: the printed digests differ"
+			done
 		done
 		read -r cw cu cs <"$W/$fs-$step-casync.best"
-		read -r fw fu fsy <"$W/$fs-$step-cafs.best"
-		awk -v fs="$fs" -v step="$step" -v b="$bytes" -v cw="$cw" -v cu="$cu" -v cs="$cs" -v fw="$fw" -v fu="$fu" \
-			-v fsy="$fsy" 'BEGIN { printf "%-6s %-8s %6.2f (%5.2f/%5.2f) %6.2f (%5.2f/%5.2f) %11.1f %10.1f %7.2f\n",
-				fs, step, cw, cu, cs, fw, fu, fsy, b / 1e6 / cw, b / 1e6 / fw, cw / fw }'
+		for tool in $TOOLS; do
+			[ "$tool" = casync ] && continue
+			read -r fw fu fsy <"$W/$fs-$step-$tool.best"
+			name=$step
+			[ "$tool" = before ] && name=$step/before
+			awk -v fs="$fs" -v step="$name" -v b="$bytes" -v cw="$cw" -v cu="$cu" -v cs="$cs" -v fw="$fw" -v fu="$fu" \
+				-v fsy="$fsy" 'BEGIN { printf "%-6s %-14s %6.2f (%5.2f/%5.2f) %6.2f (%5.2f/%5.2f) %11.1f %10.1f %7.2f\n",
+					fs, step, cw, cu, cs, fw, fu, fsy, b / 1e6 / cw, b / 1e6 / fw, cw / fw }'
+		done
 	done
 done
 rm -rf "$W/cs" "$W/input" "$W"/*.caibx
