@@ -82,6 +82,10 @@ struct ca_image_make_opts {
 	/* a prefetch profile file (profile.h) checked before the work and
 	 * copied beside the index made; NULL: none. Not for a .catar. */
 	const char *profile;
+	/* --cache DIR: an incremental make of an index (make_cache.h); NULL:
+	 * none. The index and store are the same as without it; the stream
+	 * digest may be unknown (ret_stats->digest_partial, ret_digest zeroed). */
+	const char *cache;
 };
 
 /* casync's defaults: chunks 16/64/256 KiB, SHA-512/256, the default

@@ -37,6 +37,10 @@ struct segment {
 	struct segment *next_c, *next_d; /* chunker queue, digest queue */
 	unsigned refs;
 	size_t size;
+	/* a known chunk (ca_maker_feed_known): no data, only its id */
+	bool known;
+	uint64_t known_size;
+	uint8_t known_id[CA_CHUNK_ID_SIZE];
 	uint8_t data[];
 };
 
@@ -49,6 +53,7 @@ struct job {
 	struct segment *seg;
 	struct ca_buf buf;
 	bool held; /* seg or buf not given back yet */
+	bool known; /* id given, stored already: nothing to hash or store */
 	uint8_t id[CA_CHUNK_ID_SIZE];
 };
 
@@ -79,6 +84,7 @@ struct ca_maker {
 	struct ca_buf *spare_bufs; /* recycled chunk buffers, so big chunks don't fault in fresh pages */
 	size_t n_spare, cap_spare;
 	bool input_done;
+	bool digest_partial; /* known chunks were fed: no stream digest */
 	int err;
 	const char *err_path; /* what err is about: o.store_path, o.index_path or NULL */
 	struct ca_make_stats stats;
@@ -218,6 +224,29 @@ static void *chunker_main(void *arg)
 		m->cq_head = s->next_c;
 		if (!m->cq_head)
 			m->cq_tail = NULL;
+		if (s->known) {
+			/* the caller's claim that the bytes before end at a cut is
+			 * checked here: a wrong one would shift every chunk after */
+			struct job *j = NULL;
+			if (ca_chunker_pending(&m->chunker) != 0 || acc.size != 0) {
+				fail_locked(m, -EIO);
+			} else if (!(j = calloc(1, sizeof(*j)))) {
+				fail_locked(m, -ENOMEM);
+			} else {
+				pos += s->known_size;
+				*j = (struct job){ .end = pos, .known = true };
+				memcpy(j->id, s->known_id, CA_CHUNK_ID_SIZE);
+				m->stats.chunks++;
+				m->stats.chunks_known++;
+				m->stats.bytes_known += s->known_size;
+			}
+			free(s);
+			pthread_mutex_unlock(&m->lock);
+			if (j)
+				submit(m, j);
+			pthread_mutex_lock(&m->lock);
+			continue;
+		}
 		pthread_mutex_unlock(&m->lock);
 
 		/* a chunk that begins and ends in this segment is hashed and
@@ -308,6 +337,8 @@ static int worker_run(void *qdata, void *wdata, void *arg)
 	struct worker *w = wdata;
 	struct job *j = arg;
 	bool is_new = false;
+	if (j->known)
+		return cancelled(m) ? -ECANCELED : 0;
 	int r = cancelled(m) ? -ECANCELED : ca_digest_once(ca_codec_digest(w->codec), j->data, j->size, j->id);
 	if (r == 0 && m->store)
 		r = store_chunk(m, w->codec, &w->cbuf, j, &is_new);
@@ -510,6 +541,42 @@ int ca_maker_feed(struct ca_maker *m, const void *p, size_t n)
 	return 0;
 }
 
+int ca_maker_feed_known(struct ca_maker *m, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size)
+{
+	int r = cancelled(m) ? -ECANCELED : 0;
+	if (r == 0 && m->cur && m->cur->size > 0)
+		r = push_segment(m); /* the bytes before go first */
+	if (r)
+		return r;
+	struct segment *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->known = true;
+	s->known_size = size;
+	s->refs = 1;
+	memcpy(s->known_id, id, CA_CHUNK_ID_SIZE);
+	pthread_mutex_lock(&m->lock);
+	/* not a live segment (it holds no data): only the chunker sees it */
+	if (m->cq_tail)
+		m->cq_tail->next_c = s;
+	else
+		m->cq_head = s;
+	m->cq_tail = s;
+	m->digest_partial = true;
+	pthread_cond_signal(&m->chunker_cond);
+	r = m->err;
+	pthread_mutex_unlock(&m->lock);
+	m->fed += size;
+	if (r == 0 && m->o.progress)
+		m->o.progress(m->o.progress_userdata, m->fed);
+	return r;
+}
+
+int ca_maker_has(struct ca_maker *m, const uint8_t id[CA_CHUNK_ID_SIZE])
+{
+	return m->store ? ca_store_writer_has(m->store, id) : 0;
+}
+
 int ca_maker_feed_fd(struct ca_maker *m, int fd)
 {
 	for (;;) {
@@ -555,8 +622,11 @@ int ca_maker_finish(struct ca_maker *m, uint8_t ret_digest[CA_CHUNK_ID_SIZE], st
 	pthread_mutex_unlock(&m->lock);
 	join_all(m);
 	r = m->err;
-	if (r == 0)
+	if (r == 0 && m->digest_partial)
+		memset(ret_digest, 0, CA_CHUNK_ID_SIZE);
+	else if (r == 0)
 		r = ca_digest_final(m->stream_digest, ret_digest);
+	m->stats.digest_partial = m->digest_partial;
 	/* the chunks reach the disk before the index that names them: one
 	 * syncfs for the store rather than an fsync per chunk */
 	if (r == 0 && m->store && m->index) {
