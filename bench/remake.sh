@@ -30,7 +30,10 @@ cp -a "$img" "$W/tree" || die "copy of $img"
 blob_mb=${BENCH_BLOB_MB:-1024}
 {
 	head -c $((blob_mb / 2))M /dev/urandom
-	while :; do tar -cf - -C "$W/tree" . 2>/dev/null; done | head -c $((blob_mb - blob_mb / 2))M
+	tar -cf "$W/tree.tar" -C "$W/tree" . 2>/dev/null
+	n=$(( (blob_mb - blob_mb / 2) * 1048576 / $(stat -c %s "$W/tree.tar") + 1 ))
+	for ((i = 0; i < n; i++)); do cat "$W/tree.tar"; done | head -c $((blob_mb - blob_mb / 2))M
+	rm -f "$W/tree.tar"
 } >"$W/blob"
 sleep 2.1 # a make trusts no timestamp within 2 s of itself
 

@@ -157,7 +157,7 @@ static int maker_sink_payload(void *userdata, int fd, const struct stat *st)
  * NULL when there is none to use: stdin, a device). Logs. */
 static int cache_begin(struct make_ctx *c, char kind, struct maker_sink *s)
 {
-	if (!c->o->cache || !(S_ISREG(c->st.st_mode) || S_ISDIR(c->st.st_mode)))
+	if (!c->o->cache || !strcmp(c->in_name, "-") || !(S_ISREG(c->st.st_mode) || S_ISDIR(c->st.st_mode)))
 		return 0;
 	char *real = realpath(c->in_name, NULL);
 	if (!real)

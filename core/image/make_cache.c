@@ -106,6 +106,8 @@ struct ca_make_cache {
 	size_t nq, ci;
 	uint64_t q_bytes;
 	int64_t qd;
+	size_t run_first, run_n; /* old chunks taken, not yet given to the pipeline (one trip for a run) */
+	uint64_t *run_sizes;
 	struct item *inbox;
 	size_t n_inbox, cap_inbox;
 	uint8_t *rbuf;
@@ -392,6 +394,7 @@ void ca_make_cache_free(struct ca_make_cache *c)
 	free(c->q);
 	free(c->inbox);
 	free(c->rbuf);
+	free(c->run_sizes);
 	free(c->nrecs);
 	ca_buf_release(&c->gap);
 	ca_digest_free(c->gd);
@@ -481,6 +484,21 @@ static void advance(struct item *it, uint64_t k)
 	it->len -= k;
 }
 
+#define RUN_MAX 4096
+
+/* The run of old chunks taken so far, to the pipeline. */
+static int flush_run(struct ca_make_cache *c)
+{
+	if (c->run_n == 0)
+		return 0;
+	for (size_t i = 0; i < c->run_n; i++)
+		c->run_sizes[i] = old_chunk_size(c, c->run_first + i);
+	int r = ca_maker_feed_known(c->m, (const uint8_t(*)[CA_CHUNK_ID_SIZE])c->ids + c->run_first, c->run_sizes,
+	                            c->run_n);
+	c->run_n = 0;
+	return r;
+}
+
 /* Old chunks the queue covers go to the pipeline by id. */
 static int drain(struct ca_make_cache *c)
 {
@@ -493,9 +511,13 @@ static int drain(struct ca_make_cache *c)
 			return r;
 		if (r == 0)
 			return spill_queue(c);
-		r = ca_maker_feed_known(c->m, c->ids[c->ci], size);
-		if (r < 0)
-			return r;
+		if (c->run_n > 0 && (c->run_first + c->run_n != c->ci || c->run_n == RUN_MAX)) {
+			r = flush_run(c);
+			if (r < 0)
+				return r;
+		}
+		if (c->run_n++ == 0)
+			c->run_first = c->ci;
 		c->pos += size;
 		c->q_bytes -= size;
 		for (uint64_t left = size; left > 0;) {
@@ -523,7 +545,9 @@ static int feed_real(struct ca_make_cache *c, const uint8_t *p, size_t n, size_t
 	bool cut = k != CA_CHUNKER_NO_CUT;
 	if (!cut)
 		k = n;
-	int r = ca_maker_feed(c->m, p, k);
+	int r = flush_run(c); /* the chunks taken before go first */
+	if (r == 0)
+		r = ca_maker_feed(c->m, p, k);
 	if (r < 0)
 		return r;
 	c->pos += k;
@@ -640,7 +664,7 @@ static struct rec *new_rec(struct ca_make_cache *c)
 static void check_identical(struct ca_make_cache *c, size_t old, bool mapped, uint64_t off)
 {
 	size_t i = c->n_nrecs - 1;
-	if (!mapped || old != i || c->recs[old].off != off)
+	if (c->too_big || !mapped || old != i || c->recs[old].off != off)
 		c->identical = false;
 }
 
@@ -703,7 +727,8 @@ int ca_make_cache_begin(struct ca_make_cache *c, struct ca_maker *m)
 	c->m = m;
 	c->rbuf = malloc(READ_SIZE);
 	c->q = malloc(QUEUE_MAX * sizeof(*c->q));
-	if (!c->rbuf || !c->q)
+	c->run_sizes = malloc(RUN_MAX * sizeof(*c->run_sizes));
+	if (!c->rbuf || !c->q || !c->run_sizes)
 		return -ENOMEM;
 	int r = ca_chunker_init(&c->ch, c->key.chunk_min, c->key.chunk_avg, c->key.chunk_max);
 	if (r == 0)
@@ -817,6 +842,8 @@ int ca_make_cache_end(struct ca_make_cache *c)
 		r = spill_queue(c);
 	if (r == 0)
 		r = pump(c);
+	if (r == 0)
+		r = flush_run(c);
 	return r;
 }
 

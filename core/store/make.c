@@ -37,10 +37,10 @@ struct segment {
 	struct segment *next_c, *next_d; /* chunker queue, digest queue */
 	unsigned refs;
 	size_t size;
-	/* a known chunk (ca_maker_feed_known): no data, only its id */
+	/* known chunks (ca_maker_feed_known): no data; data holds known_n
+	 * sizes (uint64_t) then known_n ids */
 	bool known;
-	uint64_t known_size;
-	uint8_t known_id[CA_CHUNK_ID_SIZE];
+	size_t known_n;
 	uint8_t data[];
 };
 
@@ -53,7 +53,7 @@ struct job {
 	struct segment *seg;
 	struct ca_buf buf;
 	bool held; /* seg or buf not given back yet */
-	bool known; /* id given, stored already: nothing to hash or store */
+	struct segment *known; /* a run of known chunks (end = where it starts): only indexed */
 	uint8_t id[CA_CHUNK_ID_SIZE];
 };
 
@@ -203,6 +203,7 @@ static void submit(struct ca_maker *m, struct job *j)
 		job_release_locked(m, j);
 		fail_locked(m, r);
 		pthread_mutex_unlock(&m->lock);
+		free(j->known);
 		free(j);
 	}
 }
@@ -233,12 +234,14 @@ static void *chunker_main(void *arg)
 			} else if (!(j = calloc(1, sizeof(*j)))) {
 				fail_locked(m, -ENOMEM);
 			} else {
-				pos += s->known_size;
-				*j = (struct job){ .end = pos, .known = true };
-				memcpy(j->id, s->known_id, CA_CHUNK_ID_SIZE);
-				m->stats.chunks++;
-				m->stats.chunks_known++;
-				m->stats.bytes_known += s->known_size;
+				*j = (struct job){ .end = pos, .known = s };
+				const uint64_t *sizes = (const uint64_t *)s->data;
+				for (size_t i = 0; i < s->known_n; i++)
+					pos += sizes[i];
+				m->stats.chunks += s->known_n;
+				m->stats.chunks_known += s->known_n;
+				m->stats.bytes_known += pos - j->end;
+				s = NULL; /* the job's now */
 			}
 			free(s);
 			pthread_mutex_unlock(&m->lock);
@@ -338,7 +341,7 @@ static int worker_run(void *qdata, void *wdata, void *arg)
 	struct job *j = arg;
 	bool is_new = false;
 	if (j->known)
-		return cancelled(m) ? -ECANCELED : 0;
+		return cancelled(m) ? -ECANCELED : 0; /* stored already: only indexed */
 	int r = cancelled(m) ? -ECANCELED : ca_digest_once(ca_codec_digest(w->codec), j->data, j->size, j->id);
 	if (r == 0 && m->store)
 		r = store_chunk(m, w->codec, &w->cbuf, j, &is_new);
@@ -372,7 +375,20 @@ static void worker_done(void *qdata, void *arg, int r)
 	bool add = m->index && !m->err;
 	pthread_mutex_unlock(&m->lock);
 	/* the index writer is the done calls' alone: they never overlap */
-	if (add && (r = ca_index_writer_add(m->index, j->end, j->id)) < 0) {
+	if (add && j->known) {
+		const uint64_t *sizes = (const uint64_t *)j->known->data;
+		const uint8_t(*ids)[CA_CHUNK_ID_SIZE] = (const void *)(sizes + j->known->known_n);
+		uint64_t end = j->end;
+		r = 0;
+		for (size_t i = 0; r == 0 && i < j->known->known_n; i++) {
+			end += sizes[i];
+			r = ca_index_writer_add(m->index, end, ids[i]);
+		}
+	} else if (add) {
+		r = ca_index_writer_add(m->index, j->end, j->id);
+	}
+	free(j->known);
+	if (add && r < 0) {
 		pthread_mutex_lock(&m->lock);
 		if (!m->err)
 			m->err_path = m->o.index_path;
@@ -541,20 +557,27 @@ int ca_maker_feed(struct ca_maker *m, const void *p, size_t n)
 	return 0;
 }
 
-int ca_maker_feed_known(struct ca_maker *m, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size)
+int ca_maker_feed_known(struct ca_maker *m, const uint8_t (*ids)[CA_CHUNK_ID_SIZE], const uint64_t *sizes, size_t n)
 {
 	int r = cancelled(m) ? -ECANCELED : 0;
 	if (r == 0 && m->cur && m->cur->size > 0)
 		r = push_segment(m); /* the bytes before go first */
-	if (r)
+	if (r || n == 0)
 		return r;
-	struct segment *s = calloc(1, sizeof(*s));
+	if (n > SIZE_MAX / 2 / (sizeof(uint64_t) + CA_CHUNK_ID_SIZE))
+		return -ENOMEM;
+	struct segment *s = malloc(sizeof(*s) + n * (sizeof(uint64_t) + CA_CHUNK_ID_SIZE));
 	if (!s)
 		return -ENOMEM;
+	memset(s, 0, sizeof(*s));
 	s->known = true;
-	s->known_size = size;
+	s->known_n = n;
 	s->refs = 1;
-	memcpy(s->known_id, id, CA_CHUNK_ID_SIZE);
+	uint64_t size = 0;
+	for (size_t i = 0; i < n; i++)
+		size += sizes[i];
+	memcpy(s->data, sizes, n * sizeof(uint64_t));
+	memcpy(s->data + n * sizeof(uint64_t), ids, n * CA_CHUNK_ID_SIZE);
 	pthread_mutex_lock(&m->lock);
 	/* not a live segment (it holds no data): only the chunker sees it */
 	if (m->cq_tail)

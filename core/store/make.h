@@ -77,14 +77,14 @@ void ca_maker_free(struct ca_maker *m);
  * is not one of them (then a read error is the input's). Thread-safe. */
 const char *ca_maker_error_path(struct ca_maker *m);
 
-/* A chunk the caller knows (an incremental make, make_cache.h): size
- * bytes of the stream whose chunk is id, stored already, given without
- * the bytes. The caller must know that everything fed before ends at a
+/* Chunks the caller knows (an incremental make, make_cache.h): n chunks
+ * of sizes[i] bytes whose ids are ids[i], stored already, given without
+ * the bytes (a run costs one trip through the pipeline, not one per chunk). The caller must know that everything fed before ends at a
  * cut of the chunker (the chunker's cuts after a cut depend only on the
  * bytes after it) and that the store has the chunk (ca_maker_has). A
  * chunker not at a cut there fails the make with -EIO rather than write
  * a wrong index. The stream digest is then not computed. */
-int ca_maker_feed_known(struct ca_maker *m, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size);
+int ca_maker_feed_known(struct ca_maker *m, const uint8_t (*ids)[CA_CHUNK_ID_SIZE], const uint64_t *sizes, size_t n);
 /* 1 when the store has the chunk, 0 when not (or no store), or a negative errno. */
 int ca_maker_has(struct ca_maker *m, const uint8_t id[CA_CHUNK_ID_SIZE]);
 
