@@ -163,7 +163,7 @@ static const char casync_help[] =
 	"     --compression=COMPRESSION  Pick compression algorithm (zstd, xz or gzip)\n"
 	"     --seed=PATH             Additional file, device or index to take chunks from\n"
 	"     --cache=PATH            make: incremental make cache (cafs make --cache)\n"
-	"  -c --cache-auto            make: the cache at OUT.cacache\n"
+	"  -c --cache-auto            make: the cache in ~/.cache/cafs/make\n"
 	"     --rate-limit-bps=LIMIT  Maximum bandwidth in bytes/s (per store)\n"
 	"     --exclude-nodump=no, --exclude-submounts=yes, --exclude-file=no\n"
 	"     --seed-output=no        Don't add the existing output (a blob) as seed\n"
@@ -1229,6 +1229,20 @@ out:
 	return r;
 }
 
+/* -c: the user's make cache, $XDG_CACHE_HOME/cafs/make (else
+ * ~/.cache/cafs/make): its records are keyed by the input, and the input
+ * is left as it is (casync writes INPUT/.cacac). NULL: no home. */
+static char *auto_make_cache(void)
+{
+	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+	char *p = NULL;
+	if (x && *x == '/')
+		return asprintf(&p, "%s/cafs/make", x) < 0 ? NULL : p;
+	if (h && *h == '/')
+		return asprintf(&p, "%s/.cache/cafs/make", h) < 0 ? NULL : p;
+	return NULL;
+}
+
 static int verb_make(const struct casync_args *a, char **pos, int npos)
 {
 	struct call mk = { 0 };
@@ -1317,7 +1331,7 @@ static int verb_make(const struct casync_args *a, char **pos, int npos)
 	/* casync's encoder cache is cafs make's incremental make cache */
 	if (a->cache)
 		call_set(&mk, CAFS_OPT_CACHE, a->cache);
-	else if (a->cache_auto && dst && asprintf(&auto_cache, "%s.cacache", ca_location_path(dst)) >= 0)
+	else if (a->cache_auto && (auto_cache = auto_make_cache()))
 		call_set(&mk, CAFS_OPT_CACHE, auto_cache);
 	char *operands[2] = { st.out ? st.out : (char *)dst, (char *)in };
 	/* casync prints no digest when the archive goes to standard output */

@@ -202,26 +202,6 @@ static void maker_opts(const struct make_ctx *c, const char *store, struct ca_ma
 	};
 }
 
-/* A blob not taken from the cache: its bytes through it, recorded. */
-static int feed_fd_cache(struct ca_make_cache *cache, int fd)
-{
-	static const size_t bufsize = 1 << 20;
-	uint8_t *buf = malloc(bufsize);
-	int r = buf ? 0 : -ENOMEM;
-	while (r == 0) {
-		ssize_t k = read(fd, buf, bufsize);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			r = k < 0 ? -errno : 0;
-			break;
-		}
-		r = ca_make_cache_write(cache, buf, (size_t)k);
-	}
-	free(buf);
-	return r;
-}
-
 static int make_blob(struct make_ctx *c, const char *store, uint8_t ret_digest[CA_CHUNK_ID_SIZE],
                      struct ca_make_stats *ret_stats)
 {
@@ -243,11 +223,12 @@ static int make_blob(struct make_ctx *c, const char *store, uint8_t ret_digest[C
 	if (r < 0)
 		goto out;
 	r = s.cache ? ca_make_cache_payload(s.cache, c->in_fd, &c->st) : 0;
-	if (r == 0) /* not taken: read as usual, through the cache when there is one */
-		r = s.cache ? feed_fd_cache(s.cache, c->in_fd) : ca_maker_feed_fd(m, c->in_fd);
+	bool direct = r == 0; /* not taken: nothing of it can be, read it as usual */
+	if (r == 0)
+		r = ca_maker_feed_fd(m, c->in_fd);
 	else if (r > 0)
 		r = 0;
-	if (r == 0 && s.cache)
+	if (r == 0 && s.cache && !direct)
 		r = ca_make_cache_end(s.cache);
 	if (r < 0) {
 		/* the pipeline's own errors (store, index) surface here too */
@@ -261,6 +242,8 @@ static int make_blob(struct make_ctx *c, const char *store, uint8_t ret_digest[C
 		const char *p = ca_maker_error_path(m);
 		make_fail(c, r, p ? p : c->out);
 	}
+	if (r == 0 && s.cache && direct)
+		ca_make_cache_fed_directly(s.cache, stats.bytes);
 	if (r == 0)
 		cache_done(c, &s, ret_digest, &stats);
 	if (r == 0 && ret_stats)

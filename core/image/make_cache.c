@@ -835,6 +835,19 @@ int ca_make_cache_payload(void *userdata, int fd, const struct stat *st)
 	return r < 0 ? r : 1;
 }
 
+void ca_make_cache_fed_directly(struct ca_make_cache *c, uint64_t n)
+{
+	/* the payload's record said st_size: what was read is what counts */
+	if (c->n_nrecs > 0 && c->nrecs[c->n_nrecs - 1].kind == REC_FILE)
+		c->nrecs[c->n_nrecs - 1].len = n;
+	c->pending_file = 0;
+	c->in_pos += n;
+	c->file_read += n;
+	c->gap_start = c->in_pos;
+	c->identical = false;
+	(void)end_gap(c); /* empty: nothing goes to the pipeline */
+}
+
 int ca_make_cache_end(struct ca_make_cache *c)
 {
 	int r = end_gap(c);

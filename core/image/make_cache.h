@@ -80,6 +80,11 @@ int ca_make_cache_write(void *cache, const void *p, size_t n);
 /* The catar encoder's payload callback: 1 taken (not read now), 0 read
  * it (its bytes come through write), or a negative errno. */
 int ca_make_cache_payload(void *cache, int fd, const struct stat *st);
+/* A blob not taken (its payload call said 0) that the caller fed to the
+ * pipeline itself, n bytes in all, rather than through write: nothing of
+ * it could be taken, and the cache's own chunker need not see it. Call
+ * after ca_maker_finish, before ca_make_cache_digest. */
+void ca_make_cache_fed_directly(struct ca_make_cache *c, uint64_t n);
 /* After the last byte, before ca_maker_finish. */
 int ca_make_cache_end(struct ca_make_cache *c);
 /* After ca_maker_finish: the digest to report (*digest_known false: none),

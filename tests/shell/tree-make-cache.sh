@@ -127,15 +127,15 @@ printf 'x' | dd of="$T/blob" bs=1 seek=1000 conv=notrunc status=none
 "$CAFS" make --cache "$cache" -s "$T/B.c" "$T/b1.caibx" "$T/blob" >/dev/null 2>&1
 ok "blob, changed: same index and store" sh -c "cmp '$T/b0.caibx' '$T/b1.caibx' && diff -r '$T/B.r' '$T/B.c'"
 
-# casync's command line: --cache=DIR and -c (OUT.cacache)
+# casync's command line: --cache=DIR and -c ($XDG_CACHE_HOME/cafs/make)
 ln -s "$CAFS" "$T/casync"
 "$T/casync" make --store="$T/S.c" --cache="$T/cc" "$T/k.caidx" "$tree" >/dev/null 2>&1
 "$T/casync" -v make --store="$T/S.c" --cache="$T/cc" "$T/k.caidx" "$tree" >/dev/null 2>"$T/c.err"
 ok "casync --cache=DIR: accepted and effective" \
 	sh -c "cmp '$T/k.caidx' '$T/r.caidx' && grep -q 'make cache: [1-9][0-9]\{5,\} bytes' '$T/c.err'"
-"$T/casync" make --store="$T/S.c" -c "$T/a.caidx" "$tree" >/dev/null 2>&1
-"$T/casync" -v make --store="$T/S.c" -c "$T/a.caidx" "$tree" >/dev/null 2>"$T/c.err"
-ok "casync -c: the cache at OUT.cacache, effective" \
-	sh -c "test -d '$T/a.caidx.cacache' && cmp '$T/a.caidx' '$T/r.caidx' && grep -q 'make cache: [1-9]' '$T/c.err'"
+XDG_CACHE_HOME=$T/xdg "$T/casync" make --store="$T/S.c" -c "$T/a.caidx" "$tree" >/dev/null 2>&1
+XDG_CACHE_HOME=$T/xdg "$T/casync" -v make --store="$T/S.c" -c "$T/a.caidx" "$tree" >/dev/null 2>"$T/c.err"
+ok "casync -c: the cache in \$XDG_CACHE_HOME/cafs/make, effective" \
+	sh -c "test -d '$T/xdg/cafs/make' && cmp '$T/a.caidx' '$T/r.caidx' && grep -q 'make cache: [1-9]' '$T/c.err'"
 
 done_testing
