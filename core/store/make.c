@@ -521,6 +521,7 @@ static int seg_ensure(struct ca_maker *m)
 	}
 	m->cur->next_c = m->cur->next_d = NULL;
 	m->cur->size = 0;
+	m->cur->known = false;
 	return 0;
 }
 
