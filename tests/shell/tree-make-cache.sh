@@ -138,4 +138,58 @@ XDG_CACHE_HOME=$T/xdg "$T/casync" -v make --store="$T/S.c" -c "$T/a.caidx" "$tre
 ok "casync -c: the cache in \$XDG_CACHE_HOME/cafs/make, effective" \
 	sh -c "test -d '$T/xdg/cafs/make' && cmp '$T/a.caidx' '$T/r.caidx' && grep -q 'make cache: [1-9]' '$T/c.err'"
 
+# full tier: random changes, small chunks (cuts inside every file, chunks
+# across many), 3 chunk settings including min < 48 and fixed size
+if [ -n "${CAFS_TEST_FULL:-}" ]; then
+	random_round() { # CS SEED
+		local cs=$1 it w=$T/rnd.$1
+		mkdir -p "$w" && cd "$w" || return 1
+		python3 - <<'P'
+import os, random
+random.seed(1)
+for d in ("a", "b", "c/d"):
+    os.makedirs("t/" + d, exist_ok=True)
+for i in range(120):
+    d = random.choice(("a", "b", "c/d"))
+    open("t/%s/f%d" % (d, i), "wb").write(random.randbytes(random.choice((0, 10, 300, 2000, 9000, 30000))))
+P
+		sleep 2.1
+		for it in $(seq 1 15); do
+			python3 - "$it" <<'P'
+import os, random, sys
+random.seed(int(sys.argv[1]) * 7919)
+files = [os.path.join(dp, f) for dp, dn, fn in os.walk("t") for f in fn]
+for _ in range(random.randint(0, 4)):
+    op = random.randint(0, 6); f = random.choice(files)
+    if not os.path.exists(f):
+        continue
+    st = os.stat(f)
+    if op == 0:
+        b = bytearray(open(f, "rb").read())
+        if b:
+            b[random.randrange(len(b))] ^= 0x55
+        open(f, "r+b").write(b); os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    elif op == 1: open(f, "ab").write(random.randbytes(random.randint(1, 5000)))
+    elif op == 2: os.unlink(f)
+    elif op == 3: open(f + "n", "wb").write(random.randbytes(random.randint(0, 20000)))
+    elif op == 4: os.chmod(f, 0o600 if st.st_mode & 0o44 else 0o644)
+    elif op == 5:
+        open(f + ".tmp", "wb").write(open(f, "rb").read() + b"z"); os.rename(f + ".tmp", f)
+    elif op == 6:
+        try: os.setxattr(f, "user.s", random.randbytes(4))
+        except OSError: pass
+P
+			"$CAFS" make --chunk-size "$cs" -s Sr r.caidx t >/dev/null 2>&1 &&
+				"$CAFS" make --chunk-size "$cs" --cache cc -s Sc c.caidx t >/dev/null 2>&1 &&
+				cmp r.caidx c.caidx && diff -r Sr Sc >/dev/null || { echo "round $it differs"; return 1; }
+			sleep 0.3
+		done
+	}
+	for cs in 256:1K:4K 16:64:256 4K:4K:4K; do
+		ok "random changes, chunk size $cs: 15 rounds, all the same" random_round "$cs"
+	done
+else
+	skip "random changes against a make without the cache" "full tier (CAFS_TEST_FULL)"
+fi
+
 done_testing
