@@ -72,7 +72,7 @@ struct casync_args {
 	enum what what;
 	struct strv extra_stores, seeds, with, without;
 	bool seed_output, recursive, delete_extra, mkdir, undo_immutable, punch_holes, reflink;
-	bool hardlink;
+	bool hardlink, cache_auto;
 };
 
 enum {
@@ -162,8 +162,8 @@ static const char casync_help[] =
 	"     --digest=DIGEST         sha512-256 or sha256\n"
 	"     --compression=COMPRESSION  Pick compression algorithm (zstd, xz or gzip)\n"
 	"     --seed=PATH             Additional file, device or index to take chunks from\n"
-	"     --cache=PATH            casync's encoder cache: accepted, not used\n"
-	"  -c --cache-auto            Accepted, not used\n"
+	"     --cache=PATH            make: incremental make cache (cafs make --cache)\n"
+	"  -c --cache-auto            make: the cache in ~/.cache/cafs/make\n"
 	"     --rate-limit-bps=LIMIT  Maximum bandwidth in bytes/s (per store)\n"
 	"     --exclude-nodump=no, --exclude-submounts=yes, --exclude-file=no\n"
 	"     --seed-output=no        Don't add the existing output (a blob) as seed\n"
@@ -308,8 +308,8 @@ static int parse_args(int argc, char **argv, struct casync_args *a, int *ret_ver
 			break;
 		}
 		case 'c':
-			/* casync's encoder cache: make's output is the same
-			 * without it (see the man page) */
+			/* make: the cache beside OUT, as OUT.cacache */
+			a->cache_auto = true;
 			break;
 		case OPT_STORE:
 			a->store = optarg;
@@ -1229,11 +1229,26 @@ out:
 	return r;
 }
 
+/* -c: the user's make cache, $XDG_CACHE_HOME/cafs/make (else
+ * ~/.cache/cafs/make): its records are keyed by the input, and the input
+ * is left as it is (casync writes INPUT/.cacac). NULL: no home. */
+static char *auto_make_cache(void)
+{
+	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+	char *p = NULL;
+	if (x && *x == '/')
+		return asprintf(&p, "%s/cafs/make", x) < 0 ? NULL : p;
+	if (h && *h == '/')
+		return asprintf(&p, "%s/.cache/cafs/make", h) < 0 ? NULL : p;
+	return NULL;
+}
+
 static int verb_make(const struct casync_args *a, char **pos, int npos)
 {
 	struct call mk = { 0 };
 	struct stage st = { 0 };
 	struct casync_args b = *a;
+	char *auto_cache = NULL;
 	const char *dst = npos > 0 && strcmp(pos[0], "-") ? pos[0] : NULL, *in = npos > 1 ? pos[1] : NULL;
 	enum what w = a->what;
 	struct stat s;
@@ -1313,6 +1328,11 @@ static int verb_make(const struct casync_args *a, char **pos, int npos)
 		goto out;
 	}
 	apply_options(&b, T_STORE | T_MAKE, &mk);
+	/* casync's encoder cache is cafs make's incremental make cache */
+	if (a->cache)
+		call_set(&mk, CAFS_OPT_CACHE, a->cache);
+	else if (a->cache_auto && (auto_cache = auto_make_cache()))
+		call_set(&mk, CAFS_OPT_CACHE, auto_cache);
 	char *operands[2] = { st.out ? st.out : (char *)dst, (char *)in };
 	/* casync prints no digest when the archive goes to standard output */
 	r = dst ? call_run(&mk, 2, operands) : call_run_quiet(&mk, 2, operands);
@@ -1331,6 +1351,7 @@ static int verb_make(const struct casync_args *a, char **pos, int npos)
 	}
 out:
 	stage_release(&st);
+	free(auto_cache);
 	return r;
 }
 

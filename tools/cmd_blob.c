@@ -98,6 +98,9 @@ static int make_set(struct cafs_request *q, int id, const char *arg)
 	case CAFS_OPT_PROFILE:
 		m->profile = arg;
 		return 0;
+	case CAFS_OPT_CACHE:
+		o->cache = arg;
+		return 0;
 	case CAFS_OPT_UID_RANGE:
 		if (cafs_parse_uid_range(arg, &o->uid_shift) < 0)
 			return cafs_usage_error("make", "invalid uid range '%s'", arg);
@@ -157,7 +160,11 @@ static int make_run(struct cafs_request *q)
 	o.cancel = cafs_interrupt_flag();
 	r = ca_image_make(m->out, m->input, &o, digest, &stats); /* logs its errors */
 	if (r == 0) {
-		cafs_print_digest(digest);
+		if (!stats.digest_partial)
+			cafs_print_digest(digest);
+		else /* the bytes skipped were not hashed */
+			ca_log_info("stream digest not computed (--cache skipped unchanged data): "
+			            "cafs digest %s prints it", m->out);
 		if (kind != CA_IMAGE_ARCHIVE) /* a .catar has no chunks to count */
 			cafs_log_make_stats(&stats);
 	}
@@ -533,6 +540,9 @@ static const struct cafs_option make_options[] = {
 	  .help = "worker threads (default: number of CPUs)" },
 	{ "compression", 0, "NAME", CAFS_OPT_COMPRESSION,
 	  .help = "chunks in zstd (default), xz or gzip, as casync" },
+	{ "cache", 0, "DIR", CAFS_OPT_CACHE,
+	  .help = "an index: remember this make in DIR, and skip what is\n"
+	  "unchanged since the last (same output, same digest)" },
 	{ NULL },
 };
 

@@ -310,6 +310,10 @@ void cafs_log_make_stats(const struct ca_make_stats *stats)
 	ca_log_info("%llu bytes, %llu chunks, %llu new (%llu bytes stored)", (unsigned long long)stats->bytes,
 	            (unsigned long long)stats->chunks, (unsigned long long)stats->chunks_new,
 	            (unsigned long long)stats->bytes_stored);
+	if (stats->cached)
+		ca_log_info("make cache: %llu bytes in %llu chunks taken unread, %llu bytes of files read",
+		            (unsigned long long)stats->bytes_known, (unsigned long long)stats->chunks_known,
+		            (unsigned long long)stats->file_bytes_read);
 }
 
 int cafs_parse_bool(const char *s, bool *ret)

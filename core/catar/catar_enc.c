@@ -427,7 +427,20 @@ static int write_node(struct enc *e, struct ca_meta_node *n, const char *name, b
 		e->o->observer->node(e->o->observer->userdata, entry_off, name, e->rec.data, e->rec.size,
 		                     S_ISDIR(n->st.st_mode));
 	if (S_ISREG(n->st.st_mode) && enumerate) {
-		r = emit_payload(e, n->fd, &n->st);
+		int taken = 0;
+		if (e->o->payload && n->st.st_size > 0) {
+			r = flush(e); /* the bytes before it go first */
+			if (r < 0)
+				return r;
+			taken = e->o->payload(e->o->userdata, n->fd, &n->st);
+			if (taken < 0) {
+				e->quiet = true;
+				return taken;
+			}
+			if (taken)
+				e->off += (uint64_t)n->st.st_size;
+		}
+		r = taken ? 0 : emit_payload(e, n->fd, &n->st);
 		if (r < 0)
 			return fail(e, r, name);
 	}

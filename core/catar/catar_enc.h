@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "catar/uidshift.h"
 
@@ -48,6 +49,14 @@ struct ca_catar_enc_opts {
 	 * that an index of the stream (the metadata sidecar, sidecar.h) needs
 	 * no second pass over the archive. */
 	const struct ca_catar_enc_observer *observer;
+	/* Optional (may be NULL): offered the payload of every regular file
+	 * that has one (st_size > 0), after every byte before it went to
+	 * write. Returns 1 when it takes the payload without the encoder
+	 * reading it (the stream offset moves on by st_size, the fd stays
+	 * the encoder's: dup it to keep it), 0 when the encoder is to read it
+	 * (its bytes then go to write as usual), or a negative errno, which
+	 * stops the walk as write's do. An incremental make (make_cache.h). */
+	int (*payload)(void *userdata, int fd, const struct stat *st);
 };
 
 /* Calls come in archive order from the encoding thread, nested like the

@@ -28,6 +28,7 @@
 #include "format/feature.h"
 #include "image/archive_reader.h"
 #include "image/image_make.h"
+#include "image/make_cache.h"
 #include "base/log.h"
 #include "image/profile.h"
 #include "image/sidecar.h"
@@ -132,16 +133,59 @@ static int file_sink_write(void *userdata, const void *p, size_t n)
 
 struct maker_sink {
 	struct ca_maker *m;
+	struct ca_make_cache *cache; /* NULL: bytes go straight to m */
 	int err;
 };
 
 static int maker_sink_write(void *userdata, const void *p, size_t n)
 {
 	struct maker_sink *s = userdata;
-	int r = ca_maker_feed(s->m, p, n);
+	int r = s->cache ? ca_make_cache_write(s->cache, p, n) : ca_maker_feed(s->m, p, n);
 	if (r < 0 && !s->err)
 		s->err = r;
 	return r;
+}
+
+static int maker_sink_payload(void *userdata, int fd, const struct stat *st)
+{
+	struct maker_sink *s = userdata;
+	int r = ca_make_cache_payload(s->cache, fd, st);
+	if (r < 0 && !s->err)
+		s->err = r;
+	return r;
+}
+
+/* --cache: the record of this input, bound to the maker (s->cache stays
+ * NULL when there is none to use: stdin, a device). Logs. */
+static int cache_begin(struct make_ctx *c, char kind, struct maker_sink *s)
+{
+	if (!c->o->cache || !strcmp(c->in_name, "-") || !(S_ISREG(c->st.st_mode) || S_ISDIR(c->st.st_mode)))
+		return 0;
+	char *real = realpath(c->in_name, NULL);
+	if (!real)
+		return 0; /* no stable name to key it by: a make without */
+	struct ca_make_cache_key k = { .input = real, .kind = kind, .feature_flags = c->flags,
+		                       .chunk_min = c->o->chunk_min, .chunk_avg = c->o->chunk_avg,
+		                       .chunk_max = c->o->chunk_max };
+	int r = ca_make_cache_open(c->o->cache, &k, &s->cache);
+	free(real);
+	if (r == 0)
+		r = ca_make_cache_begin(s->cache, s->m);
+	return r < 0 ? make_fail(c, r, c->o->cache) : 0;
+}
+
+/* --cache, after ca_maker_finish succeeded: the digest and counters, and
+ * the record of this make */
+static void cache_done(struct make_ctx *c, struct maker_sink *s, uint8_t digest[CA_CHUNK_ID_SIZE],
+                       struct ca_make_stats *stats)
+{
+	bool known;
+	if (!s->cache)
+		return;
+	ca_make_cache_digest(s->cache, stats, digest, &known, &stats->file_bytes_read);
+	stats->digest_partial = !known;
+	stats->cached = true;
+	ca_make_cache_save(s->cache, c->out, digest, known); /* warns */
 }
 
 static void maker_opts(const struct make_ctx *c, const char *store, struct ca_make_opts *ret)
@@ -165,6 +209,7 @@ static int make_blob(struct make_ctx *c, const char *store, uint8_t ret_digest[C
 {
 	struct ca_make_opts mo;
 	struct ca_maker *m = NULL;
+	struct maker_sink s = { 0 };
 	int r;
 
 	maker_opts(c, store, &mo);
@@ -174,19 +219,39 @@ static int make_blob(struct make_ctx *c, const char *store, uint8_t ret_digest[C
 		make_fail(c, r, c->out);
 		goto out;
 	}
-	r = ca_maker_feed_fd(m, c->in_fd);
+	s.m = m;
+	/* a blob read from where the fd stands is not the file from its start */
+	r = S_ISREG(c->st.st_mode) && lseek(c->in_fd, 0, SEEK_CUR) == 0 ? cache_begin(c, 'b', &s) : 0;
+	if (r < 0)
+		goto out;
+	r = s.cache ? ca_make_cache_payload(s.cache, c->in_fd, &c->st) : 0;
+	bool direct = r == 0; /* not taken: nothing of it can be, read it as usual */
+	if (r == 0)
+		r = ca_maker_feed_fd(m, c->in_fd);
+	else if (r > 0)
+		r = 0;
+	if (r == 0 && s.cache && !direct)
+		r = ca_make_cache_end(s.cache);
 	if (r < 0) {
 		/* the pipeline's own errors (store, index) surface here too */
 		const char *p = ca_maker_error_path(m);
 		make_fail(c, r, p ? p : c->in_name);
 		goto out;
 	}
-	r = ca_maker_finish(m, ret_digest, ret_stats);
+	struct ca_make_stats stats;
+	r = ca_maker_finish(m, ret_digest, &stats);
 	if (r < 0) {
 		const char *p = ca_maker_error_path(m);
 		make_fail(c, r, p ? p : c->out);
 	}
+	if (r == 0 && s.cache && direct)
+		ca_make_cache_fed_directly(s.cache, stats.bytes);
+	if (r == 0)
+		cache_done(c, &s, ret_digest, &stats);
+	if (r == 0 && ret_stats)
+		*ret_stats = stats;
 out:
+	ca_make_cache_free(s.cache);
 	ca_maker_free(m);
 	return r;
 }
@@ -225,11 +290,17 @@ static int make_caidx(struct make_ctx *c, const char *store, uint8_t ret_digest[
 		make_fail(c, r, c->out);
 		goto out;
 	}
+	r = cache_begin(c, 'a', &s);
+	if (r < 0)
+		goto out;
 	struct ca_catar_enc_opts eo = {
 		.feature_flags = c->flags, .write = maker_sink_write, .userdata = &s, .root_name = c->in_name,
 		.uid_shift = c->o->uid_shift, .observer = sc ? &obs : NULL,
+		.payload = s.cache ? maker_sink_payload : NULL,
 	};
 	r = ca_catar_encode(c->in_fd, &eo, NULL);
+	if (r == 0 && s.cache && (r = ca_make_cache_end(s.cache)) < 0)
+		s.err = r;
 	if (r < 0) {
 		/* the walk's own errors are logged by the encoder */
 		if (s.err)
@@ -242,9 +313,12 @@ static int make_caidx(struct make_ctx *c, const char *store, uint8_t ret_digest[
 		make_fail(c, r, ca_maker_error_path(s.m) ? ca_maker_error_path(s.m) : c->out);
 	if (r == 0)
 		write_sidecar(c, sc, stats.bytes);
+	if (r == 0)
+		cache_done(c, &s, ret_digest, &stats);
 	if (ret_stats)
 		*ret_stats = stats;
 out:
+	ca_make_cache_free(s.cache);
 	ca_sidecar_stream_free(sc);
 	ca_maker_free(s.m);
 	return r;

@@ -86,6 +86,10 @@ struct ca_image_make_opts {
 	 * set by ca_image_make itself for an index bound for a registry, which
 	 * uploads it beside the index (oci.h) */
 	bool writer_sidecar;
+	/* --cache DIR: an incremental make of an index (make_cache.h); NULL:
+	 * none. The index and store are the same as without it; the stream
+	 * digest may be unknown (ret_stats->digest_partial, ret_digest zeroed). */
+	const char *cache;
 };
 
 /* casync's defaults: chunks 16/64/256 KiB, SHA-512/256, the default

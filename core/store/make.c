@@ -42,6 +42,10 @@ struct segment {
 	struct segment *next_c, *next_d; /* chunker queue, digest queue */
 	unsigned refs;
 	size_t size;
+	/* known chunks (ca_maker_feed_known): no data; data holds known_n
+	 * sizes (uint64_t) then known_n ids */
+	bool known;
+	size_t known_n;
 	uint8_t data[];
 };
 
@@ -56,6 +60,7 @@ struct job {
 	struct segment *seg;
 	struct ca_buf buf;
 	bool held; /* seg or buf not given back yet */
+	struct segment *known; /* a run of known chunks (end = where it starts): only indexed */
 	uint8_t id[CA_CHUNK_ID_SIZE];
 };
 
@@ -86,6 +91,7 @@ struct ca_maker {
 	struct ca_buf *spare_bufs; /* recycled chunk buffers, so big chunks don't fault in fresh pages */
 	size_t n_spare, cap_spare;
 	bool input_done;
+	bool digest_partial; /* known chunks were fed: no stream digest */
 	int err;
 	const char *err_path; /* what err is about: o.store_path, o.index_path or NULL */
 	struct ca_make_stats stats;
@@ -215,6 +221,7 @@ static void submit(struct ca_maker *m, struct batch *b)
 		pthread_mutex_unlock(&m->lock);
 		while (j) {
 			struct job *next = j->next;
+			free(j->known);
 			free(j);
 			j = next;
 		}
@@ -253,6 +260,36 @@ static void *chunker_main(void *arg)
 		m->cq_head = s->next_c;
 		if (!m->cq_head)
 			m->cq_tail = NULL;
+		if (s->known) {
+			/* the caller's claim that the bytes before end at a cut is
+			 * checked here: a wrong one would shift every chunk after */
+			struct job *j = NULL;
+			if (ca_chunker_pending(&m->chunker) != 0 || acc.size != 0) {
+				fail_locked(m, -EIO);
+			} else if (!(j = calloc(1, sizeof(*j)))) {
+				fail_locked(m, -ENOMEM);
+			} else {
+				*j = (struct job){ .end = pos, .known = s };
+				const uint64_t *sizes = (const uint64_t *)s->data;
+				for (size_t i = 0; i < s->known_n; i++)
+					pos += sizes[i];
+				m->stats.chunks += s->known_n;
+				m->stats.chunks_known += s->known_n;
+				m->stats.bytes_known += pos - j->end;
+				s = NULL; /* the job's now */
+			}
+			free(s);
+			pthread_mutex_unlock(&m->lock);
+			/* a run goes alone, after the batch before it: done calls
+			 * come in order, so the index stays in stream order */
+			submit(m, &batch);
+			if (j) {
+				add(m, &batch, j);
+				submit(m, &batch);
+			}
+			pthread_mutex_lock(&m->lock);
+			continue;
+		}
 		pthread_mutex_unlock(&m->lock);
 
 		/* a chunk that begins and ends in this segment is hashed and
@@ -350,11 +387,12 @@ static int worker_run(void *qdata, void *wdata, void *arg)
 	int r = 0;
 
 	for (struct job *j = arg; j; j = j->next)
-		msgs[n++] = (struct ca_sha512mb_msg){ .data = j->data, .size = j->size, .out = j->id };
+		if (!j->known)
+			msgs[n++] = (struct ca_sha512mb_msg){ .data = j->data, .size = j->size, .out = j->id };
 	r = cancelled(m) ? -ECANCELED : ca_digest_many(ca_codec_digest(w->codec), msgs, n);
 	for (struct job *j = arg; j; j = j->next) {
 		bool is_new = false;
-		if (r == 0 && m->store)
+		if (r == 0 && m->store && !j->known) /* a known run is stored already */
 			r = store_chunk(m, w->codec, &w->cbuf, j, &is_new);
 		pthread_mutex_lock(&m->lock);
 		if (is_new) {
@@ -391,7 +429,19 @@ static void worker_done(void *qdata, void *arg, int r)
 	pthread_mutex_unlock(&m->lock);
 	/* the index writer is the done calls' alone: they never overlap */
 	for (; j; ) {
-		if (add && (r = ca_index_writer_add(m->index, j->end, j->id)) < 0) {
+		if (add && j->known) {
+			const uint64_t *sizes = (const uint64_t *)j->known->data;
+			const uint8_t(*ids)[CA_CHUNK_ID_SIZE] = (const void *)(sizes + j->known->known_n);
+			uint64_t end = j->end;
+			r = 0;
+			for (size_t i = 0; r == 0 && i < j->known->known_n; i++) {
+				end += sizes[i];
+				r = ca_index_writer_add(m->index, end, ids[i]);
+			}
+		} else if (add) {
+			r = ca_index_writer_add(m->index, j->end, j->id);
+		}
+		if (add && r < 0) {
 			pthread_mutex_lock(&m->lock);
 			if (!m->err)
 				m->err_path = m->o.index_path;
@@ -400,6 +450,7 @@ static void worker_done(void *qdata, void *arg, int r)
 			add = false;
 		}
 		struct job *next = j->next;
+		free(j->known);
 		free(j);
 		j = next;
 	}

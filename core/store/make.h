@@ -49,6 +49,15 @@ struct ca_make_opts {
 
 struct ca_make_stats {
 	uint64_t bytes, chunks, chunks_new, bytes_stored;
+	/* bytes and chunks given by id (ca_maker_feed_known): not read, hashed
+	 * nor compressed */
+	uint64_t bytes_known, chunks_known;
+	/* some bytes came as known chunks: the stream digest was not computed
+	 * (finish leaves ret_digest zeroed) */
+	bool digest_partial;
+	/* an incremental make (image/make_cache.h) only: bytes of files read */
+	bool cached;
+	uint64_t file_bytes_read;
 };
 
 struct ca_maker;
@@ -67,6 +76,17 @@ void ca_maker_free(struct ca_maker *m);
  * store directory or the index (as given in the options), or NULL when it
  * is not one of them (then a read error is the input's). Thread-safe. */
 const char *ca_maker_error_path(struct ca_maker *m);
+
+/* Chunks the caller knows (an incremental make, make_cache.h): n chunks
+ * of sizes[i] bytes whose ids are ids[i], stored already, given without
+ * the bytes (a run costs one trip through the pipeline, not one per chunk). The caller must know that everything fed before ends at a
+ * cut of the chunker (the chunker's cuts after a cut depend only on the
+ * bytes after it) and that the store has the chunk (ca_maker_has). A
+ * chunker not at a cut there fails the make with -EIO rather than write
+ * a wrong index. The stream digest is then not computed. */
+int ca_maker_feed_known(struct ca_maker *m, const uint8_t (*ids)[CA_CHUNK_ID_SIZE], const uint64_t *sizes, size_t n);
+/* 1 when the store has the chunk, 0 when not (or no store), or a negative errno. */
+int ca_maker_has(struct ca_maker *m, const uint8_t id[CA_CHUNK_ID_SIZE]);
 
 /* Convenience: feed everything readable from fd. */
 int ca_maker_feed_fd(struct ca_maker *m, int fd);

@@ -135,7 +135,9 @@ compat '$C make --compression=gzip x.caidx tree && $C list x.caidx'
 compat '$C make --compression=default x.caibx blob.img'
 compat '$C make --compression=lz4 x.caibx blob.img'
 # -c: casync writes its encoder cache (tree/.cacac) there, and prints no
-# digest when it uses it; cafs has no encoder cache and prints it
+# digest when it uses it; cafs keeps its make cache out of the tree
+# (~/.cache/cafs/make, tree-make-cache.sh)
+export XDG_CACHE_HOME=$T/xdg # not the user's own
 compat '$C make -c u.caidx tree && rm -rf tree/.cacac' files
 compat '$C make --what=archive-index u.caidx tree'
 compat 'cd tree && $C make ../d.caidx'                # INPUT defaults to .
