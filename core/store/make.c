@@ -579,6 +579,7 @@ static int seg_ensure(struct ca_maker *m)
 	}
 	m->cur->next_c = m->cur->next_d = NULL;
 	m->cur->size = 0;
+	m->cur->known = false;
 	return 0;
 }
 
@@ -613,6 +614,49 @@ int ca_maker_feed(struct ca_maker *m, const void *p, size_t n)
 			return r;
 	}
 	return 0;
+}
+
+int ca_maker_feed_known(struct ca_maker *m, const uint8_t (*ids)[CA_CHUNK_ID_SIZE], const uint64_t *sizes, size_t n)
+{
+	int r = cancelled(m) ? -ECANCELED : 0;
+	if (r == 0 && m->cur && m->cur->size > 0)
+		r = push_segment(m); /* the bytes before go first */
+	if (r || n == 0)
+		return r;
+	if (n > SIZE_MAX / 2 / (sizeof(uint64_t) + CA_CHUNK_ID_SIZE))
+		return -ENOMEM;
+	struct segment *s = malloc(sizeof(*s) + n * (sizeof(uint64_t) + CA_CHUNK_ID_SIZE));
+	if (!s)
+		return -ENOMEM;
+	memset(s, 0, sizeof(*s));
+	s->known = true;
+	s->known_n = n;
+	s->refs = 1;
+	uint64_t size = 0;
+	for (size_t i = 0; i < n; i++)
+		size += sizes[i];
+	memcpy(s->data, sizes, n * sizeof(uint64_t));
+	memcpy(s->data + n * sizeof(uint64_t), ids, n * CA_CHUNK_ID_SIZE);
+	pthread_mutex_lock(&m->lock);
+	/* not a live segment (it holds no data): only the chunker sees it */
+	if (m->cq_tail)
+		m->cq_tail->next_c = s;
+	else
+		m->cq_head = s;
+	m->cq_tail = s;
+	m->digest_partial = true;
+	pthread_cond_signal(&m->chunker_cond);
+	r = m->err;
+	pthread_mutex_unlock(&m->lock);
+	m->fed += size;
+	if (r == 0 && m->o.progress)
+		m->o.progress(m->o.progress_userdata, m->fed);
+	return r;
+}
+
+int ca_maker_has(struct ca_maker *m, const uint8_t id[CA_CHUNK_ID_SIZE])
+{
+	return m->store ? ca_store_writer_has(m->store, id) : 0;
 }
 
 int ca_maker_feed_fd(struct ca_maker *m, int fd)
@@ -660,8 +704,11 @@ int ca_maker_finish(struct ca_maker *m, uint8_t ret_digest[CA_CHUNK_ID_SIZE], st
 	pthread_mutex_unlock(&m->lock);
 	join_all(m);
 	r = m->err;
-	if (r == 0)
+	if (r == 0 && m->digest_partial)
+		memset(ret_digest, 0, CA_CHUNK_ID_SIZE);
+	else if (r == 0)
 		r = ca_digest_final(m->stream_digest, ret_digest);
+	m->stats.digest_partial = m->digest_partial;
 	/* the chunks reach the disk before the index that names them: one
 	 * syncfs for the store rather than an fsync per chunk */
 	if (r == 0 && m->store && m->index) {
