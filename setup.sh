@@ -34,6 +34,7 @@ packages=(
 	casync nginx-light curl rsync valgrind strace time openssl
 	minisign clang libclang-rt-14-dev
 	busybox-static crun
+	python3-nacl python3-cryptography
 )
 
 install_deps() {
