@@ -53,20 +53,21 @@ one_make() {
 	since "$t0"
 }
 
-# bench_make WHAT INPUT OUT BYTES: best of RUNS per store kind, interleaved
+# bench_make WHAT INPUT STEM EXT BYTES: best of RUNS per store kind, interleaved;
+# the indexes are STEM-NAME.EXT
 bench_make() {
-	local what=$1 in=$2 out=$3 bytes=$4 i n d
+	local what=$1 in=$2 stem=$3 ext=$4 bytes=$5 i n d
 	declare -A best=()
 	for ((i = 0; i < RUNS; i++)); do
 		for n in "${names[@]}"; do
-			d=$(one_make "$n" "$in" "$out.$n")
+			d=$(one_make "$n" "$in" "$stem-$n.$ext") || exit 1
 			if [ -z "${best[$n]:-}" ] || awk -v a="$d" -v b="${best[$n]}" 'BEGIN { exit !(a < b) }'; then
 				best[$n]=$d
 			fi
 		done
 	done
 	for n in "${names[@]}"; do
-		cmp -s "$out.plain" "$out.$n" || echo "# $n: the index differs from the plain store's" >&2
+		cmp -s "$stem-plain.$ext" "$stem-$n.$ext" || echo "# $n: the index differs from the plain store's" >&2
 		awk -v n="$n" -v w="$what" -v t="${best[$n]}" -v b="$bytes" -v p="${best[plain]}" 'BEGIN {
 			printf "  make %-6s %-11s %7.3f s %8.1f MiB/s   %+6.1f%% vs plain\n", w, n, t, b / t / 1048576,
 			       (t / p - 1) * 100 }'
@@ -75,15 +76,15 @@ bench_make() {
 
 echo "# bench/crypt.sh: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs, $(openssl version | cut -d' ' -f1-2); best of $RUNS"
 echo "# blob: ${BLOB_MB} MiB (gen-data mixed); tree: $TREE, $((tree_bytes / 1048576)) MiB"
-bench_make blob blob b.caibx $((BLOB_MB * 1048576))
-bench_make tree "$TREE" t.caidx "$tree_bytes"
+bench_make blob blob b caibx $((BLOB_MB * 1048576))
+bench_make tree "$TREE" t caidx "$tree_bytes"
 want=$("$CAFS" digest "$TREE" 2>&1)
 for n in "${names[@]}"; do
 	best=
 	for ((i = 0; i < RUNS; i++)); do
 		rm -rf "out.$n"
 		t0=$(now)
-		"$CAFS" extract --store="store.$n" "t.caidx.$n" "out.$n" >/dev/null 2>"err.$n" ||
+		"$CAFS" extract --store="store.$n" "t-$n.caidx" "out.$n" >/dev/null 2>"err.$n" ||
 			die "$n: extract failed: $(head -c 300 "err.$n")"
 		d=$(since "$t0")
 		if [ -z "$best" ] || awk -v a="$d" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$d; fi

@@ -572,29 +572,46 @@ int ca_storeconf_check(void)
 /* ---- use ---- */
 
 /* A local path as the file:// URL sections of local stores are matched
- * with: absolute, its real path where it exists (else its parent's). */
+ * with: absolute, its longest existing ancestor by its real path (the
+ * store may not exist yet, nor the index beside it), and a '/' at the end:
+ * a store is a directory, so "[/srv/store/]" names it as "[/srv/store]"
+ * does. NULL when out of memory. */
 static char *local_url(const char *path)
 {
-	char *real = realpath(path, NULL), *r = NULL;
-	if (!real) {
-		char *copy = strdup(path), *slash = copy ? strrchr(copy, '/') : NULL;
-		const char *base = slash ? slash + 1 : path;
-		if (slash == copy)
-			real = strdup("");
-		else if (copy) {
-			if (slash)
-				*slash = 0;
-			real = realpath(slash ? copy : ".", NULL);
-		}
-		if (real && asprintf(&r, "file://%s/%s", real, base) < 0)
-			r = NULL;
-		free(copy);
-		free(real);
-		return r;
+	char *abs = NULL, *cut = NULL, *real = NULL, *r = NULL;
+	char *cwd = path[0] == '/' ? NULL : getcwd(NULL, 0);
+	if (path[0] != '/' && !cwd)
+		return NULL;
+	if (asprintf(&abs, "%s%s%s", cwd ? cwd : "", cwd ? "/" : "", path) < 0)
+		abs = NULL;
+	free(cwd);
+	if (!abs || !(cut = strdup(abs)))
+		goto out;
+	size_t n = strlen(abs);
+	while (n > 1 && abs[n - 1] == '/')
+		abs[--n] = 0;
+	for (size_t k = n;;) { /* cut = abs[0..k): the part that is looked up */
+		cut[k] = 0;
+		if (k == 0 || (real = realpath(cut, NULL)))
+			break;
+		while (k > 0 && cut[k - 1] != '/')
+			k--;
+		while (k > 0 && cut[k - 1] == '/')
+			k--;
+		if (k == 0) /* only "/" is left: it exists */
+			continue;
 	}
-	if (asprintf(&r, "file://%s", real) < 0)
+	size_t k = strlen(cut);
+	const char *tail = abs + k;
+	while (*tail == '/')
+		tail++;
+	const char *base = real && strcmp(real, "/") ? real : "";
+	if (asprintf(&r, "file://%s/%s%s", base, tail, *tail ? "/" : "") < 0)
 		r = NULL;
+out:
 	free(real);
+	free(cut);
+	free(abs);
 	return r;
 }
 
