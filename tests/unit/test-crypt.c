@@ -4,7 +4,9 @@
  * HChaCha20 and XChaCha20-Poly1305 (draft-irtf-cfrg-xchacha-03, 2.2.1 and
  * A.3.1), ChaCha20-Poly1305 (RFC 8439 2.8.2) and AES-256-GCM (McGrew and
  * Viega's test case 16); seal/open round trips, a flipped byte, a wrong
- * key, key ids and chunk names, key parsing and key files.
+ * key, key ids and chunk names, key parsing and key files; an encrypted
+ * local store (store.h): put/get, names, walk, verify and gc seeing only
+ * its key's chunks, a flipped byte corrupt, a private store refused.
  */
 #include "config.h"
 
@@ -15,7 +17,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/digest.h"
+#include "chunk/compress.h"
+#include "format/idset.h"
 #include "store/crypt.h"
+#include "store/store.h"
+#include "store/store_gc.h"
+#include "store/store_verify.h"
 #include "tap.h"
 
 static size_t unhex(const char *h, uint8_t *out)
@@ -224,6 +232,122 @@ static void test_key_file(void)
 	rmdir(dir);
 }
 
+static int count_entry(const struct ca_store_entry *e, void *userdata)
+{
+	if (e->kind == CA_STORE_CHUNK)
+		++*(unsigned *)userdata;
+	return 0;
+}
+
+static unsigned count_chunks(struct ca_store *st)
+{
+	unsigned n = 0;
+	check_int(ca_store_walk(st, count_entry, &n), ==, 0);
+	return n;
+}
+
+static void test_store(void)
+{
+	char dir[] = "/tmp/test-crypt-store-XXXXXX", path[256];
+	uint8_t key[32], key2[32], id[3][CA_CHUNK_ID_SIZE];
+	struct ca_crypt *c = NULL, *c2 = NULL;
+	struct ca_store *st = NULL, *other = NULL, *plain = NULL, *priv = NULL;
+	struct ca_codec *codec = NULL;
+	struct ca_digest *dg = NULL;
+	struct ca_buf z = CA_BUF_INIT, got = CA_BUF_INIT;
+	struct ca_idset *keep = NULL;
+	char data[3][5000];
+	bool compressed;
+	if (!mkdtemp(dir)) {
+		tap_skip("an encrypted store", "no temporary directory");
+		return;
+	}
+	memset(key, 1, sizeof(key));
+	memset(key2, 2, sizeof(key2));
+	check_int(ca_crypt_new(CA_CRYPT_XCHACHA20_POLY1305, key, &c), ==, 0);
+	check_int(ca_crypt_new(CA_CRYPT_AES_256_GCM, key2, &c2), ==, 0);
+	check_int(ca_codec_new(CA_DIGEST_SHA512_256, &codec), ==, 0);
+	check_int(ca_digest_new(CA_DIGEST_SHA512_256, &dg), ==, 0);
+	snprintf(path, sizeof(path), "%s/s", dir);
+	check_int(ca_store_open(path, &st), ==, 0);
+	check_int(ca_store_open(path, &other), ==, 0);
+	check_int(ca_store_open(path, &plain), ==, 0);
+	if (!c || !c2 || !codec || !dg || !st || !other || !plain)
+		goto out;
+	check_int(ca_store_set_crypt(st, c), ==, 0);
+	check_int(ca_store_set_crypt(st, c), ==, -EINVAL); /* once */
+	check_int(ca_store_set_crypt(other, c2), ==, 0);
+	check(ca_store_crypt(st) == c && ca_store_crypt(plain) == NULL);
+	for (int i = 0; i < 3; i++) {
+		for (size_t k = 0; k < sizeof(data[i]); k++)
+			data[i][k] = (char)('a' + (k * (i + 3)) % 26);
+		check_int(ca_digest_once(dg, data[i], sizeof(data[i]), id[i]), ==, 0);
+		check_int(ca_codec_compress(codec, data[i], sizeof(data[i]), &z), ==, 0);
+		/* two under c, one under c2, one plain: one directory, four names */
+		struct ca_store *to = i == 2 ? other : st;
+		check_int(ca_store_put_raw(to, id[i], z.data, z.size), ==, 1);
+		if (i == 0)
+			check_int(ca_store_put_raw(plain, id[i], z.data, z.size), ==, 1);
+	}
+	check_int(ca_store_has(st, id[0]), ==, 1);
+	check_int(ca_store_has(st, id[2]), ==, 0); /* under the other key only */
+	check_int(ca_store_has(other, id[2]), ==, 1);
+	check_int(ca_store_get_raw(st, id[0], &got, &compressed), ==, 0);
+	check_int(ca_codec_decode_chunk(codec, got.data, got.size, id[0], UINT64_MAX, &z), ==, 0);
+	check(z.size == sizeof(data[0]) && !memcmp(z.data, data[0], z.size));
+	check_int(ca_store_get_raw(st, id[2], &got, &compressed), ==, -ENOENT);
+	check_int(count_chunks(st), ==, 2);
+	check_int(count_chunks(other), ==, 1);
+	check_int(count_chunks(plain), ==, 1);
+	/* verify: all good, then a flipped byte is corrupt (and repair removes it) */
+	struct ca_store_verify_opts vo = { .threads = 1, .any_digest = true };
+	struct ca_store_verify_stats vs;
+	check_int(ca_store_verify(st, &vo, &vs), ==, 0);
+	check(vs.ok == 2 && vs.corrupt == 0);
+	char rel[CA_CRYPT_CHUNK_REL_MAX + 1], file[512];
+	ca_crypt_chunk_rel(c, id[1], rel);
+	snprintf(file, sizeof(file), "%s/%s", path, rel);
+	chmod(file, 0644);
+	int fd = open(file, O_RDWR);
+	char b;
+	off_t mid = fd < 0 ? 0 : lseek(fd, 0, SEEK_END) / 2;
+	check(fd >= 0 && pread(fd, &b, 1, mid) == 1);
+	b ^= 4;
+	check(fd >= 0 && pwrite(fd, &b, 1, mid) == 1);
+	close(fd);
+	check_int(ca_store_get_raw(st, id[1], &got, &compressed), ==, -EBADMSG);
+	vo.repair = true;
+	check_int(ca_store_verify(st, &vo, &vs), ==, 0);
+	check(vs.ok == 1 && vs.corrupt == 1 && vs.removed == 1);
+	/* gc keeping nothing: only this key's chunks go */
+	check_int(ca_idset_new(16, &keep), ==, 0);
+	struct ca_store_gc_opts go = { .keep = keep };
+	struct ca_store_gc_stats gs;
+	check_int(ca_store_gc(st, &go, &gs), ==, 0);
+	check_int(count_chunks(st), ==, 0);
+	check_int(count_chunks(other), ==, 1);
+	check_int(count_chunks(plain), ==, 1);
+	/* a private store (a cache) is never encrypted */
+	snprintf(path, sizeof(path), "%s/cache", dir);
+	check_int(ca_store_open_private(path, true, &priv), ==, 0);
+	check_int(priv ? ca_store_set_crypt(priv, c) : -1, ==, -EINVAL);
+out:
+	ca_idset_free(keep);
+	ca_store_free(st);
+	ca_store_free(other);
+	ca_store_free(plain);
+	ca_store_free(priv);
+	ca_crypt_unref(c);
+	ca_crypt_unref(c2);
+	ca_codec_free(codec);
+	ca_digest_free(dg);
+	ca_buf_release(&z);
+	ca_buf_release(&got);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	check_int(system(cmd), ==, 0);
+}
+
 int main(void)
 {
 	test_hchacha20();
@@ -232,5 +356,6 @@ int main(void)
 	test_round_trip(CA_CRYPT_AES_256_GCM);
 	test_names();
 	test_key_file();
+	test_store();
 	return tap_done();
 }
