@@ -412,9 +412,9 @@ static void miss_in_crypt(struct ca_store *s, int pfd, const struct chunk_name *
 		return;
 	if (__atomic_exchange_n(&s->other_key_seen, 1, __ATOMIC_RELAXED))
 		return;
-	ca_log_error("store %s: chunk %.64s is there only plain or under another key, not under key id %s "
-	             "(%s): wrong key?",
-	             s->path, n->name, ca_crypt_key_id(s->crypt), ca_crypt_alg_name(ca_crypt_get_alg(s->crypt)));
+	ca_log_warning("store %s: chunk %.64s is there only plain or under another key, not under key id %s "
+	               "(%s): wrong key?",
+	               s->path, n->name, ca_crypt_key_id(s->crypt), ca_crypt_alg_name(ca_crypt_get_alg(s->crypt)));
 }
 
 /* A sealed chunk file's bytes in out opened in place: the plain

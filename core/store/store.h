@@ -21,7 +21,8 @@
  * chunks, and its walk, gc and verify see only the chunks under its key:
  * plain ones and other keys' are not its chunks. A miss where the chunk is
  * there under another key (or plain) is logged once per store, naming the
- * key id, since it means a wrong key far more often than a missing chunk.
+ * key id (a warning: another store of the chain may still have it), since
+ * it means a wrong key far more often than a missing chunk.
  *
  * Two kinds of store:
  *  - a published store (ca_store_open, what make writes and casync reads):
