@@ -162,6 +162,8 @@ ok "make of the bigger tree to the local store" run "$CAFS" make --store="$T/www
 one=$(find "$T/www/sx" -type f -name "*$XS" | head -n 1)
 cp "$one" "${one%"$XS"}.cacnk.xchacha20-poly1305-00000000" # "another key's" chunk of an id gc would keep
 n_other=$(find "$T/www/sx" -type f | wc -l)
+"$CAFS" gc -n --store="$T/www/sx" "$T/img.caidx" >"$T/gc-n.out" 2>&1
+ok "gc --dry-run names the files it would remove as they are" grep -q "^would remove [0-9a-f]\{4\}/[0-9a-f]\{64\}$XS\$" "$T/gc-n.out"
 ok "gc keeping the first index" run "$CAFS" gc --store="$T/www/sx" "$T/img.caidx"
 ok "... removed the bigger tree's own chunks" test "$(find "$T/www/sx" -type f | wc -l)" -lt "$n_other"
 ok "... left the other key's chunk alone" test -f "${one%"$XS"}.cacnk.xchacha20-poly1305-00000000"
