@@ -150,6 +150,11 @@ for a in x a; do
 	ok "... extract from it equals the source" run "$CAFS" extract --store="$S/s$a" "$T/img.caidx" "$T/x-s$a"
 	ok "... (the tree)" diff -r "$src" "$T/x-s$a"
 done
+mount_start "mount from S3 (aes-256-gcm, the key from CAFS_ENCRYPTION_KEY)" "$mnt" "$T/m3.log" --no-cache \
+	-o "store=$S/sa" "$T/img.caidx" || exit 1
+ok "... every file reads right" diff -r "$src" "$mnt"
+ok "... no key in /proc/mounts" sh -c "grep -q ' $mnt ' /proc/mounts && ! grep -qi -e '$K1' -e '$K2' /proc/mounts"
+mount_stop "... unmount" "$mnt"
 gen_data "$src/d/extra" 150K 7
 ok "make of a bigger tree to S3 (xchacha20)" run "$CAFS" make --store="$S/sx" "$T/img-big.caidx" "$src"
 ok "gc of the S3 store keeping the first index" run "$CAFS" gc --store="$S/sx" "$T/img.caidx"
@@ -216,6 +221,6 @@ ok "... (accepted again at 0600)" run "$CAFS" extract --store="$T/www/sa" "$T/im
 printf '[%s]\nencryption = aes-256-gcm\n' "$T/nokey" >"$T/nokey.conf"
 fails "encryption without any key is refused" env -u CAFS_ENCRYPTION_KEY CAFS_CONFIG="$T/nokey.conf" \
 	"$CAFS" make --store="$T/nokey" "$T/nk.caidx" "$src"
-ok "no key in any output" sh -c "! grep -qi -e '$K1' -e '$K2' -e '$K3' '$ALL' '$T/m1.log' '$T/m2.log'"
+ok "no key in any output" sh -c "! grep -qi -e '$K1' -e '$K2' -e '$K3' '$ALL' '$T/m1.log' '$T/m2.log' '$T/m3.log'"
 
 mount_done_testing
