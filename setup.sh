@@ -40,6 +40,7 @@ packages=(
 	docker-registry skopeo apache2-utils
 	python3-prometheus-client prometheus-node-exporter
 	debhelper dpkg-dev lintian systemd
+	python3-nacl python3-cryptography
 )
 
 install_deps() {

@@ -39,6 +39,8 @@
 #include "net/oci.h"
 #include "net/remote.h"
 #include "net/s3.h"
+#include "net/storeconf.h"
+#include "store/crypt.h"
 #include "store/store_writer.h"
 #include "trust/trust.h"
 
@@ -82,6 +84,7 @@ struct make_ctx {
 	struct stat st;
 	uint64_t flags;
 	bool started, ended;
+	struct ca_crypt *crypt; /* the local store's encryption (its settings section), or NULL */
 };
 
 static void progress_end(struct make_ctx *c)
@@ -201,6 +204,7 @@ static void maker_opts(const struct make_ctx *c, const char *store, struct ca_ma
 		.cancel = c->o->cancel,
 		.compression = c->o->compression,
 		.store_writer = c->o->store_writer,
+		.store_crypt = c->crypt,
 	};
 }
 
@@ -432,6 +436,9 @@ static int make_fd(const char *out, int in_fd, const char *in_name, const struct
 		}
 		store = def;
 	}
+	/* a local store's section may encrypt it (an S3 one's writer reads its own) */
+	if (store && !c.o->store_writer && (r = ca_storeconf_crypt(NULL, store, &c.crypt)) < 0) /* logs */
+		goto out;
 	c.started = true;
 	if (o->progress_start) {
 		bool sized = kind == CA_IMAGE_BLOB_INDEX && (S_ISREG(c.st.st_mode) || S_ISBLK(c.st.st_mode));
@@ -450,6 +457,7 @@ static int make_fd(const char *out, int in_fd, const char *in_name, const struct
 	}
 	progress_end(&c);
 out:
+	ca_crypt_unref(c.crypt);
 	free(def);
 	return r;
 }
@@ -755,6 +763,11 @@ int ca_image_make(const char *out, const char *input, const struct ca_image_make
 			ca_log_error("%s", msg);
 		return r;
 	}
+	/* what is made here is read plain by everyone: never into a place
+	 * whose settings encrypt it */
+	r = ca_storeconf_check_index(NULL, out); /* logs */
+	if (r < 0)
+		return r;
 	if (!lo.store && bucket_out) {
 		lo.store = def_store = ca_location_default_store(out);
 		if (!def_store)

@@ -21,6 +21,7 @@
 #include "base/location.h"
 #include "base/log.h"
 #include "image/sidecar.h"
+#include "net/storeconf.h"
 #include "store/store.h"
 
 #define MAGIC "CAFSMETA"
@@ -606,7 +607,7 @@ int ca_sidecar_make_local(const char *index_path, const char *store)
 		r = -ENOMEM;
 		goto out;
 	}
-	r = ca_store_open(store, &st);
+	r = ca_storeconf_open_store(NULL, store, &st); /* an encrypted store too (logs) */
 	if (r < 0)
 		goto out;
 	r = ca_chunksrc_new(ca_digest_type_from_flags(ca_index_feature_flags(idx)), READBACK_LRU, &src);

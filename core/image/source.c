@@ -422,8 +422,8 @@ static int open_local_store(const struct ca_location *at, struct ca_store **ret)
 {
 	if (!at->path)
 		return ca_log_error_errno(-EPROTONOSUPPORT, "%s: not a local store", at->s);
-	int r = ca_store_open(at->path, ret);
-	return r < 0 ? ca_log_error_errno(r, "%s", at->path) : 0;
+	/* its section of the settings file may encrypt it */
+	return ca_storeconf_open_store(NULL, at->path, ret); /* logs */
 }
 
 int ca_source_read_trusted_key(const char *path, struct ca_minisign_key *ret, char *why, size_t why_size)

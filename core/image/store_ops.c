@@ -108,11 +108,12 @@ int ca_store_ops_gc(char *const *indexes, size_t n, const struct ca_store_ops_gc
 		ca_source_http_opts(&ho);
 		r = s3 ? ca_s3_gc(store, &ho, &go, ret) : ca_oci_gc(store, &ho, &go, ret); /* log their errors */
 	} else {
-		r = ca_store_open(store, &st);
-		if (r == 0)
+		r = ca_storeconf_open_store(NULL, store, &st); /* logs; encrypted: only its key's chunks */
+		if (r == 0) {
 			r = ca_store_gc(st, &go, ret);
-		if (r < 0 && r != -ECANCELED)
-			ca_log_error_errno(r, "%s", store);
+			if (r < 0 && r != -ECANCELED)
+				ca_log_error_errno(r, "%s", store);
+		}
 	}
 out:
 	ca_store_free(st);
@@ -315,9 +316,7 @@ int ca_store_ops_verify(const struct ca_store_ops_verify_opts *o, struct ca_stor
 	struct ca_store *s = NULL;
 	/* a store others are served from keeps its modes; only a cache is private */
 	int r = o->cache ? ca_store_open_private(o->store, false, &s) /* logs */
-	                 : ca_store_open(o->store, &s);
-	if (r < 0 && !o->cache)
-		ca_log_error_errno(r, "%s", o->store);
+	                 : ca_storeconf_open_store(NULL, o->store, &s); /* logs */
 	if (r == 0) {
 		r = ca_store_verify(s, &vo, ret);
 		if (r < 0 && r != -ECANCELED)
@@ -347,9 +346,7 @@ int ca_store_ops_stat(const char *dir, bool cache, struct ca_store_ops_stat *ret
 	struct ca_store *s = NULL;
 	*ret = (struct ca_store_ops_stat){ 0 };
 	int r = cache ? ca_store_open_private(dir, false, &s) /* logs */
-	              : ca_store_open(dir, &s);
-	if (r < 0 && !cache)
-		ca_log_error_errno(r, "%s", dir);
+	              : ca_storeconf_open_store(NULL, dir, &s); /* logs */
 	if (r == 0) {
 		r = ca_store_walk(s, stat_one, ret);
 		if (r < 0)

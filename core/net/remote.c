@@ -18,6 +18,8 @@
 #include "net/remote.h"
 #include "base/rng.h"
 #include "base/workq.h"
+#include "net/storeconf.h"
+#include "store/crypt.h"
 #include "store/store.h"
 
 #define PF_BUCKETS 256
@@ -64,6 +66,8 @@ struct ca_remote_store {
 	char *query;     /* "?..." after each chunk URL (store-query = yes), or NULL */
 	struct ca_oci *oci; /* an oci+ store: chunks are a registry's artifacts (oci.h) */
 	struct ca_workq *oci_q; /* its downloads: manifest then blob, each a blocking pair */
+	struct ca_crypt *crypt; /* chunks sealed at rest (crypt.h), or NULL */
+	int miss_said;          /* an encrypted store's first miss was logged (atomic) */
 
 	pthread_mutex_t lock; /* guards everything below */
 	pthread_cond_t cond;  /* broadcast when a download settles */
@@ -281,8 +285,8 @@ static void on_done(void *userdata, int r, struct ca_buf *body)
 
 static void chunk_url(const struct ca_remote_store *rs, const uint8_t *id, char **ret)
 {
-	char rel[CA_STORE_REL_PATH_LEN + 1];
-	ca_store_rel_path(id, rel);
+	char rel[CA_CRYPT_CHUNK_REL_MAX + 1];
+	ca_crypt_chunk_rel(rs->crypt, id, rel);
 	if (asprintf(ret, "%s/%s%s", rs->base, rel, rs->query ? rs->query : "") < 0)
 		*ret = NULL;
 }
@@ -535,7 +539,28 @@ static int remote_fetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_
 {
 	struct ca_remote_store *rs = be;
 	*ret_compressed = true; /* casync's HTTP stores only serve .cacnk */
-	return rs->outage == CA_REMOTE_OUTAGE_FAIL ? fetch_fail_fast(rs, id, out) : fetch_waiting(rs, id, out);
+	int r = rs->outage == CA_REMOTE_OUTAGE_FAIL ? fetch_fail_fast(rs, id, out) : fetch_waiting(rs, id, out);
+	if (!rs->crypt)
+		return r;
+	if (r == 0) {
+		struct ca_buf plain = CA_BUF_INIT;
+		r = ca_crypt_open(rs->crypt, out->data, out->size, &plain); /* -EBADMSG: corrupt */
+		if (r == 0) {
+			ca_buf_release(out);
+			*out = plain;
+		} else {
+			ca_buf_release(&plain);
+		}
+	} else if (r == -ENOENT && !__atomic_exchange_n(&rs->miss_said, 1, __ATOMIC_RELAXED)) {
+		/* a server cannot be asked which keys it holds chunks under:
+		 * say which one we asked for, once, since a wrong key makes
+		 * every chunk a miss */
+		char hex[2 * CA_CHUNK_ID_SIZE + 1];
+		ca_id_to_hex(id, hex);
+		ca_log_warning("store %s: no chunk %s under key id %s (%s)", rs->shown, hex, ca_crypt_key_id(rs->crypt),
+		               ca_crypt_alg_name(ca_crypt_get_alg(rs->crypt)));
+	}
+	return r;
 }
 
 static void remote_prefetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE])
@@ -574,6 +599,8 @@ static void remote_set_file_max(void *be, size_t max)
 {
 	struct ca_remote_store *rs = be;
 	rs->file_max = max < CA_REMOTE_CHUNK_FILE_MAX ? max : CA_REMOTE_CHUNK_FILE_MAX;
+	if (rs->crypt) /* the file on the server is sealed: nonce and tag more */
+		rs->file_max += ca_crypt_overhead(rs->crypt);
 }
 
 const struct ca_chunk_backend_ops ca_remote_store_ops = {
@@ -599,6 +626,11 @@ int ca_remote_store_open(const struct ca_endpoint *e, struct ca_remote_store **r
 	while (n > 0 && url[n - 1] == '/')
 		n--;
 	rs->file_max = CA_REMOTE_CHUNK_FILE_MAX;
+	r = ca_storeconf_crypt_of(e->settings, e->url, &rs->crypt); /* logs */
+	if (r < 0)
+		goto fail;
+	if (rs->crypt)
+		rs->file_max += ca_crypt_overhead(rs->crypt);
 	rs->base = strndup(url, n);
 	rs->shown = rs->base ? ca_location_redact(rs->base) : NULL;
 	if (!rs->base || !rs->shown) {
@@ -679,6 +711,7 @@ void ca_remote_store_free(struct ca_remote_store *rs)
 	free(rs->base);
 	free(rs->shown);
 	free(rs->query);
+	ca_crypt_unref(rs->crypt);
 	free(rs);
 }
 

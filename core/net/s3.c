@@ -380,13 +380,20 @@ int ca_s3_parse_list(const char *body, size_t n, ca_s3_list_fn fn, void *userdat
 
 int ca_s3_key_chunk_id(const char *key, const char *prefix, uint8_t ret_id[CA_CHUNK_ID_SIZE])
 {
+	return ca_s3_key_chunk_id_suffix(key, prefix, ".cacnk", ret_id);
+}
+
+int ca_s3_key_chunk_id_suffix(const char *key, const char *prefix, const char *suffix,
+                              uint8_t ret_id[CA_CHUNK_ID_SIZE])
+{
 	size_t pn = strlen(prefix);
 	char hex[2 * CA_CHUNK_ID_SIZE + 1];
 	if (strncmp(key, prefix, pn))
 		return -EINVAL;
 	key += pn;
-	/* XXXX/<64 hex>.cacnk */
-	if (strlen(key) != 4 + 1 + 64 + 6 || key[4] != '/' || strcmp(key + 69, ".cacnk") || memcmp(key, key + 5, 4))
+	/* XXXX/<64 hex><suffix> */
+	if (strlen(key) != 4 + 1 + 64 + strlen(suffix) || key[4] != '/' || strcmp(key + 69, suffix) ||
+	    memcmp(key, key + 5, 4))
 		return -EINVAL;
 	memcpy(hex, key + 5, 64);
 	hex[64] = 0;

@@ -108,6 +108,10 @@ int ca_s3_parse_list(const char *body, size_t n, ca_s3_list_fn fn, void *userdat
 /* The chunk id of an object key under prefix ("pre/XXXX/<64 hex>.cacnk",
  * XXXX the id's first four digits): 0, or -EINVAL for any other key. */
 int ca_s3_key_chunk_id(const char *key, const char *prefix, uint8_t ret_id[CA_CHUNK_ID_SIZE]);
+/* The same for the chunk file suffix of an encrypted store (crypt.h
+ * ca_crypt_chunk_suffix: ".cacnk.<algorithm>-<key id>"); ".cacnk" is the above. */
+int ca_s3_key_chunk_id_suffix(const char *key, const char *prefix, const char *suffix,
+                              uint8_t ret_id[CA_CHUNK_ID_SIZE]);
 
 /* ---- writing ---- */
 

@@ -15,6 +15,8 @@
 #include "net/endpoint.h"
 #include "net/oci.h"
 #include "net/s3.h"
+#include "net/storeconf.h"
+#include "store/crypt.h"
 #include "store/store.h"
 #include "store/store_gc.h"
 #include "store/store_writer.h"
@@ -115,6 +117,7 @@ struct ca_s3_writer {
 	struct ca_http *http;
 	struct batch b;
 	uint64_t skipped, skipped_bytes; /* under b.lock */
+	struct ca_crypt *crypt; /* chunks sealed at rest (crypt.h), or NULL */
 };
 
 struct upload {
@@ -197,6 +200,9 @@ int ca_s3_writer_new(const char *url, const struct ca_s3_settings *set, const st
 		r = -ENOMEM;
 		goto fail;
 	}
+	r = ca_storeconf_crypt_of(w->e.settings, url, &w->crypt); /* logs */
+	if (r < 0)
+		goto fail;
 	r = ca_http_new(&w->e.http, &w->http);
 	if (r < 0)
 		goto fail;
@@ -213,7 +219,8 @@ fail:
 int ca_s3_writer_put(struct ca_s3_writer *w, struct ca_codec *codec, const uint8_t id[CA_CHUNK_ID_SIZE],
                      const void *p, size_t n)
 {
-	char rel[CA_STORE_REL_PATH_LEN + 1];
+	char rel[CA_CRYPT_CHUNK_REL_MAX + 1];
+	struct ca_buf sealed = CA_BUF_INIT;
 	struct upload *u = NULL;
 	int r;
 	/* what goes out is what the id names: a bug or bad memory between the
@@ -227,19 +234,30 @@ int ca_s3_writer_put(struct ca_s3_writer *w, struct ca_codec *codec, const uint8
 		ca_log_error("chunk %s: does not match its id before upload", hex);
 		return -EUCLEAN;
 	}
+	if (w->crypt) { /* what is uploaded is sealed; what was checked is what it holds */
+		r = ca_crypt_seal(w->crypt, p, n, &sealed);
+		if (r < 0)
+			return r;
+		p = sealed.data;
+		n = sealed.size;
+	}
 	r = batch_enter(&w->b, n);
-	if (r < 0)
+	if (r < 0) {
+		ca_buf_release(&sealed);
 		return r;
+	}
 	u = calloc(1, sizeof(*u));
 	if (!u || !(u->data = malloc(n ? n : 1))) {
 		free(u);
+		ca_buf_release(&sealed);
 		batch_leave(&w->b, n, 0);
 		return -ENOMEM;
 	}
 	memcpy(u->data, p, n);
+	ca_buf_release(&sealed);
 	u->n = n;
 	u->w = w;
-	ca_store_rel_path(id, rel);
+	ca_crypt_chunk_rel(w->crypt, id, rel);
 	if (asprintf(&u->url, "%s/%s", w->e.s3.u.base, rel) < 0) {
 		free(u->data);
 		free(u);
@@ -273,6 +291,7 @@ void ca_s3_writer_free(struct ca_s3_writer *w)
 	 * callback), rather than waiting for it */
 	ca_http_free(w->http);
 	(void)batch_wait(&w->b);
+	ca_crypt_unref(w->crypt);
 	ca_endpoint_clear(&w->e);
 	batch_destroy(&w->b);
 	free(w->url);
@@ -310,6 +329,7 @@ struct gc {
 	struct ca_s3_conn *c;
 	struct ca_http *http;
 	struct batch b;
+	const char *suffix; /* this store's chunk files (crypt.h): others are not its chunks */
 	/* the last chunk listed: S3 lists keys in binary order, so chunk ids
 	 * only go up, and a server that repeats itself is caught */
 	bool any;
@@ -352,7 +372,7 @@ static int gc_key(void *userdata, const char *key, uint64_t size)
 {
 	struct gc *g = userdata;
 	uint8_t id[CA_CHUNK_ID_SIZE];
-	if (ca_s3_key_chunk_id(key, g->c->u.prefix, id) < 0)
+	if (ca_s3_key_chunk_id_suffix(key, g->c->u.prefix, g->suffix, id) < 0)
 		return 0;
 	if (g->any && memcmp(id, g->last, sizeof(id)) <= 0)
 		return -ELOOP;
@@ -428,9 +448,16 @@ int ca_s3_gc(const char *url, const struct ca_http_opts *http, const struct ca_s
 	struct ca_buf page = CA_BUF_INIT;
 	bool more = true;
 	unsigned pages = 0;
+	struct ca_crypt *crypt = NULL;
 	int r = s3_endpoint(&e, url, NULL, http);
 	if (r < 0)
 		return r;
+	r = ca_storeconf_crypt_of(e.settings, url, &crypt); /* logs */
+	if (r < 0) {
+		ca_endpoint_clear(&e);
+		return r;
+	}
+	g.suffix = ca_crypt_chunk_suffix(crypt);
 	batch_init(&g.b);
 	token[0] = 0;
 	bool said = false;
@@ -480,6 +507,7 @@ int ca_s3_gc(const char *url, const struct ca_http_opts *http, const struct ca_s
 	ca_buf_release(&page);
 	batch_destroy(&g.b);
 	ca_endpoint_clear(&e);
+	ca_crypt_unref(crypt);
 	return r;
 }
 
@@ -530,5 +558,9 @@ int ca_store_writer_open(const char *location, const struct ca_http_opts *http, 
 		return ca_oci_writer_open(location, http, ret);
 	if (!at.path)
 		return -EPROTONOSUPPORT;
-	return ca_store_writer_open_local(at.path, ret);
+	struct ca_store *st;
+	int r = ca_storeconf_open_store(NULL, at.path, &st); /* logs; its section may encrypt it */
+	if (r < 0)
+		return r;
+	return ca_store_writer_wrap_local(st, at.path, ret);
 }

@@ -18,6 +18,8 @@
 #include "base/secret.h"
 #include "net/storeconf.h"
 #include "base/trusted_file.h"
+#include "store/crypt.h"
+#include "store/store.h"
 
 struct section {
 	struct ca_store_settings s;
@@ -34,7 +36,7 @@ struct ca_storeconf {
 
 /* ---- keys ---- */
 
-enum kind { K_STR, K_SECRET, K_HEADER, K_NETRC, K_YESNO, K_UINT, K_INT };
+enum kind { K_STR, K_SECRET, K_HEADER, K_NETRC, K_YESNO, K_UINT, K_INT, K_CRYPT, K_KEY, K_KEYFILE };
 
 struct key {
 	const char *name;
@@ -64,6 +66,9 @@ static const struct key keys[] = {
 	{ "aws-secret-access-key", K_SECRET, S(aws_secret_access_key), 0, 0 },
 	{ "aws-session-token", K_SECRET, S(aws_session_token), 0, 0 },
 	{ "aws-region", K_STR, S(aws_region), 0, 0 },
+	{ "encryption", K_CRYPT, S(encryption), 0, 0 },
+	{ "encryption-key", K_KEY, S(encryption_key), 0, 0 },
+	{ "encryption-key-file", K_KEYFILE, S(encryption_key_file), 0, 0 },
 };
 #undef S
 
@@ -78,7 +83,7 @@ static char **str_field(struct ca_store_settings *s, const struct key *k)
 static void section_release(struct section *x)
 {
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (keys[i].kind == K_STR || keys[i].kind == K_SECRET)
+		if (keys[i].kind == K_STR || keys[i].kind == K_SECRET || keys[i].kind == K_KEY || keys[i].kind == K_KEYFILE)
 			ca_secret_free(*str_field(&x->s, &keys[i]));
 	for (size_t i = 0; i < x->s.n_headers; i++)
 		ca_secret_free(x->s.headers[i]);
@@ -121,12 +126,22 @@ static void authority(const char *u, size_t a, size_t *ret_host, size_t *ret_end
  * after a bare host. NULL with *why set when it is not one. */
 static char *prefix_normalise(const char *p, size_t n, const char **why)
 {
-	char *s = strndup(p, n), *r = NULL;
+	char *s = n && p[0] == '/' ? NULL : strndup(p, n), *r = NULL;
 	size_t a, h, e;
 	*why = NULL;
+	if (n && p[0] == '/' && asprintf(&s, "file://%.*s", (int)n, p) < 0)
+		s = NULL;
 	if (!s)
 		return NULL;
 	a = scheme_end(s);
+	if (a == 7 && !strncmp(s, "file://", 7)) { /* a local store's directory */
+		if (s[7] != '/') {
+			*why = "a local store's section is its absolute path";
+			free(s);
+			return NULL;
+		}
+		return s;
+	}
 	if (!a || strpbrk(s, " \t")) {
 		*why = "expected [scheme://host/prefix]";
 		goto out;
@@ -240,14 +255,34 @@ static int set_key(struct parser *p, const char *key, const char *val)
 		p->cur->secrets = true; /* a header is how tokens are sent */
 		return 0;
 	}
+	case K_CRYPT: {
+		enum ca_crypt_alg alg;
+		if (s->encryption)
+			return BAD(p, "%s: given twice in this section", p->name, p->line, k->name);
+		if (ca_crypt_alg_parse(val, &alg) < 0)
+			return BAD(p, "%s: expected xchacha20-poly1305 or aes-256-gcm", p->name, p->line, k->name);
+		s->encryption = (int)alg;
+		return 0;
+	}
+	case K_KEY:
+	case K_KEYFILE:
 	case K_STR:
 	case K_SECRET: {
 		char **f = str_field(s, k);
+		uint8_t kb[CA_CRYPT_KEY_SIZE];
 		if (*f)
 			return BAD(p, "%s: given twice in this section", p->name, p->line, k->name);
+		if (k->kind == K_KEY && ca_crypt_key_parse_hex(val, kb) < 0)
+			return BAD(p, "%s: expected 64 hex digits (a 256-bit key)", p->name, p->line, k->name);
+		explicit_bzero(kb, sizeof(kb));
+		if (k->kind == K_KEYFILE && val[0] != '/')
+			return BAD(p, "%s: expected an absolute file name", p->name, p->line, k->name);
+		if ((k->kind == K_KEY && s->encryption_key_file) || (k->kind == K_KEYFILE && s->encryption_key))
+			return BAD(p, "%s: give encryption-key or encryption-key-file, not both", p->name, p->line,
+			           k->name);
 		if (!(*f = strdup(val)))
 			return -ENOMEM;
-		if (k->kind == K_SECRET)
+		if (k->kind == K_SECRET || k->kind == K_KEY)
 			p->cur->secrets = true;
 		return 0;
 	}
@@ -536,7 +571,51 @@ int ca_storeconf_check(void)
 
 /* ---- use ---- */
 
-const struct ca_store_settings *ca_storeconf_lookup(const struct ca_storeconf *c, const char *url)
+/* A local path as the file:// URL sections of local stores are matched
+ * with: absolute, its longest existing ancestor by its real path (the
+ * store may not exist yet, nor the index beside it), and a '/' at the end:
+ * a store is a directory, so "[/srv/store/]" names it as "[/srv/store]"
+ * does. NULL when out of memory. */
+static char *local_url(const char *path)
+{
+	char *abs = NULL, *cut = NULL, *real = NULL, *r = NULL;
+	char *cwd = path[0] == '/' ? NULL : getcwd(NULL, 0);
+	if (path[0] != '/' && !cwd)
+		return NULL;
+	if (asprintf(&abs, "%s%s%s", cwd ? cwd : "", cwd ? "/" : "", path) < 0)
+		abs = NULL;
+	free(cwd);
+	if (!abs || !(cut = strdup(abs)))
+		goto out;
+	size_t n = strlen(abs);
+	while (n > 1 && abs[n - 1] == '/')
+		abs[--n] = 0;
+	for (size_t k = n;;) { /* cut = abs[0..k): the part that is looked up */
+		cut[k] = 0;
+		if (k == 0 || (real = realpath(cut, NULL)))
+			break;
+		while (k > 0 && cut[k - 1] != '/')
+			k--;
+		while (k > 0 && cut[k - 1] == '/')
+			k--;
+		if (k == 0) /* only "/" is left: it exists */
+			continue;
+	}
+	size_t k = strlen(cut);
+	const char *tail = abs + k;
+	while (*tail == '/')
+		tail++;
+	const char *base = real && strcmp(real, "/") ? real : "";
+	if (asprintf(&r, "file://%s/%s%s", base, tail, *tail ? "/" : "") < 0)
+		r = NULL;
+out:
+	free(real);
+	free(cut);
+	free(abs);
+	return r;
+}
+
+static const struct ca_store_settings *lookup_url(const struct ca_storeconf *c, const char *url)
 {
 	const struct ca_store_settings *best = NULL;
 	size_t best_len = 0;
@@ -547,6 +626,20 @@ const struct ca_store_settings *ca_storeconf_lookup(const struct ca_storeconf *c
 			best_len = n;
 		}
 	}
+	return best;
+}
+
+const struct ca_store_settings *ca_storeconf_lookup(const struct ca_storeconf *c, const char *url)
+{
+	const char *path = ca_location_path(url);
+	const struct ca_store_settings *best = NULL;
+	if (!path)
+		return lookup_url(c, url);
+	if (!c || !c->n || !*path)
+		return NULL;
+	char *u = local_url(path);
+	best = u ? lookup_url(c, u) : NULL; /* out of memory: as if none */
+	free(u);
 	return best;
 }
 
@@ -606,4 +699,104 @@ char *ca_storeconf_default_store(const struct ca_storeconf *c, const char *index
 		def = r;
 	}
 	return def;
+}
+
+/* ---- encrypted stores ---- */
+
+int ca_storeconf_crypt(const struct ca_storeconf *c, const char *location, struct ca_crypt **ret)
+{
+	struct ca_storeconf *own = NULL;
+	int r = 0;
+	*ret = NULL;
+	if (!c) {
+		r = ca_storeconf_load(CA_STORECONF_QUIET, &own); /* logs */
+		c = own;
+	}
+	if (r == 0)
+		r = ca_storeconf_crypt_of(ca_storeconf_lookup(c, location), location, ret);
+	ca_storeconf_free(own);
+	return r;
+}
+
+int ca_storeconf_crypt_of(const struct ca_store_settings *s, const char *location, struct ca_crypt **ret)
+{
+	uint8_t key[CA_CRYPT_KEY_SIZE];
+	char why[CA_CRYPT_WHY_MAX];
+	char *shown = ca_location_redact(location);
+	const char *name = shown ? shown : "(store)";
+	int r = 0;
+	*ret = NULL;
+	if (!s || !s->encryption)
+		goto out;
+	const char *env = getenv("CAFS_ENCRYPTION_KEY");
+	if (s->encryption_key) {
+		r = ca_crypt_key_parse_hex(s->encryption_key, key); /* checked when parsed */
+	} else if (s->encryption_key_file) {
+		r = ca_crypt_key_read_file(s->encryption_key_file, key, why);
+		if (r < 0 && why[0])
+			ca_log_error("store %s: encryption-key-file %s: %s", name, s->encryption_key_file, why);
+		else if (r < 0)
+			ca_log_error_errno(r, "store %s: encryption-key-file %s", name, s->encryption_key_file);
+	} else if (env && *env) {
+		r = ca_crypt_key_parse_hex(env, key);
+		if (r < 0)
+			ca_log_error("store %s: CAFS_ENCRYPTION_KEY: expected 64 hex digits (a 256-bit key)", name);
+	} else {
+		r = -ENOKEY;
+		ca_log_error("store %s: encryption = %s but no key: set encryption-key or encryption-key-file in "
+		             "its section, or CAFS_ENCRYPTION_KEY",
+		             name, ca_crypt_alg_name((enum ca_crypt_alg)s->encryption));
+	}
+	if (r == 0) {
+		ca_secret_hold(); /* the key lives in this process from now on */
+		r = ca_crypt_new((enum ca_crypt_alg)s->encryption, key, ret);
+		if (r < 0)
+			ca_log_error_errno(r, "store %s: %s", name, ca_crypt_alg_name((enum ca_crypt_alg)s->encryption));
+	}
+out:
+	explicit_bzero(key, sizeof(key));
+	free(shown);
+	return r;
+}
+
+int ca_storeconf_open_store(const struct ca_storeconf *c, const char *path, struct ca_store **ret)
+{
+	struct ca_crypt *crypt = NULL;
+	struct ca_store *st = NULL;
+	int r = ca_storeconf_crypt(c, path, &crypt); /* logs; reads the files when c is NULL */
+	if (r == 0) {
+		r = ca_store_open(path, &st);
+		if (r < 0)
+			ca_log_error_errno(r, "%s", path);
+	}
+	if (r == 0 && crypt)
+		r = ca_store_set_crypt(st, crypt);
+	if (r < 0) {
+		ca_store_free(st);
+		st = NULL;
+	}
+	ca_crypt_unref(crypt);
+	*ret = st;
+	return r;
+}
+
+int ca_storeconf_check_index(const struct ca_storeconf *c, const char *location)
+{
+	struct ca_storeconf *own = NULL;
+	int r = 0;
+	if (!c) {
+		r = ca_storeconf_load(CA_STORECONF_QUIET, &own); /* logs */
+		c = own;
+	}
+	const struct ca_store_settings *s = r < 0 ? NULL : ca_storeconf_lookup(c, location);
+	if (s && s->encryption) {
+		char *shown = ca_location_redact(location);
+		ca_log_error("%s: refused: indexes are never encrypted, and the settings file's section [%s] "
+		             "encrypts this location (give the encrypted store a section of its own)",
+		             shown ? shown : "index", s->prefix);
+		free(shown);
+		r = -EPERM;
+	}
+	ca_storeconf_free(own);
+	return r;
 }

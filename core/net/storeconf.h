@@ -18,7 +18,10 @@
  *   [https://host:port/some/prefix/]
  *   key = value
  * A section names a URL prefix: scheme://host[:port][/path...], no
- * userinfo; a prefix naming no path ends at the host ("/" is added).
+ * userinfo; a prefix naming no path ends at the host ("/" is added). A
+ * local store's section is its absolute path ([/srv/store], the same as
+ * [file:///srv/store]); a local path looked up is made absolute first
+ * (its real path where it exists, else its parent's).
  * Prefixes compare byte for byte, except scheme and host ignore case; a
  * URL's userinfo is removed before it is compared (so "https://a@b/"
  * never matches a section for https://a/). The longest matching prefix
@@ -29,7 +32,7 @@
  *    effective user, or writable by group or others;
  *  - a warning (not with CA_STORECONF_QUIET) when it holds a secret
  *    (header, password, client-key-password, aws-secret-access-key,
- *    aws-session-token) and group or others may read it;
+ *    aws-session-token, encryption-key) and group or others may read it;
  *  - a malformed line, an unknown key, a key given twice in a section, a
  *    section given twice in one file, a value out of range or holding a
  *    control character: an error naming FILE:LINE and what is wrong,
@@ -73,6 +76,10 @@ struct ca_store_settings {
 	int store_query;            /* pass a store URL's query on to its chunk URLs */
 	/* for s3+http(s):// stores (net/s3*.c); not used by the HTTP engine */
 	char *aws_access_key_id, *aws_secret_access_key, *aws_session_token, *aws_region;
+	/* chunks encrypted at rest (store/crypt.h): the algorithm (0: none),
+	 * the key as 64 hex digits or an absolute key file's name */
+	int encryption;
+	char *encryption_key, *encryption_key_file;
 };
 
 struct ca_storeconf;
@@ -106,6 +113,30 @@ void ca_storeconf_apply(const struct ca_store_settings *s, struct ca_http_opts *
  * index's query kept when that store's settings in c (loaded) say
  * store-query = yes (malloc'd; NULL on ENOMEM). */
 char *ca_storeconf_default_store(const struct ca_storeconf *c, const char *index);
+
+/* The encryption of the store at location (a URL or a local path) by
+ * its section in c: *ret NULL when it has none, else a context holding
+ * the key from encryption-key, encryption-key-file or, when the section
+ * names neither, $CAFS_ENCRYPTION_KEY. Errors are logged as "store
+ * LOCATION: ..." without the key: a missing or malformed key, a key file
+ * refused (crypt.h). Loading a key makes the process not dumpable
+ * (secret.h). */
+struct ca_crypt;
+int ca_storeconf_crypt(const struct ca_storeconf *c, const char *location, struct ca_crypt **ret);
+/* The same with location's section s looked up already (an endpoint's;
+ * NULL: none). */
+int ca_storeconf_crypt_of(const struct ca_store_settings *s, const char *location, struct ca_crypt **ret);
+
+/* A local store at path, with its section's encryption (above); c NULL:
+ * the files are read here. Logs. */
+struct ca_store;
+int ca_storeconf_open_store(const struct ca_storeconf *c, const char *path, struct ca_store **ret);
+
+/* Indexes are never encrypted: -EPERM (logged) when the section of the
+ * place an index is to be written (a URL or a local path) enables
+ * encryption, rather than publish it where readers expect chunks only;
+ * 0 otherwise. c NULL: the files are read here. */
+int ca_storeconf_check_index(const struct ca_storeconf *c, const char *location);
 
 /* Load the files once, with warnings, and forget them: for a program's
  * start, so a bad file is one line before any work. */

@@ -479,7 +479,16 @@ int ca_maker_new(const struct ca_make_opts *o, struct ca_maker **ret)
 		goto fail;
 	if (o->store_writer)
 		m->store = o->store_writer;
-	else if (o->store_path && (r = ca_store_writer_open_local(o->store_path, &m->store)) < 0)
+	else if (o->store_path && o->store_crypt) {
+		struct ca_store *st;
+		r = ca_store_open(o->store_path, &st);
+		if (r == 0 && (r = ca_store_set_crypt(st, o->store_crypt)) < 0)
+			ca_store_free(st);
+		if (r == 0)
+			r = ca_store_writer_wrap_local(st, o->store_path, &m->store);
+		if (r < 0)
+			goto fail;
+	} else if (o->store_path && (r = ca_store_writer_open_local(o->store_path, &m->store)) < 0)
 		goto fail;
 	if (o->index_path &&
 	    (r = ca_index_writer_open(o->index_path, o->feature_flags, o->chunk_min, o->chunk_avg, o->chunk_max,

@@ -24,6 +24,8 @@
 #include "base/digest.h"
 #include "format/format.h"
 
+struct ca_crypt;
+
 struct ca_store_writer;
 
 struct ca_make_opts {
@@ -45,6 +47,9 @@ struct ca_make_opts {
 	/* where chunks go instead of a local store at store_path (borrowed;
 	 * store_path then only names it in errors): store_writer.h */
 	struct ca_store_writer *store_writer;
+	/* a local store at store_path seals its chunks under this (borrowed;
+	 * crypt.h), or NULL: plain */
+	struct ca_crypt *store_crypt;
 };
 
 struct ca_make_stats {

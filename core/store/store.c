@@ -15,6 +15,7 @@
 #include "base/digest.h"
 #include "base/fdio.h"
 #include "base/log.h"
+#include "store/crypt.h"
 #include "store/store.h"
 #include "base/atomic_file.h"
 
@@ -28,6 +29,8 @@ struct ca_store {
 	int dfd;      /* the store directory; -1 until it exists (atomic) */
 	bool priv;    /* a cache: 0700 dirs, 0400 files, ownership checked */
 	int odd_seen; /* a non-file at a chunk path was logged (atomic) */
+	struct ca_crypt *crypt; /* chunks sealed under this key (crypt.h), or NULL */
+	int other_key_seen;     /* a chunk only under another key was logged (atomic) */
 };
 
 static struct ca_store *store_new(const char *path, bool priv)
@@ -60,6 +63,7 @@ void ca_store_free(struct ca_store *s)
 		return;
 	if (s->dfd >= 0)
 		close(s->dfd);
+	ca_crypt_unref(s->crypt);
 	free(s->path);
 	free(s);
 }
@@ -67,6 +71,19 @@ void ca_store_free(struct ca_store *s)
 const char *ca_store_path(const struct ca_store *s)
 {
 	return s->path;
+}
+
+int ca_store_set_crypt(struct ca_store *s, struct ca_crypt *c)
+{
+	if (s->priv || s->crypt) /* a cache keeps chunks plain (and private) */
+		return -EINVAL;
+	s->crypt = ca_crypt_ref(c);
+	return 0;
+}
+
+const struct ca_crypt *ca_store_crypt(const struct ca_store *s)
+{
+	return s->crypt;
 }
 
 /* ---- private stores (caches) ---- */
@@ -240,25 +257,23 @@ static int prefix_fd(struct ca_store *s, const char *prefix, bool create)
 
 void ca_store_rel_path(const uint8_t id[CA_CHUNK_ID_SIZE], char out[CA_STORE_REL_PATH_LEN + 1])
 {
-	char hex[2 * CA_CHUNK_ID_SIZE + 1];
-	ca_id_to_hex(id, hex);
-	memcpy(out, hex, 4);
-	out[4] = '/';
-	memcpy(out + 5, hex, 64);
-	memcpy(out + 69, ".cacnk", 7);
+	char rel[CA_CRYPT_CHUNK_REL_MAX + 1];
+	ca_crypt_chunk_rel(NULL, id, rel);
+	memcpy(out, rel, CA_STORE_REL_PATH_LEN + 1);
 }
 
-/* A chunk's place: its prefix ("abcd") and file name ("<id>.cacnk", or
- * "<id>" when bare), or the two as one path from the store's directory. */
+/* A chunk's place: its prefix ("abcd") and file name ("<id>.cacnk", with
+ * the store's encryption suffix, or "<id>" when bare), or the two as one
+ * path from the store's directory. */
 struct chunk_name {
-	char rel[CA_STORE_REL_PATH_LEN + 1]; /* "abcd/<id>.cacnk" */
+	char rel[CA_CRYPT_CHUNK_REL_MAX + 1]; /* "abcd/<id>.cacnk[.<alg>-<key id>]" */
 	char prefix[5];
 	const char *name; /* in the prefix directory: rel + 5; from the store's directory: rel */
 };
 
-static void chunk_name(const uint8_t id[CA_CHUNK_ID_SIZE], bool bare, struct chunk_name *n)
+static void chunk_name(const struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], bool bare, struct chunk_name *n)
 {
-	ca_store_rel_path(id, n->rel);
+	ca_crypt_chunk_rel(s->crypt, id, n->rel);
 	if (bare)
 		n->rel[69] = 0;
 	memcpy(n->prefix, n->rel, 4);
@@ -293,13 +308,13 @@ static int usable_at(struct ca_store *s, int pfd, const struct chunk_name *n, bo
 int ca_store_has(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE])
 {
 	struct chunk_name n;
-	chunk_name(id, false, &n);
+	chunk_name(s, id, false, &n);
 	int pfd = prefix_fd(s, n.prefix, false);
 	if (pfd < 0)
 		return pfd == -ENOENT ? 0 : pfd;
 	int r = usable_at(s, pfd, &n, false);
-	if (r == 0) {
-		chunk_name(id, true, &n);
+	if (r == 0 && !s->crypt) { /* an encrypted store has no bare chunks */
+		chunk_name(s, id, true, &n);
 		r = usable_at(s, pfd, &n, true);
 	}
 	close(pfd);
@@ -361,22 +376,82 @@ static int read_at(struct ca_store *s, int pfd, const struct chunk_name *n, stru
 	return r;
 }
 
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && !memcmp(s + n - k, suffix, k);
+}
+
+/* Is the chunk there in another form than this store's (plain, or under
+ * another key)? Asked only on a miss in an encrypted store, to tell a
+ * wrong key from a missing chunk: the prefix directory is read. */
+static bool other_form(int pfd, const struct chunk_name *n)
+{
+	int fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *de;
+	bool found = false;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	while (!found && (de = readdir(d)))
+		found = !strncmp(de->d_name, n->name, 64 + 6) && strcmp(de->d_name, n->name) &&
+		        (de->d_name[70] == 0 || de->d_name[70] == '.') && !has_suffix(de->d_name, ".tmp");
+	closedir(d);
+	return found;
+}
+
+/* A miss in an encrypted store: if the chunk is there under another key,
+ * say once that this key is likely the wrong one (naming its id, which is
+ * no secret). */
+static void miss_in_crypt(struct ca_store *s, int pfd, const struct chunk_name *n)
+{
+	if (__atomic_load_n(&s->other_key_seen, __ATOMIC_RELAXED) || !other_form(pfd, n))
+		return;
+	if (__atomic_exchange_n(&s->other_key_seen, 1, __ATOMIC_RELAXED))
+		return;
+	ca_log_warning("store %s: chunk %.64s is there only plain or under another key, not under key id %s "
+	               "(%s): wrong key?",
+	               s->path, n->name, ca_crypt_key_id(s->crypt), ca_crypt_alg_name(ca_crypt_get_alg(s->crypt)));
+}
+
+/* A sealed chunk file's bytes in out opened in place: the plain
+ * (compressed) chunk, or -EBADMSG when it does not authenticate. */
+static int open_sealed(struct ca_store *s, struct ca_buf *out)
+{
+	struct ca_buf plain = CA_BUF_INIT;
+	int r = ca_crypt_open(s->crypt, out->data, out->size, &plain);
+	if (r == 0) {
+		ca_buf_release(out);
+		*out = plain;
+	} else {
+		ca_buf_release(&plain);
+	}
+	return r;
+}
+
 int ca_store_get_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_buf *out,
                      bool *ret_compressed)
 {
 	struct chunk_name n;
 	bool compressed = true;
-	chunk_name(id, false, &n);
+	chunk_name(s, id, false, &n);
 	int pfd = prefix_fd(s, n.prefix, false);
 	if (pfd < 0)
 		return pfd;
 	int r = read_at(s, pfd, &n, out);
-	if (r == -ENOENT) {
-		chunk_name(id, true, &n);
+	if (r == -ENOENT && s->crypt)
+		miss_in_crypt(s, pfd, &n);
+	else if (r == -ENOENT) {
+		chunk_name(s, id, true, &n);
 		r = read_at(s, pfd, &n, out);
 		compressed = false;
 	}
 	close(pfd);
+	if (r == 0 && s->crypt)
+		r = open_sealed(s, out);
 	if (r < 0)
 		return r;
 	if (ret_compressed)
@@ -487,7 +562,22 @@ static int put_flat(struct ca_store *s, struct chunk_name *cn, const void *p, si
 	return r;
 }
 
+static int put_plain(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], const void *p, size_t n);
+
 int ca_store_put_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], const void *p, size_t n)
+{
+	struct ca_buf sealed = CA_BUF_INIT;
+	if (!s->crypt)
+		return put_plain(s, id, p, n);
+	int r = ca_crypt_seal(s->crypt, p, n, &sealed);
+	if (r == 0)
+		r = put_plain(s, id, sealed.data, sealed.size);
+	ca_buf_release(&sealed);
+	return r;
+}
+
+/* Write the chunk file's bytes (sealed already in an encrypted store). */
+static int put_plain(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], const void *p, size_t n)
 {
 	struct chunk_name cn;
 	/* a cache's files are for their owner only; a store made for
@@ -495,7 +585,7 @@ int ca_store_put_raw(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], con
 	mode_t mode = s->priv ? 0400 : 0444;
 	/* no existence check first: callers that care (make) check before
 	 * compressing, and the no-replace link or rename settles races anyway */
-	chunk_name(id, false, &cn);
+	chunk_name(s, id, false, &cn);
 	/* a cache (priv) has each prefix directory's owner and mode checked:
 	 * the general path */
 	if (!s->priv) {
@@ -519,12 +609,12 @@ static int each_name(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], int
 {
 	struct chunk_name n;
 	int found = 0, r = 0;
-	chunk_name(id, false, &n);
+	chunk_name(s, id, false, &n);
 	int pfd = prefix_fd(s, n.prefix, false);
 	if (pfd < 0)
 		return pfd;
-	for (int bare = 0; bare < 2 && r >= 0; bare++) {
-		chunk_name(id, bare, &n);
+	for (int bare = 0; bare < (s->crypt ? 1 : 2) && r >= 0; bare++) {
+		chunk_name(s, id, bare, &n);
 		r = fn(pfd, n.name);
 		if (r == 0)
 			found = 1;
@@ -553,7 +643,7 @@ int ca_store_remove(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE])
 int ca_store_touch(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE])
 {
 	struct chunk_name n;
-	chunk_name(id, false, &n);
+	chunk_name(s, id, false, &n);
 	int pfd = prefix_fd(s, n.prefix, false);
 	if (pfd < 0)
 		return pfd;
@@ -585,9 +675,9 @@ static bool is_hex(const char *s, size_t n)
 static int file_prefix(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], enum ca_store_kind kind,
                        struct chunk_name *n)
 {
-	if (kind != CA_STORE_CHUNK && kind != CA_STORE_BARE)
+	if (kind != CA_STORE_CHUNK && (kind != CA_STORE_BARE || s->crypt))
 		return -EINVAL;
-	chunk_name(id, kind == CA_STORE_BARE, n);
+	chunk_name(s, id, kind == CA_STORE_BARE, n);
 	return prefix_fd(s, n->prefix, false);
 }
 
@@ -600,6 +690,8 @@ int ca_store_get_file(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], en
 		return pfd;
 	int r = read_at(s, pfd, &n, out);
 	close(pfd);
+	if (r == 0 && s->crypt)
+		r = open_sealed(s, out);
 	return r;
 }
 
@@ -614,14 +706,8 @@ int ca_store_remove_file(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE],
 	return r;
 }
 
-static bool has_suffix(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), k = strlen(suffix);
-	return n >= k && !memcmp(s + n - k, suffix, k);
-}
-
 /* Walk one prefix directory; takes dfd. */
-static int walk_prefix(int dfd, const char *prefix, ca_store_walk_fn fn, void *userdata)
+static int walk_prefix(const struct ca_store *s, int dfd, const char *prefix, ca_store_walk_fn fn, void *userdata)
 {
 	DIR *d = fdopendir(dfd);
 	int r = 0;
@@ -631,14 +717,17 @@ static int walk_prefix(int dfd, const char *prefix, ca_store_walk_fn fn, void *u
 		return r;
 	}
 	struct dirent *de;
+	const char *suffix = ca_crypt_chunk_suffix(s->crypt);
 	while (r == 0 && (errno = 0, de = readdir(d))) {
 		struct ca_store_entry e = { .dirfd = dirfd(d), .name = de->d_name };
 		size_t len = strlen(de->d_name);
 		char hex[65];
 
-		if (len == 70 && !strcmp(de->d_name + 64, ".cacnk"))
+		/* only this store's form: another key's chunks (or plain ones
+		 * in an encrypted store) are not its chunks, not even for gc */
+		if (len == 64 + strlen(suffix) && !strcmp(de->d_name + 64, suffix))
 			e.kind = CA_STORE_CHUNK;
-		else if (len == 64)
+		else if (len == 64 && !s->crypt)
 			e.kind = CA_STORE_BARE;
 		else if (len > 64 && has_suffix(de->d_name, ".tmp"))
 			e.kind = CA_STORE_TMP;
@@ -697,7 +786,7 @@ int ca_store_walk(struct ca_store *s, ca_store_walk_fn fn, void *userdata)
 			r = pfd;
 			break;
 		}
-		r = walk_prefix(pfd, de->d_name, fn, userdata);
+		r = walk_prefix(s, pfd, de->d_name, fn, userdata);
 	}
 	if (r == 0 && errno != 0)
 		r = -errno;

@@ -14,6 +14,16 @@
  * symlink at a chunk path is a miss (logged once per store), and writing
  * that chunk replaces it. So does writing over an empty or torn .cacnk.
  *
+ * An encrypted store (ca_store_set_crypt, crypt.h) names its chunk files
+ * "<id>.cacnk.<algorithm>-<key id>" and holds them sealed: get/put below
+ * still move the plain compressed bytes, sealing and opening on the way;
+ * a file that does not authenticate is -EBADMSG (corrupt). It has no bare
+ * chunks, and its walk, gc and verify see only the chunks under its key:
+ * plain ones and other keys' are not its chunks. A miss where the chunk is
+ * there under another key (or plain) is logged once per store, naming the
+ * key id (a warning: another store of the chain may still have it), since
+ * it means a wrong key far more often than a missing chunk.
+ *
  * Two kinds of store:
  *  - a published store (ca_store_open, what make writes and casync reads):
  *    directories 0777 and chunk files 0444, minus the umask, as casync's;
@@ -47,6 +57,14 @@ void ca_store_free(struct ca_store *s); /* accepts NULL */
  * missing directory is an empty store that cannot be written. Logs its
  * errors ("cache <path>: <why>"). */
 int ca_store_open_private(const char *path, bool create, struct ca_store **ret);
+
+/* Seal this store's chunks under c (a reference is taken): before any
+ * other use. -EINVAL for a private store (a cache keeps chunks plain) or
+ * a second call. */
+struct ca_crypt;
+int ca_store_set_crypt(struct ca_store *s, struct ca_crypt *c);
+/* The store's encryption, or NULL. */
+const struct ca_crypt *ca_store_crypt(const struct ca_store *s);
 
 /* Make what was written to the store durable: syncfs(2) on its file
  * system. 0 (also when the store does not exist) or negative errno. */
@@ -110,7 +128,7 @@ int ca_store_get_file(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], en
                       struct ca_buf *out);
 int ca_store_remove_file(struct ca_store *s, const uint8_t id[CA_CHUNK_ID_SIZE], enum ca_store_kind kind);
 
-/* "<dir>/<prefix>/<id>.cacnk" into out (at least CA_STORE_CHUNK_PATH_MAX bytes past the dir). */
+/* "<prefix>/<id>.cacnk" (a plain store's name; crypt.h's ca_crypt_chunk_rel for any store) into out. */
 #define CA_STORE_REL_PATH_LEN (4 + 1 + 64 + 6)
 void ca_store_rel_path(const uint8_t id[CA_CHUNK_ID_SIZE], char out[CA_STORE_REL_PATH_LEN + 1]);
 

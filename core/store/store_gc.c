@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "format/idset.h"
+#include "store/crypt.h"
 #include "store/store.h"
 #include "store/store_gc.h"
 
@@ -23,7 +24,7 @@ static int gc_one(const struct ca_store_entry *e, void *userdata)
 {
 	struct gc *g = userdata;
 	const struct ca_store_gc_opts *o = g->opts;
-	char rel[CA_STORE_REL_PATH_LEN + 1];
+	char rel[CA_CRYPT_CHUNK_REL_MAX + 1];
 	int r = 0;
 	if (o->cancel && *o->cancel)
 		return -ECANCELED;
@@ -33,7 +34,8 @@ static int gc_one(const struct ca_store_entry *e, void *userdata)
 		g->stats.kept++;
 		return 0;
 	}
-	ca_store_rel_path(e->id, rel);
+	/* the file's own name: an encrypted store's has its key's suffix */
+	snprintf(rel, sizeof(rel), "%.4s/%s", e->name, e->name);
 	if (!o->dry_run && unlinkat(e->dirfd, e->name, 0) < 0 && errno != ENOENT)
 		r = -errno;
 	if (o->on_chunk)

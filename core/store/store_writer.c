@@ -97,6 +97,11 @@ static const struct ca_store_writer_ops local_ops = {
 	.free = local_free,
 };
 
+int ca_store_writer_wrap_local(struct ca_store *s, const char *location, struct ca_store_writer **ret)
+{
+	return ca_store_writer_new(&local_ops, s, location, ret);
+}
+
 int ca_store_writer_open_local(const char *path, struct ca_store_writer **ret)
 {
 	struct ca_store *s;

@@ -38,6 +38,10 @@ int ca_store_writer_new(const struct ca_store_writer_ops *ops, void *be, const c
                         struct ca_store_writer **ret);
 /* A local store at path (opened as ca_store_open does: made by the first write). */
 int ca_store_writer_open_local(const char *path, struct ca_store_writer **ret);
+/* A local store opened already (an encrypted one too, store.h), owned
+ * by the writer from now on (freed also when this fails). */
+struct ca_store;
+int ca_store_writer_wrap_local(struct ca_store *s, const char *location, struct ca_store_writer **ret);
 void ca_store_writer_free(struct ca_store_writer *w); /* accepts NULL */
 
 const char *ca_store_writer_location(const struct ca_store_writer *w);
@@ -48,8 +52,9 @@ int ca_store_writer_finish(struct ca_store_writer *w, uint64_t *ret_skipped, uin
 
 /* Any store a make may write: a local path (or file://), an s3+http(s)
  * URL (s3.h; its credentials from the environment) or an oci+http(s)
- * registry repository (oci.h). Other URLs are -EPROTONOSUPPORT. Defined
- * in the network library (s3_store.c). */
+ * registry repository (oci.h), encrypted when its section of the settings
+ * file says so (storeconf.h). Other URLs are -EPROTONOSUPPORT. Defined in
+ * the network library (s3_store.c). */
 struct ca_http_opts;
 int ca_store_writer_open(const char *location, const struct ca_http_opts *http, struct ca_store_writer **ret);
 

@@ -6,7 +6,8 @@
  * control characters, header injection, huge numbers, junk) refused with
  * file:line and never echoing a value, and the file checks (owner, mode);
  * an endpoint (core/net/endpoint.c) resolving a URL once against it, and
- * the files beside an index taking the index's section and bucket.
+ * the files beside an index taking the index's section and bucket; the
+ * encryption keys and local-path sections (encrypted stores, crypt.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include "base/log.h"
 #include "net/endpoint.h"
 #include "net/storeconf.h"
+#include "store/crypt.h"
 #include "tap.h"
 
 /* every message of the test's logger, one per line */
@@ -384,6 +386,58 @@ static void test_endpoint(void)
 	ca_storeconf_free(c);
 }
 
+static void test_encryption(void)
+{
+	static const char text[] = "[/srv/enc]\nencryption = aes-256-gcm\n"
+	                           "encryption-key = 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n"
+	                           "[file:///srv/env/]\nencryption = xchacha20-poly1305\n"
+	                           "[https://h/store]\nencryption = xchacha20-poly1305\nencryption-key-file = /nonexistent/k\n";
+	struct ca_storeconf *c = NULL;
+	struct ca_crypt *cr = NULL;
+	check_int(parse(text, sizeof(text) - 1, &c), ==, 0);
+	const struct ca_store_settings *s = ca_storeconf_lookup(c, "/srv/enc");
+	check(s && s->encryption == CA_CRYPT_AES_256_GCM && s->encryption_key);
+	check(ca_storeconf_lookup(c, "file:///srv/enc/") == s);      /* the same store */
+	check(ca_storeconf_lookup(c, "/srv/enc/x/y.caidx") == s);    /* under it */
+	check(ca_storeconf_lookup(c, "/srv/env") != NULL);           /* a section ending in '/' */
+	check(ca_storeconf_lookup(c, "/srv/other") == NULL);
+	check_int(ca_storeconf_crypt(c, "/srv/enc", &cr), ==, 0);
+	check(cr && ca_crypt_get_alg(cr) == CA_CRYPT_AES_256_GCM);
+	ca_crypt_unref(cr);
+	check_int(ca_storeconf_crypt(c, "/srv/other", &cr), ==, 0);
+	check(cr == NULL);
+	/* no key in the section: the environment's, else an error */
+	unsetenv("CAFS_ENCRYPTION_KEY");
+	log_reset();
+	check_int(ca_storeconf_crypt(c, "/srv/env", &cr), ==, -ENOKEY);
+	check(strstr(logged, "but no key") != NULL);
+	setenv("CAFS_ENCRYPTION_KEY", "SECRETnothex", 1);
+	log_reset();
+	check_int(ca_storeconf_crypt(c, "/srv/env", &cr), ==, -EINVAL);
+	check(strstr(logged, "CAFS_ENCRYPTION_KEY: expected 64 hex digits") && !strstr(logged, "SECRET"));
+	setenv("CAFS_ENCRYPTION_KEY", "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", 1);
+	check_int(ca_storeconf_crypt(c, "/srv/env", &cr), ==, 0);
+	check(cr && ca_crypt_get_alg(cr) == CA_CRYPT_XCHACHA20_POLY1305);
+	ca_crypt_unref(cr);
+	unsetenv("CAFS_ENCRYPTION_KEY");
+	log_reset();
+	check_int(ca_storeconf_crypt(c, "https://h/store", &cr), ==, -ENOENT);
+	check(strstr(logged, "encryption-key-file /nonexistent/k") != NULL);
+	/* indexes never go where a section encrypts */
+	log_reset();
+	check_int(ca_storeconf_check_index(c, "/srv/enc/img.caidx"), ==, -EPERM);
+	check(strstr(logged, "indexes are never encrypted") != NULL);
+	check_int(ca_storeconf_check_index(c, "/srv/img.caidx"), ==, 0);
+	ca_storeconf_free(c);
+	REFUSED("[https://h/]\nencryption = rot13\n", "t.conf:2: encryption: expected xchacha20-poly1305 or aes-256-gcm");
+	REFUSED("[https://h/]\nencryption-key = SECRET\n", "t.conf:2: encryption-key: expected 64 hex digits");
+	REFUSED("[https://h/]\nencryption-key-file = SECRET/k\n", "t.conf:2: encryption-key-file: expected an absolute");
+	REFUSED("[https://h/]\nencryption-key-file = /k\n"
+	        "encryption-key = 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n",
+	        "t.conf:3: encryption-key: give encryption-key or encryption-key-file, not both");
+	REFUSED("[file://h/x]\n", "t.conf:1: a local store's section is its absolute path");
+}
+
 int main(void)
 {
 	struct ca_logger lg = { .fn = on_log, .level = CA_LOG_DEBUG };
@@ -394,6 +448,7 @@ int main(void)
 	test_hostile();
 	test_files();
 	test_endpoint();
+	test_encryption();
 	ca_log_use(NULL);
 	return tap_done();
 }
