@@ -29,6 +29,10 @@
 /* how far a read may land from the previous one and still count as sequential:
  * the kernel's async readahead sends several reads at once, out of order */
 #define SEQ_SLACK (UINT64_C(4) << 20)
+/* a file up to this size is fetched whole at its first read: a loader's
+ * page faults (ld.so, a shell's libraries) come in no order, and one
+ * round trip per fault was most of a cold container start */
+#define WHOLE_FILE_MAX (UINT64_C(4) << 20)
 
 static bool req_interrupted(void *arg)
 {
@@ -780,6 +784,11 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	}
 	if (size > fsize - (uint64_t)off)
 		size = (size_t)(fsize - (uint64_t)off);
+	if (fs->tree && fsize <= WHOLE_FILE_MAX && fs->readahead_bytes && fs->img.readahead &&
+	    !atomic_exchange(&n->read_once, true)) {
+		fs->img.readahead(fs->img.userdata, n->data_off, fsize);
+		atomic_store(&n->readahead_end, fsize);
+	}
 	maybe_readahead(fs, n, (uint64_t)off, (uint64_t)off + size);
 	struct ca_blob *blob = ca_image_blob(fs->im);
 	char *buf = NULL;
