@@ -43,7 +43,8 @@
 # Env: CAFS (default ./cafs), BENCH_ROOTFS, BENCH_CACHE, BENCH_MIRROR,
 # BENCH_DIR (parent of the work dir, default /var/tmp; removed at exit),
 # BENCH_CAP (a casync step's cap, default 240 s), BENCH_WARM_RUNS (3), BENCH_CTR_RUNS (3),
-# BENCH_RTT_MS (20; 0 skips those rows). Needs root (drop_caches, FUSE,
+# BENCH_RTT_MS (20; 0 skips those rows), BENCH_CASYNC (1; 0 leaves casync's rows out: an A/B
+# run of two cafs binaries). Needs root (drop_caches, FUSE,
 # overlayfs, crun), casync, nginx, fusermount3, crun, python3, and
 # debootstrap unless the image is there. Not part of make check.
 set -u
@@ -54,6 +55,8 @@ CAP=${BENCH_CAP:-240}
 WARM=${BENCH_WARM_RUNS:-3}
 CTR_RUNS=${BENCH_CTR_RUNS:-3}
 RTT=${BENCH_RTT_MS:-20}
+TOOLS="casync cafs"
+[ "${BENCH_CASYNC:-1}" = 0 ] && TOOLS=cafs
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/.." && pwd)
 
@@ -224,7 +227,7 @@ ctr_best() {
 export CRUN_ROOT _crun_hybrid
 
 # ---- casync and cafs ----
-for tool in casync cafs; do
+for tool in $TOOLS; do
 	m=$T/mnt.$tool
 	mnt_start $tool "$U" "$m"
 	R[$tool.ls]=$mnt_ls_s
@@ -306,7 +309,7 @@ if [ "$RTT" -gt 0 ]; then
 	at_cleanup "kill $lag_pid; wait $lag_pid"
 	for ((i = 0; i < 100; i++)); do grep -qs ready "$T/lag.out" && break; sleep 0.05; done
 	L=http://127.0.0.1:$lport
-	for tool in casync cafs; do
+	for tool in $TOOLS; do
 		ctr_best $tool.lag $tool "$L" "$T/mnt.lag"
 	done
 	has_opt --record-profile && ctr_best prof.lag cafs "$L" "$T/mnt.lag" --profile="$T/minbase.caprofile"
