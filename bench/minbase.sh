@@ -352,6 +352,7 @@ else
 fi
 
 # ---- the table ----
+set +u # rows left out (BENCH_CASYNC=0, no RTT) print empty
 echo
 w=36
 row() { printf "%-28s | %-${w}s | %-${w}s | %s\n" "$@"; }
