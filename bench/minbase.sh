@@ -16,10 +16,14 @@
 # keeps chunks in a fresh /var/tmp/*.carem of its own per mount). "warm" is
 # the same command again on the same mount, best of BENCH_WARM_RUNS (3).
 # A container start is the best of BENCH_CTR_RUNS (3), each on a fresh mount.
+# Every timed step's user and system time (the command's) is kept; the
+# metadata and tar rows print them.
 # Rows (issue 11):
 #   mount + first ls      from the mount command until `ls MNT` lists the root
 #   cold find | wc -l     right after: seconds, % of the store's bytes fetched, GETs
 #   warm find             same mount, vs the plain dir (warm)
+#   warm ls -lR, stat     `ls -lR` and `find | xargs stat` of every entry, the same way
+#                         (cafs only; the FUSE requests they left are printed at the end)
 #   cold tar              `tar -cf - -C MNT . | cat >/dev/null` on a fresh mount: MB/s
 #                         of tree bytes, and its time / the warm tar's
 #   warm tar              vs the plain dir's
@@ -34,7 +38,9 @@
 #   offline by URL        `cafs cache fill --cache C URL`, nginx stopped,
 #                         `cafs mount --offline --cache C URL MNT`, then a tar of it
 # When this cafs has them (`cafs help mount`), also:
-#   cold tar with --fill  (goal: within 2.5x of the warm tar)
+#   cold tar with --fill  (goal: within 2.5x of the warm tar, or >= 70% of the
+#                         throughput of `cafs extract` of the image from the same
+#                         nginx, the row after it)
 #   container with --profile  a profile recorded (--record-profile) at one
 #                         container start, replayed (--profile) on a fresh mount
 #
