@@ -8,12 +8,15 @@
 #                      minutes); names the slowest tests and ends with
 #                      "N passed, N failed, N skipped"
 #   ./setup.sh check --full   the same, then the stress variants (CAFS_TEST_FULL=1),
-#                      the sanitizer build, each fuzzer for a minute (make fuzz)
-#                      and make distcheck (what CI runs)
+#                      the sanitizer build, each fuzzer for a minute (make fuzz),
+#                      make distcheck and the Debian packages built, lintian'd,
+#                      unpacked and run on the demo (what CI runs)
 #   ./setup.sh check TEST...  build, run only these tests (tests/shell/NAME.sh,
 #                      tests/unit/test-NAME, tests/fuzz/replay-NAME, or just
 #                      NAME.sh, test-NAME); their TAP lines, then the same summary
 #   ./setup.sh build   install deps and build only
+#   ./setup.sh deb     build the Debian packages (debian/) into build/deb/
+#                      (cafs, libcafs2, libcafs-dev) and run lintian on them
 #   ./setup.sh packages  print the Debian packages the build and tests need
 #
 # Installing is idempotent: apt-get only runs when a package is missing.
@@ -34,6 +37,9 @@ packages=(
 	casync nginx-light curl rsync valgrind strace time openssl
 	minisign clang libclang-rt-14-dev
 	busybox-static crun
+	docker-registry skopeo apache2-utils
+	python3-prometheus-client prometheus-node-exporter
+	debhelper dpkg-dev lintian systemd
 )
 
 install_deps() {
@@ -169,14 +175,97 @@ check() {
 		echo ":test-result: FAIL distcheck" >distcheck.trs
 		tail -n 80 distcheck.log
 	fi
+	# the Debian packages build, pass lintian, and the unpacked binary
+	# mounts and reads the demo image: counted as one test (docs/systemd.md)
+	if (deb_test) >deb.log 2>&1; then
+		echo ":test-result: PASS deb" >deb.trs
+	else
+		rc=1
+		echo ":test-result: FAIL deb" >deb.trs
+		tail -n 80 deb.log
+	fi
 	cd "$top"
 	summarize || rc=1
 	return $rc
 }
 
+# deb: dpkg-buildpackage -b on a copy of the tree's own files (tracked and
+# untracked, not ignored: uncommitted edits count; no build output) in
+# $build/deb/src, so the .debs land in $build/deb and the tree stays clean;
+# then lintian, which must find no error (warnings are printed). Prints the
+# .deb files.
+deb() {
+	local out=$build/deb src f
+	src=$out/src
+	rm -rf "$out"
+	mkdir -p "$src"
+	if [ "$(git -C "$top" rev-parse --show-toplevel 2>/dev/null)" = "$top" ]; then
+		(cd "$top" && git ls-files -z --cached --others --exclude-standard |
+			while IFS= read -r -d '' f; do
+				# not the build (when it is in the tree and not ignored); a
+				# tracked file deleted in the tree is not copied
+				case $top/$f in "$build"/*) continue ;; esac
+				if [ -e "$f" ] || [ -L "$f" ]; then cp -a --parents "$f" "$src/"; fi
+			done)
+	else
+		# a release tarball: everything but the build
+		tar -C "$top" --exclude=./build --exclude="./${build#"$top"/}" -cf - . | tar -C "$src" -xf -
+	fi
+	(cd "$src" && dpkg-buildpackage -b -uc -us -j"$(nproc)") >"$out/build.log" 2>&1 ||
+		{ tail -n 60 "$out/build.log"; echo "setup.sh: deb: dpkg-buildpackage failed ($out/build.log)" >&2; return 1; }
+	# --fail-on error: warnings are listed, not fatal (docs/systemd.md says which and why)
+	lintian --fail-on error --info --display-level '>=warning' "$out"/*.changes >"$out/lintian.log" 2>&1 ||
+		{ cat "$out/lintian.log"; echo "setup.sh: deb: lintian reported errors ($out/lintian.log)" >&2; return 1; }
+	# (lintian's notice about running as root is not about the packages)
+	grep -v '^running with root privileges is not recommended!$' "$out/lintian.log" | sed 's/^/lintian: /' || true
+	ls "$out"/*.deb
+}
+
+# deb_test: the package as a machine gets it (check --full): deb (build,
+# lintian), every .deb unpacked into a scratch root ($build/deb/root, dpkg -x:
+# the machine's own dpkg database is not touched), the unpacked cafs
+# --version, docs/example.c built against the unpacked libcafs-dev, and the
+# demo (tests/demo.sh: make, nginx on 127.0.0.1, mount, read every file,
+# unmount) run with the unpacked binary
+deb_test() {
+	local root=$build/deb/root d want
+	deb || return 1
+	rm -rf "$root"
+	mkdir -p "$root"
+	for d in "$build"/deb/*.deb; do dpkg -x "$d" "$root" || return 1; done
+	want="cafs $(sed -n '1s/^cafs (\([^)]*\)).*/\1/p' "$top/debian/changelog")"
+	echo "setup.sh: deb: $root/usr/bin/cafs --version: $("$root/usr/bin/cafs" --version)"
+	[ "$("$root/usr/bin/cafs" --version)" = "$want" ] ||
+		{ echo "setup.sh: deb: the unpacked cafs is not $want" >&2; return 1; }
+	[ "$(readlink -f "$root/sbin/mount.cafs")" = /usr/bin/cafs ] ||
+		{ echo "setup.sh: deb: /sbin/mount.cafs does not lead to /usr/bin/cafs" >&2; return 1; }
+	# libcafs-dev and libcafs2: docs/example.c builds and links against the
+	# unpacked headers, cafs.pc and libcafs.so (-> libcafs.so.2)
+	local pcdir flags
+	pcdir=$(dirname "$(find "$root" -name cafs.pc | head -n 1)")
+	flags=$(PKG_CONFIG_SYSROOT_DIR=$root PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs cafs) || return 1
+	# shellcheck disable=SC2086 # pkg-config's words
+	cc -o "$build/deb/example" "$top/docs/example.c" $flags || return 1
+	objdump -p "$build/deb/example" | grep -q 'NEEDED *libcafs\.so\.2$' ||
+		{ echo "setup.sh: deb: docs/example.c did not link libcafs.so.2" >&2; return 1; }
+	# ... and reads a file through the unpacked libcafs.so.2
+	rm -rf "$build/deb/img"
+	mkdir -p "$build/deb/img/src/d"
+	echo "read through libcafs2" >"$build/deb/img/src/d/f"
+	"$root/usr/bin/cafs" make -q --store="$build/deb/img/default.castr" "$build/deb/img/x.caidx" \
+		"$build/deb/img/src" >/dev/null || return 1
+	LD_LIBRARY_PATH=$(dirname "$(find "$root" -name 'libcafs.so.2' | head -n 1)") \
+		"$build/deb/example" "$build/deb/img/x.caidx" d d/f | grep -qx "read through libcafs2" ||
+		{ echo "setup.sh: deb: docs/example.c could not read through the unpacked libcafs.so.2" >&2; return 1; }
+	echo "setup.sh: deb: docs/example.c built against libcafs-dev ($flags), read a file through libcafs2"
+	make -C "$build" tests/gen-data >/dev/null || return 1
+	GEN=$build/tests/gen-data top_builddir=$build "$top/tests/demo.sh" "$root/usr/bin/cafs"
+}
+
 case "${1:-}" in
 packages) echo "${packages[@]}" ;;
 build) install_deps; build ;;
+deb) install_deps; deb ;;
 check)
 	shift
 	case "${1:-}" in
@@ -187,5 +276,5 @@ check)
 		install_deps; build; check_some "$@" ;;
 	esac ;;
 demo) install_deps; build; make -C "$build" tests/gen-data >/dev/null; exec "$top/tests/demo.sh" "$build/cafs" ;;
-*) sed -n '2,18p' "$0"; exit 2 ;;
+*) sed -n '2,21p' "$0"; exit 2 ;;
 esac

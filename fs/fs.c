@@ -891,6 +891,12 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		char text[4096];
 		len = fs_stats_text(fs, text, sizeof(text));
 		reply_xattr(req, text, len, size);
+	} else if (ino == FUSE_ROOT_ID && !strncmp(name, FS_METRICS_XATTR, strlen(FS_METRICS_XATTR))) {
+		ssize_t k = (buf = malloc(FS_METRICS_MAX)) ? fs_metrics(fs, name, buf) : -ENOMEM;
+		if (k > 0)
+			reply_xattr(req, buf, (size_t)k, size);
+		else
+			reply_err(req, k == 0 ? ENODATA : (int)-k);
 	} else if (!fs->tree) {
 		reply_err(req, ENODATA);
 	} else if (size > 0 && !(buf = malloc(size))) {

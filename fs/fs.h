@@ -28,6 +28,7 @@
 
 #include <fuse_lowlevel.h>
 #include <stdbool.h>
+#include <sys/types.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -56,6 +57,9 @@ struct fs_options {
 	struct ca_profile_rec *record;
 	/* --profile / --fill: its progress is shown in the stats. May be NULL. */
 	struct ca_prefetch *prefetch;
+	/* The mount point (absolute), the "mountpoint" label of every metric,
+	 * so that mounts of one machine are told apart. May be NULL. */
+	const char *mountpoint;
 };
 
 /* The fs over an opened image (borrowed: it must outlive the fs): a blob
@@ -133,5 +137,17 @@ extern const struct fuse_lowlevel_ops fs_ops;
 /* The stats text (what FS_STATS_XATTR returns), NUL-terminated into buf;
  * returns its length (truncated to len - 1). */
 size_t fs_stats_text(struct fs *fs, char *buf, size_t len);
+
+/* The virtual xattrs on the mount root that hold the metrics (fs/metrics.c,
+ * docs/metrics.md): OpenMetrics text, Prometheus text 0.0.4, JSON. At most
+ * FS_METRICS_MAX bytes each (the kernel's bound on an xattr value). */
+#define FS_METRICS_XATTR "user.cafs.metrics"
+#define FS_METRICS_PROM_XATTR "user.cafs.metrics.prom"
+#define FS_METRICS_JSON_XATTR "user.cafs.metrics.json"
+#define FS_METRICS_MAX 65536
+/* The metrics of the xattr name (one of the three above) into buf
+ * (FS_METRICS_MAX bytes): their length, 0 if name is none of them, or
+ * -EFBIG when they do not fit. */
+ssize_t fs_metrics(struct fs *fs, const char *name, char *buf);
 
 #endif

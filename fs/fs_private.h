@@ -82,6 +82,9 @@ struct fs {
 #define FS_RECORDS_MAX ((size_t)16 << 20)
 #define FS_LISTINGS_MAX ((size_t)8 << 20)
 #define FS_META_WAIT_MS 30000u
+/* The whole mount's budget beside the chunk LRU (cafs(1), Memory
+ * budget: lru_size plus this), for the metrics' memory gauges. */
+#define FS_MEMORY_BUDGET_FIXED ((uint64_t)192 << 20)
 
 /* tree.c: the archive tree. All return 0 or a negative errno (-EBADMSG
  * for a corrupt archive, chunk errors as ca_blob_read gives them). */
@@ -89,6 +92,9 @@ struct fs {
 /* The root node, pinned into the table, and the caches. */
 int fs_tree_init(struct fs *fs);
 void fs_tree_free(struct fs *fs); /* the caches */
+/* The caches' memory for the metrics: records bytes and bound, listings
+ * bytes and bound (zeros for a blob mount). */
+void fs_tree_memory(struct fs *fs, uint64_t ret[4]);
 /* The node for any inode number of the archive, with a reference (give it
  * back with fs_node_put): from the table, or rebuilt from the number
  * alone (the sidecar's entry, or a walk down from the root through the

@@ -7,6 +7,7 @@
 #include <linux/fuse.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,12 +350,44 @@ static void unmount(struct keeper *k)
 			;
 }
 
+/* Under a systemd unit that asks for it (CAFS_NOTIFY_MAINPID=1 and
+ * $NOTIFY_SOCKET, NotifyAccess=all: cafs-mount@.service): this process is
+ * the unit's main process now, told before the parent (cafs mount, or
+ * --takeover run as the unit's ExecReload) returns. A keeper that took
+ * over is the reload command's child, not systemd's: without this the old
+ * keeper's exit would end the unit and take the mount with it
+ * (docs/systemd.md). Opt-in: a mount made by some other service that
+ * passes $NOTIFY_SOCKET on must not take over that service's main pid.
+ * A failure changes nothing else: logged at debug. */
+static void notify_main_pid(void)
+{
+	const char *path = getenv("NOTIFY_SOCKET"), *want = getenv("CAFS_NOTIFY_MAINPID");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char msg[32];
+	size_t len;
+	int fd, n;
+	if (!want || strcmp(want, "1") || !path || (path[0] != '/' && path[0] != '@') ||
+	    (len = strlen(path)) >= sizeof(sa.sun_path))
+		return;
+	memcpy(sa.sun_path, path, len);
+	if (sa.sun_path[0] == '@')
+		sa.sun_path[0] = 0; /* an abstract socket */
+	n = snprintf(msg, sizeof(msg), "MAINPID=%ld", (long)getpid());
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || sendto(fd, msg, (size_t)n, MSG_NOSIGNAL, (const struct sockaddr *)&sa,
+	                     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0)
+		(void)ca_log_debug_errno(errno, "mount: cannot tell the service manager the keeper's pid");
+	if (fd >= 0)
+		close(fd);
+}
+
 /* The mount answers: tell the waiting parent, leave its terminal, listen. */
 static void become_ready(struct keeper *k)
 {
 	if (k->ready)
 		return;
 	k->ready = true;
+	notify_main_pid();
 	if (k->c->ready_fd >= 0) {
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (null >= 0) {

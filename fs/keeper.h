@@ -45,6 +45,12 @@
  * exits without unmounting. Both servers read the descriptor meanwhile:
  * each request is read, and answered, by one of them.
  *
+ * Under a systemd unit that asks for it (CAFS_NOTIFY_MAINPID=1 and
+ * $NOTIFY_SOCKET, NotifyAccess=all), a keeper sends MAINPID=<its pid> once
+ * its mount answers, before its parent returns: after a takeover run as
+ * the unit's ExecReload the new keeper is the unit's main process
+ * (docs/systemd.md).
+ *
  * What does not survive: the keeper itself killed (the descriptor closes
  * and the kernel aborts the connection), and on a kernel before 6.9 the
  * requests a dead server had read (nothing resends them; they hang: said

@@ -465,6 +465,24 @@ int fs_tree_init(struct fs *fs)
 	return 0;
 }
 
+/* bytes in use and the bound of one cache (NULL: a blob mount's none) */
+static void mc_usage(struct fs_mcache *c, uint64_t *bytes, uint64_t *max)
+{
+	*bytes = *max = 0;
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	*bytes = c->bytes;
+	*max = c->max_bytes;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void fs_tree_memory(struct fs *fs, uint64_t ret[4])
+{
+	mc_usage(fs->records, &ret[0], &ret[1]);
+	mc_usage(fs->listings, &ret[2], &ret[3]);
+}
+
 void fs_tree_free(struct fs *fs)
 {
 	mc_free(fs->records);

@@ -25,6 +25,7 @@ struct cafs_cache_request {
 	const char *cache;        /* --cache (NULL: the default) */
 	char **operands;          /* stat, fill: sources; seed: SOURCE SEED... */
 	size_t n_operands;
+	bool json;                /* stat --json */
 	/* fill */
 	char **stores;            /* -s/--store (repeatable) */
 	size_t n_stores;

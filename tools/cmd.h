@@ -78,6 +78,9 @@ enum cafs_option_id {
 	CAFS_OPT_WITHOUT,
 	CAFS_OPT_MAX_SIZE,
 	CAFS_OPT_REPAIR,
+	CAFS_OPT_FORMAT,
+	CAFS_OPT_JSON,
+	CAFS_OPT_TEXTFILE,
 };
 
 /*
@@ -182,6 +185,11 @@ struct ca_make_stats;
 /* make's closing info line (shown with -v). */
 void cafs_log_make_stats(const struct ca_make_stats *stats);
 
+/* --json: "KEY":STRING on stdout (s escaped, base/json_out.h), and when s
+ * is not UTF-8 (shown with U+FFFD) also "KEY_hex":"<its exact bytes in
+ * hex>" (docs/json.md). */
+void cafs_json_name(const char *key, const char *s);
+
 /* Options several commands share. */
 /* -v/-q: the level of the command's logger (main's). */
 void cafs_set_verbosity(int level);
@@ -253,6 +261,7 @@ struct cafs_extract_args {
 	bool no_holes;                 /* --punch-holes=no */
 	bool no_reflink;               /* --reflink=no */
 	bool hardlink;                 /* --hardlink=yes: archives: link identical seed files */
+	bool json;                     /* info --json */
 };
 
 /* extract --cache and --seed are core's: image/image_seed.h */

@@ -20,6 +20,7 @@
 #include "image/image_make.h"
 #include "image/image_seed.h"
 #include "image/store_ops.h"
+#include "base/json_out.h"
 #include "base/log.h"
 #include "interrupt.h"
 #include "progress.h"
@@ -411,6 +412,9 @@ static int info_set(struct cafs_request *q, int id, const char *arg)
 	case 'v':
 	case 'q':
 		return read_set("info", (struct cafs_extract_args *)q, id, arg);
+	case CAFS_OPT_JSON:
+		((struct cafs_extract_args *)q)->json = true;
+		return 0;
 	default: /* the hidden rest of info's table: extract's */
 		return cafs_usage_error("info", "--seed, --cache, --delete, --offline, --overlay-xattrs, "
 		                                "--rate-limit-bps, --uid-shift, --uid-range, --undo-immutable, "
@@ -426,6 +430,44 @@ static int info_operands(struct cafs_request *q, int n, char **arg)
 	return 0;
 }
 
+/* info --json: one object, every key always there (docs/json.md) */
+static int info_json(const struct cafs_extract_args *a, const struct ca_store_ops_info *in)
+{
+	printf("{\"kind\":\"%s\",\"feature_flags\":\"0x%016llx\",\"features\":[",
+	       in->archive_index ? "archive_index" : "blob_index", (unsigned long long)in->flags);
+	for (const char *p = in->flag_names; *p;) {
+		size_t n = strcspn(p, ",");
+		if (p != in->flag_names)
+			putchar(',');
+		ca_json_out_string(stdout, p, n);
+		p += n + (p[n] == ',');
+	}
+	printf("],\"digest\":");
+	ca_json_out_string(stdout, in->digest, strlen(in->digest));
+	printf(",\"chunk_size_min\":%llu,\"chunk_size_avg\":%llu,\"chunk_size_max\":%llu,"
+	       "\"size_bytes\":%llu,\"chunks\":%llu,\"chunk_smallest\":%llu,\"chunk_median\":%llu,"
+	       "\"chunk_mean\":%llu,\"chunk_largest\":%llu,\"stores\":[",
+	       (unsigned long long)in->chunk_min, (unsigned long long)in->chunk_avg, (unsigned long long)in->chunk_max,
+	       (unsigned long long)in->size, (unsigned long long)in->chunks, (unsigned long long)in->smallest,
+	       (unsigned long long)in->median, (unsigned long long)(in->chunks ? in->size / in->chunks : 0),
+	       (unsigned long long)in->largest);
+	for (size_t i = 0; in->in_stores && i < a->n_stores; i++) {
+		char *shown = ca_location_redact(a->stores[i]);
+		if (!shown)
+			return ca_log_error_errno(ENOMEM, "info"), 1;
+		if (i)
+			putchar(',');
+		ca_json_out_string(stdout, shown, strlen(shown));
+		free(shown);
+	}
+	if (in->in_stores)
+		printf("],\"present_chunks\":%llu,\"present_bytes\":%llu}\n", (unsigned long long)in->present,
+		       (unsigned long long)in->present_bytes);
+	else
+		printf("],\"present_chunks\":null,\"present_bytes\":null}\n");
+	return fflush(stdout) ? (ca_log_error_errno(EIO, "stdout"), 1) : 0;
+}
+
 static int info_run(struct cafs_request *q)
 {
 	const struct cafs_extract_args *a = (const struct cafs_extract_args *)q;
@@ -434,6 +476,8 @@ static int info_run(struct cafs_request *q)
 	cafs_trusted_keys_apply(&a->trusted, &io);
 	if (ca_store_ops_info(a->in, &io, a->stores, a->n_stores, &in) < 0) /* logs its errors */
 		return 1;
+	if (a->json)
+		return info_json(a, &in);
 	printf("Kind: %s\n", in.archive_index ? "archive index" : "blob index");
 	printf("Feature flags: 0x%016llx%s%s\n", (unsigned long long)in.flags, *in.flag_names ? " " : "", in.flag_names);
 	printf("Digest: %s\n", in.digest);
@@ -458,9 +502,10 @@ static int info_run(struct cafs_request *q)
 /* ---- the commands' options and help ---- */
 
 static const struct cafs_option make_options[] = {
-	{ "store", 's', "DIR|S3URL", CAFS_OPT_STORE,
-	  .help = "chunk store, a directory or s3+http(s)://HOST/BUCKET/PREFIX\n"
-	  "(default: default.castr beside OUT)" },
+	{ "store", 's', "DIR|S3URL|OCIURL", CAFS_OPT_STORE,
+	  .help = "chunk store, a directory, s3+http(s)://HOST/BUCKET/PREFIX or\n"
+	  "oci+http(s)://HOST/REPO (default: default.castr beside OUT; OUT's\n"
+	  "repository for an oci+ OUT)" },
 	{ "chunk-size", 0, "SPEC", CAFS_OPT_CHUNK_SIZE,
 	  .help = "AVG or MIN:AVG:MAX (default 16K:64K:256K)" },
 	{ "digest", 0, "NAME", CAFS_OPT_DIGEST,
@@ -587,6 +632,8 @@ static const struct cafs_option info_options[] = {
 	{ "threads", 'j', "N", CAFS_OPT_THREADS,
 	  .help = "accepted, as for extract; has no effect" },
 	CAFS_OPTIONS_TRUST,
+	{ "json", 0, NULL, CAFS_OPT_JSON,
+	  .help = "one JSON object (docs/json.md)" },
 	/* extract's, refused by name (info_set) */
 	{ "seed", 0, "PATH", .id = CAFS_OPT_SEED },
 	{ "cache", 0, "DIR", .id = CAFS_OPT_CACHE },

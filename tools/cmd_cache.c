@@ -19,12 +19,21 @@
 
 /* ---- stat ---- */
 
-static int source_presence(const char *dir, const char *source)
+static int source_presence(const char *dir, const char *source, bool json)
 {
 	struct ca_store_ops_presence p;
 	int r = ca_store_ops_presence(dir, source, &p); /* logs its errors */
 	if (r < 0)
 		return r;
+	if (json) {
+		putchar('{');
+		cafs_json_name("source", p.shown ? p.shown : "(source)");
+		printf(",\"chunks\":%llu,\"chunks_present\":%llu,\"bytes\":%llu,\"bytes_present\":%llu}",
+		       (unsigned long long)p.chunks, (unsigned long long)p.have, (unsigned long long)p.bytes,
+		       (unsigned long long)p.have_bytes);
+		free(p.shown);
+		return 0;
+	}
 	printf("%s: %llu of %llu chunks, %llu of %llu bytes, %.1f%%\n", p.shown ? p.shown : "(source)",
 	       (unsigned long long)p.have, (unsigned long long)p.chunks, (unsigned long long)p.have_bytes,
 	       (unsigned long long)p.bytes, p.bytes ? 100.0 * (double)p.have_bytes / (double)p.bytes : 100.0);
@@ -43,6 +52,26 @@ static int cache_stat(const struct cafs_cache_request *q)
 	r = ca_store_ops_stat(dir, true, &a); /* logs its errors */
 	if (r < 0)
 		goto out;
+	if (q->json) {
+		/* one object (docs/json.md); a source whose index cannot be
+		 * read is null in "sources" (logged; the exit status is 1) */
+		putchar('{');
+		cafs_json_name("cache", dir);
+		printf(",\"chunks\":%llu,\"size_bytes\":%llu,\"disk_bytes\":%llu,\"temporary_files\":%llu,"
+		       "\"sources\":[",
+		       (unsigned long long)a.chunks, (unsigned long long)a.bytes, (unsigned long long)a.disk,
+		       (unsigned long long)a.tmp);
+		for (size_t i = 0; i < q->n_operands; i++) {
+			if (i)
+				putchar(',');
+			if (source_presence(dir, q->operands[i], true) < 0) {
+				fputs("null", stdout);
+				r = -EIO;
+			}
+		}
+		printf("]}\n");
+		goto out;
+	}
 	cafs_format_size(a.bytes, h1, sizeof(h1));
 	cafs_format_size(a.disk, h2, sizeof(h2));
 	printf("Cache: %s\n", dir);
@@ -51,7 +80,7 @@ static int cache_stat(const struct cafs_cache_request *q)
 	if (a.tmp)
 		printf("Temporary files: %llu\n", (unsigned long long)a.tmp);
 	for (size_t i = 0; i < q->n_operands; i++)
-		if (source_presence(dir, q->operands[i]) < 0)
+		if (source_presence(dir, q->operands[i], false) < 0)
 			r = -EIO; /* go on with the others, fail at the end */
 out:
 	free(dir);
@@ -196,6 +225,9 @@ static int cache_set(struct cafs_request *r, int id, const char *arg)
 	case CAFS_OPT_SEED_STORE:
 		q->seed_store = arg;
 		return 0;
+	case CAFS_OPT_JSON:
+		q->json = true;
+		return 0;
 	}
 	return 0;
 }
@@ -285,6 +317,8 @@ static const struct cafs_option cache_options[] = {
 	  .help = "prune: only say what would go" },
 	{ "digest", 0, "NAME", CAFS_OPT_DIGEST, .verbs = V(VERIFY),
 	  .help = "verify: only accept this digest (default: either)" },
+	{ "json", 0, NULL, CAFS_OPT_JSON, .verbs = V(STAT),
+	  .help = "stat: one JSON object (docs/json.md)" },
 	{ "seed-store", 0, "DIR", CAFS_OPT_SEED_STORE, .verbs = V(SEED),
 	  .help = "seed: the store of index seeds (default: beside each)" },
 	{ "max-size", 0, "SIZE", CAFS_OPT_MAX_SIZE, .verbs = V(PRUNE) }, /* in the verbs' lines above */

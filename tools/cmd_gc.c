@@ -77,9 +77,10 @@ static int gc_run(struct cafs_request *q)
 }
 
 static const struct cafs_option gc_options[] = {
-	{ "store", 's', "DIR|S3URL", CAFS_OPT_STORE,
-	  .help = "the store, a directory or an S3 bucket (default: default.castr beside the\n"
-	  "first INDEX; required when that INDEX is a URL)" },
+	{ "store", 's', "DIR|S3URL|OCIURL", CAFS_OPT_STORE,
+	  .help = "the store, a directory, an S3 bucket or a registry's\n"
+	  "repository (default: default.castr beside the first INDEX;\n"
+	  "required when that INDEX is a URL)" },
 	{ "dry-run", 'n', NULL, CAFS_OPT_DRY_RUN,
 	  .help = "only list what would be removed" },
 	{ NULL },

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * cmd_mount.c - `cafs mount`: options, opening the image, the FUSE session and
- * the daemon start; and `cafs stats`, which reads the mount's counters.
+ * the daemon start. `cafs stats`, which reads the mount's counters, is cmd_stats.c.
  *
  * Start-up without -f: fork first (the child will run threads: curl's,
  * libfuse's, and threads do not survive a fork), the child opens
@@ -25,7 +25,6 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -634,6 +633,7 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 	struct fs_options o = {
 		.readahead_chunks = a->readahead_chunks,
 		.overlay_xattrs = a->overlay_xattrs,
+		.mountpoint = a->mountpoint,
 	};
 	char *name = NULL;
 	ca_source_http_opts(&http);
@@ -1046,42 +1046,6 @@ out:
 	return r;
 }
 
-/* `cafs stats MOUNTPOINT`: the request is its mount point */
-struct stats_request {
-	struct cafs_request base;
-	const char *mountpoint;
-};
-
-static int stats_set(struct cafs_request *q, int id, const char *arg)
-{
-	return 0; /* -v, -q: accepted as everywhere; nothing to say more or less about */
-}
-
-static int stats_operands(struct cafs_request *q, int n, char **arg)
-{
-	if (n != 1)
-		return cafs_usage_error("stats", "expected MOUNTPOINT");
-	((struct stats_request *)q)->mountpoint = arg[0];
-	return 0;
-}
-
-static int stats_run(struct cafs_request *q)
-{
-	const char *mnt = ((struct stats_request *)q)->mountpoint;
-	char buf[8192];
-	ssize_t k = getxattr(mnt, FS_STATS_XATTR, buf, sizeof(buf) - 1);
-	if (k < 0) {
-		int e = errno;
-		if (e == ENODATA || e == ENOTSUP)
-			ca_log_error("%s: not a cafs mount", mnt);
-		else
-			ca_log_error_errno(e, "%s", mnt);
-		return 1;
-	}
-	fwrite(buf, 1, (size_t)k, stdout);
-	return 0;
-}
-
 const struct cafs_command cafs_command_mount = {
 	.name = "mount",
 	.synopsis = "mount [OPTIONS] SOURCE.caidx|SOURCE.caibx|SOURCE.catar MOUNTPOINT",
@@ -1096,17 +1060,4 @@ const struct cafs_command cafs_command_mount = {
 	.operands = mount_operands,
 	.run = mount_run,
 	.release = mount_release,
-};
-
-const struct cafs_command cafs_command_stats = {
-	.name = "stats",
-	.synopsis = "stats MOUNTPOINT",
-	.help_head = "Prints a mount's counters: chunks and bytes fetched, cache and LRU hits,\n"
-	             "HTTP requests and retries, errors, and the progress of a profile replay\n"
-	             "and of --fill.\n",
-	.help_column = 26,
-	.request_size = sizeof(struct stats_request),
-	.set = stats_set,
-	.operands = stats_operands,
-	.run = stats_run,
 };

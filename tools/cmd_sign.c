@@ -93,6 +93,8 @@ static int sign_run(struct cafs_request *q)
 		                         .untrusted_comment = g->untrusted };
 
 	enum ca_image_kind kind = ca_location_image_kind(in);
+	if (ca_location_is_oci(in) && (kind == CA_IMAGE_BLOB_INDEX || kind == CA_IMAGE_ARCHIVE_INDEX))
+		return ca_image_sign(in, &so) < 0 ? 1 : 0; /* a registry's: fetched, signed, uploaded (logs) */
 	if (ca_location_kind(in) != CA_LOCATION_PATH || (kind != CA_IMAGE_BLOB_INDEX && kind != CA_IMAGE_ARCHIVE_INDEX))
 		return cafs_usage_error("sign", "%s: a local index (.caibx, .caidx) is signed, not an archive or URL", in);
 	return ca_image_sign(ca_location_path(in), &so) < 0 ? 1 : 0; /* logs */

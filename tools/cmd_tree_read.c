@@ -21,6 +21,7 @@
 #include "cmd.h"
 #include "format/feature.h"
 #include "image/image_make.h"
+#include "base/json_out.h"
 #include "base/log.h"
 #include "image/tree_walk.h"
 
@@ -93,7 +94,7 @@ static void put_path(const char *path)
 }
 
 struct printer {
-	bool mtree, long_format;
+	bool mtree, long_format, json;
 	const char *digest_label; /* mtree: the contents' digest field's name (--digest) */
 };
 
@@ -207,10 +208,61 @@ static void print_digest_end(const struct printer *p, const uint8_t d[CA_CHUNK_I
 	printf(" %s=%s\n", p->digest_label, hex);
 }
 
+/* list --json: one object per entry and line, every key always there
+ * (null when the archive does not carry it; docs/json.md) */
+static void print_json(const struct ca_catar_node *n, const char *path)
+{
+	uint64_t f = n->feature_flags, m = n->mode;
+	bool ids = f & (CA_FORMAT_WITH_16BIT_UIDS | CA_FORMAT_WITH_32BIT_UIDS);
+	bool times = f & (CA_FORMAT_WITH_NSEC_TIME | CA_FORMAT_WITH_USEC_TIME | CA_FORMAT_WITH_SEC_TIME |
+	                  CA_FORMAT_WITH_2SEC_TIME);
+	const char *user = user_of(n, false), *group = user_of(n, true);
+	putchar('{');
+	cafs_json_name("path", *path ? path : ".");
+	printf(",\"type\":\"%s\",\"mode\":\"%04o\"",
+	       S_ISLNK(m) ? "symlink" : S_ISDIR(m) ? "directory" : S_ISREG(m) ? "file" : S_ISSOCK(m) ? "socket" :
+	       S_ISCHR(m) ? "char" : S_ISBLK(m) ? "block" : "fifo", (unsigned)(m & 07777));
+	if (S_ISREG(m))
+		printf(",\"size\":%" PRIu64, n->payload_size);
+	else
+		printf(",\"size\":null");
+	if (ids)
+		printf(",\"uid\":%" PRIu64 ",\"gid\":%" PRIu64, n->uid, n->gid);
+	else
+		printf(",\"uid\":null,\"gid\":null");
+	fputs(",", stdout);
+	if (user)
+		cafs_json_name("user", user);
+	else
+		fputs("\"user\":null", stdout);
+	fputs(",", stdout);
+	if (group)
+		cafs_json_name("group", group);
+	else
+		fputs("\"group\":null", stdout);
+	if (times)
+		printf(",\"mtime_ns\":%" PRId64, (int64_t)n->mtime);
+	else
+		printf(",\"mtime_ns\":null");
+	fputs(",", stdout);
+	if (S_ISLNK(m))
+		cafs_json_name("target", n->symlink_target);
+	else
+		fputs("\"target\":null", stdout);
+	if (S_ISBLK(m) || S_ISCHR(m))
+		printf(",\"device\":[%" PRIu64 ",%" PRIu64 "]}\n", n->device_major, n->device_minor);
+	else
+		printf(",\"device\":null}\n");
+}
+
 /* One list or mtree line (ca_tree_walk's callback). */
 static int print_entry(void *userdata, const struct ca_tree_entry *e)
 {
 	const struct printer *p = userdata;
+	if (p->json) {
+		print_json(e->node, e->path);
+		return 0;
+	}
 	print_node(p, e->node, e->path);
 	if (e->digest)
 		print_digest_end(p, e->digest);
@@ -226,6 +278,7 @@ struct list_request {
 	char **stores;
 	size_t n_stores;
 	bool long_format, flat;   /* -l, --recursive=no */
+	bool json;                /* list --json */
 	const char *digest_label; /* mtree --digest: the contents' field name */
 	struct cafs_trusted_keys trusted;
 	struct cache_args cache;  /* --cache, --offline */
@@ -259,6 +312,11 @@ static int list_set(struct cafs_request *q, int id, const char *arg)
 	}
 	case CAFS_OPT_LONG:
 		l->long_format = true;
+		return 0;
+	case CAFS_OPT_JSON:
+		if (l->mtree)
+			return cafs_usage_error(cmd, "--json is for list");
+		l->json = true;
 		return 0;
 	case CAFS_OPT_CACHE:
 		l->cache.dir = arg;
@@ -311,7 +369,8 @@ static int list_run(struct cafs_request *q)
 {
 	struct list_request *l = (struct list_request *)q;
 	const char *cmd = l->mtree ? "mtree" : "list", *in = l->in, *sub = l->sub;
-	struct printer p = { .mtree = l->mtree, .digest_label = l->digest_label, .long_format = l->long_format };
+	struct printer p = { .mtree = l->mtree, .digest_label = l->digest_label, .long_format = l->long_format,
+		             .json = l->json };
 	/* casync hashes contents with the archive's digest, and labels the
 	 * field after --digest (sha512256digest by default) */
 	struct ca_tree_walk_opts o = { .path = sub, .flat = l->flat, .digests = l->mtree };
@@ -505,6 +564,8 @@ static const struct cafs_option list_options[] = {
 	  .help = "keep fetched chunks and a URL's index here, and use them" },
 	{ "offline", 0, NULL, CAFS_OPT_OFFLINE,
 	  .help = "only the cache: nothing is downloaded" },
+	{ "json", 0, NULL, CAFS_OPT_JSON,
+	  .help = "one JSON object per entry and line (docs/json.md)" },
 	{ "digest", 0, "NAME", .id = CAFS_OPT_DIGEST }, /* mtree's: refused by name */
 	{ NULL },
 };

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "cmd.h"
+#include "base/json_out.h"
 #include "base/location.h"
 #include "base/log.h"
 
@@ -373,4 +374,16 @@ int cafs_parse_uid_range(const char *s, struct ca_uid_shift *u)
 		u->range = DEFAULT_UID_RANGE;
 	u->on = b;
 	return 0;
+}
+
+void cafs_json_name(const char *key, const char *s)
+{
+	printf("\"%s\":", key);
+	ca_json_out_string(stdout, s, strlen(s));
+	if (ca_json_lossy(s, strlen(s))) {
+		printf(",\"%s_hex\":\"", key);
+		for (const unsigned char *u = (const unsigned char *)s; *u; u++)
+			printf("%02x", *u);
+		putchar('"');
+	}
 }

@@ -28,6 +28,7 @@
 
 #include "casync_cli.h"
 #include "cmd.h"
+#include "completion.h"
 #include "base/log.h"
 #include "image/store_ops.h"
 
@@ -85,6 +86,7 @@ int main(int argc, char **argv)
 	/* a bad store settings file (cafs.conf) is one line before any
 	 * work; help needs none */
 	bool just_help = argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "-h") ||
+	                 !strcmp(argv[1], "completion") ||
 	                 !strcmp(argv[1], "--help") || !strcmp(argv[1], "--version");
 	if (!just_help && ca_store_ops_check_settings() < 0)
 		return 1;
@@ -122,6 +124,13 @@ int main(int argc, char **argv)
 			return cafs_usage_error(NULL, "unknown command '%s'", argv[2]);
 		cafs_command_help(c, stdout);
 		return 0;
+	}
+	/* hidden: the bash completion script, from the tables above (the
+	 * build writes it; completion.c) */
+	if (!strcmp(argv[1], "completion")) {
+		if (argc != 3 || strcmp(argv[2], "bash"))
+			return cafs_usage_error(NULL, "completion: expected 'bash'");
+		return cafs_completion_bash(commands, sizeof(commands) / sizeof(commands[0]), stdout);
 	}
 	/* casync's remote end when $CASYNC_REMOTE_PATH names cafs itself:
 	 * `cafs [--rate-limit-bps=N] pull|push - ARCHIVE INDEX STORE...` */

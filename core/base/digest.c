@@ -84,6 +84,16 @@ int ca_digest_once(struct ca_digest *d, const void *p, size_t n, uint8_t out[CA_
 	return ca_digest_final(d, out);
 }
 
+int ca_digest_many(struct ca_digest *d, const struct ca_sha512mb_msg *msgs, size_t n)
+{
+	int r = 0;
+	if (d->type == CA_DIGEST_SHA512_256 && n > 1)
+		return ca_sha512mb_hash(CA_SHA512MB_AUTO, false, msgs, n);
+	for (size_t i = 0; i < n && r == 0; i++)
+		r = ca_digest_once(d, msgs[i].data, msgs[i].size, msgs[i].out);
+	return r;
+}
+
 enum ca_digest_type ca_digest_get_type(const struct ca_digest *d)
 {
 	return d->type;

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/sha512mb.h"
+
 
 /* A digest's size; casync's chunk ids (CA_CHUNK_ID_SIZE) are such digests. */
 #define CA_DIGEST_SIZE 32
@@ -33,6 +35,11 @@ int ca_digest_final(struct ca_digest *d, uint8_t out[CA_DIGEST_SIZE]);
 /* reset + update + final */
 int ca_digest_once(struct ca_digest *d, const void *p, size_t n, uint8_t out[CA_DIGEST_SIZE]);
 enum ca_digest_type ca_digest_get_type(const struct ca_digest *d);
+/* ca_digest_once of n independent messages (each msgs[i].out gets 32
+ * bytes): SHA-512/256 several at a time in vector lanes (sha512mb.h), so
+ * callers with a batch of chunks hand it over whole; SHA-256 one by one
+ * through d. d is reset. */
+int ca_digest_many(struct ca_digest *d, const struct ca_sha512mb_msg *msgs, size_t n);
 
 /* "sha256" / "sha512-256" */
 const char *ca_digest_type_name(enum ca_digest_type type);

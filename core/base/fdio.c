@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "base/fdio.h"
@@ -121,6 +122,82 @@ int ca_write_sparse(int fd, const void *p, size_t n, uint64_t off)
 int ca_pwrite_sparse(int fd, const void *p, size_t n, uint64_t off)
 {
 	return write_sparse(fd, p, n, off, false);
+}
+
+/* pwritev of out[0..n) at off, retrying short writes; out is consumed */
+static int pwritev_all(int fd, struct iovec *out, size_t n, uint64_t off)
+{
+	while (n > 0) {
+		ssize_t k = pwritev(fd, out, (int)n, (off_t)off);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (k == 0)
+			return -EIO;
+		off += (uint64_t)k;
+		while (n > 0 && (size_t)k >= out->iov_len) {
+			k -= (ssize_t)out->iov_len;
+			out++;
+			n--;
+		}
+		if (n > 0) {
+			out->iov_base = (uint8_t *)out->iov_base + k;
+			out->iov_len -= (size_t)k;
+		}
+	}
+	return 0;
+}
+
+#define GATHER_MAX 64 /* below IOV_MAX (1024): a stack array */
+
+int ca_pwritev_sparse(int fd, const struct iovec *iov, size_t n, uint64_t off, bool holes)
+{
+	struct iovec out[GATHER_MAX];
+	size_t n_out = 0;
+	uint64_t out_off = off, pos = off; /* out starts at out_off; pos: the next byte's offset */
+	int r = 0;
+	for (size_t k = 0; k < n && r == 0; k++) {
+		const uint8_t *b = iov[k].iov_base;
+		size_t len = iov[k].iov_len, i = 0;
+		while (i < len && r == 0) {
+			/* the data run from i: up to the next zero block (whole blocks checked, as write_sparse) */
+			size_t run = i;
+			while (run < len) {
+				size_t blk = SPARSE_BLOCK - (size_t)((pos + (run - i)) % SPARSE_BLOCK);
+				if (blk > len - run)
+					blk = len - run;
+				if (holes && block_zero(b + run, blk))
+					break;
+				run += blk;
+			}
+			if (run > i) {
+				if (n_out == GATHER_MAX) {
+					r = pwritev_all(fd, out, n_out, out_off);
+					n_out = 0;
+				}
+				if (n_out == 0)
+					out_off = pos;
+				out[n_out++] = (struct iovec){ .iov_base = (void *)(b + i), .iov_len = run - i };
+				pos += run - i;
+				i = run;
+			}
+			if (i < len && r == 0) { /* a zero block: flush what is gathered, skip it */
+				size_t blk = SPARSE_BLOCK - (size_t)(pos % SPARSE_BLOCK);
+				if (blk > len - i)
+					blk = len - i;
+				if (n_out)
+					r = pwritev_all(fd, out, n_out, out_off);
+				n_out = 0;
+				pos += blk;
+				i += blk;
+			}
+		}
+	}
+	if (r == 0 && n_out)
+		r = pwritev_all(fd, out, n_out, out_off);
+	return r;
 }
 
 bool ca_sparse_ends_in_hole(const void *p, size_t n, uint64_t off)

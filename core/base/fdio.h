@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 /* 0 or negative errno. */
 int ca_write_all(int fd, const void *p, size_t n);
@@ -24,6 +25,11 @@ ssize_t ca_pread_full(int fd, void *p, size_t n, uint64_t off);
 int ca_write_sparse(int fd, const void *p, size_t n, uint64_t off);
 /* The same with pwrite at off (the file already has its size). */
 int ca_pwrite_sparse(int fd, const void *p, size_t n, uint64_t off);
+/* The same over the n buffers of iov, one after the other from off, as
+ * few pwritev calls as the holes allow: one writer putting many chunks
+ * in one call, where a call per chunk costs the file's lock each time.
+ * With holes false every byte is written. iov is not changed. */
+int ca_pwritev_sparse(int fd, const struct iovec *iov, size_t n, uint64_t off, bool holes);
 /* Whether ca_write_sparse(fd, p, n, off) leaves its last bytes a hole,
  * i.e. whether a file it ends needs its size set. */
 bool ca_sparse_ends_in_hole(const void *p, size_t n, uint64_t off);

@@ -38,7 +38,8 @@ enum ca_location_kind ca_location_kind(const char *s)
 {
 	if (!ca_location_is_url(s) || scheme_is(s, "file"))
 		return CA_LOCATION_PATH;
-	if (scheme_is(s, "http") || scheme_is(s, "https") || scheme_is(s, "s3+http") || scheme_is(s, "s3+https"))
+	if (scheme_is(s, "http") || scheme_is(s, "https") || scheme_is(s, "s3+http") || scheme_is(s, "s3+https") ||
+	    scheme_is(s, "oci+http") || scheme_is(s, "oci+https"))
 		return CA_LOCATION_HTTP;
 	return CA_LOCATION_OTHER;
 }
@@ -53,6 +54,7 @@ void ca_location_parse(const char *s, struct ca_location *ret)
 		.kind = ca_location_kind(s),
 		.https = ca_location_is_https(s),
 		.s3 = scheme_is(s, "s3+http") || scheme_is(s, "s3+https"),
+		.oci = ca_location_is_oci(s),
 		.path = ca_location_path(s),
 		.ssh_host_len = ca_location_ssh_host_len(s),
 		.end = n ? strcspn(s, "?#") : strlen(s),
@@ -67,7 +69,12 @@ bool ca_location_is_remote(const char *s)
 
 bool ca_location_is_https(const char *s)
 {
-	return scheme_is(s, "https") || scheme_is(s, "s3+https");
+	return scheme_is(s, "https") || scheme_is(s, "s3+https") || scheme_is(s, "oci+https");
+}
+
+bool ca_location_is_oci(const char *s)
+{
+	return scheme_is(s, "oci+http") || scheme_is(s, "oci+https");
 }
 
 const char *ca_location_path(const char *s)
@@ -132,6 +139,10 @@ char *ca_location_default_store(const char *index)
 		dir = n;
 		root = true;
 	}
+	/* a registry: the index is a tag of its repository, and so are the
+	 * chunks (net/oci.h): the store is the repository itself */
+	if (ca_location_is_oci(index) && slash && !root)
+		return strndup(index, (size_t)(slash - index));
 	char *s = malloc(dir + 1 + sizeof("default.castr"));
 	if (!s)
 		return NULL;

@@ -34,6 +34,8 @@ bool ca_location_is_remote(const char *s);
 
 /* true for https:// and s3+https:// (any case): TLS. */
 bool ca_location_is_https(const char *s);
+/* true for oci+http:// and oci+https:// (any case): a registry (net/oci.h). */
+bool ca_location_is_oci(const char *s);
 
 /* The local path s names: s itself, or what follows file:// (any case).
  * NULL for a URL of another scheme. Points into s. */
@@ -60,6 +62,7 @@ struct ca_location {
 	bool url;                   /* scheme://... (file:// included) */
 	bool https;                 /* https:// or s3+https:// */
 	bool s3;                    /* s3+http(s)://: an S3 bucket (net/s3.h) */
+	bool oci;                   /* oci+http(s)://: an OCI registry's repository (net/oci.h) */
 	const char *path;           /* the local path (kind PATH), else NULL */
 	size_t scheme_len;          /* "http" of "http://...", 0 for a path */
 	size_t ssh_host_len;        /* casync's [USER@]HOST:PATH: ca_location_ssh_host_len(s) */

@@ -35,6 +35,8 @@
 #include "format/index.h"
 #include "store/chunksrc.h"
 #include "net/failover.h"
+#include "net/oci.h"
+#include "net/remote.h"
 #include "net/s3.h"
 #include "store/store_writer.h"
 #include "trust/trust.h"
@@ -214,7 +216,7 @@ static int make_caidx(struct make_ctx *c, const char *store, uint8_t ret_digest[
 	r = ca_maker_new(&mo, &s.m);
 	/* no sidecar with a store writer: it says where chunks go, not
 	 * where a sidecar could (an S3 bucket) */
-	if (r == 0 && !c->o->no_sidecar && !c->o->store_writer) {
+	if (r == 0 && !c->o->no_sidecar && (!c->o->store_writer || c->o->writer_sidecar)) {
 		r = ca_sidecar_stream_new(&sc);
 		if (r == 0)
 			ca_sidecar_stream_observer(sc, &obs);
@@ -437,7 +439,82 @@ out:
 /* minisign's longest password */
 #define SIGN_PASSWORD_MAX 1024
 
+static int sign_local(const char *path, const struct ca_image_sign_opts *o);
+
+/* An index in a registry: fetched into a private temporary directory
+ * under its tag's name, signed there, and the signature uploaded as the
+ * tag NAME.minisig beside it (oci.h). */
+static int sign_registry(const char *url, const struct ca_image_sign_opts *o)
+{
+	struct ca_buf b = CA_BUF_INIT;
+	struct ca_http_opts ho;
+	const char *t = getenv("TMPDIR");
+	char *dir = NULL, *path = NULL, *sig = NULL, *sig_url = NULL;
+	size_t n = strcspn(url, "?#");
+	const char *slash = memrchr(url, '/', n);
+	int r = 0, fd = -1;
+	ca_source_http_opts(&ho);
+	if (asprintf(&dir, "%s/cafs-sign-XXXXXX", t && *t ? t : "/tmp") < 0) {
+		dir = NULL;
+		r = -ENOMEM;
+	} else if (!mkdtemp(dir)) {
+		r = ca_log_error_errno(errno, "temporary directory");
+		free(dir);
+		dir = NULL;
+	}
+	if (r == 0 && (asprintf(&path, "%s/%.*s", dir, (int)(n - (size_t)(slash + 1 - url)), slash + 1) < 0 ||
+	               asprintf(&sig, "%s.minisig", path) < 0 || !(sig_url = ca_location_beside(url, ".minisig"))))
+		r = -ENOMEM;
+	if (r == 0) {
+		r = ca_remote_get_file(url, (size_t)1 << 30, &ho, &b);
+		if (r < 0 && !ca_oci_said(r))
+			ca_log_error_errno(r, "%s", url);
+	}
+	if (r == 0) {
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		r = fd < 0 ? -errno : ca_write_all(fd, b.data, b.size);
+		if (fd >= 0 && close(fd) < 0 && r == 0)
+			r = -errno;
+		if (r < 0)
+			ca_log_error_errno(r, "%s", path);
+	}
+	if (r == 0)
+		r = sign_local(path, o); /* logs */
+	ca_buf_release(&b);
+	if (r == 0) {
+		fd = open(sig, O_RDONLY | O_CLOEXEC);
+		char chunk[4096];
+		r = fd < 0 ? -errno : 0;
+		for (ssize_t k; r == 0 && (k = read(fd, chunk, sizeof(chunk))) != 0;)
+			r = k < 0 ? -errno : ca_buf_append(&b, chunk, (size_t)k, 1u << 20);
+		if (fd >= 0)
+			close(fd);
+	}
+	if (r == 0) {
+		r = ca_oci_put_file(sig_url, &ho, b.data, b.size);
+		if (r < 0 && !ca_oci_said(r))
+			ca_log_error_errno(r, "%s", sig_url);
+	}
+	ca_buf_release(&b);
+	if (sig)
+		unlink(sig);
+	if (path)
+		unlink(path);
+	if (dir)
+		rmdir(dir);
+	free(sig_url);
+	free(sig);
+	free(path);
+	free(dir);
+	return r;
+}
+
 int ca_image_sign(const char *path, const struct ca_image_sign_opts *o)
+{
+	return ca_location_is_oci(path) ? sign_registry(path, o) : sign_local(path, o);
+}
+
+static int sign_local(const char *path, const struct ca_image_sign_opts *o)
 {
 	struct ca_minisign_secret key;
 	char password[SIGN_PASSWORD_MAX];
@@ -492,9 +569,15 @@ int ca_image_make_set_compression(struct ca_image_make_opts *o, const char *name
 	return r;
 }
 
+/* A bucket or a registry's repository (oci.h): written by uploads. */
+static bool remote_out(const char *s)
+{
+	return ca_s3_is_url(s) || ca_location_is_oci(s);
+}
+
 int ca_image_make_check(const char *out, const struct ca_image_make_opts *o, char *msg, size_t len)
 {
-	bool s3_out = ca_s3_is_url(out);
+	bool s3_out = remote_out(out);
 	*msg = 0;
 	if (s3_out && ca_location_image_kind(out) == CA_IMAGE_ARCHIVE)
 		return refuse(msg, len, "%s: a .catar cannot be written to a bucket: make an index", out);
@@ -504,7 +587,7 @@ int ca_image_make_check(const char *out, const struct ca_image_make_opts *o, cha
 	}
 	const char *w[] = { out, o->store };
 	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
-		if (!w[i] || ca_s3_is_url(w[i]))
+		if (!w[i] || remote_out(w[i]))
 			continue;
 		if (!ca_location_path(w[i]) || ca_location_kind(w[i]) != CA_LOCATION_PATH)
 			return refuse(msg, len, "%s: cannot write to a URL", w[i]);
@@ -554,11 +637,32 @@ static int bucket_upload(const char *path, const char *url)
 	if (r == 0) {
 		struct ca_http_opts ho;
 		ca_source_http_opts(&ho);
-		r = ca_s3_put_file(url, NULL, &ho, b.data, b.size);
+		r = ca_location_is_oci(url) ? ca_oci_put_file(url, &ho, b.data, b.size)
+		                            : ca_s3_put_file(url, NULL, &ho, b.data, b.size);
 	}
 	if (r < 0)
 		ca_log_error_errno(r, "%s", url);
 	ca_buf_release(&b);
+	return r;
+}
+
+/* The files made beside the index at path (its profile, sidecar), each
+ * uploaded as an artifact tagged with its name, then removed. */
+static int registry_upload_beside(const char *path, const char *url)
+{
+	static const char *const suffixes[] = { CA_PROFILE_SUFFIX, CA_SIDECAR_SUFFIX };
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		char *lp = ca_location_beside(path, suffixes[i]), *ru = ca_location_beside(url, suffixes[i]);
+		if (!lp || !ru)
+			r = -ENOMEM;
+		else if (access(lp, F_OK) == 0)
+			r = bucket_upload(lp, ru);
+		if (lp)
+			unlink(lp);
+		free(lp);
+		free(ru);
+	}
 	return r;
 }
 
@@ -569,7 +673,7 @@ int ca_image_make(const char *out, const char *input, const struct ca_image_make
 	struct ca_profile *prof = NULL;
 	struct ca_store_writer *sw = NULL;
 	char *def_store = NULL, *tmp_dir = NULL, *tmp_out = NULL;
-	const char *bucket_out = ca_s3_is_url(out) ? out : NULL;
+	const char *bucket_out = remote_out(out) ? out : NULL;
 	char msg[512];
 	int r = ca_image_make_check(out, o, msg, sizeof(msg));
 	if (r < 0) {
@@ -582,7 +686,7 @@ int ca_image_make(const char *out, const char *input, const struct ca_image_make
 		if (!def_store)
 			return ca_log_error_errno(ENOMEM, "store");
 	}
-	if (lo.store && !ca_s3_is_url(lo.store))
+	if (lo.store && !remote_out(lo.store))
 		lo.store = ca_location_path(lo.store);
 	if (!bucket_out)
 		out = ca_location_path(out);
@@ -596,18 +700,22 @@ int ca_image_make(const char *out, const char *input, const struct ca_image_make
 		r = bucket_make_out(out, &tmp_dir, &tmp_out);
 		out = tmp_out;
 	}
-	if (r == 0 && !lo.store_writer && lo.store && ca_s3_is_url(lo.store)) {
+	if (r == 0 && !lo.store_writer && lo.store && remote_out(lo.store)) {
 		struct ca_http_opts ho;
 		ca_source_http_opts(&ho);
 		r = ca_store_writer_open(lo.store, &ho, &sw); /* logs its errors */
 		lo.store_writer = sw;
+		/* a registry takes the sidecar beside the index, as a tag */
+		lo.writer_sidecar = bucket_out && ca_location_is_oci(bucket_out);
 	}
 	if (r == 0)
 		r = make_local(out, input, &lo, ret_digest, ret_stats); /* logs its errors */
-	if (r == 0 && bucket_out)
-		r = bucket_upload(out, bucket_out);
 	if (r == 0 && prof)
 		r = ca_profile_write_beside(prof, out); /* logs */
+	if (r == 0 && bucket_out)
+		r = bucket_upload(out, bucket_out);
+	if (r == 0 && bucket_out && ca_location_is_oci(bucket_out))
+		r = registry_upload_beside(out, bucket_out);
 	ca_profile_free(prof);
 	ca_store_writer_free(sw);
 	if (tmp_dir) {

@@ -82,6 +82,10 @@ struct ca_image_make_opts {
 	/* a prefetch profile file (profile.h) checked before the work and
 	 * copied beside the index made; NULL: none. Not for a .catar. */
 	const char *profile;
+	/* with store_writer, still make the sidecar beside the (local) index:
+	 * set by ca_image_make itself for an index bound for a registry, which
+	 * uploads it beside the index (oci.h) */
+	bool writer_sidecar;
 };
 
 /* casync's defaults: chunks 16/64/256 KiB, SHA-512/256, the default
@@ -109,7 +113,9 @@ struct ca_image_sign_opts {
 };
 /* Sign the local index file at path: writes path.minisig as minisign -S
  * does (trust.h, ca_trust_sign_file). The key and password are wiped
- * after use. Logs its errors; 0 or a negative errno. */
+ * after use. Logs its errors; 0 or a negative errno. path may also be an
+ * index in a registry (oci+http(s)://.../NAME.caidx, oci.h): it is
+ * fetched, signed under its name, and NAME.minisig uploaded beside it. */
 int ca_image_sign(const char *path, const struct ca_image_sign_opts *o);
 
 /* The make options a command line names, checked here by the lower

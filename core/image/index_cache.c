@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "net/remote.h"
 #include "net/endpoint.h"
+#include "net/oci.h"
 #include "image/profile.h"
 #include "store/store.h"
 #include "trust/trust.h"
@@ -424,6 +425,8 @@ int ca_index_cache_open(const struct ca_index_origin *o, struct ca_index **ret)
 		r = fetch_kept(cache_dir, source, index_suffix(o), o->ep, INDEX_MAX, &b, validator, &unchanged);
 		if (r == -ENOENT)
 			return ca_log_error("%s: not found on the server", source), r;
+		if (r < 0 && o->ep->loc.oci && ca_oci_said(r))
+			return r; /* oci.h said why */
 		if (r < 0)
 			return ca_log_error_errno(r, "%s", source);
 	}

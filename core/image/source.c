@@ -17,6 +17,7 @@
 #include "format/feature.h"
 #include "base/buf.h"
 #include "net/failover.h"
+#include "net/oci.h"
 #include "base/fdio.h"
 #include "format/format.h"
 #include "image/index_cache.h"
@@ -162,6 +163,8 @@ static int open_remote_index(const struct ca_endpoint *e, struct ca_index **ret)
 	int r = get_file(e, INDEX_DOWNLOAD_MAX, &b);
 	if (r == -ENOENT)
 		return ca_log_error("%s: not found on the server", url), r;
+	if (r < 0 && e->loc.oci && ca_oci_said(r))
+		return r; /* oci.h said why */
 	if (r < 0)
 		return ca_log_error_errno(r, "%s", url);
 	r = ca_index_adopt(b.data, b.size, ret); /* takes b.data */

@@ -20,6 +20,7 @@
 #include "image/sidecar.h"
 #include "image/source.h"
 #include "image/store_ops.h"
+#include "net/oci.h"
 #include "net/s3.h"
 #include "net/storeconf.h"
 #include "store/cache_fill.h"
@@ -61,8 +62,8 @@ int ca_store_ops_gc_check(const char *store, const char *first_index, char *msg,
 	*msg = 0;
 	if (!store && first_index && ca_location_is_remote(first_index))
 		return refuse(msg, len, "the store of a URL index must be given with --store");
-	if (store && ca_location_is_remote(store) && !ca_s3_is_url(store))
-		return refuse(msg, len, "%s: only local stores and S3 buckets can be collected", store);
+	if (store && ca_location_is_remote(store) && !ca_s3_is_url(store) && !ca_location_is_oci(store))
+		return refuse(msg, len, "%s: only local stores, S3 buckets and registries can be collected", store);
 	return 0;
 }
 
@@ -94,18 +95,18 @@ int ca_store_ops_gc(char *const *indexes, size_t n, const struct ca_store_ops_gc
 		if (!def)
 			return ca_log_error_errno(ENOMEM, "gc");
 	}
-	bool s3 = ca_s3_is_url(store);
-	if (!s3)
+	bool s3 = ca_s3_is_url(store), oci = ca_location_is_oci(store);
+	if (!s3 && !oci)
 		store = ca_location_path(store);
 	r = keep_set(indexes, n, 4096, &keep);
 	if (r < 0)
 		goto out;
 	struct ca_store_gc_opts go = { .keep = keep, .dry_run = o->dry_run, .on_chunk = gc_report, .userdata = (void *)o,
 		                       .cancel = o->cancel };
-	if (s3) {
+	if (s3 || oci) {
 		struct ca_http_opts ho;
 		ca_source_http_opts(&ho);
-		r = ca_s3_gc(store, &ho, &go, ret); /* logs its errors */
+		r = s3 ? ca_s3_gc(store, &ho, &go, ret) : ca_oci_gc(store, &ho, &go, ret); /* log their errors */
 	} else {
 		r = ca_store_open(store, &st);
 		if (r == 0)

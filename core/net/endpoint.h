@@ -41,7 +41,8 @@ struct ca_endpoint {
 	struct ca_storeconf *own_conf; /* loaded here when none was given */
 };
 
-/* Resolve url (an http(s) or s3+http(s) URL; -EINVAL for anything else,
+/* Resolve url (an http(s), s3+http(s) or oci+http(s) URL, the last a
+ * registry's, oci.h, whose fetch_url is not used; -EINVAL for anything else,
  * not logged) with the HTTP settings o (NULL: http.h's defaults) and the
  * settings file conf (NULL: read it here). S3 errors are logged (s3.h).
  * e is cleared on failure. */

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,7 @@ struct req {
 	cond_done_fn cond_fn;
 	struct ca_buf body;
 	unsigned attempts;
+	uint64_t submit_us;   /* when it was queued: its latency (http.h) */
 	uint64_t due_ms;      /* when a retry may start */
 	uint64_t deadline_ms; /* set by the first attempt; see http.h */
 	uint64_t last_delay_ms;
@@ -106,7 +108,13 @@ struct req {
 	struct req *next;
 	/* writes (S3): PUT of put_data (owned) or DELETE; signed requests keep
 	 * the start of an error answer to find S3's <Code> in it */
-	enum { M_GET, M_PUT, M_DELETE } method;
+	enum { M_GET, M_PUT, M_DELETE, M_REQ } method;
+	/* M_REQ (ca_http_request): the method's name, the caller's header
+	 * lines (copied), and where the answer goes (the caller waits) */
+	char *method_name;
+	struct curl_slist *req_headers;
+	char *content_type;
+	struct ca_http_reply *reply;
 	void *put_data;
 	size_t put_len;
 	char put_sha[2 * CA_CHUNK_ID_SIZE + 1];
@@ -268,7 +276,10 @@ static size_t on_data(char *p, size_t size, size_t n, void *userdata)
 		q->s3_err[q->s3_err_len] = 0;
 		return len;
 	}
-	if (q->method != M_GET || (status != 200 && !(status == 206 && q->range_fn)))
+	if (q->method == M_REQ) {
+		if (status < 200 || status >= 300)
+			return len;
+	} else if (q->method != M_GET || (status != 200 && !(status == 206 && q->range_fn)))
 		return len;
 	/* a 200 to a range GET is the whole file: acceptable only when the
 	 * range starts at 0 and the file fits in it; anything else means the
@@ -429,7 +440,42 @@ static size_t on_header(char *p, size_t size, size_t n, void *userdata)
 	static const char cr[] = "content-range:", ra[] = "retry-after:", et[] = "etag:", lm[] = "last-modified:",
 	                  da[] = "date:";
 	bool validators = q->range_fn || q->conditional;
+	if (q->reply && !(len >= 5 && !memcmp(p, "HTTP/", 5))) {
+		static const struct {
+			const char *name;
+			size_t off, cap;
+		} keep[] = {
+			{ "www-authenticate:", offsetof(struct ca_http_reply, www_authenticate), CA_HTTP_REPLY_HDR_MAX },
+			{ "location:", offsetof(struct ca_http_reply, location), CA_HTTP_REPLY_HDR_MAX },
+			{ "link:", offsetof(struct ca_http_reply, link), CA_HTTP_REPLY_HDR_MAX },
+			{ "docker-content-digest:", offsetof(struct ca_http_reply, digest), CA_HTTP_REPLY_SHORT_MAX },
+			{ "content-type:", offsetof(struct ca_http_reply, content_type), CA_HTTP_REPLY_SHORT_MAX },
+		};
+		for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+			size_t k = strlen(keep[i].name);
+			if (len > k && !strncasecmp(p, keep[i].name, k)) {
+				/* blanks and the line end trimmed; a value too long is
+				 * dropped whole (a cut one would be wrong, not short) */
+				const char *v = p + k, *end = p + len;
+				while (v < end && (*v == ' ' || *v == '\t'))
+					v++;
+				while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
+					end--;
+				char *out = (char *)q->reply + keep[i].off;
+				size_t vn = (size_t)(end - v);
+				if (vn < keep[i].cap) {
+					memcpy(out, v, vn);
+					out[vn] = 0;
+				} else {
+					out[0] = 0;
+				}
+			}
+		}
+	}
 	if (len >= 5 && !memcmp(p, "HTTP/", 5)) {
+		if (q->reply)
+			q->reply->www_authenticate[0] = q->reply->location[0] = q->reply->link[0] = q->reply->digest[0] =
+				q->reply->content_type[0] = 0;
 		q->cr_seen = false;
 		q->retry_after_ms = -1;
 		q->etag[0] = q->last_modified[0] = q->date[0] = 0;
@@ -573,7 +619,28 @@ static int easy_setup(struct ca_http *h, struct req *q)
 		else
 			q->headers = n;
 	}
-	if (q->method == M_PUT) {
+	for (struct curl_slist *x = q->req_headers; x && c == CURLE_OK; x = x->next)
+		add_header(q, &c, x->data);
+	if (q->method == M_REQ) {
+		bool with_body = !strcmp(q->method_name, "PUT") || !strcmp(q->method_name, "POST");
+		if (!strcmp(q->method_name, "HEAD")) {
+			SET(CURLOPT_NOBODY, 1L);
+		} else if (strcmp(q->method_name, "GET") != 0) {
+			SET(CURLOPT_CUSTOMREQUEST, q->method_name);
+			if (with_body) {
+				SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->put_len);
+				SET(CURLOPT_POSTFIELDS, q->put_data ? q->put_data : ""); /* q owns it */
+				add_header(q, &c, "Expect:"); /* no 100-continue round trip */
+				if (q->content_type) {
+					char line[300];
+					snprintf(line, sizeof(line), "Content-Type: %s", q->content_type);
+					add_header(q, &c, line);
+				}
+			}
+		}
+		if (strcmp(q->method_name, "HEAD") != 0)
+			SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)q->cap);
+	} else if (q->method == M_PUT) {
 		SET(CURLOPT_CUSTOMREQUEST, "PUT");
 		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->put_len);
 		SET(CURLOPT_POSTFIELDS, q->put_data); /* not copied: q owns it */
@@ -658,11 +725,42 @@ static void easy_release(struct ca_http *h, struct req *q)
 	q->easy = NULL;
 }
 
+/* Header lines may hold a credential (an Authorization line). */
+static void wipe_list(struct curl_slist *l)
+{
+	for (; l; l = l->next)
+		explicit_bzero(l->data, strlen(l->data));
+}
+
+const uint64_t ca_http_latency_bounds_us[CA_HTTP_LATENCY_BUCKETS] = {
+	1000, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 10000000, 30000000,
+};
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* the latency histogram's slot for t microseconds (12 bounds: a scan is
+ * as cheap as a search) */
+static size_t latency_slot(uint64_t t)
+{
+	size_t i = 0;
+	while (i < CA_HTTP_LATENCY_BUCKETS && t > ca_http_latency_bounds_us[i])
+		i++;
+	return i;
+}
+
 static void complete(struct ca_http *h, struct req *q, int r)
 {
+	uint64_t took = now_us() - q->submit_us;
 	if (r == 0 || r == -ENOENT)
 		clock_progress(h->o.clock); /* an answer */
 	pthread_mutex_lock(&h->lock);
+	h->stats.latency[latency_slot(took)]++;
+	h->stats.latency_sum_us += took;
 	if (r == 0) {
 		h->stats.ok++;
 		h->stats.bytes += q->body.size;
@@ -674,6 +772,11 @@ static void complete(struct ca_http *h, struct req *q, int r)
 	pthread_mutex_unlock(&h->lock);
 	if (r < 0)
 		ca_buf_release(&q->body);
+	if (q->reply) {
+		struct ca_buf t = q->reply->body;
+		q->reply->body = q->body;
+		q->body = t;
+	}
 	if (q->range_fn)
 		q->range_fn(q->userdata, r, &q->body, r < 0 ? 0 : q->cr_total, r < 0 ? "" : validator_of(q));
 	else if (q->cond_fn)
@@ -681,7 +784,14 @@ static void complete(struct ca_http *h, struct req *q, int r)
 	else
 		q->fn(q->userdata, r, &q->body);
 	ca_buf_release(&q->body);
+	if (q->method == M_REQ) {
+		wipe_list(q->headers);
+		wipe_list(q->req_headers);
+	}
 	curl_slist_free_all(q->headers);
+	curl_slist_free_all(q->req_headers);
+	free(q->method_name);
+	free(q->content_type);
 	free(q->put_data);
 	free(q->url);
 	free(q);
@@ -843,7 +953,23 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 	unlink_active(h, q);
 	easy_release(h, q);
 
-	if (code == CURLE_OK) {
+	if (q->reply)
+		q->reply->status = code == CURLE_OK ? status : 0;
+	if (code == CURLE_OK && q->method == M_REQ) {
+		/* any 2xx is the answer; 401/403 are the caller's to handle
+		 * (a registry's challenge), never logged here */
+		if (status >= 200 && status < 300) {
+			r = 0;
+		} else if (status == 404 || status == 410) {
+			r = -ENOENT;
+		} else if (status == 401 || status == 403) {
+			r = -EACCES;
+			checked = true;
+		} else {
+			r = -EIO;
+			retry = status >= 500 || status == 408 || status == 429;
+		}
+	} else if (code == CURLE_OK) {
 		if (q->range_fn && (status == 200 || status == 206 || status == 416)) {
 			r = range_check(q, status);
 			checked = true; /* a status we wanted: range_check said what was wrong (debug) */
@@ -902,7 +1028,7 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 		return;
 	}
 	if (r == -EIO && code == CURLE_OK && !checked) {
-		ca_log_warning("GET %s: HTTP status %ld", q->url, status);
+		ca_log_warning("%s %s: HTTP status %ld", q->method_name ? q->method_name : "GET", q->url, status);
 		/* a refusal, not a server in trouble: no outage to wait out (remote.h) */
 		if (status == 401 || status == 403)
 			r = -EACCES;
@@ -1157,6 +1283,7 @@ int ca_http_submit(struct ca_http *h, const char *url, size_t cap, ca_http_done_
 static int submit(struct ca_http *h, struct req *q, const char *url)
 {
 	q->h = h;
+	q->submit_us = now_us();
 	q->url = strdup(url);
 	if (!q->url) {
 		free(q);
@@ -1394,4 +1521,98 @@ void ca_http_get_stats(struct ca_http *h, struct ca_http_stats *ret)
 	pthread_mutex_lock(&h->lock);
 	*ret = h->stats;
 	pthread_mutex_unlock(&h->lock);
+}
+
+/* ---- any request (http.h ca_http_request) ---- */
+
+struct req_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int r;
+};
+
+static void req_done(void *userdata, int r, struct ca_buf *body)
+{
+	struct req_wait *w = userdata;
+	(void)body; /* moved into the reply by complete() */
+	pthread_mutex_lock(&w->lock);
+	w->r = r;
+	w->done = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+int ca_http_request(struct ca_http *h, const struct ca_http_request *rq, struct ca_http_reply *ret)
+{
+	struct req_wait w = { .done = false };
+	struct req *q = calloc(1, sizeof(*q));
+	int r = q ? 0 : -ENOMEM;
+	ca_buf_release(&ret->body);
+	*ret = (struct ca_http_reply){ 0 };
+	if (r == 0) {
+		q->method = M_REQ;
+		q->cap = rq->cap;
+		q->flags = rq->flags & CA_HTTP_NO_RETRY;
+		q->fn = req_done;
+		q->userdata = &w;
+		q->reply = ret;
+		q->method_name = strdup(rq->method);
+		if (!q->method_name || (rq->content_type && !(q->content_type = strdup(rq->content_type))))
+			r = -ENOMEM;
+	}
+	for (size_t i = 0; r == 0 && i < rq->n_headers; i++) {
+		struct curl_slist *n = curl_slist_append(q->req_headers, rq->headers[i]);
+		if (!n)
+			r = -ENOMEM;
+		else
+			q->req_headers = n;
+	}
+	if (r == 0 && rq->body_len) {
+		q->put_data = malloc(rq->body_len);
+		if (!q->put_data)
+			r = -ENOMEM;
+		else
+			memcpy(q->put_data, rq->body, rq->body_len);
+		q->put_len = rq->body_len;
+	}
+	if (r < 0) {
+		if (q) {
+			wipe_list(q->req_headers);
+			curl_slist_free_all(q->req_headers);
+			free(q->method_name);
+			free(q->content_type);
+			free(q->put_data);
+			free(q);
+		}
+		return r;
+	}
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.cond, NULL);
+	struct curl_slist *hl = q->req_headers;
+	char *mn = q->method_name, *ct = q->content_type;
+	void *pd = q->put_data;
+	r = submit(h, q, rq->url); /* frees q (only) on failure */
+	if (r < 0) {
+		wipe_list(hl);
+		curl_slist_free_all(hl);
+		free(mn);
+		free(ct);
+		free(pd);
+	} else {
+		pthread_mutex_lock(&w.lock);
+		while (!w.done)
+			pthread_cond_wait(&w.cond, &w.lock);
+		r = w.r;
+		pthread_mutex_unlock(&w.lock);
+	}
+	pthread_cond_destroy(&w.cond);
+	pthread_mutex_destroy(&w.lock);
+	return r;
+}
+
+void ca_http_reply_clear(struct ca_http_reply *r)
+{
+	ca_buf_release(&r->body);
+	*r = (struct ca_http_reply){ 0 };
 }

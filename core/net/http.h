@@ -117,12 +117,24 @@ void ca_http_opts_init(struct ca_http_opts *o);
  * headers, its own timeouts). 0 or a CURLcode. */
 int ca_http_easy_common(void *easy, const char *url, const struct ca_http_opts *o, bool sigv4);
 
+/* the latency histogram's upper bounds, in microseconds (1 ms .. 30 s) */
+#define CA_HTTP_LATENCY_BUCKETS 12
+extern const uint64_t ca_http_latency_bounds_us[CA_HTTP_LATENCY_BUCKETS];
+
 struct ca_http_stats {
 	uint64_t requests; /* submitted */
 	uint64_t attempts; /* GETs sent, retries included */
 	uint64_t retries;
 	uint64_t ok, missing, errors; /* final outcomes */
 	uint64_t bytes;    /* body bytes of successful requests */
+	/* how long requests took from submission to their final outcome
+	 * (retries and queueing included): latency[i] counts those that took
+	 * at most ca_http_latency_bounds_us[i] and more than the bound before
+	 * (not cumulative); the last slot is the rest (+Inf). Counted under
+	 * the engine's lock where the outcome is counted: no extra cost but
+	 * a clock read per request. */
+	uint64_t latency[CA_HTTP_LATENCY_BUCKETS + 1];
+	uint64_t latency_sum_us; /* total time of the requests counted */
 };
 
 struct ca_http;
@@ -224,5 +236,39 @@ unsigned ca_http_deadline_s(const struct ca_http *h);
 int ca_http_submit_put(struct ca_http *h, const char *url, const void *data, size_t n, unsigned flags,
                        ca_http_done_fn fn, void *userdata);
 int ca_http_submit_delete(struct ca_http *h, const char *url, ca_http_done_fn fn, void *userdata);
+
+/* Any request, for protocols beyond GET (OCI registries, oci.h): method
+ * "GET", "HEAD", "PUT", "POST" or "DELETE"; header lines added to the
+ * store settings' (copied, wiped when done: they may carry an
+ * Authorization); a body for PUT and POST (copied) with its
+ * Content-Type; a 2xx body of at most cap bytes (-EFBIG past it, read no
+ * further). Submits and waits. 0 for any 2xx; -ENOENT for 404/410;
+ * -EACCES for 401/403, not logged (the caller may answer a challenge,
+ * reply->www_authenticate); other statuses, retries, bounds and errors
+ * as for GET. The reply keeps the status and a few headers of the last
+ * response (each "" when absent or longer than its bound). flags:
+ * CA_HTTP_NO_RETRY. */
+struct ca_http_request {
+	const char *method, *url;
+	const char *const *headers;
+	size_t n_headers;
+	const void *body;
+	size_t body_len;
+	const char *content_type; /* NULL: none */
+	size_t cap;
+	unsigned flags;
+};
+#define CA_HTTP_REPLY_HDR_MAX 2048
+#define CA_HTTP_REPLY_SHORT_MAX 256
+struct ca_http_reply {
+	long status; /* 0: no answer */
+	struct ca_buf body;
+	char www_authenticate[CA_HTTP_REPLY_HDR_MAX], location[CA_HTTP_REPLY_HDR_MAX], link[CA_HTTP_REPLY_HDR_MAX];
+	char digest[CA_HTTP_REPLY_SHORT_MAX];       /* Docker-Content-Digest */
+	char content_type[CA_HTTP_REPLY_SHORT_MAX];
+};
+/* ret is cleared first (its body released): zero it before the first use. */
+int ca_http_request(struct ca_http *h, const struct ca_http_request *rq, struct ca_http_reply *ret);
+void ca_http_reply_clear(struct ca_http_reply *r); /* the body released, all zeroed */
 
 #endif

@@ -14,14 +14,17 @@
 #include "base/digest.h"
 #include "base/log.h"
 #include "base/location.h"
+#include "net/oci.h"
 #include "net/remote.h"
 #include "base/rng.h"
+#include "base/workq.h"
 #include "store/store.h"
 
 #define PF_BUCKETS 256
 #define PF_MAX_ENTRIES 1024              /* downloads tracked at once (running or parked) */
 #define PF_MAX_PARKED_BYTES (64u << 20)  /* finished prefetches waiting for their fetch */
 #define PF_MAX_AGE_MS 60000              /* a parked download nobody wanted for this long is dropped */
+#define OCI_FETCHERS 16                  /* a registry's chunks in flight (two requests each) */
 /* A chunk whose download failed (after its retries) fails at once for this
  * long: readers of a chunk a failing server cannot give do not each cost
  * another round of requests. "Missing" (404) is not remembered: it costs
@@ -59,6 +62,8 @@ struct ca_remote_store {
 	struct ca_http *http;
 	size_t file_max; /* a .cacnk download's cap: set_file_max, else CA_REMOTE_CHUNK_FILE_MAX */
 	char *query;     /* "?..." after each chunk URL (store-query = yes), or NULL */
+	struct ca_oci *oci; /* an oci+ store: chunks are a registry's artifacts (oci.h) */
+	struct ca_workq *oci_q; /* its downloads: manifest then blob, each a blocking pair */
 
 	pthread_mutex_t lock; /* guards everything below */
 	pthread_cond_t cond;  /* broadcast when a download settles */
@@ -282,9 +287,38 @@ static void chunk_url(const struct ca_remote_store *rs, const uint8_t *id, char 
 		*ret = NULL;
 }
 
+/* A registry's chunk (oci.h): two dependent requests, so a download is
+ * a job of the store's fetcher threads rather than one engine transfer;
+ * it settles like one. */
+static int oci_run(void *qdata, void *wdata, void *job)
+{
+	struct ca_remote_store *rs = qdata;
+	struct pf *e = job;
+	struct ca_buf body = CA_BUF_INIT;
+	(void)wdata;
+	int r = ca_oci_get_chunk(rs->oci, e->id, rs->file_max, &body);
+	settle(rs, e, r, &body);
+	ca_buf_release(&body);
+	return 0;
+}
+
+static void oci_done(void *qdata, void *job, int r)
+{
+	if (r < 0) /* cancelled before it ran */
+		settle(qdata, job, r, NULL);
+}
+
+static const struct ca_workq_ops oci_ops = { .run = oci_run, .done = oci_done };
+
 static int start_download(struct ca_remote_store *rs, struct pf *e)
 {
 	char *url;
+	if (rs->oci) {
+		int r = ca_workq_submit(rs->oci_q, e, 1);
+		if (r < 0)
+			settle(rs, e, r, NULL);
+		return r;
+	}
 	chunk_url(rs, e->id, &url);
 	/* a probe is one attempt: the back-off between probes is the store's */
 	int r = url ? ca_http_submit_flags(rs->http, url, rs->file_max, e->probe ? CA_HTTP_NO_RETRY : 0, on_done, e) :
@@ -571,7 +605,20 @@ int ca_remote_store_open(const struct ca_endpoint *e, struct ca_remote_store **r
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = ca_http_new(&e->http, &rs->http); /* copies what e's options point to */
+	if (e->loc.oci) {
+		/* the settings' credentials are the registry's (oci_auth.h), never curl's */
+		struct ca_http_opts ho = e->http;
+		ho.username = ho.password = NULL;
+		ho.netrc = -1;
+		r = ca_http_new(&ho, &rs->http);
+		if (r == 0)
+			r = ca_oci_open(e, false, rs->http, &rs->oci); /* logs */
+		struct ca_workq_opts qo = { .workers = OCI_FETCHERS, .max_jobs = 2 * PF_MAX_ENTRIES };
+		if (r == 0)
+			r = ca_workq_new(&oci_ops, rs, &qo, &rs->oci_q);
+	} else {
+		r = ca_http_new(&e->http, &rs->http); /* copies what e's options point to */
+	}
 	if (r < 0)
 		goto fail;
 	rs->deadline_s = ca_http_deadline_s(rs->http); /* the store's own settings included */
@@ -619,6 +666,10 @@ void ca_remote_store_free(struct ca_remote_store *rs)
 			            (unsigned long long)st.prefetch_drops);
 	}
 	/* first the engine: its cancelled downloads settle into the table */
+	if (rs->oci_q) /* queued downloads are dropped, running ones finish and settle */
+		ca_workq_cancel(rs->oci_q, -ECANCELED);
+	ca_workq_free(rs->oci_q);
+	ca_oci_free(rs->oci); /* before the engine it borrows */
 	ca_http_free(rs->http);
 	for (unsigned i = 0; i < PF_BUCKETS; i++)
 		while (rs->buckets[i])
@@ -726,7 +777,12 @@ int ca_remote_store_probe(struct ca_remote_store *rs, const uint8_t *const *ids,
 	int r = 0;
 	pthread_mutex_init(&p.lock, NULL);
 	pthread_cond_init(&p.cond, NULL);
-	for (size_t i = 0; i < n && r == 0; i++) {
+	for (size_t i = 0; rs->oci && i < n && r == 0; i++) {
+		r = ca_oci_has_chunk(rs->oci, ids[i]);
+		ret_present[i] = r == 1;
+		r = r < 0 ? r : 0;
+	}
+	for (size_t i = 0; !rs->oci && i < n && r == 0; i++) {
 		struct probe_one *o = malloc(sizeof(*o));
 		char *url;
 		ret_present[i] = 0;
@@ -781,6 +837,8 @@ int ca_remote_fetch(const struct ca_endpoint *e, size_t cap, const char *validat
 	struct ca_http *h = NULL;
 	*ret_not_modified = false;
 	ret_validator[0] = 0;
+	if (e->loc.oci)
+		return ca_oci_fetch_file(e, cap, out); /* no versions: fetched whole each time */
 	int r = ca_http_new(&e->http, &h);
 	if (r == 0)
 		r = ca_http_get_if_changed(h, e->fetch_url, cap, validator, out, ret_not_modified, ret_validator);

@@ -2,7 +2,11 @@
 /*
  * remote.h - chunk stores and index files behind http:// and https://
  * URLs, on top of the HTTP engine (http.h); and behind s3+http(s):// URLs
- * (s3.h), which are translated to http(s) once and signed.
+ * (s3.h), which are translated to http(s) once and signed; and in OCI
+ * registries, oci+http(s):// (oci.h): there a chunk's download is its
+ * manifest then its blob, run by the store's 16 fetcher threads on its
+ * engine, and otherwise the same (prefetch table, outages, probe by HEAD
+ * of the chunk's tag); an oci+ file is fetched whole, unconditionally.
  *
  * A remote store is a chunk backend for chunksrc.h: fetch() downloads
  *   <store URL cut at the first '?', ';' or '#', trailing '/' stripped>

@@ -13,6 +13,7 @@
 #include "base/location.h"
 #include "base/log.h"
 #include "net/endpoint.h"
+#include "net/oci.h"
 #include "net/s3.h"
 #include "store/store.h"
 #include "store/store_gc.h"
@@ -525,6 +526,8 @@ int ca_store_writer_open(const char *location, const struct ca_http_opts *http, 
 			return r;
 		return ca_store_writer_new(&s3_writer_ops, w, location, ret);
 	}
+	if (at.oci)
+		return ca_oci_writer_open(location, http, ret);
 	if (!at.path)
 		return -EPROTONOSUPPORT;
 	return ca_store_writer_open_local(at.path, ret);

@@ -809,6 +809,8 @@ void ca_chunksrc_get_stats(struct ca_chunksrc *src, struct ca_chunksrc_stats *re
 {
 	pthread_mutex_lock(&src->lock);
 	*ret = src->stats;
+	ret->lru_bytes = src->lru_bytes;
+	ret->lru_limit = src->lru_limit;
 	pthread_mutex_unlock(&src->lock);
 }
 

@@ -73,6 +73,7 @@ struct ca_chunksrc_stats {
 	 * and how long they waited in all: where a reader's time goes
 	 * beside a background fill */
 	uint64_t demand_fetches, demand_joins, demand_join_wait_us;
+	uint64_t lru_bytes, lru_limit; /* the memory LRU now, and its bound */
 };
 
 /* lru_bytes bounds the memory LRU (0 disables it). */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* extract.c - parallel blob extraction. */
+/* extract.c - parallel blob extraction: workers fetch, decompress and
+ * verify chunks; their ordered completions are the one writer. */
 #include "config.h"
 
 #include <errno.h>
@@ -31,6 +32,24 @@
  * index), and a deep queue wakes the submitting thread less often. */
 #define QUEUE_JOBS 256
 
+/* What a worker left for the writer at chunk i's turn. */
+enum slot_kind {
+	SLOT_NONE,   /* not run (cancelled), or failed */
+	SLOT_SKIP,   /* nothing to write: zeros left as a hole, or cloned in place */
+	SLOT_DATA,   /* c holds the chunk's bytes */
+	SLOT_REPEAT, /* copy chunk f's bytes from the output, which holds them by then */
+};
+
+struct slot {
+	enum slot_kind kind;
+	const struct ca_chunk *c;
+	size_t f;
+};
+
+/* Chunks gathered for one write: contiguous in the output. */
+#define GATHER_CHUNKS 64
+#define GATHER_BYTES ((uint64_t)2 << 20)
+
 struct extract_job {
 	struct ca_index *idx;
 	struct ca_chunksrc *src;
@@ -42,10 +61,22 @@ struct extract_job {
 	uint8_t zero_id[CA_CHUNK_ID_SIZE]; /* id of a max-size run of zeros */
 	uint64_t zero_size;
 
-	pthread_mutex_t lock;
-	pthread_cond_t cond; /* a chunk is done (for waiters > 0), or an error */
-	unsigned waiters;    /* workers waiting in cond for another's chunk */
-	size_t next_write;  /* sequential output: next chunk to write */
+	/* A job (chunk i) keeps its result in slots[i % QUEUE_JOBS]: the queue
+	 * completes in order and holds at most QUEUE_JOBS, so the live jobs are
+	 * a run of consecutive chunks and never share a slot. */
+	struct slot slots[QUEUE_JOBS];
+
+	/* The writer: the ordered completions, one at a time, in chunk order.
+	 * One thread at a time writes the file, in large pwritev calls of
+	 * neighbouring chunks; writers racing on one file serialize on its
+	 * inode lock in the kernel, spinning. Only the retiring worker
+	 * touches these. */
+	const struct ca_chunk *gather[GATHER_CHUNKS];
+	size_t n_gather;
+	uint64_t gather_off, gather_bytes;
+	struct ca_buf copy_buf; /* where a repeat is copied through */
+
+	pthread_mutex_t lock; /* err, written, reported */
 	uint64_t written, reported;
 	int err;
 	bool err_logged; /* the first error was a chunk's, and is reported */
@@ -55,7 +86,6 @@ struct extract_job {
 	 * NULL when off (sequential output, or no memory). */
 	uint32_t *first_slots; /* open addressing: 1 + index of a first occurrence, 0 = empty */
 	size_t slot_mask;
-	uint8_t *done;         /* per chunk, under lock: its bytes are in the output */
 };
 
 static size_t slot_of(const uint8_t *id, size_t mask)
@@ -89,14 +119,8 @@ static void dedup_setup(struct extract_job *x)
 	while (cap < 2 * n)
 		cap *= 2;
 	x->first_slots = calloc(cap, sizeof(uint32_t));
-	x->done = calloc(n, 1);
-	if (!x->first_slots || !x->done) {
-		free(x->first_slots);
-		free(x->done);
-		x->first_slots = NULL;
-		x->done = NULL;
+	if (!x->first_slots)
 		return;
-	}
 	x->slot_mask = cap - 1;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t start, end;
@@ -115,45 +139,6 @@ static void dedup_setup(struct extract_job *x)
 	}
 }
 
-/* Under the lock: wait for another worker's chunk. The chunk may never
- * come once the cancel flag is set (the queue drops it unrun): look at
- * the flag now and then, and make it the error. */
-static void wait_other_locked(struct extract_job *x)
-{
-	if (!x->o->cancel) {
-		pthread_cond_wait(&x->cond, &x->lock);
-		return;
-	}
-	ca_cond_wait_ms(&x->cond, &x->lock, 100);
-	if (*x->o->cancel && !x->err)
-		x->err = -ECANCELED;
-}
-
-/* Chunk i repeats chunk f: wait for f to be in the output and copy it.
- * 0 when done; anything else means "fetch it after all". */
-static int copy_repeat(struct extract_job *x, size_t f, uint64_t start, uint64_t len, struct ca_buf *buf)
-{
-	uint64_t fstart, fend;
-	const uint8_t *id;
-	ca_index_chunk(x->idx, f, &fstart, &fend, &id);
-	pthread_mutex_lock(&x->lock);
-	x->waiters++;
-	while (!x->done[f] && !x->err)
-		wait_other_locked(x);
-	x->waiters--;
-	bool ready = x->done[f] && !x->err;
-	pthread_mutex_unlock(&x->lock);
-	if (!ready)
-		return -ECANCELED;
-	int r = ca_buf_reserve(buf, len, SIZE_MAX);
-	if (r < 0)
-		return r;
-	ssize_t k = ca_pread_full(x->fd, buf->data, len, fstart);
-	if (k < 0 || (uint64_t)k != len)
-		return -EIO;
-	return x->holes ? ca_pwrite_sparse(x->fd, buf->data, len, start) : ca_pwrite_all(x->fd, buf->data, len, start);
-}
-
 static bool is_zero_chunk(const struct extract_job *x, uint64_t start, uint64_t end, const uint8_t *id)
 {
 	return !x->seq_out && end - start == x->zero_size && !memcmp(id, x->zero_id, CA_CHUNK_ID_SIZE);
@@ -170,111 +155,177 @@ static void prefetch(struct extract_job *x, size_t i)
 		ca_chunksrc_prefetch(x->src, id);
 }
 
-static int worker_init(void *qdata, void **ret)
+static void set_err(struct extract_job *x, int r)
 {
-	struct ca_buf *b = malloc(sizeof(*b)); /* where a repeat is copied through */
-	(void)qdata;
-	if (!b)
-		return -ENOMEM;
-	*b = (struct ca_buf)CA_BUF_INIT;
-	*ret = b;
-	return 0;
+	pthread_mutex_lock(&x->lock);
+	if (!x->err)
+		x->err = r;
+	pthread_mutex_unlock(&x->lock);
 }
 
-static void worker_fini(void *qdata, void *wdata)
+static int get_err(struct extract_job *x)
 {
-	(void)qdata;
-	ca_buf_release(wdata);
-	free(wdata);
+	pthread_mutex_lock(&x->lock);
+	int r = x->err;
+	pthread_mutex_unlock(&x->lock);
+	return r;
 }
 
-/* A worker: chunk i (the job) into the output. The chunks are taken in
- * order (the queue is FIFO), so a chunk this one waits for (the one it
- * repeats, the one written before it) is already some worker's. */
+/* Fetch chunk i (decompressed, verified); the first failure is logged. */
+static int fetch(struct extract_job *x, const uint8_t *id, uint64_t size, const struct ca_chunk **ret)
+{
+	int r = ca_chunksrc_get(x->src, id, size, ret);
+	if (r < 0) {
+		/* one line for the user: only the first failure is reported */
+		pthread_mutex_lock(&x->lock);
+		bool first = !x->err;
+		if (first) {
+			x->err = r;
+			x->err_logged = true;
+		}
+		pthread_mutex_unlock(&x->lock);
+		char hex[2 * CA_CHUNK_ID_SIZE + 1];
+		ca_id_to_hex(id, hex);
+		if (first && r == -ENOENT)
+			ca_log_error("chunk %s: not found in any store", hex);
+		else if (first)
+			ca_log_error_errno(r, "chunk %s", hex);
+	}
+	return r;
+}
+
+/* A worker: chunk i (the job) made ready for the writer: fetched,
+ * decompressed and verified, or found to need no fetch. */
 static int worker_run(void *qdata, void *wdata, void *job)
 {
 	struct extract_job *x = qdata;
-	struct ca_buf *copy_buf = wdata;
 	size_t i = (size_t)(uintptr_t)job;
+	struct slot *s = &x->slots[i % QUEUE_JOBS];
 	uint64_t start, end;
 	const uint8_t *id;
-	const struct ca_chunk *c = NULL;
-	int r = 0;
+	int r = get_err(x);
+	(void)wdata;
 
-	pthread_mutex_lock(&x->lock);
-	r = x->err;
-	pthread_mutex_unlock(&x->lock);
 	if (r < 0)
 		return r;
 	ca_index_chunk(x->idx, i, &start, &end, &id);
-	bool zero = is_zero_chunk(x, start, end, id);
-	if (!zero && x->first_slots) {
+	if (is_zero_chunk(x, start, end, id)) {
+		s->kind = SLOT_SKIP;
+		return 0;
+	}
+	if (x->first_slots) {
 		size_t f = first_of(x, i);
-		if (f != i && copy_repeat(x, f, start, end - start, copy_buf) == 0)
-			zero = true; /* nothing left to do for it */
-	}
-	if (!zero && x->o->clone && x->regular && !x->seq_out) {
-		r = x->o->clone(x->o->clone_userdata, id, end - start, x->fd, start);
-		zero = r > 0; /* in place: nothing to fetch */
-		if (r > 0)
-			r = 0;
-	}
-	if (!zero && r == 0) {
-		r = ca_chunksrc_get(x->src, id, end - start, &c);
-		if (r < 0) {
-			/* one line for the user: only the first failure is reported */
-			pthread_mutex_lock(&x->lock);
-			bool first = !x->err;
-			if (first) {
-				x->err = r;
-				x->err_logged = true;
-			}
-			pthread_mutex_unlock(&x->lock);
-			char hex[2 * CA_CHUNK_ID_SIZE + 1];
-			ca_id_to_hex(id, hex);
-			if (first && r == -ENOENT)
-				ca_log_error("chunk %s: not found in any store", hex);
-			else if (first)
-				ca_log_error_errno(r, "chunk %s", hex);
+		if (f != i) {
+			s->kind = SLOT_REPEAT;
+			s->f = f;
+			return 0;
 		}
 	}
-	if (r == 0 && c && x->seq_out) {
-		pthread_mutex_lock(&x->lock);
-		x->waiters++;
-		while (x->next_write != i && !x->err)
-			wait_other_locked(x);
-		x->waiters--;
-		pthread_mutex_unlock(&x->lock);
-		if (!x->err)
-			r = ca_write_all(x->fd, c->data, c->size);
-	} else if (r == 0 && c) {
-		/* zero blocks of a fresh file stay holes, as casync punches them */
-		r = x->holes ? ca_pwrite_sparse(x->fd, c->data, c->size, start)
-		             : ca_pwrite_all(x->fd, c->data, c->size, start);
+	if (x->o->clone && x->regular && !x->seq_out) {
+		r = x->o->clone(x->o->clone_userdata, id, end - start, x->fd, start);
+		if (r < 0)
+			return r;
+		if (r > 0) { /* in place: nothing to fetch */
+			s->kind = SLOT_SKIP;
+			return 0;
+		}
 	}
+	r = fetch(x, id, end - start, &s->c);
+	if (r == 0)
+		s->kind = SLOT_DATA;
+	return r;
+}
+
+/* Write the gathered chunks in one go and let them go. */
+static int flush(struct extract_job *x)
+{
+	struct iovec iov[GATHER_CHUNKS];
+	int r = x->n_gather ? get_err(x) : 0;
+	for (size_t k = 0; k < x->n_gather; k++)
+		iov[k] = (struct iovec){ .iov_base = (void *)x->gather[k]->data, .iov_len = x->gather[k]->size };
+	if (r < 0) {
+		/* failed already: only let them go */
+	} else if (x->seq_out) {
+		for (size_t k = 0; k < x->n_gather && r == 0; k++)
+			r = ca_write_all(x->fd, iov[k].iov_base, iov[k].iov_len);
+	} else {
+		/* zero blocks of a fresh file stay holes, as casync punches them */
+		r = ca_pwritev_sparse(x->fd, iov, x->n_gather, x->gather_off, x->holes);
+	}
+	for (size_t k = 0; k < x->n_gather; k++)
+		ca_chunksrc_put(x->src, x->gather[k]);
+	x->n_gather = 0;
+	x->gather_bytes = 0;
+	return r;
+}
+
+/* Chunk i repeats chunk f, which is in the output by now (written in
+ * order, gathered ones flushed first): copy it. A read that fails or
+ * comes short means "fetch it after all". */
+static int copy_repeat(struct extract_job *x, size_t f, uint64_t start, uint64_t len, const uint8_t *id)
+{
+	uint64_t fstart, fend;
+	const uint8_t *fid;
+	const struct ca_chunk *c = NULL;
+	ca_index_chunk(x->idx, f, &fstart, &fend, &fid);
+	int r = ca_buf_reserve(&x->copy_buf, len, SIZE_MAX);
+	if (r < 0)
+		return r;
+	ssize_t k = ca_pread_full(x->fd, x->copy_buf.data, len, fstart);
+	if (k >= 0 && (uint64_t)k == len)
+		return x->holes ? ca_pwrite_sparse(x->fd, x->copy_buf.data, len, start)
+		                : ca_pwrite_all(x->fd, x->copy_buf.data, len, start);
+	r = fetch(x, id, len, &c);
+	if (r == 0)
+		r = x->holes ? ca_pwrite_sparse(x->fd, c->data, c->size, start) : ca_pwrite_all(x->fd, c->data, c->size, start);
 	ca_chunksrc_put(x->src, c);
+	return r;
+}
+
+/* The writer, called for chunk i after every chunk before it: put it out
+ * (or gather it for one write with its neighbours). */
+static void writer_done(void *qdata, void *job, int r)
+{
+	struct extract_job *x = qdata;
+	size_t i = (size_t)(uintptr_t)job;
+	struct slot *s = &x->slots[i % QUEUE_JOBS];
+	uint64_t start, end;
+	const uint8_t *id;
+
+	ca_index_chunk(x->idx, i, &start, &end, &id);
+	if (r == 0)
+		r = get_err(x);
+	if (r == 0 && s->kind == SLOT_DATA) {
+		if (x->n_gather && (x->n_gather == GATHER_CHUNKS || x->gather_bytes >= GATHER_BYTES ||
+		                    x->gather_off + x->gather_bytes != start))
+			r = flush(x);
+		if (!x->n_gather)
+			x->gather_off = start;
+		x->gather[x->n_gather++] = s->c;
+		x->gather_bytes += s->c->size;
+		s->c = NULL;
+	} else if (r == 0 && s->kind == SLOT_REPEAT) {
+		r = flush(x);
+		if (r == 0)
+			r = copy_repeat(x, s->f, start, end - start, id);
+	}
+	ca_chunksrc_put(x->src, s->c); /* a chunk not handed on: an error */
+	*s = (struct slot){ 0 };
 
 	pthread_mutex_lock(&x->lock);
 	if (r < 0 && !x->err)
 		x->err = r;
-	if (r == 0 && x->done)
-		x->done[i] = 1;
-	x->next_write++;
 	x->written += end - start;
 	bool report = x->o->progress && x->written - x->reported >= PROGRESS_STEP;
 	if (report)
 		x->reported = x->written;
 	uint64_t w = x->written;
-	/* only workers waiting for a chunk care */
-	if (x->waiters || r < 0)
-		pthread_cond_broadcast(&x->cond);
 	pthread_mutex_unlock(&x->lock);
 	if (report)
 		x->o->progress(x->o->progress_userdata, w);
-	return r;
 }
 
-static const struct ca_workq_ops worker_ops = { .init = worker_init, .fini = worker_fini, .run = worker_run };
+static const struct ca_workq_ops worker_ops = { .run = worker_run, .done = writer_done };
 
 /* Hand every chunk to the workers, in order, hinting the chunk source
  * PREFETCH_AHEAD chunks ahead of each: before that chunk is handed out,
@@ -283,7 +334,7 @@ static int run_workers(struct extract_job *x, unsigned n)
 {
 	struct ca_workq *q = NULL;
 	struct ca_workq_opts qo = {
-		.workers = n, .max_jobs = QUEUE_JOBS, .stop_on_error = true, .cancel = x->o->cancel,
+		.workers = n, .max_jobs = QUEUE_JOBS, .ordered = true, .stop_on_error = true, .cancel = x->o->cancel,
 	};
 	size_t n_chunks = ca_index_n_chunks(x->idx);
 	int r = ca_workq_new(&worker_ops, x, &qo, &q);
@@ -295,22 +346,17 @@ static int run_workers(struct extract_job *x, unsigned n)
 		prefetch(x, i + PREFETCH_AHEAD);
 		r = ca_workq_submit(q, (void *)(uintptr_t)i, 1);
 	}
-	if (r < 0) { /* a job's error stopped the queue, or a cancel: workers waiting for a chunk give up */
-		pthread_mutex_lock(&x->lock);
-		if (!x->err)
-			x->err = r;
-		pthread_cond_broadcast(&x->cond);
-		pthread_mutex_unlock(&x->lock);
-	}
+	if (r < 0) /* a job's error stopped the queue, or a cancel */
+		set_err(x, r);
 	r = ca_workq_free(q);
-	if (r == -ECANCELED || r == -EBUSY) {
-		pthread_mutex_lock(&x->lock);
-		if (!x->err)
-			x->err = -ECANCELED;
-		pthread_cond_broadcast(&x->cond);
-		pthread_mutex_unlock(&x->lock);
-	}
-	return r == -EBUSY ? r : 0;
+	if (r == -EBUSY)
+		return r; /* the gathered chunks stay with the stuck queue's exit */
+	if (r == -ECANCELED)
+		set_err(x, -ECANCELED);
+	r = flush(x); /* the last chunks, or (after an error) just let go */
+	if (r < 0)
+		set_err(x, r);
+	return 0;
 }
 
 static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, bool seq, const struct ca_extract_opts *o,
@@ -366,7 +412,7 @@ static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, boo
 		x->zero_size = 0;
 
 	pthread_mutex_init(&x->lock, NULL);
-	pthread_cond_init(&x->cond, NULL);
+	x->copy_buf = (struct ca_buf)CA_BUF_INIT;
 	dedup_setup(x);
 	r = run_workers(x, n);
 	if (r == -EBUSY) {
@@ -386,10 +432,9 @@ static int extract_fd(struct ca_index *idx, struct ca_chunksrc *src, int fd, boo
 	}
 	if (o->progress && !x->err)
 		o->progress(o->progress_userdata, x->written);
-	pthread_cond_destroy(&x->cond);
 	pthread_mutex_destroy(&x->lock);
+	ca_buf_release(&x->copy_buf);
 	free(x->first_slots);
-	free(x->done);
 	*ret_logged = x->err_logged;
 	r = x->err;
 	free(x);

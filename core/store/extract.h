@@ -2,8 +2,9 @@
 /*
  * extract.h - write a whole image (all chunks of an index) to a file,
  * in parallel: a pool of workers gets chunks from the chunk source
- * (decompressed, verified) and pwrite()s each at its offset. All-zero
- * chunks are left as holes in a fresh file. The output appears under its
+ * (decompressed, verified); one writer at a time (the queue's ordered
+ * completion) puts them out in order, neighbouring chunks gathered into
+ * one pwritev. All-zero chunks are left as holes in a fresh file. The output appears under its
  * final name only when complete.
  */
 #ifndef CA_EXTRACT_H

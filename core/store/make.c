@@ -32,6 +32,11 @@
 #define MAX_JOB_BYTES (32u << 20)     /* chunk data waiting for workers */
 #define JOBS_PER_WORKER 4             /* chunks waiting for workers, at most, per worker */
 #define MAX_WORKERS 64
+/* Chunks handed to a worker at once: their ids are hashed together in the
+ * lanes of a multi-buffer SHA-512/256 (base/sha512mb.h), which wants
+ * several times its lane count so that lanes refill as chunks end. */
+#define BATCH_CHUNKS 32
+#define BATCH_BYTES ((size_t)4 << 20)
 
 struct segment {
 	struct segment *next_c, *next_d; /* chunker queue, digest queue */
@@ -40,7 +45,9 @@ struct segment {
 	uint8_t data[];
 };
 
+/* A chunk; the queue's job is a batch of them, linked through next. */
 struct job {
+	struct job *next;
 	uint64_t end;
 	/* the chunk's bytes: in place in seg (a reference held) when the
 	 * chunk lies in one segment, else copied into buf */
@@ -187,24 +194,52 @@ static void job_release_locked(struct ca_maker *m, struct job *j)
 	j->seg = NULL;
 }
 
-/* Hand a job to the workers (lock not held): blocks while the queue
- * holds its bound; a refused job (an error stopped the queue) is freed. */
-static void submit(struct ca_maker *m, struct job *j)
+/* The chunker's batch being gathered. */
+struct batch {
+	struct job *head, *tail;
+	size_t n, bytes;
+};
+
+/* Hand the batch to the workers (lock not held): blocks while the queue
+ * holds its bound; a refused batch (an error stopped the queue) is freed. */
+static void submit(struct ca_maker *m, struct batch *b)
 {
-	int r = ca_workq_submit(m->q, j, j->size);
+	struct job *j = b->head;
+	int r = j ? ca_workq_submit(m->q, j, b->bytes) : 0;
+	*b = (struct batch){ 0 };
 	if (r < 0) {
 		pthread_mutex_lock(&m->lock);
-		job_release_locked(m, j);
 		fail_locked(m, r);
+		for (struct job *k = j; k; k = k->next)
+			job_release_locked(m, k);
 		pthread_mutex_unlock(&m->lock);
-		free(j);
+		while (j) {
+			struct job *next = j->next;
+			free(j);
+			j = next;
+		}
 	}
+}
+
+/* Add a chunk to the batch, handing it over when full. */
+static void add(struct ca_maker *m, struct batch *b, struct job *j)
+{
+	if (b->tail)
+		b->tail->next = j;
+	else
+		b->head = j;
+	b->tail = j;
+	b->n++;
+	b->bytes += j->size;
+	if (b->n >= BATCH_CHUNKS || b->bytes >= BATCH_BYTES)
+		submit(m, b);
 }
 
 static void *chunker_main(void *arg)
 {
 	struct ca_maker *m = arg;
 	struct ca_buf acc = CA_BUF_INIT;
+	struct batch batch = { 0 };
 	uint64_t pos = 0; /* stream offset of the end of acc */
 	int r;
 
@@ -243,16 +278,19 @@ static void *chunker_main(void *arg)
 					j = emit_locked(m, &acc, NULL, NULL, 0, pos);
 				pthread_mutex_unlock(&m->lock);
 				if (j)
-					submit(m, j);
+					add(m, &batch, j);
 			}
 		}
+		/* not held while waiting for input: its chunks hold segments */
+		submit(m, &batch);
 		pthread_mutex_lock(&m->lock);
 		seg_unref_locked(m, s);
 	}
 	struct job *last = !m->err && acc.size > 0 ? emit_locked(m, &acc, NULL, NULL, 0, pos) : NULL;
 	pthread_mutex_unlock(&m->lock);
 	if (last)
-		submit(m, last);
+		add(m, &batch, last);
+	submit(m, &batch);
 	ca_buf_release(&acc);
 	return NULL;
 }
@@ -301,39 +339,50 @@ static void worker_fini(void *qdata, void *wdata)
 	free(w);
 }
 
-/* A worker: hash the chunk, and compress and store it when new. */
+/* A worker: hash the batch's chunks (together), and compress and store
+ * each that is new. */
 static int worker_run(void *qdata, void *wdata, void *arg)
 {
 	struct ca_maker *m = qdata;
 	struct worker *w = wdata;
-	struct job *j = arg;
-	bool is_new = false;
-	int r = cancelled(m) ? -ECANCELED : ca_digest_once(ca_codec_digest(w->codec), j->data, j->size, j->id);
-	if (r == 0 && m->store)
-		r = store_chunk(m, w->codec, &w->cbuf, j, &is_new);
+	struct ca_sha512mb_msg msgs[BATCH_CHUNKS];
+	size_t n = 0;
+	int r = 0;
 
-	pthread_mutex_lock(&m->lock);
-	if (r < 0 && !m->err)
-		m->err_path = m->o.store_path; /* hashing cannot fail but for ENOMEM */
-	if (r < 0)
-		fail_locked(m, r);
-	if (is_new) {
-		m->stats.chunks_new++;
-		m->stats.bytes_stored += w->cbuf.size;
+	for (struct job *j = arg; j; j = j->next)
+		msgs[n++] = (struct ca_sha512mb_msg){ .data = j->data, .size = j->size, .out = j->id };
+	r = cancelled(m) ? -ECANCELED : ca_digest_many(ca_codec_digest(w->codec), msgs, n);
+	for (struct job *j = arg; j; j = j->next) {
+		bool is_new = false;
+		if (r == 0 && m->store)
+			r = store_chunk(m, w->codec, &w->cbuf, j, &is_new);
+		pthread_mutex_lock(&m->lock);
+		if (is_new) {
+			m->stats.chunks_new++;
+			m->stats.bytes_stored += w->cbuf.size;
+		}
+		/* the input back now, not when the index gets to it */
+		job_release_locked(m, j);
+		pthread_mutex_unlock(&m->lock);
 	}
-	/* the input back now, not when the index gets to it */
-	job_release_locked(m, j);
-	pthread_mutex_unlock(&m->lock);
+	if (r < 0) {
+		pthread_mutex_lock(&m->lock);
+		if (!m->err)
+			m->err_path = m->o.store_path; /* hashing cannot fail but for ENOMEM */
+		fail_locked(m, r);
+		pthread_mutex_unlock(&m->lock);
+	}
 	return r;
 }
 
-/* In stream order, one at a time: the chunk's index entry. */
+/* In stream order, one at a time: the batch's index entries. */
 static void worker_done(void *qdata, void *arg, int r)
 {
 	struct ca_maker *m = qdata;
 	struct job *j = arg;
 	pthread_mutex_lock(&m->lock);
-	job_release_locked(m, j); /* a job dropped unrun still holds its input */
+	for (struct job *k = j; k; k = k->next)
+		job_release_locked(m, k); /* a batch dropped unrun still holds its input */
 	if (r < 0 && !m->err)
 		m->err_path = m->o.store_path;
 	if (r < 0)
@@ -341,14 +390,19 @@ static void worker_done(void *qdata, void *arg, int r)
 	bool add = m->index && !m->err;
 	pthread_mutex_unlock(&m->lock);
 	/* the index writer is the done calls' alone: they never overlap */
-	if (add && (r = ca_index_writer_add(m->index, j->end, j->id)) < 0) {
-		pthread_mutex_lock(&m->lock);
-		if (!m->err)
-			m->err_path = m->o.index_path;
-		fail_locked(m, r);
-		pthread_mutex_unlock(&m->lock);
+	for (; j; ) {
+		if (add && (r = ca_index_writer_add(m->index, j->end, j->id)) < 0) {
+			pthread_mutex_lock(&m->lock);
+			if (!m->err)
+				m->err_path = m->o.index_path;
+			fail_locked(m, r);
+			pthread_mutex_unlock(&m->lock);
+			add = false;
+		}
+		struct job *next = j->next;
+		free(j);
+		j = next;
 	}
-	free(j);
 }
 
 static const struct ca_workq_ops worker_ops = {

@@ -46,9 +46,10 @@ int ca_store_writer_put(struct ca_store_writer *w, struct ca_codec *codec, const
                         const void *p, size_t n);
 int ca_store_writer_finish(struct ca_store_writer *w, uint64_t *ret_skipped, uint64_t *ret_skipped_bytes);
 
-/* Any store a make may write: a local path (or file://) or an s3+http(s)
- * URL (s3.h; its credentials from the environment). Other URLs are
- * -EPROTONOSUPPORT. Defined in the network library (s3_store.c). */
+/* Any store a make may write: a local path (or file://), an s3+http(s)
+ * URL (s3.h; its credentials from the environment) or an oci+http(s)
+ * registry repository (oci.h). Other URLs are -EPROTONOSUPPORT. Defined
+ * in the network library (s3_store.c). */
 struct ca_http_opts;
 int ca_store_writer_open(const char *location, const struct ca_http_opts *http, struct ca_store_writer **ret);
 

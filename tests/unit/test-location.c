@@ -113,6 +113,13 @@ int main(void)
 	check_default_store("https://h.caidx", "https://h.caidx/default.castr");
 	check_default_store("https://h.caidx?sig=1", "https://h.caidx/default.castr");
 	check_default_store("https://h/x.caidx", "https://h/default.castr");
+	/* a registry: the index is a tag of its repository, the store that repository */
+	check_default_store("oci+https://r.example/team/images/app.caidx", "oci+https://r.example/team/images");
+	check_default_store("OCI+http://127.0.0.1:5000/a/app.caibx", "OCI+http://127.0.0.1:5000/a");
+	check_int(ca_location_kind("oci+https://r/x/a.caidx"), ==, CA_LOCATION_HTTP);
+	check(ca_location_is_oci("oci+http://r/x"));
+	check(!ca_location_is_oci("https://r/x"));
+	check(ca_location_is_https("oci+https://r/x"));
 
 	/* casync's HOST:PATH (ssh remoting) */
 	check(ca_location_ssh_host_len("localhost:/tmp/x.caidx") == 9);
