@@ -75,8 +75,13 @@ mnt_cleanup() {
 at_cleanup mnt_cleanup
 mkdir -p "$mnt"
 
-# cpu_of PID: user+sys seconds of a live process
-cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+# cpu_of PID: user+sys seconds of a live process and its live children (the
+# mount command is the keeper; the server, which does the work, is its child)
+cpu_of() {
+	local p
+	for p in "$1" $(pgrep -P "$1"); do cat "/proc/$p/stat" 2>/dev/null; done |
+		awk -v hz="$(getconf CLK_TCK)" '{ s += $14 + $15 } END { printf "%.2f", s / hz }'
+}
 
 declare -A R=() CPU=()
 # add KEY VALUE: one more figure for KEY

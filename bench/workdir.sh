@@ -30,13 +30,15 @@ drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 is_mounted() { awk -v d="$1" '$5 == d { f = 1 } END { exit !f }' /proc/self/mountinfo; }
 
 # timed KEY CMD...: wall time of CMD (run under sh -c, capped at CAP s, out and err
-# in $T) into R[KEY]
+# in $T) into R[KEY], its user and system time into R[KEY.us]
 declare -gA R=()
 timed() {
 	local key=$1 t0 rc=0
 	shift
 	t0=$(now)
-	timeout "$CAP" sh -c "$*" >"$T/out.$key" 2>"$T/err.$key" || rc=$?
+	timeout "$CAP" /usr/bin/time -f "%U %S" -o "$T/time.$key" sh -c "$*" >"$T/out.$key" 2>"$T/err.$key" || rc=$?
+	# the command's own CPU (user, system), beside its wall time
+	R[$key.us]=$(tail -n 1 "$T/time.$key" 2>/dev/null | awk 'NF == 2 { printf "u %.2f s %.2f", $1, $2 }')
 	if [ "$rc" = 124 ]; then
 		R[$key]="> $CAP"
 	elif [ "$rc" != 0 ]; then
@@ -48,7 +50,7 @@ timed() {
 }
 # best KEY N CMD: the best of N timed runs (warm figures: less noise from a busy machine)
 best() {
-	local key=$1 n=$2 i b=
+	local key=$1 n=$2 i b= bu=
 	shift 2
 	for ((i = 0; i < n; i++)); do
 		timed "$key" "$@"
@@ -56,7 +58,7 @@ best() {
 		[0-9]*) ;;
 		*) return ;;
 		esac
-		if [ -z "$b" ] || awk -v a="${R[$key]}" -v b="$b" 'BEGIN { exit !(a < b) }'; then b=${R[$key]}; fi
+		if [ -z "$b" ] || awk -v a="${R[$key]}" -v b="$b" 'BEGIN { exit !(a < b) }'; then b=${R[$key]} bu=${R[$key.us]}; fi
 	done
-	R[$key]=$b
+	R[$key]=$b R[$key.us]=$bu
 }

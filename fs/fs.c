@@ -29,6 +29,10 @@
 /* how far a read may land from the previous one and still count as sequential:
  * the kernel's async readahead sends several reads at once, out of order */
 #define SEQ_SLACK (UINT64_C(4) << 20)
+/* a file up to this size is fetched whole at its first read: a loader's
+ * page faults (ld.so, a shell's libraries) come in no order, and one
+ * round trip per fault was most of a cold container start */
+#define WHOLE_FILE_MAX (UINT64_C(4) << 20)
 
 static bool req_interrupted(void *arg)
 {
@@ -308,6 +312,16 @@ size_t fs_stats_text(struct fs *fs, char *buf, size_t len)
 		n = snprintf(buf + used, len - used, "store_state: %s\n", state);
 		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
 	}
+	static const char *const op_names[FS_OP_N] = {
+		[FS_OP_LOOKUP] = "lookup",   [FS_OP_GETATTR] = "getattr",         [FS_OP_READLINK] = "readlink",
+		[FS_OP_OPENDIR] = "opendir", [FS_OP_READDIR] = "readdir",         [FS_OP_READDIRPLUS] = "readdirplus",
+		[FS_OP_OPEN] = "open",       [FS_OP_READ] = "read",               [FS_OP_GETXATTR] = "getxattr",
+		[FS_OP_LISTXATTR] = "listxattr",
+	};
+	for (size_t i = 0; i < FS_OP_N && used + 1 < len; i++) {
+		n = snprintf(buf + used, len - used, "fuse_%s: %" PRIu64 "\n", op_names[i], (uint64_t)fs->ops[i]);
+		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
+	}
 	if (fs->o.prefetch && used + 1 < len)
 		used += prefetch_stats_text(fs->o.prefetch, buf + used, len - used);
 	return used;
@@ -390,6 +404,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
 		fs->no_open = true;
 	}
+	/* no OPENDIR/RELEASEDIR round trips either: a `find` opened every
+	 * directory twice (open, release) for nothing (see op_opendir) */
+	if (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) {
+		conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
+		fs->no_opendir = true;
+	}
 	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	ca_log_debug("mount: FUSE capable %#x, want %#x", conn->capable, conn->want);
 	if (fs->o.ready && !atomic_exchange(&fs->ready_sent, true))
@@ -399,6 +419,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = fs_of(req);
+	COUNT(fs, ops[FS_OP_LOOKUP], 1);
 	struct fuse_entry_param e;
 	struct fs_node *dir = NULL, *child = NULL;
 	int r = node_get(fs, parent, &dir);
@@ -457,6 +478,7 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
+	COUNT(fs, ops[FS_OP_GETATTR], 1);
 	struct fs_node *n;
 	(void)fi;
 	int r = node_get(fs, ino, &n);
@@ -471,6 +493,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	struct fs *fs = fs_of(req);
+	COUNT(fs, ops[FS_OP_READLINK], 1);
 	struct fs_node *n;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
@@ -490,6 +513,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
+	COUNT(fs, ops[FS_OP_OPENDIR], 1);
 	struct fs_node *n;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
@@ -504,6 +528,13 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
 		reply_err(req, EROFS);
+		return;
+	}
+	if (fs->no_opendir) {
+		/* "opens succeed without asking": no OPENDIR/RELEASEDIR round
+		 * trips, and the kernel's defaults for such a directory are
+		 * FOPEN_CACHE_DIR | FOPEN_KEEP_CACHE, as below */
+		reply_err(req, ENOSYS);
 		return;
 	}
 	fi->fh = 0;
@@ -558,6 +589,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, s
 	struct dirbuf d = { .req = req, .fs = fs, .size = size, .plus = plus };
 	struct stat st = { 0 };
 	(void)fi;
+	COUNT(fs, ops[plus ? FS_OP_READDIRPLUS : FS_OP_READDIR], 1);
 
 	int r = node_get(fs, ino, &dir);
 	if (r < 0) {
@@ -636,6 +668,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
+	COUNT(fs, ops[FS_OP_OPEN], 1);
 	struct fs_node *n;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
@@ -729,6 +762,7 @@ static ssize_t reply_spans(fuse_req_t req, struct ca_blob *blob, uint64_t off, s
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
+	COUNT(fs, ops[FS_OP_READ], 1);
 	struct fs_node *n;
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
@@ -750,6 +784,11 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	}
 	if (size > fsize - (uint64_t)off)
 		size = (size_t)(fsize - (uint64_t)off);
+	if (fs->tree && fsize <= WHOLE_FILE_MAX && fs->readahead_bytes && fs->img.readahead &&
+	    !atomic_exchange(&n->read_once, true)) {
+		fs->img.readahead(fs->img.userdata, n->data_off, fsize);
+		atomic_store(&n->readahead_end, fsize);
+	}
 	maybe_readahead(fs, n, (uint64_t)off, (uint64_t)off + size);
 	struct ca_blob *blob = ca_image_blob(fs->im);
 	char *buf = NULL;
@@ -839,6 +878,7 @@ static void reply_xattr_result(fuse_req_t req, struct fs *fs, struct fs_node *n,
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	struct fs *fs = fs_of(req);
+	COUNT(fs, ops[FS_OP_GETXATTR], 1);
 	struct fs_node *n;
 	char *buf = NULL;
 	size_t len = 0;
@@ -872,6 +912,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct fs *fs = fs_of(req);
+	COUNT(fs, ops[FS_OP_LISTXATTR], 1);
 	struct fs_node *n;
 	char *buf = NULL;
 	size_t len = 0;

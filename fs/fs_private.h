@@ -18,6 +18,22 @@
 /* The blob mount's file; its root is FUSE_ROOT_ID. */
 #define FS_BLOB_FILE_INO 2
 
+/* The requests counted in the stats (fuse_<name>: N), to see what the
+ * kernel's caches leave to us. */
+enum fs_op {
+	FS_OP_LOOKUP,
+	FS_OP_GETATTR,
+	FS_OP_READLINK,
+	FS_OP_OPENDIR,
+	FS_OP_READDIR,
+	FS_OP_READDIRPLUS,
+	FS_OP_OPEN,
+	FS_OP_READ,
+	FS_OP_GETXATTR,
+	FS_OP_LISTXATTR,
+	FS_OP_N
+};
+
 struct fs {
 	struct ca_image *im;           /* borrowed */
 	struct ca_logger *logger;      /* the creator's: libfuse's threads log there too */
@@ -32,6 +48,7 @@ struct fs {
 	struct ca_xattr_policy xattrs; /* what the archive's xattrs may show (trusted: per caller) */
 	atomic_bool ready_sent;
 	bool no_open;                  /* set once in init: the kernel skips file opens */
+	bool no_opendir;               /* and directory opens */
 	bool parallel_dirops;          /* set once in init: op_init wants them (init.c) */
 
 	/* tree.c's bounded caches (see the budget below): the records of
@@ -41,6 +58,8 @@ struct fs {
 
 	/* counters for the stats xattr (relaxed atomics) */
 	atomic_uint_fast64_t reads, bytes_read, read_errors, meta_errors, meta_loads;
+	/* requests by kind: what the kernel did not answer from its caches */
+	atomic_uint_fast64_t ops[FS_OP_N];
 
 	/* fs_stop_waits: failures are not answered from then on (fs.h) */
 	atomic_bool stopping;

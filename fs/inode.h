@@ -57,6 +57,7 @@ struct fs_node {
 	_Atomic uint64_t next_off;         /* where the last read ended */
 	_Atomic uint64_t readahead_end;    /* how far readahead was requested */
 	_Atomic uint64_t readahead_window; /* grown by sequential reads (0: the first) */
+	atomic_bool read_once;             /* a read came: a small file was asked for whole */
 
 	/* table->lock */
 	uint64_t nlookup;

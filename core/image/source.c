@@ -567,6 +567,7 @@ static int add_cache(struct ca_chunksrc *src, struct chain *ch, bool remote)
 	if (r < 0)
 		goto out;
 	r = ca_chunksrc_set_cache(src, cs, o->cache_touch);
+	ca_chunksrc_set_cache_async(src, true);
 	if (r < 0)
 		ca_log_error_errno(r, "cache %s", dir);
 	if (r == 0) {

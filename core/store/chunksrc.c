@@ -46,6 +46,14 @@ struct ra_job {
 	uint64_t size;
 };
 
+/* A chunk fetched from a backend, on its way into the cache store. */
+struct cache_job {
+	uint8_t id[CA_CHUNK_ID_SIZE];
+	struct ca_buf raw;  /* the chunk file's bytes, or the data when !compressed */
+	bool compressed;    /* false: the writer compresses raw first */
+	struct cache_job *next;
+};
+
 struct ca_chunksrc {
 	enum ca_digest_type digest;
 	size_t lru_limit, lru_bytes;
@@ -74,7 +82,24 @@ struct ca_chunksrc {
 	pthread_t ra_threads[CA_CHUNKSRC_RA_THREADS];
 	unsigned n_ra_threads, ra_live; /* started; not yet returned */
 	pthread_cond_t ra_gone;         /* signalled when a thread returns */
+
+	/* the cache writer (cw_*): a fetch hands its chunk over and goes on;
+	 * one thread compresses (when needed) and writes them, in order.
+	 * Bounded: a fetch waits while CW_JOBS_MAX jobs or CW_BYTES_MAX bytes
+	 * are queued. A queued chunk counts as cached (cache_has, cache_get).
+	 * Own lock, never held with src->lock taken after it. */
+	pthread_mutex_t cw_lock;
+	pthread_cond_t cw_work, cw_room; /* a job queued or stop; room freed */
+	struct cache_job *cw_head, *cw_tail;
+	struct cache_job *cw_busy;       /* being written: still findable */
+	size_t cw_n, cw_bytes;
+	bool cw_async; /* set before the first fetch (ca_chunksrc_set_cache_async) */
+	bool cw_started, cw_stop;
+	pthread_t cw_thread;
 };
+
+#define CW_JOBS_MAX 256
+#define CW_BYTES_MAX ((size_t)32 << 20)
 
 static unsigned bucket_of(const uint8_t id[CA_CHUNK_ID_SIZE])
 {
@@ -142,6 +167,156 @@ static void lru_evict(struct ca_chunksrc *src)
 	}
 }
 
+/* ---- the cache writer ---- */
+
+/* Write one job into the cache store; codec for an uncompressed one. */
+static void cache_write(struct ca_chunksrc *src, struct ca_codec *codec, struct cache_job *j)
+{
+	struct ca_buf z = CA_BUF_INIT;
+	int r;
+	if (j->compressed)
+		r = ca_store_put_raw(src->cache, j->id, j->raw.data, j->raw.size);
+	else if (!codec)
+		r = -ENOMEM;
+	else if ((r = ca_codec_compress(codec, j->raw.data, j->raw.size, &z)) == 0)
+		r = ca_store_put_raw(src->cache, j->id, z.data, z.size);
+	if (r < 0) {
+		char hex[2 * CA_CHUNK_ID_SIZE + 1];
+		ca_id_to_hex(j->id, hex);
+		ca_log_warning_errno(r, "cache: cannot store chunk %s", hex);
+	}
+	ca_buf_release(&z);
+}
+
+static void cache_job_free(struct cache_job *j)
+{
+	ca_buf_release(&j->raw);
+	free(j);
+}
+
+static void *cache_writer_main(void *arg)
+{
+	struct ca_chunksrc *src = arg;
+	struct ca_codec *codec = NULL;
+	if (ca_codec_new(src->digest, &codec) < 0)
+		codec = NULL; /* uncompressed chunks then fail to cache, with a warning */
+	pthread_mutex_lock(&src->cw_lock);
+	for (;;) {
+		while (!src->cw_head && !src->cw_stop)
+			pthread_cond_wait(&src->cw_work, &src->cw_lock);
+		struct cache_job *j = src->cw_head;
+		if (!j)
+			break; /* stopping, and nothing left */
+		src->cw_busy = j;
+		pthread_mutex_unlock(&src->cw_lock);
+		cache_write(src, codec, j);
+		pthread_mutex_lock(&src->cw_lock);
+		src->cw_head = j->next;
+		if (!src->cw_head)
+			src->cw_tail = NULL;
+		src->cw_busy = NULL;
+		src->cw_n--;
+		src->cw_bytes -= j->raw.size;
+		pthread_cond_broadcast(&src->cw_room);
+		cache_job_free(j);
+	}
+	pthread_mutex_unlock(&src->cw_lock);
+	ca_codec_free(codec);
+	return NULL;
+}
+
+/* Hand the chunk (raw's bytes, taken: raw is left empty) to the writer;
+ * waits while the queue is full. Without a writer (it could not start,
+ * or is stopping) the chunk is written here. */
+static void cache_put(struct ca_chunksrc *src, struct ca_codec *codec, const uint8_t *id, struct ca_buf *raw,
+                      bool compressed)
+{
+	struct cache_job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		struct cache_job t = { .raw = *raw, .compressed = compressed };
+		memcpy(t.id, id, CA_CHUNK_ID_SIZE);
+		cache_write(src, codec, &t);
+		return; /* raw stays the caller's */
+	}
+	memcpy(j->id, id, CA_CHUNK_ID_SIZE);
+	j->raw = *raw;
+	j->compressed = compressed;
+	*raw = (struct ca_buf)CA_BUF_INIT;
+	if (!src->cw_async) {
+		cache_write(src, codec, j);
+		cache_job_free(j);
+		return;
+	}
+	pthread_mutex_lock(&src->cw_lock);
+	if (!src->cw_started && !src->cw_stop)
+		src->cw_started = ca_thread_create(&src->cw_thread, cache_writer_main, src) == 0;
+	if (!src->cw_started || src->cw_stop) {
+		pthread_mutex_unlock(&src->cw_lock);
+		cache_write(src, codec, j);
+		cache_job_free(j);
+		return;
+	}
+	while (src->cw_n > 0 && (src->cw_n >= CW_JOBS_MAX || src->cw_bytes + j->raw.size > CW_BYTES_MAX))
+		pthread_cond_wait(&src->cw_room, &src->cw_lock);
+	if (src->cw_tail)
+		src->cw_tail->next = j;
+	else
+		src->cw_head = j;
+	src->cw_tail = j;
+	src->cw_n++;
+	src->cw_bytes += j->raw.size;
+	pthread_cond_signal(&src->cw_work);
+	pthread_mutex_unlock(&src->cw_lock);
+}
+
+/* The queued job for id (cw_lock held), or NULL. */
+static struct cache_job *cache_queued(struct ca_chunksrc *src, const uint8_t *id)
+{
+	for (struct cache_job *j = src->cw_head; j; j = j->next)
+		if (!memcmp(j->id, id, CA_CHUNK_ID_SIZE))
+			return j;
+	return NULL;
+}
+
+/* 1 if the cache has id (on disk or on its way there), 0 if not. */
+static int cache_has(struct ca_chunksrc *src, const uint8_t *id)
+{
+	if (!src->cache)
+		return 0;
+	pthread_mutex_lock(&src->cw_lock);
+	bool queued = cache_queued(src, id) != NULL;
+	pthread_mutex_unlock(&src->cw_lock);
+	return queued ? 1 : ca_store_has(src->cache, id);
+}
+
+/* A queued chunk's bytes, copied into out: 0, or -ENOENT. */
+static int cache_get_queued(struct ca_chunksrc *src, const uint8_t *id, struct ca_buf *out, bool *ret_compressed)
+{
+	int r = -ENOENT;
+	pthread_mutex_lock(&src->cw_lock);
+	struct cache_job *j = cache_queued(src, id);
+	if (j) {
+		out->size = 0;
+		r = ca_buf_append(out, j->raw.data, j->raw.size, SIZE_MAX);
+		if (r == 0)
+			*ret_compressed = j->compressed;
+	}
+	pthread_mutex_unlock(&src->cw_lock);
+	return r;
+}
+
+/* Write what is queued and end the writer. */
+static void cache_writer_stop(struct ca_chunksrc *src)
+{
+	pthread_mutex_lock(&src->cw_lock);
+	bool started = src->cw_started;
+	src->cw_stop = true;
+	pthread_cond_broadcast(&src->cw_work);
+	pthread_mutex_unlock(&src->cw_lock);
+	if (started)
+		pthread_join(src->cw_thread, NULL);
+}
+
 int ca_chunksrc_new(enum ca_digest_type digest, size_t lru_bytes, struct ca_chunksrc **ret)
 {
 	struct ca_chunksrc *src = calloc(1, sizeof(*src));
@@ -154,6 +329,9 @@ int ca_chunksrc_new(enum ca_digest_type digest, size_t lru_bytes, struct ca_chun
 	pthread_cond_init(&src->room, NULL);
 	pthread_cond_init(&src->ra_work, NULL);
 	pthread_cond_init(&src->ra_gone, NULL);
+	pthread_mutex_init(&src->cw_lock, NULL);
+	pthread_cond_init(&src->cw_work, NULL);
+	pthread_cond_init(&src->cw_room, NULL);
 	*ret = src;
 	return 0;
 }
@@ -178,6 +356,9 @@ void ca_chunksrc_free(struct ca_chunksrc *src)
 		;
 	bool stuck = src->ra_live > 0;
 	pthread_mutex_unlock(&src->lock);
+	/* every chunk handed to the cache writer is on disk before we go (a
+	 * stuck read-ahead thread's later one is written by that thread) */
+	cache_writer_stop(src);
 	if (stuck) {
 		ca_log_debug("chunk source: a read-ahead thread is stuck in a fetch; leaving it");
 		for (unsigned i = 0; i < src->n_ra_threads; i++)
@@ -208,6 +389,9 @@ void ca_chunksrc_free(struct ca_chunksrc *src)
 	pthread_cond_destroy(&src->done);
 	pthread_cond_destroy(&src->room);
 	pthread_mutex_destroy(&src->lock);
+	pthread_cond_destroy(&src->cw_work);
+	pthread_cond_destroy(&src->cw_room);
+	pthread_mutex_destroy(&src->cw_lock);
 	free(src);
 }
 
@@ -265,6 +449,11 @@ int ca_chunksrc_set_cache(struct ca_chunksrc *src, struct ca_store *cache, bool 
 	src->cache = cache;
 	src->touch_cache = touch;
 	return 0;
+}
+
+void ca_chunksrc_set_cache_async(struct ca_chunksrc *src, bool async)
+{
+	src->cw_async = async;
 }
 
 void ca_chunksrc_set_offline(struct ca_chunksrc *src, bool offline)
@@ -339,7 +528,9 @@ static int fetch_chain(struct ca_chunksrc *src, struct ca_codec *codec, const ui
 	char hex[2 * CA_CHUNK_ID_SIZE + 1];
 
 	if (src->cache) {
-		r = ca_store_get_raw(src->cache, id, &raw, &compressed);
+		r = cache_get_queued(src, id, &raw, &compressed);
+		if (r == -ENOENT)
+			r = ca_store_get_raw(src->cache, id, &raw, &compressed);
 		if (r == 0) {
 			r = decode(codec, &raw, compressed, id, size, out);
 			if (r == 0) {
@@ -382,15 +573,15 @@ static int fetch_chain(struct ca_chunksrc *src, struct ca_codec *codec, const ui
 		}
 		count(src, &src->stats.fetched_bytes, raw.size);
 		count(src, &src->stats.fetched_chunks, 1);
-		if (src->cache) {
-			if (compressed)
-				r = ca_store_put_raw(src->cache, id, raw.data, raw.size);
-			else if ((r = ca_codec_compress(codec, out->data, out->size, &raw)) == 0)
-				r = ca_store_put_raw(src->cache, id, raw.data, raw.size);
-			if (r < 0) {
-				ca_id_to_hex(id, hex);
-				ca_log_warning_errno(r, "cache: cannot store chunk %s", hex);
-			}
+		/* off the reader's path: the writer thread compresses (a bare
+		 * chunk) and writes it, while this chunk goes to its readers */
+		if (src->cache && compressed) {
+			cache_put(src, codec, id, &raw, true);
+		} else if (src->cache) {
+			struct ca_buf copy = CA_BUF_INIT;
+			if (ca_buf_append(&copy, out->data, out->size, SIZE_MAX) == 0)
+				cache_put(src, codec, id, &copy, false);
+			ca_buf_release(&copy);
 		}
 		r = 0;
 		goto done;
@@ -579,7 +770,7 @@ int ca_chunksrc_is_local(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_S
 	pthread_mutex_unlock(&src->lock);
 	if (hit)
 		return 1;
-	return src->cache ? ca_store_has(src->cache, id) : 0;
+	return cache_has(src, id);
 }
 
 void ca_chunksrc_prefetch(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE])
@@ -600,7 +791,7 @@ void ca_chunksrc_prefetch(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_
 	 * (no LRU) after writing the cache. Backend prefetches never block. */
 	pthread_mutex_lock(&src->lock);
 	bool known = lookup(src, id) != NULL;
-	if (!known && !(src->cache && ca_store_has(src->cache, id) > 0)) {
+	if (!known && !(cache_has(src, id) > 0)) {
 		for (unsigned i = 0; i < src->n_backends; i++) {
 			const struct backend *b = &src->backends[i];
 			if (b->ops->has && b->ops->has(b->be, id) > 0)

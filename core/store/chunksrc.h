@@ -87,6 +87,15 @@ int ca_chunksrc_add_store(struct ca_chunksrc *src, struct ca_store *store);
 /* The cache: tried first, and every chunk fetched from another backend is
  * written into it (owned). At most one. touch=true marks hits as used (mtime). */
 int ca_chunksrc_set_cache(struct ca_chunksrc *src, struct ca_store *cache, bool touch);
+/* Write the cache off the fetching thread's path: a fetched chunk goes to
+ * its readers at once, and one writer thread compresses (a bare chunk)
+ * and writes it, in order, through a bounded queue (256 chunks, 32 MiB;
+ * a fetch waits while it is full). A queued chunk counts as cached
+ * (is_local, the cache lookup); ca_chunksrc_free writes what is queued
+ * before it returns. A failed write is a warning, as without. Off by
+ * default: a caller that checks the cache store itself after a get
+ * (cafs cache fill) keeps writes synchronous. */
+void ca_chunksrc_set_cache_async(struct ca_chunksrc *src, bool async);
 /* The index's largest chunk: chunk files beyond what it compresses to
  * (ca_compress_file_max) are corrupt, and backends with set_file_max stop
  * downloading there (the default is CA_CHUNK_SIZE_LIMIT_MAX's bound). */
