@@ -17,6 +17,8 @@
 #include "format/idset.h"
 #include "net/oci.h"
 #include "net/oci_auth.h"
+#include "net/storeconf.h"
+#include "store/crypt.h"
 #include "store/store_gc.h"
 #include "store/store_writer.h"
 
@@ -41,17 +43,20 @@ struct ca_oci {
 	struct ca_oci_auth *auth;
 	pthread_mutex_t lock; /* guards config_pushed */
 	bool config_pushed;
+	/* a store's section may encrypt it (crypt.h): its chunks are sealed
+	 * and their tags carry the key's suffix, as a directory store's files */
+	struct ca_crypt *crypt;
 };
 
-void ca_oci_chunk_tag(const uint8_t id[CA_CHUNK_ID_SIZE], char out[CA_OCI_TAG_MAX])
+void ca_oci_chunk_tag(const struct ca_oci *o, const uint8_t id[CA_CHUNK_ID_SIZE], char out[CA_OCI_TAG_MAX])
 {
 	char hex[2 * CA_CHUNK_ID_SIZE + 1];
 	ca_id_to_hex(id, hex);
-	snprintf(out, CA_OCI_TAG_MAX, "%s.cacnk", hex);
+	snprintf(out, CA_OCI_TAG_MAX, "%s%s", hex, ca_crypt_chunk_suffix(o ? o->crypt : NULL));
 }
 
 /* The chunk id of a chunk tag, or -EINVAL. */
-static int chunk_tag_id(const char *tag, uint8_t id[CA_CHUNK_ID_SIZE])
+static int chunk_tag_id(const struct ca_oci *o, const char *tag, uint8_t id[CA_CHUNK_ID_SIZE])
 {
 	char want[CA_OCI_TAG_MAX], hex[2 * CA_CHUNK_ID_SIZE + 1];
 	if (strlen(tag) < 2 * CA_CHUNK_ID_SIZE)
@@ -60,7 +65,7 @@ static int chunk_tag_id(const char *tag, uint8_t id[CA_CHUNK_ID_SIZE])
 	hex[2 * CA_CHUNK_ID_SIZE] = 0;
 	if (ca_id_from_hex(hex, id) < 0)
 		return -EINVAL;
-	ca_oci_chunk_tag(id, want);
+	ca_oci_chunk_tag(o, id, want);
 	return strcmp(want, tag) ? -EINVAL : 0;
 }
 
@@ -94,6 +99,7 @@ void ca_oci_free(struct ca_oci *o)
 	if (o->own_h)
 		ca_http_free(o->h);
 	ca_oci_auth_free(o->auth);
+	ca_crypt_unref(o->crypt);
 	free(o->base);
 	free(o->repo);
 	free(o->shown);
@@ -145,6 +151,8 @@ int ca_oci_open(const struct ca_endpoint *e, bool file, struct ca_http *h, struc
 		r = -ENOMEM;
 		goto out;
 	}
+	if (!file && (r = ca_storeconf_crypt_of(e->settings, e->url, &o->crypt)) < 0) /* logs */
+		goto out;
 	snprintf(o->scope_pull, sizeof(o->scope_pull), "repository:%s:pull", o->repo);
 	snprintf(o->scope_push, sizeof(o->scope_push), "repository:%s:pull,push", o->repo);
 	char host[256];
@@ -429,14 +437,14 @@ out:
 int ca_oci_get_chunk(struct ca_oci *o, const uint8_t id[CA_CHUNK_ID_SIZE], size_t cap, struct ca_buf *out)
 {
 	char tag[CA_OCI_TAG_MAX];
-	ca_oci_chunk_tag(id, tag);
+	ca_oci_chunk_tag(o, id, tag);
 	return ca_oci_get(o, tag, CA_OCI_CHUNK_TYPE, cap, out);
 }
 
 int ca_oci_has_chunk(struct ca_oci *o, const uint8_t id[CA_CHUNK_ID_SIZE])
 {
 	char tag[CA_OCI_TAG_MAX];
-	ca_oci_chunk_tag(id, tag);
+	ca_oci_chunk_tag(o, id, tag);
 	return ca_oci_has(o, tag);
 }
 
@@ -485,7 +493,7 @@ static int upload_run(void *qdata, void *wdata, void *job)
 	struct upload *u = job;
 	char tag[CA_OCI_TAG_MAX];
 	(void)wdata;
-	ca_oci_chunk_tag(u->id, tag);
+	ca_oci_chunk_tag(w->o, u->id, tag);
 	int r = ca_oci_has(w->o, tag);
 	if (r == 1) {
 		pthread_mutex_lock(&w->lock);
@@ -494,8 +502,15 @@ static int upload_run(void *qdata, void *wdata, void *job)
 		pthread_mutex_unlock(&w->lock);
 		return 0;
 	}
-	if (r == 0)
+	if (r == 0 && w->o->crypt) { /* what is uploaded is sealed */
+		struct ca_buf sealed = CA_BUF_INIT;
+		r = ca_crypt_seal(w->o->crypt, u->data, u->n, &sealed);
+		if (r == 0)
+			r = ca_oci_put(w->o, tag, CA_OCI_CHUNK_TYPE, sealed.data, sealed.size);
+		ca_buf_release(&sealed);
+	} else if (r == 0) {
 		r = ca_oci_put(w->o, tag, CA_OCI_CHUNK_TYPE, u->data, u->n);
+	}
 	return r;
 }
 
@@ -687,7 +702,7 @@ int ca_oci_gc(const char *url, const struct ca_http_opts *http, const struct ca_
 		int k;
 		while (r == 0 && (k = ca_json_next(tags, &pos, &t)) != 0) {
 			uint8_t id[CA_CHUNK_ID_SIZE];
-			if (k < 0 || ca_json_string(t, tag, sizeof(tag)) < 0 || chunk_tag_id(tag, id) < 0)
+			if (k < 0 || ca_json_string(t, tag, sizeof(tag)) < 0 || chunk_tag_id(o, tag, id) < 0)
 				continue; /* not a chunk's tag (or not a string): not ours */
 			if (ca_idset_get(go->keep, id, NULL) == 1) {
 				st.kept++;

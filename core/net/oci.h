@@ -56,11 +56,12 @@
 #define CA_OCI_MANIFEST_MAX (64u << 10)
 #define CA_OCI_TAG_MAX 129 /* 128 characters (the OCI tag grammar's bound) and a NUL */
 
-/* The tag of a chunk: its file name in a store, "<64 hex>.cacnk". The one
- * place chunk tags are named (an encrypted store's suffix goes here). */
-void ca_oci_chunk_tag(const uint8_t id[CA_CHUNK_ID_SIZE], char out[CA_OCI_TAG_MAX]);
-
 struct ca_oci;
+
+/* The tag of a chunk: its file name in the store o (NULL: a plain one),
+ * "<64 hex>.cacnk", and in an encrypted store (crypt.h) the key's suffix
+ * after it, as desync names them. The one place chunk tags are named. */
+void ca_oci_chunk_tag(const struct ca_oci *o, const uint8_t id[CA_CHUNK_ID_SIZE], char out[CA_OCI_TAG_MAX]);
 
 /* The repository of e (a store's URL; file: the URL names a file, whose
  * last path element is its tag). h: the engine to use (borrowed; NULL:

@@ -83,6 +83,31 @@ else
 	skip "signatures in a registry" "no minisign"
 fi
 
+# ---- an encrypted store in a registry (desync's suffix on the tags) ----
+E=oci+http://127.0.0.1:$P/team/sealed
+K=$(openssl rand -hex 32)
+printf '[%s]\nencryption = aes-256-gcm\nencryption-key = %s\n' "$E" "$K" >"$T/enc.conf"
+chmod 600 "$T/enc.conf"
+ok "make into an encrypted registry store (index local)" run env CAFS_CONFIG="$T/enc.conf" \
+	"$CAFS" make --store="$E" "$T/enc.caidx" "$src"
+ok "... the index is the same as a plain store's" cmp "$T/local.caidx" "$T/enc.caidx"
+kid=$(python3 -c 'import hashlib, sys; print(hashlib.sha256(bytes.fromhex(sys.argv[1])).hexdigest()[:8])' "$K")
+etags=$(curl -s "http://127.0.0.1:$P/v2/team/sealed/tags/list?n=10000")
+ok "... chunks are tagged <id>.cacnk.aes-256-gcm-$kid" grep -q "\"${one}.aes-256-gcm-$kid\"" <<<"$etags"
+ok "... and none plain" test "$(grep -cE '[0-9a-f]{64}[.]cacnk"' <<<"$etags")" = 0
+eraw=$(skopeo inspect --raw --tls-verify=false "docker://127.0.0.1:$P/team/sealed:${one}.aes-256-gcm-$kid" 2>&1)
+ok "... a layer 28 bytes longer than the plain chunk file (nonce and tag)" python3 -c '
+import json, sys
+m = json.loads(sys.argv[1])
+assert m["layers"][0]["size"] == int(sys.argv[2]) + 28, m' "$eraw" "$size"
+ok "extract from it with the key" run env CAFS_CONFIG="$T/enc.conf" "$CAFS" extract --store="$E" "$T/enc.caidx" "$T/xe"
+ok "... equals the source" diff -r "$src" "$T/xe"
+printf '[%s]\nencryption = aes-256-gcm\nencryption-key = %s\n' "$E" "$(openssl rand -hex 32)" >"$T/enc2.conf"
+chmod 600 "$T/enc2.conf"
+CAFS_CONFIG=$T/enc2.conf "$CAFS" extract --store="$E" "$T/enc.caidx" "$T/xe2" >"$T/enc2.out" 2>&1
+ok "... with another key: no chunk found" test $? -ne 0
+ok "... and the message names the key id tried" grep -q "key id" "$T/enc2.out"
+
 # ---- gc ----
 mkdir -p "$T/other"
 "$GEN" 700K 99 >"$T/other/o.bin"
