@@ -341,6 +341,9 @@ struct ca_delta_client {
 	struct ca_delta_entry *entries;
 	enum ca_digest_type digest;
 	uint64_t requests, wire_bytes;
+	bool from_known; /* the header's FROM was checked: missing references are a partial cache, not a lie */
+	const struct ca_index *to; /* borrowed */
+	struct ca_buf head;        /* the pack's first bytes, read with the header: ranges inside are not read again */
 	char *shown; /* the location as messages show it */
 };
 
@@ -353,6 +356,7 @@ void ca_delta_client_free(struct ca_delta_client *c)
 	ca_http_free(c->http);
 	ca_endpoint_clear(&c->ep);
 	free(c->entries);
+	ca_buf_release(&c->head);
 	free(c->location);
 	free(c->shown);
 	free(c);
@@ -364,6 +368,8 @@ static int read_range(struct ca_delta_client *c, uint64_t off, size_t len, struc
 {
 	int r;
 	out->size = 0;
+	if (c->head.size && off + len <= c->head.size)
+		return ca_buf_append(out, c->head.data + off, len, SIZE_MAX);
 	c->requests++;
 	if (c->remote) {
 		uint64_t total = UINT64_MAX;
@@ -466,6 +472,8 @@ int ca_delta_client_open(const char *location, const struct ca_index *to, const 
 		client_warn(c, "made for another FROM index");
 		goto fail_quiet;
 	}
+	c->from_known = o->from_digest != NULL;
+	c->to = to;
 	/* a table with more entries than TO has chunks is a lie: its memory is
 	 * bounded by TO's size as well as CA_DELTA_TABLE_MAX */
 	if (c->h.n_entries > ca_index_n_chunks(to)) {
@@ -498,7 +506,7 @@ int ca_delta_client_open(const char *location, const struct ca_index *to, const 
 		client_warn(c, "corrupt table");
 		goto fail_quiet;
 	}
-	ca_buf_release(&first);
+	c->head = first; /* ranges inside it cost no request */
 	ca_buf_release(&rest);
 	*ret = c;
 	return 0;
@@ -627,10 +635,6 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 		use[n_use++] = i;
 	}
 	ret->left = no_ref;
-	if (no_ref)
-		ca_log_warning("%s: %llu chunks need FROM chunks not here (a pack for another FROM?); fetching them "
-		               "from the chunk store instead",
-		               c->shown, (unsigned long long)no_ref);
 	/* by data offset, then ranges: neighbours merge, then the smallest
 	 * gaps until CA_DELTA_RANGES_MAX are left */
 	for (size_t i = 0; i < n_use; i++)
@@ -711,8 +715,28 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 			pos = end;
 		}
 	}
-	if (failed)
+	if (failed) {
 		ret->left += n_use - u;
+	} else {
+		/* TO's chunks the store still lacks: the pack did not have them */
+		uint64_t lacking = 0;
+		for (size_t i = 0; i < ca_index_n_chunks(c->to); i++) {
+			uint64_t a, b;
+			const uint8_t *id;
+			ca_index_chunk(c->to, i, &a, &b, &id);
+			lacking += ca_store_has(store, id) <= 0;
+		}
+		/* with FROM checked, both are a store that holds only part of
+		 * FROM (a cache); otherwise the pack is not for what is here */
+		if ((no_ref || lacking) && c->from_known)
+			ca_log_info("%s: %llu chunks need FROM chunks not here, %llu are not in the pack; fetching them "
+			            "from the chunk store",
+			            c->shown, (unsigned long long)no_ref, (unsigned long long)lacking);
+		else if (no_ref || lacking)
+			ca_log_warning("%s: %llu chunks need FROM chunks not here, %llu are not in the pack (a pack "
+			               "for another FROM?); fetching them from the chunk store instead",
+			               c->shown, (unsigned long long)no_ref, (unsigned long long)lacking);
+	}
 	r = 0;
 out:
 	ret->requests = c->requests;
