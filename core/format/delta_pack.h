@@ -63,6 +63,10 @@
 #define CA_DELTA_REF_SIZE 40u
 #define CA_DELTA_DIGEST_SIZE 32u
 #define CA_DELTA_REFS_MAX 4u
+/* what make puts in one prefix, and the zstd window (log2) of an
+ * encoding-1 frame, which a reader enforces: the prefix and the chunk */
+#define CA_DELTA_PREFIX_MAX ((uint64_t)1 << 20)
+#define CA_DELTA_WINDOW_LOG 22
 /* the largest table a reader accepts: 64 MiB, a million-chunk image's */
 #define CA_DELTA_TABLE_MAX ((uint64_t)64 << 20)
 

@@ -64,8 +64,8 @@ struct maker {
 	struct ca_delta_make_stats *st;
 };
 
-/* FROM's chunks covering [start, end) of its stream, at most REFS_MAX and
- * 1 MiB: the references for a TO chunk thought to sit there */
+/* FROM's chunks around [start, end) of its stream, at most REFS_MAX and
+ * CA_DELTA_PREFIX_MAX bytes: the references for a TO chunk thought to sit there */
 static size_t pick_refs(struct maker *m, int64_t start, int64_t end, size_t *ret_first)
 {
 	uint64_t size = ca_index_blob_size(m->from);
@@ -76,13 +76,20 @@ static size_t pick_refs(struct maker *m, int64_t start, int64_t end, size_t *ret
 	ssize_t j = ca_index_find(m->from, (uint64_t)start);
 	if (j < 0)
 		return 0;
+	/* two chunks before the span and one span's length after it: the
+	 * edit that made the chunk new moved its neighbourhood a little
+	 * (measured on a minbase point release: 10% smaller than the span
+	 * alone; 8 references and 2 MiB gained under 1% more) */
+	for (int k = 0; k < 2 && j > 0; k++)
+		j--;
+	end += end - start;
 	size_t n = 0;
 	uint64_t total = 0;
 	for (size_t k = (size_t)j; k < ca_index_n_chunks(m->from) && n < CA_DELTA_REFS_MAX; k++) {
 		uint64_t a, b;
 		const uint8_t *id;
 		ca_index_chunk(m->from, k, &a, &b, &id);
-		if ((int64_t)a >= end || total + (b - a) > ((uint64_t)1 << 20))
+		if ((int64_t)a >= end || total + (b - a) > CA_DELTA_PREFIX_MAX)
 			break;
 		total += b - a;
 		n++;
@@ -126,7 +133,7 @@ static int encode(struct maker *m, const struct ca_chunk *c, size_t first, size_
 		z = ZSTD_CCtx_setParameter(m->cctx, ZSTD_c_checksumFlag, 0);
 	/* the window must reach back over the whole prefix */
 	if (!ZSTD_isError(z) && n)
-		z = ZSTD_CCtx_setParameter(m->cctx, ZSTD_c_windowLog, 22);
+		z = ZSTD_CCtx_setParameter(m->cctx, ZSTD_c_windowLog, CA_DELTA_WINDOW_LOG);
 	if (!ZSTD_isError(z) && n)
 		z = ZSTD_CCtx_refPrefix(m->cctx, m->prefix.data, m->prefix.size);
 	if (!ZSTD_isError(z))
@@ -368,8 +375,19 @@ static int read_range(struct ca_delta_client *c, uint64_t off, size_t len, struc
 {
 	int r;
 	out->size = 0;
-	if (c->head.size && off + len <= c->head.size)
-		return ca_buf_append(out, c->head.data + off, len, SIZE_MAX);
+	/* what the first read brought is not read again */
+	if (off < c->head.size) {
+		size_t have = c->head.size - off < len ? (size_t)(c->head.size - off) : len;
+		r = ca_buf_append(out, c->head.data + off, have, SIZE_MAX);
+		if (r < 0 || have == len)
+			return r;
+		struct ca_buf more = CA_BUF_INIT;
+		r = read_range(c, off + have, len - have, &more, ret_total);
+		if (r == 0)
+			r = ca_buf_append(out, more.data, more.size, SIZE_MAX);
+		ca_buf_release(&more);
+		return r;
+	}
 	c->requests++;
 	if (c->remote) {
 		uint64_t total = UINT64_MAX;
@@ -577,7 +595,10 @@ static int rebuild(struct ca_delta_client *c, struct ca_store *store, const stru
 	if (r < 0)
 		return r;
 	ZSTD_DCtx_reset(dctx, ZSTD_reset_session_and_parameters);
-	size_t z = ZSTD_DCtx_refPrefix(dctx, prefix->data, prefix->size);
+	/* a hostile frame may not ask for more window than a pack needs */
+	size_t z = ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, CA_DELTA_WINDOW_LOG);
+	if (!ZSTD_isError(z))
+		z = ZSTD_DCtx_refPrefix(dctx, prefix->data, prefix->size);
 	if (!ZSTD_isError(z))
 		z = ZSTD_decompressDCtx(dctx, out->data, (size_t)e->size, p, n);
 	if (ZSTD_isError(z) || z != e->size)
