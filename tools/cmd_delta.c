@@ -109,6 +109,7 @@ static int delta_info(const struct delta_request *q)
 		return 1;
 	printf("Image: %llu bytes, %llu chunks, %llu bytes in chunk files\n", (unsigned long long)in.image_size,
 	       (unsigned long long)in.to_chunks, (unsigned long long)in.to_store_bytes);
+	printf("Index: %llu bytes in 1 request, before either way\n", (unsigned long long)in.index_bytes);
 	printf("By chunk store: %llu bytes in %llu requests\n", (unsigned long long)in.store_bytes,
 	       (unsigned long long)in.store_chunks);
 	if (in.have_pack && !in.pack_matches)

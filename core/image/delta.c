@@ -783,6 +783,7 @@ int ca_delta_info(const char *from, const char *to, const char *pack, const stru
 	struct ca_codec *codec = NULL;
 	struct ca_buf z = CA_BUF_INIT;
 	struct ca_delta_client *c = NULL;
+	size_t n_index;
 	int r;
 	*ret = (struct ca_delta_info){ 0 };
 	r = open_pair(from, to, from_io, to_io, &fi, &ti);
@@ -801,6 +802,8 @@ int ca_delta_info(const char *from, const char *to, const char *pack, const stru
 		goto out;
 	}
 	ret->image_size = ca_index_blob_size(t);
+	(void)ca_index_data(t, &n_index);
+	ret->index_bytes = n_index;
 	for (size_t i = 0; i < ca_index_n_chunks(t); i++) {
 		uint64_t a, b;
 		const uint8_t *id;
@@ -841,12 +844,9 @@ int ca_delta_info(const char *from, const char *to, const char *pack, const stru
 	if (r < 0 || !c)
 		goto out;
 	ret->pack_matches = true;
-	/* a client holding FROM: every entry whose references FROM has */
-	struct range { uint64_t s, e; } rg[CA_DELTA_RANGES_MAX + 1];
-	size_t nr = 0;
-	ret->pack_requests = c->requests;
-	ret->pack_bytes = CA_DELTA_HEADER_SIZE + c->h.table_size;
-	uint64_t lo = UINT64_MAX, hi = 0;
+	/* a client holding FROM needs every entry: the data is one run in
+	 * TO's order, read past what the first read brought */
+	uint64_t lo = UINT64_MAX, hi = 0, base = CA_DELTA_HEADER_SIZE + c->h.table_size;
 	struct ca_idset *in_pack = NULL;
 	r = ca_idset_new(c->h.n_entries, &in_pack);
 	for (uint64_t i = 0; r >= 0 && i < c->h.n_entries; i++) {
@@ -857,13 +857,13 @@ int ca_delta_info(const char *from, const char *to, const char *pack, const stru
 			hi = e->offset + e->length;
 		r = ca_idset_add(in_pack, e->id, 0);
 	}
-	if (r >= 0 && hi > lo) {
-		/* the data is one run in TO's order: a client holding FROM needs all of it */
-		rg[nr++] = (struct range){ lo, hi };
-		ret->pack_requests += (hi - lo + CA_DELTA_RANGE_MAX - 1) / CA_DELTA_RANGE_MAX;
-		ret->pack_bytes += hi - lo;
+	ret->pack_requests = c->requests;
+	ret->pack_bytes = c->wire_bytes;
+	if (r >= 0 && hi > lo && base + hi > c->head.size) {
+		uint64_t from_off = base + lo > c->head.size ? base + lo : c->head.size;
+		ret->pack_requests += (base + hi - from_off + CA_DELTA_RANGE_MAX - 1) / CA_DELTA_RANGE_MAX;
+		ret->pack_bytes += base + hi - from_off;
 	}
-	(void)rg;
 	/* what the pack lacks comes from the store */
 	struct ca_idset *s2 = NULL;
 	if (r >= 0)

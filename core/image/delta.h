@@ -69,6 +69,7 @@ int ca_delta_make(const char *from, const char *to, const char *pack, const stru
 
 struct ca_delta_info {
 	uint64_t image_size;                 /* TO's image bytes */
+	uint64_t index_bytes;                /* TO's index file: every way of updating reads it first */
 	uint64_t to_chunks, to_store_bytes;  /* TO's distinct chunks and their chunk files' bytes */
 	uint64_t store_chunks, store_bytes;  /* the update by chunk store: TO's chunks FROM lacks */
 	bool have_pack;
