@@ -520,7 +520,8 @@ static const struct cafs_option extract_options[] = {
 	  .help = "keep the chunks fetched in this chunk cache, and use it" },
 	{ "delta", 0, "PACK|URL", CAFS_OPT_DELTA,
 	  .help = "build chunks from the seeds' with this delta pack (default:\n"
-	  "IN.cadelta-<digest of an index given as --seed>, if there)" },
+	  "IN.cadelta-<digest of an index --seed, or of the one --cache\n"
+	  "kept for IN before>, if there)" },
 	{ "delete", 0, "no", CAFS_OPT_DELETE,
 	  .help = "archives: keep what OUT has that the archive does not" },
 	CAFS_OPTIONS_TRUST,

@@ -26,6 +26,7 @@
 #include "format/idset.h"
 #include "format/index.h"
 #include "image/delta.h"
+#include "image/index_cache.h"
 #include "image/image_seed.h"
 #include "image/source.h"
 #include "net/http.h"
@@ -350,7 +351,7 @@ static void seed_cleanup(char *tmp)
 /* The delta pack for in: --delta, or one named for an index given as a
  * seed (delta.h's naming). *ret NULL: none (said, if it was unusable). */
 static int open_delta(const char *in, const struct ca_index *idx, const struct ca_image_seed_extract_opts *a,
-                      const struct ca_http_opts *http, struct ca_delta_client **ret)
+                      const struct ca_http_opts *http, const uint8_t *kept, struct ca_delta_client **ret)
 {
 	struct ca_delta_client_opts co = { .http = http };
 	*ret = NULL;
@@ -376,6 +377,18 @@ static int open_delta(const char *in, const struct ca_index *idx, const struct c
 		co.from_digest = d;
 		co.quiet_missing = true;
 		r = ca_delta_client_open(name, idx, &co, ret);
+		free(name);
+		return r;
+	}
+	/* the index --cache kept for this URL before, if this one is another */
+	uint8_t now[CA_DELTA_DIGEST_SIZE];
+	if (kept && ca_delta_index_digest(idx, now) == 0 && memcmp(now, kept, sizeof(now))) {
+		char *name = ca_delta_pack_name(in, kept);
+		if (!name)
+			return ca_log_error_errno(ENOMEM, "%s", in);
+		co.from_digest = kept;
+		co.quiet_missing = true;
+		int r = ca_delta_client_open(name, idx, &co, ret);
 		free(name);
 		return r;
 	}
@@ -484,6 +497,11 @@ int ca_image_seed_extract(const char *in, const char *out, const struct ca_image
 	int r = ca_image_extract_check_dest(kind, out);
 	if (r < 0)
 		goto out;
+	/* the index the cache kept for this URL, before the open replaces it:
+	 * the FROM of an update, naming its delta pack */
+	uint8_t kept[CA_DELTA_DIGEST_SIZE];
+	bool have_kept = a->cache && !a->offline && ca_location_is_url(in) &&
+	                 ca_index_cache_kept_digest(a->cache, in, kept) == 0;
 	r = ca_image_open(in, &io, &im);
 	if (r < 0)
 		goto out;
@@ -493,8 +511,8 @@ int ca_image_seed_extract(const char *in, const char *out, const struct ca_image
 	}
 	/* a .catar has no chunks to take from seeds: as casync, its seed
 	 * directories serve only --hardlink and --reflink, after the extract */
-	if (ca_image_index(im) && (a->delta || a->n_seeds > 0)) {
-		r = open_delta(in, ca_image_index(im), a, &http, &dc); /* *dc NULL: none (said) */
+	if (ca_image_index(im) && (a->delta || a->n_seeds > 0 || have_kept)) {
+		r = open_delta(in, ca_image_index(im), a, &http, have_kept ? kept : NULL, &dc); /* NULL: none (said) */
 		if (r < 0)
 			goto out;
 	}

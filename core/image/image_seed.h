@@ -73,7 +73,8 @@ struct ca_image_seed_extract_opts {
 	size_t n_seeds;
 	const char *cache;       /* keep fetched chunks (and a URL's index) in this store */
 	/* a delta pack (delta.h) to build chunks from the seeds' (path or
-	 * URL); NULL: the one named for an index given as a seed, if any */
+	 * URL); NULL: the one named for an index given as a seed, else for
+	 * the index the cache kept for IN (a URL) before, if any */
 	const char *delta;
 	bool offline;            /* only the cache (and the index kept there by URL) */
 	uint64_t rate_limit_bps; /* per HTTP transfer; 0: none */

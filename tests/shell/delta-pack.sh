@@ -77,6 +77,14 @@ ok "the next release: fill finds the pack by the kept index" bash -c "$CAFS cach
 ok "... no chunk from the store, no warning" test "$(chunk_gets)" = 0 -a "$(warnings errc)" = 0 -a "$(pack_gets)" -le 4
 ok "... the cache extracts it offline" bash -c "$CAFS extract --offline --cache C2 $U/cur.caibx out5 && cmp out5 v2.tar"
 
+# the same for extract --cache: the cache kept the last release's index
+cp www/v1.caibx www/cur.caibx
+ok "extract --cache of a release" bash -c "$CAFS extract --cache XC --store $U/store $U/cur.caibx outx1 && cmp outx1 v1.tar"
+cp www/v2.caibx www/cur.caibx
+nginx_log_reset
+ok "the next release: extract --cache finds the pack by the kept index" bash -c "$CAFS extract --cache XC --seed v1.tar --store $U/store $U/cur.caibx outx2 2>errx && cmp outx2 v2.tar"
+ok "... no chunk from the store, no warning" test "$(chunk_gets)" = 0 -a "$(warnings errx)" = 0 -a "$(pack_gets)" -ge 1
+
 # ---- bad packs: one warning, the right data ----
 size=$(stat -c %s www/v2.pack)
 head -c $((size - 1000)) www/v2.pack >www/trunc.pack
