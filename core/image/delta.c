@@ -144,12 +144,11 @@ static int encode(struct maker *m, const struct ca_chunk *c, size_t first, size_
 	return 0;
 }
 
-static int swap_best(struct maker *m)
+static void swap_best(struct maker *m)
 {
 	struct ca_buf t = m->best;
 	m->best = m->trial;
 	m->trial = t;
-	return 0;
 }
 
 static int add_entry(struct maker *m, const uint8_t *id, uint64_t size, int64_t shift, int64_t start, int64_t end)
@@ -286,13 +285,13 @@ int ca_delta_make(const char *from, const char *to, const char *pack, const stru
 			goto out;
 		}
 	}
-	ret->to_chunks = ca_idset_size(seen);
-	{
-		struct ca_idset *all = NULL;
-		if (ca_idset_new(ca_index_n_chunks(m.to), &all) == 0 && ca_idset_add_index(all, m.to) == 0)
-			ret->to_chunks = ca_idset_size(all);
-		ca_idset_free(all);
+	/* TO's distinct chunks: the new ones are in seen already */
+	r = ca_idset_add_index(seen, m.to);
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", pack);
+		goto out;
 	}
+	ret->to_chunks = ca_idset_size(seen);
 	struct ca_delta_header h = { .feature_flags = ca_index_feature_flags(m.to),
 		                     .from_size = ca_index_blob_size(m.from), .to_size = ca_index_blob_size(m.to),
 		                     .n_entries = ret->new_chunks, .table_size = m.table.size + CA_DELTA_DIGEST_SIZE,
@@ -447,7 +446,13 @@ int ca_delta_client_open(const char *location, const struct ca_index *to, const 
 		goto fail;
 	}
 	c->digest = ca_digest_type_from_flags(ca_index_feature_flags(to));
-	c->remote = ca_location_is_url(location);
+	c->remote = ca_location_kind(location) == CA_LOCATION_HTTP;
+	if (ca_location_kind(location) == CA_LOCATION_OTHER) {
+		ca_log_warning("%s: a delta pack is a path or an http(s) URL; fetching from the chunk store instead",
+		               c->shown);
+		r = 0;
+		goto fail;
+	}
 	if (c->remote) {
 		if (!o->http)
 			ca_source_http_opts(&http);
@@ -658,13 +663,15 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 	ret->left = no_ref;
 	/* by data offset, then ranges: neighbours merge, then the smallest
 	 * gaps until CA_DELTA_RANGES_MAX are left */
-	for (size_t i = 0; i < n_use; i++)
-		use[i] = c->entries[use[i]].offset << 24 | use[i]; /* entries < 2^24: checked below */
+	/* sort keys: offset << 24 | entry number, which both fit */
 	if (c->h.n_entries >= ((uint64_t)1 << 24) || c->h.data_size >= ((uint64_t)1 << 40)) {
 		client_warn(c, "too large for this client");
 		ret->left += n_use;
 		n_use = 0;
+		failed = true;
 	}
+	for (size_t i = 0; i < n_use; i++)
+		use[i] = c->entries[use[i]].offset << 24 | use[i];
 	qsort(use, n_use, sizeof(*use), cmp_u64);
 	for (size_t i = 0; i < n_use; i++) {
 		const struct ca_delta_entry *e = &c->entries[use[i] & 0xffffff];
