@@ -68,6 +68,11 @@ int ca_delta_header_parse(const void *data, size_t n, struct ca_delta_header *re
 		return bad("table size out of range");
 	if (ret->n_entries > (ret->table_size - CA_DELTA_DIGEST_SIZE) / CA_DELTA_ENTRY_SIZE)
 		return bad("more entries than the table holds");
+	/* and no more table than its entries can fill: a reader bounding the
+	 * entries bounds the bytes it reads */
+	if (ret->table_size - CA_DELTA_DIGEST_SIZE >
+	    ret->n_entries * (CA_DELTA_ENTRY_SIZE + CA_DELTA_REFS_MAX * CA_DELTA_REF_SIZE))
+		return bad("a table larger than its entries");
 	if (ret->data_size > UINT64_MAX / 2)
 		return bad("data size out of range");
 	return 0;

@@ -42,8 +42,10 @@
  * the table digest. The data is checked by its users: each chunk rebuilt
  * is verified against its id before anything uses it.
  *
- * Memory: a parsed table costs about its own size; callers bound what
- * they fetch with CA_DELTA_TABLE_MAX and the entry count they can use.
+ * Memory: a parsed table costs about its own size, which the header
+ * bounds by CA_DELTA_TABLE_MAX and by its entry count (at most 224 bytes
+ * an entry): a reader that bounds the entries (by TO's chunk count)
+ * bounds what it reads before the table is checked.
  * Errors: -EBADMSG for anything malformed (why at debug level), -ENOMEM.
  * No global state; a parsed table is immutable and may be shared.
  */
