@@ -20,7 +20,8 @@
 #   bench/delta.sh [minbase|blob|all]    (default all)
 #
 # Env: CAFS, BENCH_DIR (work dir parent, default /var/tmp), BENCH_ZSTD_LEVEL
-# (zstd --patch-from's level, default 19), BENCH_LEVEL (the pack's, default 19).
+# (zstd --patch-from's level, default 19; BENCH_ZSTD=0: not run, it takes
+# minutes), BENCH_LEVEL (the pack's, default 19).
 # Needs: cafs, nginx, zstd, rsync, python3, tar; dpkg-deb for minbase.
 set -u
 what=${1:-all}
@@ -92,7 +93,9 @@ compare() {
 	rm -rf "$out.store" "$out.pack"
 	local zb zt0 zt1
 	zt0=$(now_ms)
-	zb=$(nice zstd -q -"$zlevel" --ultra --long=31 -T1 --patch-from="$zfrom" -c "$zto" 2>/dev/null | wc -c)
+	if [ "${BENCH_ZSTD:-1}" = 0 ]; then zb=0; else
+		zb=$(nice zstd -q -"$zlevel" --ultra --long=31 -T1 --patch-from="$zfrom" -c "$zto" 2>/dev/null | wc -c)
+	fi
 	zt1=$(now_ms)
 	cp "$zfrom" "$name/basis"
 	local rz

@@ -153,12 +153,16 @@ static int parse_entry(const struct ca_delta_header *h, const uint8_t *p, size_t
 	if (left < used)
 		return bad("table ends inside an entry's references");
 	const uint8_t *q = p + CA_DELTA_ENTRY_SIZE;
+	uint64_t prefix = 0;
 	for (unsigned i = 0; i < e->n_refs; i++, q += CA_DELTA_REF_SIZE) {
 		memcpy(e->refs[i].id, q, CA_CHUNK_ID_SIZE);
 		e->refs[i].size = get_le64(q + 32);
 		if (e->refs[i].size == 0 || e->refs[i].size > size_max)
 			return bad("reference size out of range");
+		prefix += e->refs[i].size;
 	}
+	if (prefix > CA_DELTA_PREFIX_MAX)
+		return bad("references larger than a prefix may be");
 	*ret_used = used;
 	return 0;
 }

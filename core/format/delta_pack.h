@@ -25,7 +25,8 @@
  *                  as a store holds it); 1 one zstd frame compressed with
  *                  the concatenated references as prefix (zstd's
  *                  refPrefix, `zstd --patch-from` style)
- *       33  u8     n_refs: 0 for encoding 0, 1..CA_DELTA_REFS_MAX for 1
+ *       33  u8     n_refs: 0 for encoding 0, 1..CA_DELTA_REFS_MAX (8) for
+ *                  1, their sizes together at most CA_DELTA_PREFIX_MAX
  *       34  u8[6]  zero
  *       40  le64   the chunk's size (uncompressed)
  *       48  le64   offset of its bytes in the data section
@@ -43,7 +44,7 @@
  * is verified against its id before anything uses it.
  *
  * Memory: a parsed table costs about its own size, which the header
- * bounds by CA_DELTA_TABLE_MAX and by its entry count (at most 224 bytes
+ * bounds by CA_DELTA_TABLE_MAX and by its entry count (at most 384 bytes
  * an entry): a reader that bounds the entries (by TO's chunk count)
  * bounds what it reads before the table is checked.
  * Errors: -EBADMSG for anything malformed (why at debug level), -ENOMEM.
@@ -64,11 +65,12 @@
 #define CA_DELTA_ENTRY_SIZE 64u
 #define CA_DELTA_REF_SIZE 40u
 #define CA_DELTA_DIGEST_SIZE 32u
-#define CA_DELTA_REFS_MAX 4u
-/* what make puts in one prefix, and the zstd window (log2) of an
- * encoding-1 frame, which a reader enforces: the prefix and the chunk */
-#define CA_DELTA_PREFIX_MAX ((uint64_t)1 << 20)
-#define CA_DELTA_WINDOW_LOG 22
+#define CA_DELTA_REFS_MAX 8u
+/* the most one prefix holds (a reader refuses more), and the zstd window
+ * (log2) of an encoding-1 frame, which a reader enforces: the prefix and
+ * the chunk */
+#define CA_DELTA_PREFIX_MAX ((uint64_t)2 << 20)
+#define CA_DELTA_WINDOW_LOG 23
 /* the largest table a reader accepts: 64 MiB, a million-chunk image's */
 #define CA_DELTA_TABLE_MAX ((uint64_t)64 << 20)
 

@@ -39,8 +39,12 @@ static void check_table(const struct ca_delta_header *h, const uint8_t *hdr, con
 		fuzz_check(e->size >= 1 && e->size <= SIZE_MAX_FUZZ, "entry size");
 		fuzz_check(e->length >= 1 && e->offset <= h->data_size && e->length <= h->data_size - e->offset,
 		           "entry bytes outside the data");
-		for (unsigned k = 0; k < e->n_refs; k++)
+		uint64_t prefix = 0;
+		for (unsigned k = 0; k < e->n_refs; k++) {
 			fuzz_check(e->refs[k].size >= 1 && e->refs[k].size <= SIZE_MAX_FUZZ, "ref size");
+			prefix += e->refs[k].size;
+		}
+		fuzz_check(prefix <= CA_DELTA_PREFIX_MAX, "prefix size");
 		size_t len = ca_delta_entry_write(e, buf);
 		fuzz_check(pos + len <= n - CA_DELTA_DIGEST_SIZE && !memcmp(buf, table + pos, len),
 		           "entry %llu does not write back as read", (unsigned long long)i);
