@@ -32,6 +32,7 @@ struct cafs_cache_request {
 	unsigned threads;         /* -j (fill and verify) */
 	uint64_t rate_limit_bps;  /* --rate-limit-bps */
 	struct cafs_trusted_keys trusted;
+	const char *delta;        /* --delta */
 	/* prune */
 	uint64_t max_size;
 	bool have_max;

@@ -81,6 +81,9 @@ enum cafs_option_id {
 	CAFS_OPT_FORMAT,
 	CAFS_OPT_JSON,
 	CAFS_OPT_TEXTFILE,
+	CAFS_OPT_DELTA,
+	CAFS_OPT_FROM_STORE,
+	CAFS_OPT_LEVEL,
 };
 
 /*
@@ -160,7 +163,7 @@ struct cafs_command {
 /* the commands (each in its cmd_*.c) */
 extern const struct cafs_command cafs_command_make, cafs_command_extract, cafs_command_digest, cafs_command_info,
 	cafs_command_list, cafs_command_mtree, cafs_command_meta, cafs_command_mount, cafs_command_stats,
-	cafs_command_cache, cafs_command_gc, cafs_command_sign;
+	cafs_command_cache, cafs_command_gc, cafs_command_sign, cafs_command_delta;
 
 /* The generic parser: argv (argv[0] the command name; the array may be
  * permuted) into q, which init() (and the casync front end) already filled.
@@ -251,6 +254,7 @@ struct cafs_extract_args {
 	char **seeds;      /* --seed (repeatable): local data to take chunks from */
 	size_t n_seeds;
 	const char *cache; /* --cache: keep fetched chunks in this store */
+	const char *delta; /* --delta: a static delta pack (path or URL) */
 	bool no_delete;    /* --delete=no: keep entries of OUT the archive does not have */
 	struct cafs_trusted_keys trusted; /* --trusted-key */
 	bool offline;      /* --offline: only the cache (and the index kept there by URL) */

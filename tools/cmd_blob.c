@@ -186,6 +186,9 @@ static int read_set(const char *cmd, struct cafs_extract_args *a, int id, const 
 	case CAFS_OPT_CACHE:
 		a->cache = arg;
 		return 0;
+	case CAFS_OPT_DELTA:
+		a->delta = arg;
+		return 0;
 	case CAFS_OPT_ALLOW_DOWNGRADE:
 	case CAFS_OPT_SIGNED_NAME:
 		return cafs_trust_policy_option(cmd, id, arg, &a->trusted);
@@ -263,7 +266,7 @@ static int extract_image(const struct cafs_extract_args *a)
 	cafs_trusted_keys_apply(&a->trusted, &io);
 	struct ca_image_seed_extract_opts o = {
 		.path = a->path, .io = &io, .threads = a->threads, .seeds = a->seeds, .n_seeds = a->n_seeds,
-		.cache = a->cache, .offline = a->offline, .rate_limit_bps = a->rate_limit_bps,
+		.cache = a->cache, .delta = a->delta, .offline = a->offline, .rate_limit_bps = a->rate_limit_bps,
 		.no_delete = a->no_delete, .overlay_xattrs = a->overlay_xattrs, .undo_immutable = a->undo_immutable,
 		.no_holes = a->no_holes, .uid_shift = a->uid_shift, .no_reflink = a->no_reflink, .hardlink = a->hardlink,
 		.cancel = cafs_interrupt_flag(),
@@ -570,6 +573,10 @@ static const struct cafs_option extract_options[] = {
 	  "first (repeatable)" },
 	{ "cache", 0, "DIR", CAFS_OPT_CACHE,
 	  .help = "keep the chunks fetched in this chunk cache, and use it" },
+	{ "delta", 0, "PACK|URL", CAFS_OPT_DELTA,
+	  .help = "build chunks from the seeds' with this delta pack (default:\n"
+	  "IN.cadelta-<digest of an index --seed, or of the one --cache\n"
+	  "kept for IN before>, if there)" },
 	{ "delete", 0, "no", CAFS_OPT_DELETE,
 	  .help = "archives: keep what OUT has that the archive does not" },
 	CAFS_OPTIONS_TRUST,

@@ -227,6 +227,9 @@ static int cache_set(struct cafs_request *r, int id, const char *arg)
 		return 0;
 	case CAFS_OPT_JSON:
 		q->json = true;
+		break;
+	case CAFS_OPT_DELTA:
+		q->delta = arg;
 		return 0;
 	}
 	return 0;
@@ -239,6 +242,8 @@ static int cache_operands(struct cafs_request *r, int n, char **arg)
 	case CAFS_CACHE_FILL:
 		if (n == 0)
 			return cafs_usage_error("cache", "fill needs at least one SOURCE index");
+		if (q->delta && n != 1)
+			return cafs_usage_error("cache", "fill --delta is for one SOURCE");
 		break;
 	case CAFS_CACHE_PRUNE:
 		if (!q->have_max)
@@ -308,6 +313,9 @@ static const struct cafs_option cache_options[] = {
 	  .help = "fill: accept an index signed before the newest accepted" },
 	{ "signed-name", 0, "NAME", CAFS_OPT_SIGNED_NAME, .verbs = V(FILL),
 	  .help = "fill: the file name its signature must give" },
+	{ "delta", 0, "PACK|URL", CAFS_OPT_DELTA, .verbs = V(FILL),
+	  .help = "fill: build chunks from the cache's with this delta pack\n"
+	  "(default: SOURCE.cadelta-<digest of the index kept before>)" },
 	{ "keep", 0, "INDEX", CAFS_OPT_KEEP, .verbs = V(PRUNE),
 	  .help = "prune: never evict this index's chunks (repeatable)" },
 	{ "min-age", 0, "SECONDS", CAFS_OPT_MIN_AGE, .verbs = V(PRUNE),

@@ -58,6 +58,7 @@ int cafs_cache_fill(const struct cafs_cache_request *q)
 	fo.sources = q->operands;
 	fo.n_sources = q->n_operands;
 	fo.stores = q->stores;
+	fo.delta = q->delta;
 	fo.n_stores = q->n_stores;
 	cafs_trusted_keys_apply(&q->trusted, &io);
 	fo.io = &io;
@@ -73,6 +74,9 @@ int cafs_cache_fill(const struct cafs_cache_request *q)
 		printf("fetched %llu chunks (%s, %s transferred, %s/s), %llu already cached, %llu failed\n",
 		       (unsigned long long)st.fetched, h1, h2, h3, (unsigned long long)st.present,
 		       (unsigned long long)st.failed);
+	if (q->base.verbosity >= 0 && fs.delta_chunks)
+		printf("delta pack gave %llu chunks in %llu requests (%llu bytes)\n", (unsigned long long)fs.delta_chunks,
+		       (unsigned long long)fs.delta_requests, (unsigned long long)fs.delta_wire_bytes);
 	r = st.failed || fs.broken ? 1 : 0;
 out:
 	free(dir);

@@ -35,7 +35,7 @@
 static const struct cafs_command *const commands[] = {
 	&cafs_command_make, &cafs_command_extract, &cafs_command_digest, &cafs_command_info,
 	&cafs_command_mount, &cafs_command_stats, &cafs_command_cache, &cafs_command_gc,
-	&cafs_command_sign, &cafs_command_list, &cafs_command_meta, &cafs_command_mtree,
+	&cafs_command_sign, &cafs_command_delta, &cafs_command_list, &cafs_command_meta, &cafs_command_mtree,
 };
 
 static const char *program = "cafs";

@@ -25,6 +25,8 @@
 #include "format/feature.h"
 #include "format/idset.h"
 #include "format/index.h"
+#include "image/delta.h"
+#include "image/index_cache.h"
 #include "image/image_seed.h"
 #include "image/source.h"
 #include "net/http.h"
@@ -255,6 +257,13 @@ static int seed_one(struct seed_ctx *x, const struct ca_index *idx, const char *
 int ca_image_seed_cache(struct ca_store *cache, const struct ca_index *idx, char **seeds, size_t n_seeds,
                     const char *seed_store, struct ca_reflink *reflink, struct ca_image_seed_stats *ret_stats)
 {
+	return ca_image_seed_cache_extra(cache, idx, NULL, seeds, n_seeds, seed_store, reflink, ret_stats);
+}
+
+int ca_image_seed_cache_extra(struct ca_store *cache, const struct ca_index *idx, const struct ca_idset *extra,
+                              char **seeds, size_t n_seeds, const char *seed_store, struct ca_reflink *reflink,
+                              struct ca_image_seed_stats *ret_stats)
+{
 	struct seed_ctx x = { .cache = cache, .stats = ret_stats, .reflink = reflink, .seed = -1 };
 	int r, failed = 0;
 	memset(ret_stats, 0, sizeof(*ret_stats));
@@ -274,6 +283,17 @@ int ca_image_seed_cache(struct ca_store *cache, const struct ca_index *idx, char
 		}
 		if (r == 0)
 			r = ca_idset_add(x.needed, id, b - a);
+		if (r > 0)
+			r = 0;
+	}
+	/* more chunks wanted beside idx's (a delta pack's references) */
+	size_t pos = 0;
+	const uint8_t *eid;
+	uint64_t ev;
+	while (r == 0 && extra && ca_idset_next(extra, &pos, &eid, &ev) > 0) {
+		r = ca_store_has(cache, eid);
+		if (r == 0)
+			r = ca_idset_add(x.needed, eid, ev);
 		if (r > 0)
 			r = 0;
 	}
@@ -328,15 +348,63 @@ static void seed_cleanup(char *tmp)
 	free(tmp);
 }
 
+/* The delta pack for in: --delta, or one named for an index given as a
+ * seed (delta.h's naming). *ret NULL: none (said, if it was unusable). */
+static int open_delta(const char *in, const struct ca_index *idx, const struct ca_image_seed_extract_opts *a,
+                      const struct ca_http_opts *http, const uint8_t *kept, struct ca_delta_client **ret)
+{
+	struct ca_delta_client_opts co = { .http = http };
+	*ret = NULL;
+	if (a->offline)
+		return 0;
+	if (a->delta)
+		return ca_delta_client_open(a->delta, idx, &co, ret);
+	for (size_t i = 0; i < a->n_seeds; i++) {
+		enum ca_image_kind k = ca_location_image_kind(a->seeds[i]);
+		struct ca_index *from = NULL;
+		uint8_t d[CA_DELTA_DIGEST_SIZE];
+		if (k != CA_IMAGE_BLOB_INDEX && k != CA_IMAGE_ARCHIVE_INDEX)
+			continue;
+		if (ca_index_open(a->seeds[i], &from) < 0)
+			continue; /* the seeding says why */
+		int r = ca_delta_index_digest(from, d);
+		ca_index_free(from);
+		if (r < 0)
+			return r;
+		char *name = ca_delta_pack_name(in, d);
+		if (!name)
+			return ca_log_error_errno(ENOMEM, "%s", in);
+		co.from_digest = d;
+		co.quiet_missing = true;
+		r = ca_delta_client_open(name, idx, &co, ret);
+		free(name);
+		return r;
+	}
+	/* the index --cache kept for this URL before, if this one is another */
+	uint8_t now[CA_DELTA_DIGEST_SIZE];
+	if (kept && ca_delta_index_digest(idx, now) == 0 && memcmp(now, kept, sizeof(now))) {
+		char *name = ca_delta_pack_name(in, kept);
+		if (!name)
+			return ca_log_error_errno(ENOMEM, "%s", in);
+		co.from_digest = kept;
+		co.quiet_missing = true;
+		int r = ca_delta_client_open(name, idx, &co, ret);
+		free(name);
+		return r;
+	}
+	return 0;
+}
+
 static int cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx, const struct ca_image_seed_extract_opts *a,
-                       char **ret_tmp, struct ca_reflink *reflink)
+                       char **ret_tmp, struct ca_reflink *reflink, struct ca_delta_client *dc)
 {
 	struct ca_store *cache = NULL, *target = NULL;
 	struct ca_image_seed_stats st;
+	struct ca_idset *refs = NULL;
 	char *dir = NULL;
 	int r;
 	*ret_tmp = NULL;
-	if (!a->cache && a->n_seeds == 0)
+	if (!a->cache && a->n_seeds == 0 && !dc)
 		return 0;
 	if (a->cache) {
 		dir = strdup(a->cache);
@@ -365,18 +433,34 @@ static int cache_seeds(struct ca_chunksrc *src, const struct ca_index *idx, cons
 		goto fail;
 	ca_chunksrc_set_cache(src, cache, a->cache != NULL);
 	cache = NULL;
+	/* the seeds also give the FROM chunks the pack's entries refer to */
+	if (dc && ((r = ca_idset_new(1024, &refs)) < 0 || (r = ca_delta_client_refs(dc, refs)) < 0)) {
+		ca_log_error_errno(r, "delta pack");
+		goto fail;
+	}
 	if (a->n_seeds > 0) {
-		r = ca_image_seed_cache(target, idx, a->seeds, a->n_seeds, NULL, reflink, &st);
+		r = ca_image_seed_cache_extra(target, idx, refs, a->seeds, a->n_seeds, NULL, reflink, &st);
 		if (r < 0)
 			goto fail;
 		ca_log_info("seeds gave %llu chunks (%llu bytes)", (unsigned long long)st.chunks,
 		            (unsigned long long)st.bytes);
 	}
+	if (dc) {
+		struct ca_delta_client_stats ds;
+		r = ca_delta_client_run(dc, target, &ds);
+		if (r < 0)
+			goto fail;
+		ca_log_info("delta pack gave %llu chunks (%llu bytes) in %llu requests (%llu bytes)",
+		            (unsigned long long)ds.chunks, (unsigned long long)ds.bytes,
+		            (unsigned long long)ds.requests, (unsigned long long)ds.wire_bytes);
+	}
+	ca_idset_free(refs);
 	ca_store_free(target);
 	if (!*ret_tmp)
 		free(dir);
 	return 0;
 fail:
+	ca_idset_free(refs);
 	ca_store_free(cache);
 	ca_store_free(target);
 	if (*ret_tmp) {
@@ -404,6 +488,7 @@ int ca_image_seed_extract(const char *in, const char *out, const struct ca_image
 	io.sequential = !a->path;
 	struct ca_image *im = NULL;
 	struct ca_reflink *reflink = NULL;
+	struct ca_delta_client *dc = NULL;
 	char *seed_tmp = NULL;
 	bool busy = false;
 	ca_source_http_opts(&http);
@@ -412,6 +497,11 @@ int ca_image_seed_extract(const char *in, const char *out, const struct ca_image
 	int r = ca_image_extract_check_dest(kind, out);
 	if (r < 0)
 		goto out;
+	/* the index the cache kept for this URL, before the open replaces it:
+	 * the FROM of an update, naming its delta pack */
+	uint8_t kept[CA_DELTA_DIGEST_SIZE];
+	bool have_kept = a->cache && !a->offline && ca_location_is_url(in) &&
+	                 ca_index_cache_kept_digest(a->cache, in, kept) == 0;
 	r = ca_image_open(in, &io, &im);
 	if (r < 0)
 		goto out;
@@ -421,7 +511,12 @@ int ca_image_seed_extract(const char *in, const char *out, const struct ca_image
 	}
 	/* a .catar has no chunks to take from seeds: as casync, its seed
 	 * directories serve only --hardlink and --reflink, after the extract */
-	if ((a->n_seeds > 0 && ca_image_index(im)) || a->cache) {
+	if (ca_image_index(im) && (a->delta || a->n_seeds > 0 || have_kept)) {
+		r = open_delta(in, ca_image_index(im), a, &http, have_kept ? kept : NULL, &dc); /* NULL: none (said) */
+		if (r < 0)
+			goto out;
+	}
+	if ((a->n_seeds > 0 && ca_image_index(im)) || a->cache || dc) {
 		/* a blob's chunks found in seed files are cloned from them
 		 * where the file system can (casync's --reflink=yes) */
 		if (kind == CA_IMAGE_BLOB_INDEX && a->n_seeds > 0 && !a->no_reflink &&
@@ -430,7 +525,7 @@ int ca_image_seed_extract(const char *in, const char *out, const struct ca_image
 			ca_log_error_errno(r, "%s", in);
 			goto out;
 		}
-		r = cache_seeds(ca_image_chunksrc(im), ca_image_index(im), a, &seed_tmp, reflink);
+		r = cache_seeds(ca_image_chunksrc(im), ca_image_index(im), a, &seed_tmp, reflink, dc);
 		if (r < 0)
 			goto out;
 	}
@@ -464,6 +559,7 @@ int ca_image_seed_extract(const char *in, const char *out, const struct ca_image
 	/* a fetch stuck after an interrupt still uses the image: the exit frees it */
 	busy = r == -EBUSY;
 out:
+	ca_delta_client_free(dc);
 	if (!busy) {
 		ca_image_free(im);
 		ca_reflink_free(reflink);

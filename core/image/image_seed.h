@@ -49,6 +49,13 @@ struct ca_image_seed_stats {
 int ca_image_seed_cache(struct ca_store *cache, const struct ca_index *idx, char **seeds, size_t n_seeds,
                         const char *seed_store, struct ca_reflink *reflink, struct ca_image_seed_stats *ret_stats);
 
+/* The same, with more chunks wanted beside idx's: extra's ids (value:
+ * their size; may be NULL), e.g. the FROM chunks a delta pack refers to. */
+struct ca_idset;
+int ca_image_seed_cache_extra(struct ca_store *cache, const struct ca_index *idx, const struct ca_idset *extra,
+                              char **seeds, size_t n_seeds, const char *seed_store, struct ca_reflink *reflink,
+                              struct ca_image_seed_stats *ret_stats);
+
 /* `cafs cache seed`: the cache at dir (made if missing; refused first,
  * before anything is fetched), the index of source, seeded as above.
  * ret_stats->seeded says whether seeding ran (its counts then hold, also
@@ -65,6 +72,10 @@ struct ca_image_seed_extract_opts {
 	char **seeds;            /* local data to take chunks from */
 	size_t n_seeds;
 	const char *cache;       /* keep fetched chunks (and a URL's index) in this store */
+	/* a delta pack (delta.h) to build chunks from the seeds' (path or
+	 * URL); NULL: the one named for an index given as a seed, else for
+	 * the index the cache kept for IN (a URL) before, if any */
+	const char *delta;
 	bool offline;            /* only the cache (and the index kept there by URL) */
 	uint64_t rate_limit_bps; /* per HTTP transfer; 0: none */
 	bool no_delete, overlay_xattrs, undo_immutable, no_holes; /* image_extract.h */

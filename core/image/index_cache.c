@@ -106,6 +106,21 @@ static int read_kept(const char *cache_dir, const char *url, const char *suffix,
 	return r;
 }
 
+int ca_index_cache_kept_digest(const char *cache_dir, const char *url, uint8_t out[CA_CHUNK_ID_SIZE])
+{
+	struct ca_buf b = CA_BUF_INIT;
+	struct ca_digest *d = NULL;
+	const char *suffix = ca_location_image_kind(url) == CA_IMAGE_BLOB_INDEX ? ".caibx" : ".caidx";
+	int r = read_kept(cache_dir, url, suffix, INDEX_MAX, &b);
+	if (r == 0)
+		r = ca_digest_new(CA_DIGEST_SHA256, &d);
+	if (r == 0)
+		r = ca_digest_once(d, b.data, b.size, out);
+	ca_digest_free(d);
+	ca_buf_release(&b);
+	return r;
+}
+
 /* A kept copy's validator (http.h) lives beside it in <copy>.validator:
  * "<SHA-256 hex of the copy> <validator>". The digest ties the two: two
  * processes keeping the same URL at once cannot pair one's validator with

@@ -67,6 +67,10 @@ int ca_index_cache_check_dir(const char *cache_dir);
 /* CACHE/indexes/<sha256 of url><suffix>, malloc'd (NULL: ENOMEM). */
 char *ca_index_cache_path(const char *cache_dir, const char *url, const char *suffix);
 
+/* SHA-256 of the index kept in cache_dir for url (read, nothing
+ * fetched): what a delta pack from it is named by (delta.h). -ENOENT when
+ * none is kept. */
+int ca_index_cache_kept_digest(const char *cache_dir, const char *url, uint8_t out[CA_CHUNK_ID_SIZE]);
 /* Is data (the bytes of file name, published beside o's index with the
  * suffix beside: "" for the index itself, ".cameta", ".caprofile") signed
  * by one of o's trusted keys? Its signature name.minisig is read beside a

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "base/location.h"
@@ -16,6 +17,8 @@
 #include "format/feature.h"
 #include "format/idset.h"
 #include "format/index.h"
+#include "image/delta.h"
+#include "image/index_cache.h"
 #include "image/profile.h"
 #include "image/sidecar.h"
 #include "image/source.h"
@@ -199,6 +202,43 @@ static int open_kept(const char *name, const struct ca_image_opts *io, struct ca
 	return r;
 }
 
+/* Build into cache what a delta pack gives for source (opened as idx):
+ * --delta, or for a URL whose kept index (from_digest, the one before
+ * this fill) changed, the pack named for that one beside it. */
+static int fill_delta(const struct ca_store_ops_fill_opts *o, const char *name, const struct ca_index *idx,
+                      const uint8_t *from_digest, struct ca_store *cache, struct ca_store_ops_fill_stats *ret)
+{
+	struct ca_delta_client_opts co = { .http = o->io ? o->io->http : NULL, .from_digest = from_digest };
+	struct ca_delta_client *c = NULL;
+	struct ca_delta_client_stats ds;
+	char *auto_name = NULL;
+	const char *at = o->delta;
+	int r;
+	if (!at) {
+		uint8_t now[CA_DELTA_DIGEST_SIZE];
+		r = ca_delta_index_digest(idx, now);
+		if (r < 0 || !from_digest || !memcmp(now, from_digest, sizeof(now)))
+			return r;
+		auto_name = ca_delta_pack_name(name, from_digest);
+		if (!auto_name)
+			return ca_log_error_errno(ENOMEM, "%s", name);
+		at = auto_name;
+		co.quiet_missing = true;
+	}
+	r = ca_delta_client_open(at, idx, &co, &c); /* NULL: none (said) */
+	if (r == 0 && c)
+		r = ca_delta_client_run(c, cache, &ds);
+	if (r == 0 && c) {
+		ret->delta_chunks += ds.chunks;
+		ret->delta_bytes += ds.bytes;
+		ret->delta_requests += ds.requests;
+		ret->delta_wire_bytes += ds.wire_bytes;
+	}
+	ca_delta_client_free(c);
+	free(auto_name);
+	return r;
+}
+
 int ca_store_ops_fill(const struct ca_store_ops_fill_opts *o, struct ca_store_ops_fill_stats *ret)
 {
 	struct fill_source *sources = calloc(o->n_sources ? o->n_sources : 1, sizeof(*sources));
@@ -227,9 +267,18 @@ int ca_store_ops_fill(const struct ca_store_ops_fill_opts *o, struct ca_store_op
 	io.cache_dir = o->cache;
 	for (size_t i = 0; i < o->n_sources; i++) {
 		sources[i].name = o->sources[i];
+		/* the index this cache kept for the URL before: the FROM of an update */
+		uint8_t from[CA_DELTA_DIGEST_SIZE];
+		bool have_from = !io.offline && ca_location_is_url(sources[i].name) &&
+		                 ca_index_cache_kept_digest(o->cache, sources[i].name, from) == 0;
 		r = open_kept(sources[i].name, &io, &sources[i].idx); /* logs */
 		if (r < 0)
 			goto out;
+		if (!io.offline && (o->delta || have_from)) {
+			r = fill_delta(o, sources[i].name, sources[i].idx, have_from ? from : NULL, cache, ret);
+			if (r < 0)
+				goto out;
+		}
 		r = ca_cache_fill_plan(cache, sources[i].idx, queued, &sources[i].plan, &ret->fill);
 		if (r < 0) {
 			ca_log_error_errno(r, "%s", sources[i].name);

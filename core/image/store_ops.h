@@ -67,6 +67,10 @@ struct ca_store_ops_fill_opts {
 	 * cache settings are ours: each URL's index, sidecar and profile are
 	 * kept in the cache too, for a later --offline. May be NULL. */
 	const struct ca_image_opts *io;
+	/* a delta pack (delta.h; path or URL) to build chunks from those the
+	 * cache holds, before the store is asked; NULL: for a URL, the pack
+	 * named for the index the cache kept for it before, if there */
+	const char *delta;
 	unsigned threads;           /* transfers in flight; 0: 8 */
 	uint64_t rate_limit_bps;    /* per transfer; 0: none */
 	const volatile sig_atomic_t *cancel; /* raised: stop between chunks */
@@ -80,6 +84,8 @@ struct ca_store_ops_fill_opts {
 
 struct ca_store_ops_fill_stats {
 	struct ca_cache_fill_stats fill; /* over all sources (cache_fill.h) */
+	/* chunks (and their uncompressed bytes) delta packs gave, in requests (and bytes read) */
+	uint64_t delta_chunks, delta_bytes, delta_requests, delta_wire_bytes;
 	uint64_t fetch_ns;  /* time spent fetching (after every index was planned) */
 	bool broken;        /* a source's stores could not be opened (logged; the others filled) */
 };

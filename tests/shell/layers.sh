@@ -33,6 +33,7 @@ image/image_make.h    make, meta make, sign, digest, a directory's archive strea
 image/image_seed.h    extract (with --seed, --cache) and cache seed: one call each
 image/source.h        an image opened from a source string, and its options (cmd.h); --trusted-key's key read
 image/tree_walk.h     list/mtree/stat/digest of an archive or a directory's stream: one walk each, tools/ prints
+image/delta.h         delta make and delta info (static delta packs): one call each
 image/store_ops.h     gc, cache stat/fill/prune/verify, the settings check at start-up: one call each
 net/caremote.h        the casync front end's pull/push: casync's remote protocol over ssh's pipes
 LIST
