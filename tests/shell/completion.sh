@@ -2,7 +2,7 @@
 # completion.sh - the bash completion (tools/completion.c), as the build
 # writes it: sourced in bash and asked as bash asks it (COMP_WORDS,
 # COMP_CWORD, _cafs), it offers every command `cafs --help` lists, every
-# option `cafs help CMD` shows and no other (per verb for cache), and
+# option `cafs help CMD` shows and no other (per verb for cache and delta), and
 # arguments: directories for DIR, the words of "yes|no".
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 export HOME=$T/home XDG_CACHE_HOME=$T/xdg # an option tried below must touch no real cache
@@ -53,16 +53,18 @@ ok "cafs cache <TAB> offers its verbs" test "$(echo $cache_verbs)" = "stat fill 
 for c in $commands; do
 	[ "$c" = help ] && continue
 	want=$(help_opts "$c")
-	if [ "$c" = cache ]; then
+	if [ "$c" = cache ] || [ "$c" = delta ]; then
 		# per verb: the options whose help names the verb, and those for
 		# every verb (no "VERB:"); --max-size and --repair are in the
 		# verbs' lines of the help
 		got_all=
 		bad=
-		for v in $cache_verbs; do
-			got=$(comp cache "$v" -)
+		verbs=$(comp "$c" "")
+		[ -n "$verbs" ] || bad=" (no verbs offered)"
+		for v in $verbs; do
+			got=$(comp "$c" "$v" -)
 			got_all="$got_all $got"
-			for w in $("$CAFS" help cache | awk -v v="$v" '/^ +-/ {
+			for w in $("$CAFS" help "$c" | awk -v v="$v" '/^ +-/ {
 				line = $0; sub(/^ +/, "", line); p = index(line, "  ")
 				desc = p ? substr(line, p) : ""; if (p) line = substr(line, 1, p - 1)
 				if (desc ~ /^ +[a-z]+:/ && index(desc, v ":") == 0) next
@@ -72,9 +74,14 @@ for c in $commands; do
 				grep -qx -- "$w" <<<"$got" || bad="$bad $v:$w"
 			done
 		done
-		grep -qx -- --max-size= <<<"$(comp cache prune -)" || bad="$bad prune:--max-size="
-		grep -qx -- --repair <<<"$(comp cache verify -)" || bad="$bad verify:--repair"
-		ok "cache: each verb offers its options${bad:+ (missing:$bad)}" test -z "$bad"
+		if [ "$c" = cache ]; then
+			grep -qx -- --max-size= <<<"$(comp cache prune -)" || bad="$bad prune:--max-size="
+			grep -qx -- --repair <<<"$(comp cache verify -)" || bad="$bad verify:--repair"
+		else
+			# a verb's own option is not offered to the other verb
+			grep -qx -- --level= <<<"$(comp delta info -)" && bad="$bad info:--level="
+		fi
+		ok "$c: each verb offers its options${bad:+ (missing:$bad)}" test -z "$bad"
 		continue
 	fi
 	got=$(comp "$c" -)
