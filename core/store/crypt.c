@@ -17,6 +17,7 @@
 #include <openssl/sha.h>
 
 #include "base/digest.h"
+#include "base/fdio.h"
 #include "base/log.h"
 #include "base/trusted_file.h"
 #include "store/crypt.h"
@@ -62,23 +63,12 @@ const char *ca_crypt_alg_name(enum ca_crypt_alg alg)
 
 /* ---- keys ---- */
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int key_from_hex(const char *hex, size_t n, uint8_t key[CA_CRYPT_KEY_SIZE])
 {
 	if (n != 2 * CA_CRYPT_KEY_SIZE)
 		return -EINVAL;
 	for (size_t i = 0; i < CA_CRYPT_KEY_SIZE; i++) {
-		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+		int hi = ca_unhex_digit(hex[2 * i]), lo = ca_unhex_digit(hex[2 * i + 1]);
 		if (hi < 0 || lo < 0) {
 			explicit_bzero(key, CA_CRYPT_KEY_SIZE);
 			return -EINVAL;
@@ -120,18 +110,12 @@ int ca_crypt_key_read_file(const char *path, uint8_t key[CA_CRYPT_KEY_SIZE], cha
 		r = -EPERM;
 		goto out;
 	}
-	while (n < sizeof(buf)) {
-		ssize_t k = read(fd, buf + n, sizeof(buf) - n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			r = -errno;
-			goto out;
-		}
-		if (k == 0)
-			break;
-		n += (size_t)k;
+	ssize_t k = ca_read_full(fd, buf, sizeof(buf));
+	if (k < 0) {
+		r = (int)k;
+		goto out;
 	}
+	n = (size_t)k;
 	r = -EINVAL;
 	if (n == CA_CRYPT_KEY_SIZE) {
 		memcpy(key, buf, CA_CRYPT_KEY_SIZE);
