@@ -500,8 +500,13 @@ int ca_image_seed_extract(const char *in, const char *out, const struct ca_image
 	/* the index the cache kept for this URL, before the open replaces it:
 	 * the FROM of an update, naming its delta pack */
 	uint8_t kept[CA_DELTA_DIGEST_SIZE];
-	bool have_kept = a->cache && !a->offline && ca_location_is_url(in) &&
-	                 ca_index_cache_kept_digest(a->cache, in, kept) == 0;
+	bool have_kept = false;
+	if (a->cache && !a->offline && ca_location_is_url(in)) {
+		r = ca_index_cache_kept_digest(a->cache, in, kept);
+		if (r < 0 && r != -ENOENT)
+			goto out; /* a cache refused (logged): not again by the open */
+		have_kept = r == 0;
+	}
 	r = ca_image_open(in, &io, &im);
 	if (r < 0)
 		goto out;

@@ -111,7 +111,9 @@ int ca_index_cache_kept_digest(const char *cache_dir, const char *url, uint8_t o
 	struct ca_buf b = CA_BUF_INIT;
 	struct ca_digest *d = NULL;
 	const char *suffix = ca_location_image_kind(url) == CA_IMAGE_BLOB_INDEX ? ".caibx" : ".caidx";
-	int r = read_kept(cache_dir, url, suffix, INDEX_MAX, &b);
+	int r = cache_dir ? kept_dir(cache_dir, false) : -ENOENT; /* a refused cache: logged */
+	if (r == 0 && read_kept(cache_dir, url, suffix, INDEX_MAX, &b) < 0)
+		r = -ENOENT; /* none that can be read: no FROM, not an error */
 	if (r == 0)
 		r = ca_digest_new(CA_DIGEST_SHA256, &d);
 	if (r == 0)

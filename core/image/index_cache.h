@@ -69,7 +69,9 @@ char *ca_index_cache_path(const char *cache_dir, const char *url, const char *su
 
 /* SHA-256 of the index kept in cache_dir for url (read, nothing
  * fetched): what a delta pack from it is named by (delta.h). -ENOENT when
- * none is kept. */
+ * none is kept (or it cannot be read); another negative errno, logged,
+ * when the cache itself is refused (not private), which the caller then
+ * reports as its error rather than open the cache again. */
 int ca_index_cache_kept_digest(const char *cache_dir, const char *url, uint8_t out[CA_CHUNK_ID_SIZE]);
 /* Is data (the bytes of file name, published beside o's index with the
  * suffix beside: "" for the index itself, ".cameta", ".caprofile") signed

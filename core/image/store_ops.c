@@ -269,8 +269,13 @@ int ca_store_ops_fill(const struct ca_store_ops_fill_opts *o, struct ca_store_op
 		sources[i].name = o->sources[i];
 		/* the index this cache kept for the URL before: the FROM of an update */
 		uint8_t from[CA_DELTA_DIGEST_SIZE];
-		bool have_from = !io.offline && ca_location_is_url(sources[i].name) &&
-		                 ca_index_cache_kept_digest(o->cache, sources[i].name, from) == 0;
+		bool have_from = false;
+		if (!io.offline && ca_location_is_url(sources[i].name)) {
+			r = ca_index_cache_kept_digest(o->cache, sources[i].name, from);
+			if (r < 0 && r != -ENOENT)
+				goto out; /* a cache refused (logged): not again by the open */
+			have_from = r == 0;
+		}
 		r = open_kept(sources[i].name, &io, &sources[i].idx); /* logs */
 		if (r < 0)
 			goto out;
