@@ -152,9 +152,10 @@ check() {
 		return $rc
 	fi
 	# the stress variants (hundreds of readers of a hostile archive behind a
-	# slow server; 40 takeovers with reads in flight): minutes, so not in the
-	# functional suite
-	CAFS_TEST_FULL=1 make check TESTS='tests/shell/mount-hostile-wide.sh tests/shell/mount-takeover-inflight.sh' \
+	# slow server; 40 takeovers with reads in flight; make --cache against
+	# random changes): minutes, so not in the functional suite
+	local stress='tests/shell/mount-hostile-wide.sh tests/shell/mount-takeover-inflight.sh tests/shell/tree-make-cache.sh'
+	CAFS_TEST_FULL=1 make check TESTS="$stress" \
 		>full-stress.log 2>&1 ||
 		{ rc=1; tail -n 50 full-stress.log; }
 	make check-sanitizers >sanitizers.log 2>&1 ||
