@@ -122,6 +122,8 @@ static void authority(const char *u, size_t a, size_t *ret_host, size_t *ret_end
 	*ret_end = e;
 }
 
+static char *local_url(const char *path);
+
 /* A section's prefix, normalised: scheme and host in lower case, a '/'
  * after a bare host. NULL with *why set when it is not one. */
 static char *prefix_normalise(const char *p, size_t n, const char **why)
@@ -140,7 +142,11 @@ static char *prefix_normalise(const char *p, size_t n, const char **why)
 			free(s);
 			return NULL;
 		}
-		return s;
+		/* as lookups see paths (local_url): else a section written
+		 * "[/srv//store]" or through a symlink would not find itself */
+		r = local_url(s + 7);
+		free(s);
+		return r;
 	}
 	if (!a || strpbrk(s, " \t")) {
 		*why = "expected [scheme://host/prefix]";
