@@ -51,7 +51,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_check((l.scheme_len > 0) == url && (!url || !memcmp(s + l.scheme_len, "://", 3)), "parse: scheme");
 
 	char *store = ca_location_default_store(s);
-	if (store) {
+	if (store && ca_location_is_oci(s)) {
+		/* a registry's index is a tag of its repository, and so are
+		 * the chunks: the store is the repository, the index's directory */
+		size_t n = strlen(store);
+		fuzz_check(n < strlen(s) && !memcmp(store, s, n) && s[n] == '/', "oci: default store '%s' is not the repository",
+		           store);
+	} else if (store) {
 		size_t n = strlen(store), k = strlen("default.castr");
 		fuzz_check(n >= k && !strcmp(store + n - k, "default.castr"), "default store '%s'", store);
 		/* its directory is the input's; but a URL with no path
