@@ -51,9 +51,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_check((l.scheme_len > 0) == url && (!url || !memcmp(s + l.scheme_len, "://", 3)), "parse: scheme");
 
 	char *store = ca_location_default_store(s);
-	if (store && ca_location_is_oci(s)) {
+	size_t store_n = store ? strlen(store) : 0, castr_n = strlen("default.castr");
+	if (store && ca_location_is_oci(s) && (store_n < castr_n || strcmp(store + store_n - castr_n, "default.castr"))) {
 		/* a registry's index is a tag of its repository, and so are
-		 * the chunks: the store is the repository, the index's directory */
+		 * the chunks: the store is the repository, the index's directory
+		 * (one with no repository, a bare host, is below: its root) */
 		size_t n = strlen(store);
 		fuzz_check(n < strlen(s) && !memcmp(store, s, n) && s[n] == '/', "oci: default store '%s' is not the repository",
 		           store);
