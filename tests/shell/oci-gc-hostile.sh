@@ -1,0 +1,43 @@
+#!/bin/bash
+# oci-gc-hostile.sh - `cafs gc` of a registry store that lies in its tag
+# list (tests/oci-hostile.py): "tags" that is not a list, and pages whose
+# Links go round, end in a one-line error, not a loop for ever; a Link to
+# another host that begins with the registry's URL is not followed. The
+# honest repository's tag list is collected as before.
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
+. "$top_srcdir/tests/lib-http.sh"
+need timeout
+[ -x /usr/bin/python3 ] || skip_all "no /usr/bin/python3"
+
+src=$T/src
+mkdir -p "$src"
+"$GEN" 100K 7 >"$src/a.bin"
+"$CAFS" make --store="$T/st.castr" "$T/app.caidx" "$src" >/dev/null || exit 1
+py_server_start "$T/port" /usr/bin/python3 "$top_srcdir/tests/oci-hostile.py" "$T/st.castr" "$T/app.caidx" "$T/port" ||
+	exit 1
+H=oci+${PY_SERVER_URL}
+export CAFS_HTTP_TIMEOUT=2 CAFS_HTTP_RETRIES=0 CAFS_HTTP_DEADLINE=3
+stat_of() { curl -s "$PY_SERVER_URL/stats" | /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+one_line() { test "$(printf '%s\n' "$1" | wc -l)" = 1 && grep -q -- "$2" <<<"$1"; }
+
+ok "gc of the honest repository (one page, nothing to remove)" "$CAFS" gc --dry-run --store="$H/good" "$T/app.caidx"
+
+out=$(timeout 10 "$CAFS" gc --dry-run --store="$H/tagsnum" "$T/app.caidx" 2>&1)
+rc=$?
+ok "\"tags\" that is not a list: fails, not a loop for ever (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 124
+ok "... in one line" one_line "$out" "the tag list is not one"
+
+before=$(stat_of pages)
+out=$(timeout 10 "$CAFS" gc --dry-run --store="$H/loop" "$T/app.caidx" 2>&1)
+rc=$?
+pages=$(($(stat_of pages) - before))
+ok "pages whose Links go round: fails, not a loop for ever (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 124
+ok "... after asking for each page once ($pages)" test "$pages" = 2
+ok "... in one line" one_line "$out" "go round in a loop"
+
+out=$(timeout 10 "$CAFS" gc --dry-run --store="$H/elsewhere" "$T/app.caidx" 2>&1)
+rc=$?
+ok "a next page on another host that begins with the registry's URL: refused (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 124
+ok "... not asked for" test "$(stat_of elsewhere)" = 0
+ok "... in one line" one_line "$out" "next page is elsewhere"
+done_testing
