@@ -406,9 +406,9 @@ static int read_range(struct ca_delta_client *c, uint64_t off, size_t len, struc
 		r = ca_buf_reserve(out, len, SIZE_MAX);
 		if (r < 0)
 			return r;
-		ssize_t k = pread(c->fd, out->data, len, (off_t)off);
+		ssize_t k = ca_pread_full(c->fd, out->data, len, off);
 		if (k < 0)
-			return -errno;
+			return (int)k;
 		out->size = (size_t)k;
 		r = 0;
 	}
@@ -465,10 +465,18 @@ int ca_delta_client_open(const char *location, const struct ca_index *to, const 
 			goto fail;
 		}
 	} else {
-		c->fd = open(ca_location_path(location), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-		if (c->fd < 0) {
+		/* O_NONBLOCK: a FIFO planted under the pack's name (beside an
+		 * index in a shared directory) cannot hang the open; only a
+		 * regular file is read */
+		struct stat st;
+		c->fd = open(ca_location_path(location), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		if (c->fd < 0 || fstat(c->fd, &st) < 0) {
 			r = -errno;
 			goto unusable;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			client_warn(c, "not a regular file");
+			goto fail_quiet;
 		}
 	}
 	/* the header and (nearly always) the whole table in one request */
@@ -627,6 +635,12 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struct ca_delta_client_stats *ret)
 {
 	uint64_t *use = NULL; /* entries to use: data offset << 24 | entry number, sorted */
@@ -682,14 +696,34 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 			ranges[n_ranges++] = (struct range){ e->offset, e->offset + e->length };
 		}
 	}
-	while (n_ranges > CA_DELTA_RANGES_MAX) {
-		size_t best = 0;
-		for (size_t i = 1; i + 1 < n_ranges; i++)
-			if (ranges[i + 1].start - ranges[i].end < ranges[best + 1].start - ranges[best].end)
-				best = i;
-		ranges[best].end = ranges[best + 1].end;
-		memmove(&ranges[best + 1], &ranges[best + 2], (n_ranges - best - 2) * sizeof(*ranges));
-		n_ranges--;
+	if (n_ranges > CA_DELTA_RANGES_MAX) {
+		/* merging the smallest gap until CA_DELTA_RANGES_MAX are left
+		 * keeps the CA_DELTA_RANGES_MAX - 1 largest gaps (a merge leaves
+		 * the other gaps as they are): found in one pass, not a pass per
+		 * merge (a table of a million ranges took hours) */
+		enum { K = CA_DELTA_RANGES_MAX - 1 };
+		size_t keep[K], nk = 0;
+		for (size_t i = 0; i + 1 < n_ranges; i++) {
+			uint64_t g = ranges[i + 1].start - ranges[i].end;
+			size_t j = nk;
+			for (; j > 0 && ranges[keep[j - 1] + 1].start - ranges[keep[j - 1]].end < g; j--)
+				if (j < K)
+					keep[j] = keep[j - 1];
+			if (j < K) {
+				keep[j] = i;
+				nk += nk < K;
+			}
+		}
+		qsort(keep, nk, sizeof(*keep), cmp_size);
+		struct range merged[CA_DELTA_RANGES_MAX];
+		uint64_t start = ranges[0].start;
+		for (size_t k = 0; k < nk; k++) {
+			merged[k] = (struct range){ start, ranges[keep[k]].end };
+			start = ranges[keep[k] + 1].start;
+		}
+		merged[nk] = (struct range){ start, ranges[n_ranges - 1].end };
+		n_ranges = nk + 1;
+		memcpy(ranges, merged, n_ranges * sizeof(*ranges));
 	}
 	/* each range, in pieces of at most CA_DELTA_RANGE_MAX that end on an
 	 * entry's end (an entry longer than that is a piece of its own) */
