@@ -700,7 +700,7 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 		/* merging the smallest gap until CA_DELTA_RANGES_MAX are left
 		 * keeps the CA_DELTA_RANGES_MAX - 1 largest gaps (a merge leaves
 		 * the other gaps as they are): found in one pass, not a pass per
-		 * merge (a table of a million ranges took hours) */
+		 * merge (a table of a million ranges took minutes) */
 		enum { K = CA_DELTA_RANGES_MAX - 1 };
 		size_t keep[K], nk = 0;
 		for (size_t i = 0; i + 1 < n_ranges; i++) {
