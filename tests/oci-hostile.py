@@ -13,8 +13,13 @@
 #   /v2/loop/tags/list       pages whose Links go round: first -> b -> first
 #   /v2/elsewhere/tags/list  a Link to another host that begins with this
 #                  one's URL (http://127.0.0.1:PORT@localhost:PORT/...)
+#   /v2/redir/...  the image, its blobs redirected (307) to another host
+#                  (http://localhost:PORT/v2/away/blobs/...), which serves
+#                  them to anyone and counts the requests that came with
+#                  an Authorization header
 # GET /stats: {"tokens": N, "manifests": N, "blobs": N, "pages": N,
-# "elsewhere": N (requests for the elsewhere page)}. Prints its port
+# "elsewhere": N (requests for the elsewhere page), "away": N (blob
+# requests at the other host), "away_auth": N (of those, with credentials)}. Prints its port
 # into PORTFILE once listening.
 import base64, hashlib, json, os, sys, threading, time
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
@@ -23,7 +28,7 @@ from urllib.parse import urlparse, parse_qs
 STORE, INDEX, PORTFILE = sys.argv[1:4]
 TOKEN = "tok-" + os.urandom(8).hex()
 PRIVATE_TOKEN = "ptok-" + os.urandom(8).hex()
-stats = {"tokens": 0, "manifests": 0, "blobs": 0, "pages": 0, "elsewhere": 0}
+stats = {"tokens": 0, "manifests": 0, "blobs": 0, "pages": 0, "elsewhere": 0, "away": 0, "away_auth": 0}
 lock = threading.Lock()
 blobs = {}
 
@@ -89,6 +94,12 @@ class H(BaseHTTPRequestHandler):
         if repo == "elsewhere" and "page=2" in u.query:
             with lock:
                 stats["elsewhere"] += 1
+        if repo == "away" and what == "blobs":
+            with lock:
+                stats["away"] += 1
+                stats["away_auth"] += self.headers.get("Authorization") is not None
+            b = blobs.get(ref)
+            return self.send(200, b, "application/octet-stream") if b is not None else self.send(404)
         if self.headers.get("Authorization") != "Bearer " + (PRIVATE_TOKEN if repo == "private" else TOKEN):
             port = self.server.server_address[1]
             ch = 'Bearer realm="http://127.0.0.1:%d/token",service="hostile",scope="repository:%s:pull"' % (port, repo)
@@ -106,6 +117,9 @@ class H(BaseHTTPRequestHandler):
                 link = "http://127.0.0.1:%d@localhost:%d/v2/elsewhere/tags/list?page=2" % (port, port)
             extra = [("Link", '<%s>; rel="next"' % link)] if link else []
             return self.send(200, json.dumps(body).encode(), extra=extra)
+        if what == "blobs" and repo == "redir":
+            port = self.server.server_address[1]
+            return self.send(307, extra=[("Location", "http://localhost:%d/v2/away/blobs/%s" % (port, ref))])
         if what == "blobs":
             with lock:
                 stats["blobs"] += 1

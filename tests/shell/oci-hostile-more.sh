@@ -1,9 +1,11 @@
 #!/bin/bash
-# oci-gc-hostile.sh - `cafs gc` of a registry store that lies in its tag
-# list (tests/oci-hostile.py): "tags" that is not a list, and pages whose
-# Links go round, end in a one-line error, not a loop for ever; a Link to
-# another host that begins with the registry's URL is not followed. The
-# honest repository's tag list is collected as before.
+# oci-hostile-more.sh - a registry that lies (tests/oci-hostile.py), more:
+# `cafs gc` of a store whose tag list has "tags" that is not a list, or
+# pages whose Links go round, ends in a one-line error, not a loop for
+# ever; a Link to another host that begins with the registry's URL is not
+# followed (the honest repository's tag list is collected as before).
+# Blobs redirected to another host are fetched there without the
+# registry's bearer token.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need timeout
@@ -40,4 +42,8 @@ rc=$?
 ok "a next page on another host that begins with the registry's URL: refused (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 124
 ok "... not asked for" test "$(stat_of elsewhere)" = 0
 ok "... in one line" one_line "$out" "next page is elsewhere"
+ok "blobs redirected to another host: extract" "$CAFS" extract "$H/redir/app.caidx" "$T/x1"
+ok "... equals the source" diff -r "$src" "$T/x1"
+ok "... fetched there ($(stat_of away) blobs)" test "$(stat_of away)" -gt 0
+ok "... without the registry's token ($(stat_of away_auth) with one)" test "$(stat_of away_auth)" = 0
 done_testing
