@@ -17,7 +17,10 @@
  * CAFS_REGISTRY_PASSWORD; the auth file `podman login` / `skopeo login`
  * / `docker login` write: $REGISTRY_AUTH_FILE, then
  * $XDG_RUNTIME_DIR/containers/auth.json, then ~/.docker/config.json,
- * whose auths["HOST[:PORT]"].auth is base64("user:password").
+ * whose auths["HOST[:PORT]"].auth is base64("user:password"); an auth
+ * file that another user owns or that group or others can write is
+ * skipped with a warning (trusted_file.h: it would choose the
+ * credentials sent).
  *
  * A hostile registry: a realm is an http(s) URL, never http:// when the
  * registry is https:// (credentials would travel in clear); the token

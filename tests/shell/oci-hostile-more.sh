@@ -5,7 +5,9 @@
 # ever; a Link to another host that begins with the registry's URL is not
 # followed (the honest repository's tag list is collected as before).
 # Blobs redirected to another host are fetched there without the
-# registry's bearer token.
+# registry's bearer token. An auth file that someone else could have
+# written (another user's, or writable by others) is not believed: it
+# would choose the credentials sent.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need timeout
@@ -46,4 +48,24 @@ ok "blobs redirected to another host: extract" "$CAFS" extract "$H/redir/app.cai
 ok "... equals the source" diff -r "$src" "$T/x1"
 ok "... fetched there ($(stat_of away) blobs)" test "$(stat_of away)" -gt 0
 ok "... without the registry's token ($(stat_of away_auth) with one)" test "$(stat_of away_auth)" = 0
+
+hostport=${PY_SERVER_URL#http://}
+printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$hostport" "$(printf bob:pw-of-bob | base64)" >"$T/auth.json"
+chmod 600 "$T/auth.json"
+ok "an auth file of yours (0600): its credentials open the private repository" \
+	env REGISTRY_AUTH_FILE="$T/auth.json" "$CAFS" extract "$H/private/app.caidx" "$T/a1"
+ok "... equals the source" diff -r "$src" "$T/a1"
+chmod 666 "$T/auth.json"
+out=$(REGISTRY_AUTH_FILE="$T/auth.json" "$CAFS" extract "$H/private/app.caidx" "$T/a2" 2>&1)
+ok "an auth file others can write: not used (access denied)" grep -q "access denied (no credentials found)" <<<"$out"
+ok "... with a warning that says why" grep -q "auth.json: refused: writable by group or others" <<<"$out"
+chmod 600 "$T/auth.json"
+if [ "$(id -u)" = 0 ] && chown nobody "$T/auth.json" 2>/dev/null; then
+	out=$(REGISTRY_AUTH_FILE="$T/auth.json" "$CAFS" extract "$H/private/app.caidx" "$T/a3" 2>&1)
+	ok "another user's auth file: not used (access denied)" grep -q "access denied (no credentials found)" <<<"$out"
+	ok "... with a warning that says why" grep -q "auth.json: refused: owned by another user" <<<"$out"
+else
+	skip "another user's auth file: not used" "needs root to give the file away"
+	skip "... with a warning that says why" "needs root"
+fi
 done_testing
