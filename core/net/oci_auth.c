@@ -299,8 +299,7 @@ void ca_oci_auth_line(struct ca_oci_auth *a, const char *scope, char *line, size
 	pthread_mutex_unlock(&a->lock);
 }
 
-/* One parameter of a challenge ('name="value"' or 'name=value'), or "". */
-static void param(const char *ch, const char *name, char *out, size_t cap)
+void ca_oci_auth_param(const char *ch, const char *name, char *out, size_t cap)
 {
 	size_t k = strlen(name);
 	out[0] = 0;
@@ -362,9 +361,9 @@ static int fetch_token(struct ca_oci_auth *a, struct ca_http *h, const char *cha
 	char *url = NULL, *auth_line = NULL, *tok = NULL, *line = NULL;
 	struct ca_http_reply rep = { 0 };
 	int r = 0;
-	param(challenge + strlen("Bearer"), "realm", realm, sizeof(realm));
-	param(challenge + strlen("Bearer"), "service", service, sizeof(service));
-	param(challenge + strlen("Bearer"), "scope", cscope, sizeof(cscope));
+	ca_oci_auth_param(challenge + strlen("Bearer"), "realm", realm, sizeof(realm));
+	ca_oci_auth_param(challenge + strlen("Bearer"), "service", service, sizeof(service));
+	ca_oci_auth_param(challenge + strlen("Bearer"), "scope", cscope, sizeof(cscope));
 	bool realm_https = !strncasecmp(realm, "https://", 8);
 	if (!realm_https && strncasecmp(realm, "http://", 7) != 0) {
 		ca_log_error("%s: the registry's token realm is not an http(s) URL", a->host);

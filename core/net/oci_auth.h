@@ -59,6 +59,12 @@ void ca_oci_auth_line(struct ca_oci_auth *a, const char *scope, char *line, size
  * errno from the token request (logged). */
 int ca_oci_auth_challenge(struct ca_oci_auth *a, struct ca_http *h, const char *challenge, const char *scope);
 
+/* One parameter of a challenge's list after its scheme ('name="value"',
+ * with backslash escapes, or 'name=value'; name compared without case)
+ * into out (cap >= 1 bytes, cut to fit, NUL-terminated), or "". Hostile
+ * input (a registry's header): fuzz-www-auth. */
+void ca_oci_auth_param(const char *challenge, const char *name, char *out, size_t cap);
+
 /* Whether credentials were found (for messages). */
 bool ca_oci_auth_has_credentials(const struct ca_oci_auth *a);
 
