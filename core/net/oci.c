@@ -140,7 +140,9 @@ int ca_oci_open(const struct ca_endpoint *e, bool file, struct ca_http *h, struc
 		}
 	}
 	o->repo = p;
-	if (hn == 0 || memchr(s, '@', hn) || !repo_ok(o->repo) || (file && !tag_ok(o->tag))) {
+	/* HOST[:PORT] whole (a name is at most 253 bytes): cut short, it
+	 * would find another host's credentials in an auth file */
+	if (hn == 0 || hn > 255 + 6 || memchr(s, '@', hn) || !repo_ok(o->repo) || (file && !tag_ok(o->tag))) {
 		ca_log_error("%s: not a registry's repository%s (oci+http(s)://HOST[:PORT]/REPO%s, lowercase)", o->shown,
 		             file ? " and tag" : "", file ? "/NAME" : "");
 		r = -EINVAL;
@@ -155,7 +157,7 @@ int ca_oci_open(const struct ca_endpoint *e, bool file, struct ca_http *h, struc
 		goto out;
 	snprintf(o->scope_pull, sizeof(o->scope_pull), "repository:%s:pull", o->repo);
 	snprintf(o->scope_push, sizeof(o->scope_push), "repository:%s:pull,push", o->repo);
-	char host[256];
+	char host[256 + 6 + 1];
 	snprintf(host, sizeof(host), "%.*s", (int)hn, s);
 	r = ca_oci_auth_new(host, https, e->http.username, e->http.password, &o->auth);
 	if (r < 0)

@@ -7,7 +7,8 @@
 # Blobs redirected to another host are fetched there without the
 # registry's bearer token. An auth file that someone else could have
 # written (another user's, or writable by others) is not believed: it
-# would choose the credentials sent.
+# would choose the credentials sent. A host name too long to be one is
+# refused (cut short, it would have found another host's credentials).
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need timeout
@@ -48,6 +49,10 @@ ok "blobs redirected to another host: extract" "$CAFS" extract "$H/redir/app.cai
 ok "... equals the source" diff -r "$src" "$T/x1"
 ok "... fetched there ($(stat_of away) blobs)" test "$(stat_of away)" -gt 0
 ok "... without the registry's token ($(stat_of away_auth) with one)" test "$(stat_of away_auth)" = 0
+
+long=$(printf 'a%.0s' $(seq 300))
+out=$("$CAFS" extract "oci+http://$long:1/r/app.caidx" "$T/l1" 2>&1)
+ok "a registry host longer than a host name can be: refused as such" grep -q "not a registry's repository" <<<"$out"
 
 hostport=${PY_SERVER_URL#http://}
 printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$hostport" "$(printf bob:pw-of-bob | base64)" >"$T/auth.json"
