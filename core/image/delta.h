@@ -37,6 +37,7 @@
 #include "format/delta_pack.h"
 #include "format/idset.h"
 #include "format/index.h"
+#include "base/buf.h"
 #include "net/http.h"
 #include "store/store.h"
 
@@ -93,7 +94,7 @@ struct ca_delta_client_opts {
 	/* SHA-256 of FROM's index file when known: a pack for another FROM
 	 * is refused (one warning). NULL: unknown; references are looked up
 	 * by id in the store. */
-	const uint8_t *from_digest;
+	const uint8_t *from_digest; /* copied */
 	bool quiet_missing; /* a pack found by name: 404 is silent */
 };
 
@@ -103,6 +104,15 @@ struct ca_delta_client_opts {
  * 404); errors only for ENOMEM. */
 int ca_delta_client_open(const char *location, const struct ca_index *to, const struct ca_delta_client_opts *o,
                          struct ca_delta_client **ret);
+/* The same in two steps, for a caller that reads the pack off its own
+ * start-up path (delta_source.h): new does no I/O but open a local
+ * path (*ret NULL when the location cannot be a pack, said); load reads
+ * the header and table: 0, -ENOMEM, or another negative errno when the
+ * pack is missing or unusable (said as open says it). A client whose
+ * load failed is only freed. */
+int ca_delta_client_new(const char *location, const struct ca_index *to, const struct ca_delta_client_opts *o,
+                        struct ca_delta_client **ret);
+int ca_delta_client_load(struct ca_delta_client *c);
 void ca_delta_client_free(struct ca_delta_client *c); /* accepts NULL */
 /* Add the FROM chunks the pack's entries refer to (value: size) to s,
  * for a seeder to put them into the store before ca_delta_client_run. */
@@ -118,6 +128,18 @@ struct ca_delta_client_stats {
  * references it holds). 0 (also when the pack failed: said once, the
  * store then serves), or -ENOMEM/-ECANCELED. */
 int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struct ca_delta_client_stats *ret);
+
+/* A chunk at a time (a mount: delta_source.h). Both are thread-safe and
+ * never block on anything but the chunk's own range request. */
+/* true if the pack has an entry for id (and has not proved bad). */
+bool ca_delta_client_has(struct ca_delta_client *c, const uint8_t id[CA_CHUNK_ID_SIZE]);
+/* Rebuild chunk id into out (emptied first; the chunk's bytes, verified
+ * against id), its entry's bytes read by one range request and its
+ * references from store. -ENOENT: no entry, a reference store lacks, or
+ * the pack is bad (said once for the client's life, then never used
+ * again, run included); -ENOMEM. */
+int ca_delta_client_build(struct ca_delta_client *c, struct ca_store *store, const uint8_t id[CA_CHUNK_ID_SIZE],
+                          struct ca_buf *out);
 
 /* The name beside index of a pack from the index whose file digest is
  * from_digest: index + ".cadelta-" + hex (location.h's beside rule, before
