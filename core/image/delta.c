@@ -358,6 +358,13 @@ struct ca_delta_client {
 	struct ca_idset *by_id;
 	pthread_mutex_t lock;
 	bool broken;
+	/* the last data read a chunk at a time (CA_DELTA_WINDOW from an
+	 * entry on): a reader in TO's order finds the next entries in it.
+	 * win_lock is held across its read, so that readers of neighbouring
+	 * entries share one request instead of each reading the window */
+	pthread_mutex_t win_lock;
+	struct ca_buf win;
+	uint64_t win_off; /* in the data section */
 	bool quiet_missing;
 	int open_errno; /* a local pack that could not be opened: said by the load */
 	uint8_t from_digest[CA_DELTA_DIGEST_SIZE];
@@ -374,6 +381,8 @@ void ca_delta_client_free(struct ca_delta_client *c)
 	free(c->entries);
 	ca_idset_free(c->by_id);
 	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->win_lock);
+	ca_buf_release(&c->win);
 	ca_buf_release(&c->head);
 	free(c->location);
 	free(c->shown);
@@ -454,6 +463,7 @@ int ca_delta_client_new(const char *location, const struct ca_index *to, const s
 		return ca_log_error_errno(ENOMEM, "delta pack");
 	c->fd = -1;
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->win_lock, NULL);
 	c->location = strdup(location);
 	c->shown = ca_location_redact(location);
 	if (!c->location || !c->shown) {
@@ -878,6 +888,30 @@ static void client_break(struct ca_delta_client *c, const char *why)
 		client_warn(c, why);
 }
 
+/* Entry e's bytes into out: from the window, else by a read of the
+ * window that starts with it. */
+static int read_entry(struct ca_delta_client *c, const struct ca_delta_entry *e, struct ca_buf *out)
+{
+	uint64_t base = CA_DELTA_HEADER_SIZE + c->h.table_size;
+	int r = 0;
+	out->size = 0;
+	pthread_mutex_lock(&c->win_lock);
+	if (!(e->offset >= c->win_off && e->offset + e->length <= c->win_off + c->win.size)) {
+		size_t len = (size_t)e->length;
+		if (len < CA_DELTA_WINDOW)
+			len = (size_t)(c->h.data_size - e->offset < CA_DELTA_WINDOW ? c->h.data_size - e->offset
+			                                                             : CA_DELTA_WINDOW);
+		r = read_range(c, base + e->offset, len, &c->win, NULL);
+		c->win_off = e->offset;
+		if (r < 0)
+			c->win.size = 0;
+	}
+	if (r == 0 && e->offset + e->length <= c->win_off + c->win.size)
+		r = ca_buf_append(out, c->win.data + (e->offset - c->win_off), (size_t)e->length, SIZE_MAX);
+	pthread_mutex_unlock(&c->win_lock);
+	return r;
+}
+
 bool ca_delta_client_has(struct ca_delta_client *c, const uint8_t id[CA_CHUNK_ID_SIZE])
 {
 	return entry_of(c, id) != NULL;
@@ -902,7 +936,7 @@ int ca_delta_client_build(struct ca_delta_client *c, struct ca_store *store, con
 		r = -ENOMEM;
 		goto out;
 	}
-	r = read_range(c, CA_DELTA_HEADER_SIZE + c->h.table_size + e->offset, (size_t)e->length, &data, NULL);
+	r = read_entry(c, e, &data);
 	if (r == -ENOMEM)
 		goto out;
 	if (r < 0 || data.size != e->length) {

@@ -47,6 +47,7 @@ struct ca_image_opts;
 #define CA_DELTA_RANGES_MAX 3               /* data ranges, beside the table's request */
 #define CA_DELTA_RANGE_MAX ((size_t)64 << 20) /* bytes per range request */
 #define CA_DELTA_FIRST_READ ((size_t)256 << 10)
+#define CA_DELTA_WINDOW ((size_t)256 << 10) /* a chunk at a time: the data read from an entry on */
 
 /* ---- make ---- */
 
@@ -135,9 +136,11 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 bool ca_delta_client_has(struct ca_delta_client *c, const uint8_t id[CA_CHUNK_ID_SIZE]);
 /* Rebuild chunk id into out (emptied first; the chunk's bytes, verified
  * against id), its entry's bytes read by one range request and its
- * references from store. -ENOENT: no entry, a reference store lacks, or
- * the pack is bad (said once for the client's life, then never used
- * again, run included); -ENOMEM. */
+ * references from store; that request reads CA_DELTA_WINDOW bytes from
+ * the entry on, kept for the entries after it (a reader in TO's order
+ * needs one request per window, not one per chunk). -ENOENT: no entry, a
+ * reference store lacks, or the pack is bad (said once for the client's
+ * life, then never used again, run included); -ENOMEM. */
 int ca_delta_client_build(struct ca_delta_client *c, struct ca_store *store, const uint8_t id[CA_CHUNK_ID_SIZE],
                           struct ca_buf *out);
 
