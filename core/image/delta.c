@@ -338,6 +338,8 @@ out:
 
 /* ---- the client ---- */
 
+#define WINDOWS 4
+
 struct ca_delta_client {
 	char *location;
 	bool remote;
@@ -358,13 +360,18 @@ struct ca_delta_client {
 	struct ca_idset *by_id;
 	pthread_mutex_t lock;
 	bool broken;
-	/* the last data read a chunk at a time (CA_DELTA_WINDOW from an
-	 * entry on): a reader in TO's order finds the next entries in it.
-	 * win_lock is held across its read, so that readers of neighbouring
-	 * entries share one request instead of each reading the window */
+	/* the data read a chunk at a time, in windows of CA_DELTA_WINDOW
+	 * bytes at multiples of it (no two overlap): a reader in TO's order
+	 * finds the next entries in the last ones. win_lock is held across
+	 * their reads, so that readers of neighbouring entries (read-ahead
+	 * threads) share one request instead of each reading the window */
 	pthread_mutex_t win_lock;
-	struct ca_buf win;
-	uint64_t win_off; /* in the data section */
+	struct window {
+		uint64_t k; /* data [k * CA_DELTA_WINDOW, ...) */
+		struct ca_buf b;
+		uint64_t used; /* LRU clock */
+	} win[WINDOWS];
+	uint64_t win_clock;
 	bool quiet_missing;
 	int open_errno; /* a local pack that could not be opened: said by the load */
 	uint8_t from_digest[CA_DELTA_DIGEST_SIZE];
@@ -382,7 +389,8 @@ void ca_delta_client_free(struct ca_delta_client *c)
 	ca_idset_free(c->by_id);
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->win_lock);
-	ca_buf_release(&c->win);
+	for (size_t i = 0; i < WINDOWS; i++)
+		ca_buf_release(&c->win[i].b);
 	ca_buf_release(&c->head);
 	free(c->location);
 	free(c->shown);
@@ -888,26 +896,73 @@ static void client_break(struct ca_delta_client *c, const char *why)
 		client_warn(c, why);
 }
 
-/* Entry e's bytes into out: from the window, else by a read of the
- * window that starts with it. */
+/* The kept window k, or NULL (win_lock held). */
+static struct window *window_find(struct ca_delta_client *c, uint64_t k)
+{
+	for (size_t i = 0; i < WINDOWS; i++)
+		if (c->win[i].used && c->win[i].k == k) {
+			c->win[i].used = ++c->win_clock;
+			return &c->win[i];
+		}
+	return NULL;
+}
+
+/* Entry e's bytes into out, from the windows it spans; those not kept are
+ * read in one request (win_lock held). An entry larger than the windows
+ * kept is read alone. */
+static int read_windows(struct ca_delta_client *c, const struct ca_delta_entry *e, struct ca_buf *out)
+{
+	const uint64_t W = CA_DELTA_WINDOW, base = CA_DELTA_HEADER_SIZE + c->h.table_size;
+	uint64_t k0 = e->offset / W, k1 = (e->offset + e->length - 1) / W, lo = UINT64_MAX, hi = 0;
+	struct ca_buf got = CA_BUF_INIT;
+	int r = 0;
+	if (e->length == 0)
+		return 0;
+	if (k1 - k0 >= WINDOWS)
+		return read_range(c, base + e->offset, (size_t)e->length, out, NULL);
+	for (uint64_t k = k0; k <= k1; k++)
+		if (!window_find(c, k)) {
+			lo = k < lo ? k : lo;
+			hi = k;
+		}
+	if (lo != UINT64_MAX) {
+		uint64_t end = (hi + 1) * W < c->h.data_size ? (hi + 1) * W : c->h.data_size;
+		r = read_range(c, base + lo * W, (size_t)(end - lo * W), &got, NULL);
+		for (uint64_t k = lo; r == 0 && k <= hi; k++) {
+			struct window *w = &c->win[0];
+			for (size_t i = 1; i < WINDOWS; i++)
+				if (c->win[i].used < w->used)
+					w = &c->win[i];
+			uint64_t from = (k - lo) * W;
+			w->b.size = 0;
+			w->used = 0;
+			if (from < got.size)
+				r = ca_buf_append(&w->b, got.data + from, got.size - from < W ? got.size - from : W, SIZE_MAX);
+			if (r == 0) {
+				w->k = k;
+				w->used = ++c->win_clock;
+			}
+		}
+	}
+	/* a short read (a truncated pack) leaves the entry short: said by the caller */
+	for (uint64_t k = k0; r == 0 && k <= k1; k++) {
+		struct window *w = window_find(c, k);
+		uint64_t a = k == k0 ? e->offset - k * W : 0;
+		uint64_t b = k == k1 ? e->offset + e->length - k * W : W;
+		if (!w || w->b.size < b)
+			break;
+		r = ca_buf_append(out, w->b.data + a, (size_t)(b - a), SIZE_MAX);
+	}
+	ca_buf_release(&got);
+	return r;
+}
+
+/* Entry e's bytes into out (emptied first). */
 static int read_entry(struct ca_delta_client *c, const struct ca_delta_entry *e, struct ca_buf *out)
 {
-	uint64_t base = CA_DELTA_HEADER_SIZE + c->h.table_size;
-	int r = 0;
 	out->size = 0;
 	pthread_mutex_lock(&c->win_lock);
-	if (!(e->offset >= c->win_off && e->offset + e->length <= c->win_off + c->win.size)) {
-		size_t len = (size_t)e->length;
-		if (len < CA_DELTA_WINDOW)
-			len = (size_t)(c->h.data_size - e->offset < CA_DELTA_WINDOW ? c->h.data_size - e->offset
-			                                                             : CA_DELTA_WINDOW);
-		r = read_range(c, base + e->offset, len, &c->win, NULL);
-		c->win_off = e->offset;
-		if (r < 0)
-			c->win.size = 0;
-	}
-	if (r == 0 && e->offset + e->length <= c->win_off + c->win.size)
-		r = ca_buf_append(out, c->win.data + (e->offset - c->win_off), (size_t)e->length, SIZE_MAX);
+	int r = read_windows(c, e, out);
 	pthread_mutex_unlock(&c->win_lock);
 	return r;
 }

@@ -24,8 +24,9 @@
  *
  * Memory: the table (bounded by CA_DELTA_TABLE_MAX and by TO's chunk
  * count), one range (CA_DELTA_RANGE_MAX) and one chunk with its
- * references. Errors: 0 or a negative errno, logged as one line. Runs in
- * the calling thread.
+ * references; a chunk at a time, 4 windows (1 MiB) and a chunk with its
+ * references per build in flight. Errors: 0 or a negative errno, logged
+ * as one line. Runs in the calling thread.
  */
 #ifndef CA_IMAGE_DELTA_H
 #define CA_IMAGE_DELTA_H
@@ -47,7 +48,7 @@ struct ca_image_opts;
 #define CA_DELTA_RANGES_MAX 3               /* data ranges, beside the table's request */
 #define CA_DELTA_RANGE_MAX ((size_t)64 << 20) /* bytes per range request */
 #define CA_DELTA_FIRST_READ ((size_t)256 << 10)
-#define CA_DELTA_WINDOW ((size_t)256 << 10) /* a chunk at a time: the data read from an entry on */
+#define CA_DELTA_WINDOW ((size_t)256 << 10) /* a chunk at a time: the data is read in windows of this */
 
 /* ---- make ---- */
 
@@ -136,11 +137,13 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 bool ca_delta_client_has(struct ca_delta_client *c, const uint8_t id[CA_CHUNK_ID_SIZE]);
 /* Rebuild chunk id into out (emptied first; the chunk's bytes, verified
  * against id), its entry's bytes read by one range request and its
- * references from store; that request reads CA_DELTA_WINDOW bytes from
- * the entry on, kept for the entries after it (a reader in TO's order
- * needs one request per window, not one per chunk). -ENOENT: no entry, a
- * reference store lacks, or the pack is bad (said once for the client's
- * life, then never used again, run included); -ENOMEM. */
+ * references from store. That request reads the windows of the data
+ * section (CA_DELTA_WINDOW bytes at its multiples) the entry spans, and
+ * the last 4 are kept for the entries in them: a reader in TO's order
+ * needs one request per window, not one per chunk, and no byte twice.
+ * -ENOENT: no entry, a reference store lacks, or the pack is bad (said
+ * once for the client's life, then never used again, run included);
+ * -ENOMEM. */
 int ca_delta_client_build(struct ca_delta_client *c, struct ca_store *store, const uint8_t id[CA_CHUNK_ID_SIZE],
                           struct ca_buf *out);
 

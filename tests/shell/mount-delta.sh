@@ -22,6 +22,7 @@ fill_is() { [ "$(stat_of "$1" fill)" = "$2" ]; }
 cd "$T"
 gen_tree v1 71 0.4
 update_tree v1 v2 72
+"$GEN" 600K 73 >v2/new.bin # new, incompressible: the pack's data is over a 256 KiB window
 tar_image v1 v1.tar
 tar_image v2 v2.tar
 mkdir www
@@ -57,6 +58,9 @@ mount_start "mount release v2, a pack beside it" "$mnt" log.pack --cache=C --pro
 ok "... reads v2" cmp "$mnt/cur" v2.tar
 ok "... fewer bytes ($(log_bytes) < $plain), fewer chunks ($(chunk_gets) < $plain_gets)" test "$(log_bytes)" -lt "$plain" -a "$(chunk_gets)" -lt "$plain_gets"
 ok "... no warning" test "$(warnings log.pack)" = 0
+# the data in 256 KiB windows: a request per window, not per chunk
+windows=$(( ($(stat -c %s www/v2.pack) + 262143) / 262144 ))
+ok "... the pack in at most $windows + 1 requests ($(pack_gets))" test "$(pack_gets)" -le $((windows + 1))
 mount_stop "... unmounts" "$mnt"
 ok "... the cache extracts v2 offline" bash -c "$CAFS extract --offline --cache C $U/cur.caibx out1 && cmp out1 v2.tar"
 
