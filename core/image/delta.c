@@ -494,7 +494,7 @@ int ca_delta_client_new(const char *location, const struct ca_index *to, const s
 	if (c->remote) {
 		if (!o->http)
 			ca_source_http_opts(&http);
-		r = ca_endpoint_init(&c->ep, location, o->http ? o->http : &http, NULL);
+		r = ca_endpoint_init(&c->ep, location, o->http ? o->http : &http, o->conf);
 		if (r == 0)
 			r = ca_http_new(&c->ep.http, &c->http);
 		if (r < 0) {

@@ -40,6 +40,7 @@
 #include "format/index.h"
 #include "base/buf.h"
 #include "net/http.h"
+#include "net/storeconf.h"
 #include "store/store.h"
 
 struct ca_image_opts;
@@ -98,6 +99,7 @@ struct ca_delta_client_opts {
 	 * by id in the store. */
 	const uint8_t *from_digest; /* copied */
 	bool quiet_missing; /* a pack found by name: 404 is silent */
+	const struct ca_storeconf *conf; /* the settings file as read already (NULL: read it) */
 };
 
 /* Open the pack at location (a path or an http(s) URL) for building the

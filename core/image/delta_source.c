@@ -98,7 +98,9 @@ static int ds_fetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_buf 
 		if (st == LOADING)
 			return -EINTR;
 	}
-	if (st == LOADING || st == NONE || !ca_delta_client_has(s->c, id))
+	if (st != READY && st != BULK)
+		return -ENOENT;
+	if (!ca_delta_client_has(s->c, id))
 		return -ENOENT;
 	if (st == BULK) {
 		/* the fill's run is building it, with its neighbours, into the cache */
@@ -146,7 +148,7 @@ int ca_delta_source_new(const struct ca_delta_source_opts *o, const struct ca_in
 {
 	struct delta_source *s = calloc(1, sizeof(*s));
 	struct ca_delta_client_opts co = { .http = o->http, .from_digest = o->from_digest,
-		                           .quiet_missing = o->quiet_missing };
+		                           .quiet_missing = o->quiet_missing, .conf = o->conf };
 	int r;
 	*ret = NULL;
 	if (!s)
@@ -160,6 +162,7 @@ int ca_delta_source_new(const struct ca_delta_source_opts *o, const struct ca_in
 		r = ca_delta_client_new(o->location, to, &co, &s->c);
 	if (r < 0 || !s->c)
 		goto out; /* no pack (said): no backend */
+	/* at once, beside the mount's start: its first reads find the table */
 	r = ca_thread_create(&s->thread, loader, s);
 	if (r < 0) {
 		ca_log_error_errno(r, "delta pack");

@@ -10,7 +10,7 @@
  * in the chain serve it.
  *
  *   open (source.c, the image's open) -> a thread of its own fetches the
- *   pack's header and table (ca_delta_client_open); until it is done every
+ *   pack's header and table (ca_delta_client_load); until it is done every
  *   fetch is -ENOENT at once (nothing waits for the pack: a 404, a slow
  *   or missing server never delays a read); a 404 or an unusable pack is
  *   remembered for the source's life ("no pack"); a bad pack is said in
@@ -34,6 +34,7 @@
 
 #include "format/index.h"
 #include "net/http.h"
+#include "net/storeconf.h"
 #include "store/chunksrc.h"
 
 struct ca_delta_source_opts {
@@ -43,6 +44,7 @@ struct ca_delta_source_opts {
 	bool bulk;                  /* rebuild everything at once (--fill) */
 	const struct ca_http_opts *http; /* copied; NULL: source.h's defaults */
 	const char *cache_dir;      /* the chunk cache: where references are read */
+	const struct ca_storeconf *conf; /* the settings file as read already (NULL: read it) */
 };
 
 extern const struct ca_chunk_backend_ops ca_delta_source_ops;

@@ -819,7 +819,8 @@ static int adopt_index(const char *source, const struct ca_image_opts *o, struct
 
 /* The delta pack before im's stores (source.h's delta options); from:
  * the kept index's digest, or NULL. Nothing when there is none to use. */
-static int add_delta(struct ca_image *im, const struct ca_image_opts *o, const uint8_t *from)
+static int add_delta(struct ca_image *im, const struct ca_image_opts *o, const struct ca_storeconf *conf,
+                     const uint8_t *from)
 {
 	struct ca_http_opts buf, http;
 	char *name = NULL;
@@ -835,7 +836,8 @@ static int add_delta(struct ca_image *im, const struct ca_image_opts *o, const u
 		return 0;
 	}
 	struct ca_delta_source_opts so = { .location = o->delta, .from_digest = from, .bulk = o->delta_bulk,
-		                           .http = &http, .cache_dir = im->cache_dir };
+		                           .http = &http, .cache_dir = im->cache_dir,
+		                           .conf = conf };
 	/* the pack's reads outlive the open: not the open's deadline */
 	http = *http_opts_or_env(o->http, &buf);
 	http.clock = NULL;
@@ -895,7 +897,7 @@ static int open_indexed(struct ca_image *im, const struct ca_image_opts *o, stru
 	im->n_remotes = ch.n_remotes;
 	im->cache_dir = ch.cache_dir;
 	if (r == 0)
-		r = add_delta(im, o, have_from ? from : NULL);
+		r = add_delta(im, o, *conf, have_from ? from : NULL);
 	if (r < 0)
 		return r;
 	r = ca_blob_new(im->idx, im->src, &im->blob);
