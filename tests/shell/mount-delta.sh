@@ -4,9 +4,9 @@
 # pack named for the index the cache kept (or given by --delta) builds the
 # chunks the mount must fetch from the cached ones, so reading all of TO
 # downloads fewer bytes (the access log) and gives the same data (cmp);
-# no pack: as before (one silent 404, the same bytes as without the
-# feature); a corrupt pack: exactly one warning, the right data; --fill
-# reads the pack's entries in a few merged ranges.
+# no pack: as before (one silent 404); references the cache lacks: from
+# the store, quietly; a corrupt pack: exactly one warning, the right
+# data; --fill reads the pack's entries in a few merged ranges.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 . "$top_srcdir/tests/lib-cache.sh"
 . "$top_srcdir/tests/lib-mount.sh"
@@ -39,7 +39,9 @@ cp www/v1.caibx www/cur.caibx
 mount_start "mount release v1 (cold cache)" "$mnt" log.v1 --cache=C --profile=none --store "$U/store" "$U/cur.caibx"
 ok "... reads v1" cmp "$mnt/cur" v1.tar
 mount_stop "... unmounts" "$mnt"
-for c in C.none C.bad C.fill; do cp -a C $c; done
+for c in C.none C.bad C.fill C.part; do cp -a C $c; done
+# a cache holding only part of FROM: every other chunk file gone
+find C.part -name '*.cacnk' | sort | awk 'NR % 2' | xargs rm -f
 cp www/v2.caibx www/cur.caibx
 
 # no pack: as before
@@ -63,6 +65,13 @@ windows=$(( ($(stat -c %s www/v2.pack) + 262143) / 262144 ))
 ok "... the pack in at most $windows + 1 requests ($(pack_gets))" test "$(pack_gets)" -le $((windows + 1))
 mount_stop "... unmounts" "$mnt"
 ok "... the cache extracts v2 offline" bash -c "$CAFS extract --offline --cache C $U/cur.caibx out1 && cmp out1 v2.tar"
+
+# references the cache lacks: those chunks from the store, quietly
+nginx_log_reset
+mount_start "mount release v2, a pack, a cache with half of v1" "$mnt" log.part --cache=C.part --profile=none --store "$U/store" "$U/cur.caibx"
+ok "... reads v2" cmp "$mnt/cur" v2.tar
+ok "... the pack used ($(pack_gets) requests), the rest from the store ($(chunk_gets) chunks), no warning" test "$(pack_gets)" -ge 1 -a "$(chunk_gets)" -gt "$plain_gets" -a "$(warnings log.part)" = 0
+mount_stop "... unmounts" "$mnt"
 
 # a corrupt pack: one warning for the mount's life, the right data
 size=$(stat -c %s www/v2.pack)
