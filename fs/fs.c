@@ -194,9 +194,9 @@ static int new_tree(struct ca_image *im, const struct fs_options *o, struct fs *
 	}
 	/* the sidecar knows which records the entries have; without it only
 	 * the feature flags tell, and an archive made with xattrs may have some */
-	uint64_t flags = fs->sc ? ca_sidecar_feature_flags(fs->sc) : ca_catar_ra_feature_flags(fs->ra);
-	unsigned sources = fs->sc ? ca_sidecar_xattr_sources(fs->sc) : CA_XATTR_SOURCES_ALL;
-	fs->xattrs_none = !ca_xattr_policy_shows_any(&fs->xattrs, flags, sources);
+	fs->archive_flags = fs->sc ? ca_sidecar_feature_flags(fs->sc) : ca_catar_ra_feature_flags(fs->ra);
+	fs->xattr_sources = fs->sc ? ca_sidecar_xattr_sources(fs->sc) : CA_XATTR_SOURCES_ALL;
+	fs->xattrs_none = !ca_xattr_policy_shows_any(&fs->xattrs, fs->archive_flags, fs->xattr_sources);
 	ca_log_debug("mount: %s", fs->xattrs_none ? "no entry has an attribute to show: getxattr is ENOSYS" :
 	                                            "the archive may have attributes: getxattr is answered");
 	*ret = fs;
@@ -936,7 +936,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 			reply_xattr(req, buf, (size_t)k, size);
 		else
 			reply_err(req, k == 0 ? ENODATA : (int)-k);
-	} else if (!fs->tree) {
+	} else if (!fs->tree || fs_tree_xattr_absent(fs, name)) {
 		reply_err(req, ENODATA);
 	} else if (size > 0 && !(buf = malloc(size))) {
 		reply_err(req, ENOMEM);

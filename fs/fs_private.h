@@ -69,6 +69,10 @@ struct fs {
 	 * feature flags say so): getxattr is ENOSYS, after which the kernel
 	 * sends none (fs.c, op_getxattr) */
 	bool xattrs_none;
+	/* the kinds of records the entries have (1u << enum ca_xattr_source;
+	 * all when there is no sidecar to tell) and the archive's flags */
+	unsigned xattr_sources;
+	uint64_t archive_flags;
 	/* the last few renderings FS_IOC_STATS handed out, for their later
 	 * pages (fs.h): a ring under stats_lock (a leaf) */
 	pthread_mutex_t stats_lock;
@@ -146,6 +150,10 @@ int fs_tree_getxattr(struct fs *fs, struct fs_node *n, bool trusted, const char 
 
 /* The node's chattr flags as FS_IOC_GETFLAGS reports them. */
 unsigned fs_tree_chattr(const struct fs_node *n);
+/* Whether no entry can have the attribute name, to any caller: its
+ * namespace is refused, or no entry has records of its kind (a getxattr
+ * of it is ENODATA without looking at the node). */
+bool fs_tree_xattr_absent(const struct fs *fs, const char *name);
 
 /* Log a failing read or parse once per inode (not per request). */
 void fs_log_io_error(struct fs *fs, struct fs_node *n, int err, const char *what, uint64_t off);

@@ -52,6 +52,10 @@ struct ca_xattr_policy {
 const char *ca_xattr_policy_refuses(const struct ca_xattr_policy *p, uint64_t flags, enum ca_xattr_source src,
                                     const char *name);
 
+/* The record a name can come from (security.capability: FCAPS, ...;
+ * anything else: a generic XATTR record, which the policy may refuse). */
+enum ca_xattr_source ca_xattr_source_of(const char *name);
+
 /* Every source (for an archive whose records are not known). */
 #define CA_XATTR_SOURCES_ALL ((1u << CA_XATTR_RECORD) | (1u << CA_XATTR_FCAPS) | (1u << CA_XATTR_SELINUX) | \
                               (1u << CA_XATTR_ACL))
