@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/ioctl.h>
+#include <sys/vfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -89,6 +91,7 @@ static int stats_operands(struct cafs_request *q, int n, char **arg)
  * rendering it was paging through (others kept rendering meanwhile). */
 #define STATS_TRIES 8
 
+
 /* The document through FS_IOC_STATS into buf (FS_METRICS_MAX bytes): its
  * length, or a negative errno: -ENOTTY when the file system does not
  * answer the ioctl (another one, or a server before it). Pages of
@@ -141,6 +144,7 @@ static int stats_run(struct cafs_request *q)
 	char *buf = malloc(FS_METRICS_MAX);
 	int r = 1, fd = -1;
 	ssize_t k;
+	struct statfs sfs;
 	if (!buf) {
 		ca_log_error_errno(ENOMEM, "%s", s->mountpoint);
 		goto out;
@@ -167,6 +171,12 @@ static int stats_run(struct cafs_request *q)
 		int e = errno;
 		if (e == ENODATA && s->format != FORMAT_TEXT && fgetxattr(fd, FS_STATS_XATTR, NULL, 0) >= 0)
 			ca_log_error("%s: this mount's server predates metrics: remount it", s->mountpoint);
+		else if (e == ENOTSUP && fstatfs(fd, &sfs) == 0 && sfs.f_type == FUSE_SUPER_MAGIC)
+			/* a server before the ioctl on a connection where the
+			 * kernel no longer sends getxattr (a takeover by an older
+			 * cafs), or another FUSE file system */
+			ca_log_error("%s: not a cafs mount, or its server predates the mount's (remount it)",
+			             s->mountpoint);
 		else if (e == ENODATA || e == ENOTSUP)
 			ca_log_error("%s: not a cafs mount", s->mountpoint);
 		else
