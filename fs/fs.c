@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <malloc.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,7 @@ static int fs_alloc(struct ca_image *im, const struct fs_options *o, struct fs *
 	fs->o = *o;
 	fs->o.blob_name = NULL;
 	fs->xattrs = (struct ca_xattr_policy){ .selinux = ca_xattr_host_selinux(), .overlay = o->overlay_xattrs };
+	pthread_mutex_init(&fs->stats_lock, NULL);
 	unsigned k = o->readahead_chunks ? o->readahead_chunks : DEFAULT_READAHEAD_CHUNKS;
 	struct ca_index *idx = ca_image_index(im);
 	fs->readahead_bytes = (uint64_t)k * (idx ? ca_index_chunk_size_avg(idx) : 65536);
@@ -120,6 +122,9 @@ static int fs_alloc(struct ca_image *im, const struct fs_options *o, struct fs *
 	const char *cap = getenv("CAFS_TEST_INODES_MAX");
 	if (cap && *cap)
 		fs_inode_set_max(fs->inodes, strtoull(cap, NULL, 10));
+	/* a test hook: a server before FS_IOC_STATS (its clients read the xattrs) */
+	const char *old = getenv("CAFS_TEST_NO_STATS_IOCTL");
+	fs->no_stats_ioctl = old && *old;
 	*ret = fs;
 	return 0;
 }
@@ -137,6 +142,7 @@ static int new_blob(struct ca_image *im, const struct fs_options *o, struct fs *
 	if (r < 0)
 		return r;
 	fs->blob_name = strdup(o->blob_name);
+	fs->xattrs_none = true;
 	root = fs_node_new(FUSE_ROOT_ID);
 	file = fs_node_new(FS_BLOB_FILE_INO);
 	if (!fs->blob_name || !root || !file) {
@@ -186,6 +192,13 @@ static int new_tree(struct ca_image *im, const struct fs_options *o, struct fs *
 		fs_free(fs);
 		return r;
 	}
+	/* the sidecar knows which records the entries have; without it only
+	 * the feature flags tell, and an archive made with xattrs may have some */
+	fs->archive_flags = fs->sc ? ca_sidecar_feature_flags(fs->sc) : ca_catar_ra_feature_flags(fs->ra);
+	fs->xattr_sources = fs->sc ? ca_sidecar_xattr_sources(fs->sc) : CA_XATTR_SOURCES_ALL;
+	fs->xattrs_none = !ca_xattr_policy_shows_any(&fs->xattrs, fs->archive_flags, fs->xattr_sources);
+	ca_log_debug("mount: %s", fs->xattrs_none ? "no entry has an attribute to show: getxattr is ENOSYS" :
+	                                            "the archive may have attributes: getxattr is answered");
 	*ret = fs;
 	return 0;
 }
@@ -211,6 +224,9 @@ void fs_free(struct fs *fs)
 	if (fs->tree)
 		fs_tree_free(fs);
 	ca_catar_ra_free(fs->ra);
+	for (size_t i = 0; i < FS_STATS_KEPT; i++)
+		free(fs->stats_kept[i].bytes);
+	pthread_mutex_destroy(&fs->stats_lock);
 	free(fs->blob_name);
 	free(fs);
 }
@@ -325,6 +341,20 @@ size_t fs_stats_text(struct fs *fs, char *buf, size_t len)
 	if (fs->o.prefetch && used + 1 < len)
 		used += prefetch_stats_text(fs->o.prefetch, buf + used, len - used);
 	return used;
+}
+
+ssize_t fs_stats_render(struct fs *fs, enum fs_stats_format f, char *buf)
+{
+	static const char *const names[FS_STATS_FORMATS] = {
+		[FS_STATS_OPENMETRICS] = FS_METRICS_XATTR,
+		[FS_STATS_PROMETHEUS] = FS_METRICS_PROM_XATTR,
+		[FS_STATS_JSON] = FS_METRICS_JSON_XATTR,
+	};
+	if (f == FS_STATS_TEXT)
+		return (ssize_t)fs_stats_text(fs, buf, FS_METRICS_MAX);
+	if ((unsigned)f >= FS_STATS_FORMATS)
+		return -EINVAL;
+	return fs_metrics(fs, names[f], buf);
 }
 
 /* ---- helpers ---- */
@@ -882,6 +912,15 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	struct fs_node *n;
 	char *buf = NULL;
 	size_t len = 0;
+	if (fs->xattrs_none) {
+		/* nothing to find: the kernel's fuse_getxattr marks the
+		 * connection no_getxattr and answers every later getxattr
+		 * (ls -l's security.selinux probe, exec's security.capability,
+		 * overlayfs's trusted.overlay.*) EOPNOTSUPP itself; the stats
+		 * go through FS_IOC_STATS instead */
+		reply_err(req, ENOSYS);
+		return;
+	}
 	int r = node_get(fs, ino, &n);
 	if (r < 0) {
 		reply_err(req, node_errno(fs, r));
@@ -897,7 +936,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 			reply_xattr(req, buf, (size_t)k, size);
 		else
 			reply_err(req, k == 0 ? ENODATA : (int)-k);
-	} else if (!fs->tree) {
+	} else if (!fs->tree || fs_tree_xattr_absent(fs, name)) {
 		reply_err(req, ENODATA);
 	} else if (size > 0 && !(buf = malloc(size))) {
 		reply_err(req, ENOMEM);
@@ -933,13 +972,91 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	node_put(fs, n);
 }
 
-/* lsattr: the archived chattr flags. Nothing else is answered. */
+/* FNV-1a, 64 bits, of a rendering: its name for the later pages (never 0) */
+static uint64_t stats_digest(uint32_t format, const char *p, size_t n)
+{
+	uint64_t h = UINT64_C(14695981039346656037) ^ format;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)p[i]) * UINT64_C(1099511628211);
+	return h ? h : 1;
+}
+
+/* One page of a stats document (fs.h, FS_IOC_STATS): page 0 renders and
+ * keeps the document, later pages are cut from the kept one. */
+static void stats_ioctl(fuse_req_t req, struct fs *fs, const void *in_buf, size_t in_bufsz, size_t out_bufsz)
+{
+	struct fs_stats_page *pg = NULL;
+	char *doc = NULL;
+	int err = 0;
+	/* restricted ioctls come with _IOC_SIZE bytes both ways */
+	if (in_bufsz != sizeof(*pg) || out_bufsz != sizeof(*pg)) {
+		err = EINVAL;
+		goto out;
+	}
+	if (!(pg = malloc(sizeof(*pg)))) {
+		err = ENOMEM;
+		goto out;
+	}
+	memcpy(pg, in_buf, offsetof(struct fs_stats_page, data));
+	uint32_t want = pg->len && pg->len < FS_STATS_PAGE ? pg->len : FS_STATS_PAGE;
+	if (pg->format >= FS_STATS_FORMATS || (pg->digest == 0 && pg->offset != 0)) {
+		err = EINVAL;
+		goto out;
+	}
+	if (pg->digest == 0) {
+		ssize_t k = (doc = malloc(FS_METRICS_MAX)) ? fs_stats_render(fs, pg->format, doc) : -ENOMEM;
+		if (k < 0) {
+			err = (int)-k;
+			goto out;
+		}
+		pg->digest = stats_digest(pg->format, doc, (size_t)k);
+		pthread_mutex_lock(&fs->stats_lock);
+		struct fs_stats_doc *d = &fs->stats_kept[fs->stats_next++ % FS_STATS_KEPT];
+		free(d->bytes);
+		*d = (struct fs_stats_doc){ pg->digest, pg->format, (uint32_t)k, doc };
+		doc = NULL; /* the ring's now */
+		pthread_mutex_unlock(&fs->stats_lock);
+	}
+	err = ESTALE;
+	pthread_mutex_lock(&fs->stats_lock);
+	for (size_t i = 0; i < FS_STATS_KEPT; i++) {
+		const struct fs_stats_doc *d = &fs->stats_kept[i];
+		if (d->digest != pg->digest || d->format != pg->format)
+			continue;
+		if (pg->offset > d->len) {
+			err = EINVAL;
+			break;
+		}
+		pg->len = d->len - pg->offset < want ? (uint32_t)(d->len - pg->offset) : want;
+		memcpy(pg->data, d->bytes + pg->offset, pg->len);
+		pg->total = d->len;
+		pg->magic = FS_STATS_MAGIC;
+		err = 0;
+		break;
+	}
+	pthread_mutex_unlock(&fs->stats_lock);
+out:
+	if (err)
+		reply_err(req, err);
+	else
+		fuse_reply_ioctl(req, 0, pg, offsetof(struct fs_stats_page, data) + pg->len);
+	free(doc);
+	free(pg);
+}
+
+/* lsattr: the archived chattr flags; on the root, the stats (fs.h).
+ * Nothing else is answered. */
 static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg, struct fuse_file_info *fi,
                      unsigned flags, const void *in_buf, size_t in_bufsz, size_t out_bufsz)
 {
 	struct fs *fs = fs_of(req);
 	struct fs_node *n;
-	(void)arg, (void)fi, (void)in_buf, (void)in_bufsz;
+	(void)arg, (void)fi;
+	if (cmd == (unsigned)FS_IOC_STATS && ino == FUSE_ROOT_ID && !fs->no_stats_ioctl) {
+		/* the same layout for a 32-bit caller (fs.h) */
+		stats_ioctl(req, fs, in_buf, in_bufsz, out_bufsz);
+		return;
+	}
 	if (cmd != (unsigned)FS_IOC_GETFLAGS || (flags & FUSE_IOCTL_COMPAT) || !fs->tree) {
 		reply_err(req, ENOTTY);
 		return;

@@ -26,11 +26,13 @@
 
 #define FUSE_USE_VERSION 312
 
+#include <assert.h>
 #include <fuse_lowlevel.h>
 #include <stdbool.h>
 #include <sys/types.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include "image/fs_face.h"
@@ -149,5 +151,40 @@ size_t fs_stats_text(struct fs *fs, char *buf, size_t len);
  * (FS_METRICS_MAX bytes): their length, 0 if name is none of them, or
  * -EFBIG when they do not fit. */
 ssize_t fs_metrics(struct fs *fs, const char *name, char *buf);
+
+/* The stats channel that needs no xattrs: FS_IOC_STATS on a descriptor of
+ * the mount root (open(MNT, O_RDONLY | O_DIRECTORY)). An image with no
+ * attribute to show answers getxattr ENOSYS (the kernel then asks no more:
+ * see docs/design.md, Kernel caching), which closes the xattrs above on
+ * that mount; this ioctl works on every mount of a server that has it.
+ *
+ * FUSE passes a file system's ioctl restricted: the kernel copies
+ * _IOC_SIZE bytes in and out, at most 16 KiB, so a document comes in
+ * pages. Page 0 (offset 0) renders the document anew and names the
+ * rendering by its digest; later pages give that digest and are cut from
+ * the same rendering (the server keeps the last few), so a reader never
+ * joins two snapshots; a rendering no longer kept is ESTALE (start over).
+ * Unknown format: EINVAL; not the root: ENOTTY; a document over
+ * FS_METRICS_MAX: EFBIG. Another file system leaves magic unset. */
+enum fs_stats_format { FS_STATS_TEXT, FS_STATS_OPENMETRICS, FS_STATS_PROMETHEUS, FS_STATS_JSON, FS_STATS_FORMATS };
+#define FS_STATS_MAGIC 0x53464143u /* "CAFS" */
+#define FS_STATS_PAGE 16320u
+struct fs_stats_page {
+	uint32_t magic;  /* out: FS_STATS_MAGIC */
+	uint32_t format; /* in: enum fs_stats_format */
+	uint64_t offset; /* in: where this page starts in the document */
+	uint64_t digest; /* in: 0 at offset 0, else page 0's; out: the rendering's (never 0) */
+	uint32_t total;  /* out: the document's length */
+	uint32_t len;    /* in: at most this many bytes (0: FS_STATS_PAGE); out: bytes in data */
+	char data[FS_STATS_PAGE];
+};
+#define FS_IOC_STATS _IOWR(0xCA, 0x24, struct fs_stats_page)
+/* _IOC_SIZE has 14 bits; the same layout for 32- and 64-bit callers */
+static_assert(sizeof(struct fs_stats_page) < (1u << 14) && sizeof(struct fs_stats_page) == 32 + FS_STATS_PAGE,
+              "fs_stats_page");
+
+/* The document of format f into buf (FS_METRICS_MAX bytes): its length,
+ * or -EINVAL (no such format), -EFBIG (it does not fit). */
+ssize_t fs_stats_render(struct fs *fs, enum fs_stats_format f, char *buf);
 
 #endif

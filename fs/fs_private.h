@@ -15,6 +15,10 @@
 /* The image never changes: let the kernel cache everything for a day. */
 #define FS_TIMEOUT 86400.0
 
+/* Renderings of FS_IOC_STATS kept for their later pages: a reader
+ * paging through one survives this many others starting meanwhile. */
+#define FS_STATS_KEPT 4
+
 /* The blob mount's file; its root is FUSE_ROOT_ID. */
 #define FS_BLOB_FILE_INO 2
 
@@ -60,6 +64,25 @@ struct fs {
 	atomic_uint_fast64_t reads, bytes_read, read_errors, meta_errors, meta_loads;
 	/* requests by kind: what the kernel did not answer from its caches */
 	atomic_uint_fast64_t ops[FS_OP_N];
+
+	/* no entry has an attribute to show (a blob; a tree whose sidecar or
+	 * feature flags say so): getxattr is ENOSYS, after which the kernel
+	 * sends none (fs.c, op_getxattr) */
+	bool xattrs_none;
+	/* the kinds of records the entries have (1u << enum ca_xattr_source;
+	 * all when there is no sidecar to tell) and the archive's flags */
+	unsigned xattr_sources;
+	uint64_t archive_flags;
+	/* the last few renderings FS_IOC_STATS handed out, for their later
+	 * pages (fs.h): a ring under stats_lock (a leaf) */
+	pthread_mutex_t stats_lock;
+	struct fs_stats_doc {
+		uint64_t digest; /* 0: empty */
+		uint32_t format, len;
+		char *bytes;
+	} stats_kept[FS_STATS_KEPT];
+	unsigned stats_next;
+	bool no_stats_ioctl; /* a test hook (CAFS_TEST_NO_STATS_IOCTL): FS_IOC_STATS is ENOTTY */
 
 	/* fs_stop_waits: failures are not answered from then on (fs.h) */
 	atomic_bool stopping;
@@ -127,6 +150,10 @@ int fs_tree_getxattr(struct fs *fs, struct fs_node *n, bool trusted, const char 
 
 /* The node's chattr flags as FS_IOC_GETFLAGS reports them. */
 unsigned fs_tree_chattr(const struct fs_node *n);
+/* Whether no entry can have the attribute name, to any caller: its
+ * namespace is refused, or no entry has records of its kind (a getxattr
+ * of it is ENODATA without looking at the node). */
+bool fs_tree_xattr_absent(const struct fs *fs, const char *name);
 
 /* Log a failing read or parse once per inode (not per request). */
 void fs_log_io_error(struct fs *fs, struct fs_node *n, int err, const char *what, uint64_t off);

@@ -914,3 +914,11 @@ unsigned fs_tree_chattr(const struct fs_node *n)
 {
 	return ca_feature_to_chattr(n->cn->flags);
 }
+
+bool fs_tree_xattr_absent(const struct fs *fs, const char *name)
+{
+	struct ca_xattr_policy p = fs->xattrs;
+	enum ca_xattr_source src = ca_xattr_source_of(name);
+	p.trusted = true;
+	return !(fs->xattr_sources & (1u << src)) || ca_xattr_policy_refuses(&p, fs->archive_flags, src, name);
+}

@@ -173,3 +173,17 @@ int ca_catar_node_getxattr(const struct ca_catar_node *n, const struct ca_xattr_
 	return e < 0 ? e : r;
 }
 
+unsigned ca_catar_node_xattr_sources(const struct ca_catar_node *n)
+{
+	unsigned s = 0;
+	if (n->n_xattrs)
+		s |= 1u << CA_XATTR_RECORD;
+	if (n->fcaps)
+		s |= 1u << CA_XATTR_FCAPS;
+	if (n->selinux)
+		s |= 1u << CA_XATTR_SELINUX;
+	if (n->n_acl_user || n->n_acl_group || n->n_acl_default_user || n->n_acl_default_group ||
+	    n->has_acl_group_obj || n->has_acl_default)
+		s |= 1u << CA_XATTR_ACL;
+	return s;
+}

@@ -32,4 +32,8 @@ int ca_catar_node_listxattr(const struct ca_catar_node *n, const struct ca_xattr
 int ca_catar_node_getxattr(const struct ca_catar_node *n, const struct ca_xattr_policy *p, const char *name,
                            void *buf, size_t size, size_t *ret_len);
 
+/* The kinds of attribute records n has: a mask of 1u << enum
+ * ca_xattr_source (xattr_policy.h), 0 when it shows none at all. */
+unsigned ca_catar_node_xattr_sources(const struct ca_catar_node *n);
+
 #endif

@@ -57,6 +57,25 @@ const char *ca_xattr_policy_refuses(const struct ca_xattr_policy *p, uint64_t fl
 	return "unknown source";
 }
 
+enum ca_xattr_source ca_xattr_source_of(const char *name)
+{
+	if (!strcmp(name, "security.capability"))
+		return CA_XATTR_FCAPS;
+	if (!strcmp(name, "security.selinux"))
+		return CA_XATTR_SELINUX;
+	if (!strcmp(name, CA_ACL_XATTR_ACCESS) || !strcmp(name, CA_ACL_XATTR_DEFAULT))
+		return CA_XATTR_ACL;
+	return CA_XATTR_RECORD;
+}
+
+bool ca_xattr_policy_shows_any(const struct ca_xattr_policy *p, uint64_t flags, unsigned sources)
+{
+	return ((sources & (1u << CA_XATTR_RECORD)) && (flags & CA_FORMAT_WITH_XATTRS)) ||
+	       ((sources & (1u << CA_XATTR_FCAPS)) && (flags & CA_FORMAT_WITH_FCAPS)) ||
+	       ((sources & (1u << CA_XATTR_SELINUX)) && (flags & CA_FORMAT_WITH_SELINUX) && p->selinux) ||
+	       ((sources & (1u << CA_XATTR_ACL)) && (flags & CA_FORMAT_WITH_ACL));
+}
+
 bool ca_xattr_host_selinux(void)
 {
 	return access("/sys/fs/selinux/enforce", F_OK) == 0;

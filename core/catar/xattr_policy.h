@@ -52,6 +52,21 @@ struct ca_xattr_policy {
 const char *ca_xattr_policy_refuses(const struct ca_xattr_policy *p, uint64_t flags, enum ca_xattr_source src,
                                     const char *name);
 
+/* The record a name can come from (security.capability: FCAPS, ...;
+ * anything else: a generic XATTR record, which the policy may refuse). */
+enum ca_xattr_source ca_xattr_source_of(const char *name);
+
+/* Every source (for an archive whose records are not known). */
+#define CA_XATTR_SOURCES_ALL ((1u << CA_XATTR_RECORD) | (1u << CA_XATTR_FCAPS) | (1u << CA_XATTR_SELINUX) | \
+                              (1u << CA_XATTR_ACL))
+
+/* Whether an archive with feature flags flags whose entries have records
+ * of the kinds in sources (a mask of 1u << enum ca_xattr_source) may show
+ * any attribute under p, to any caller (trusted or not). True for generic
+ * XATTR records whatever their names (they are not looked at); false
+ * means no getxattr can find anything. */
+bool ca_xattr_policy_shows_any(const struct ca_xattr_policy *p, uint64_t flags, unsigned sources);
+
 /* Whether this host runs SELinux (selinuxfs mounted with its enforce
  * file, as libselinux's is_selinux_enabled looks). */
 bool ca_xattr_host_selinux(void);

@@ -12,6 +12,7 @@
 
 #include "base/atomic_file.h"
 #include "store/blob.h"
+#include "catar/catar_attr.h"
 #include "catar/catar_enc.h"
 #include "store/chunksrc.h"
 #include "base/digest.h"
@@ -53,6 +54,7 @@ struct ca_sidecar {
 	uint8_t *body;
 	size_t body_size;
 	uint64_t archive_size, flags;
+	unsigned xattr_sources; /* every entry's ca_catar_node_xattr_sources, or'ed */
 	size_t n;
 	struct entry *e;
 	uint32_t *kids;
@@ -101,6 +103,7 @@ void ca_sidecar_free(struct ca_sidecar *sc)
 
 size_t ca_sidecar_count(const struct ca_sidecar *sc) { return sc->n; }
 uint64_t ca_sidecar_feature_flags(const struct ca_sidecar *sc) { return sc->flags; }
+unsigned ca_sidecar_xattr_sources(const struct ca_sidecar *sc) { return sc->xattr_sources; }
 uint64_t ca_sidecar_entry_offset(const struct ca_sidecar *sc, size_t i) { return sc->e[i].entry_offset; }
 size_t ca_sidecar_parent(const struct ca_sidecar *sc, size_t i) { return sc->e[i].parent; }
 size_t ca_sidecar_n_children(const struct ca_sidecar *sc, size_t i) { return sc->e[i].n_kids; }
@@ -305,6 +308,7 @@ static int parse_entries(struct ca_sidecar *sc)
 			r = bad("entry bytes do not parse");
 			break;
 		}
+		sc->xattr_sources |= ca_catar_node_xattr_sources(&node);
 		if (S_ISDIR(node.mode)) {
 			e->meta_size_delta = HDR;
 			uint64_t gsize = e->end_offset - e->goodbye_offset;

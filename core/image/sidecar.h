@@ -75,6 +75,10 @@ void ca_sidecar_free(struct ca_sidecar *sc); /* accepts NULL */
 
 size_t ca_sidecar_count(const struct ca_sidecar *sc);
 uint64_t ca_sidecar_feature_flags(const struct ca_sidecar *sc);
+/* The kinds of attribute records any entry has (ca_catar_node_xattr_sources
+ * of every entry, or'ed): 0 when the archive has no xattr, ACL, fcaps or
+ * SELinux label anywhere. */
+unsigned ca_sidecar_xattr_sources(const struct ca_sidecar *sc);
 
 /* Entry i (< count) as a node: the fields random access gives (offsets,
  * GOODBYE position, child count, name; pointers into sc). Entry 0 is the

@@ -24,7 +24,9 @@
 
 static char dir[256];
 
-static void same_node(struct ca_catar_ra *ra, const struct ca_sidecar *sc, size_t i)
+/* Entry i agrees with random access; returns the kinds of attribute
+ * records random access found in it. */
+static unsigned same_node(struct ca_catar_ra *ra, const struct ca_sidecar *sc, size_t i)
 {
 	struct ca_catar_node s;
 	struct ca_catar_ra_node *rn = NULL;
@@ -32,7 +34,7 @@ static void same_node(struct ca_catar_ra *ra, const struct ca_sidecar *sc, size_
 	int r = ca_catar_ra_load(ra, s.entry_offset, s.end_offset, &rn);
 	check_int(r, ==, 0);
 	if (r < 0)
-		return;
+		return 0;
 	const struct ca_catar_node *a = ca_catar_ra_node_get(rn);
 	struct stat st1, st2;
 	ca_catar_node_stat(a, &st1);
@@ -73,7 +75,9 @@ static void same_node(struct ca_catar_ra *ra, const struct ca_sidecar *sc, size_
 		}
 		free(c);
 	}
+	unsigned sources = ca_catar_node_xattr_sources(a);
 	ca_catar_ra_node_unref(rn);
+	return sources;
 }
 
 static int parse_copy(const uint8_t *p, size_t n, const uint8_t *digest, uint64_t size)
@@ -121,8 +125,13 @@ int main(void)
 	check_int(ca_catar_ra_open(&src, &ra), ==, 0);
 	if (sc && ra) {
 		check_int(ca_sidecar_count(sc), >, 400);
+		unsigned sources = 0;
 		for (size_t i = 0; i < ca_sidecar_count(sc); i++)
-			same_node(ra, sc, i);
+			sources |= same_node(ra, sc, i);
+		/* the kinds of records any entry has, as random access finds them
+		 * (user.* xattrs and ACLs where the file system took them) */
+		check_int(ca_sidecar_xattr_sources(sc), ==, sources);
+		check((sources & ~((1u << CA_XATTR_RECORD) | (1u << CA_XATTR_ACL))) == 0);
 		size_t i;
 		struct ca_catar_node n;
 		check_int(ca_sidecar_lookup_path(sc, "/sub//deeper/./x", &i), ==, 0);
@@ -174,6 +183,25 @@ int main(void)
 	m[8] = 2;
 	check_int(parse_copy(m, n, NULL, UINT64_MAX), ==, -EBADMSG); /* another version */
 	free(m);
+
+	/* an archive with no attribute anywhere: none */
+	char plain[512], ptar[512];
+	snprintf(plain, sizeof(plain), "%s/plain", dir);
+	snprintf(ptar, sizeof(ptar), "%s/p.catar", dir);
+	check_int(testdata_sh("mkdir -p '%s/d' && echo x > '%s/d/f' && ln -s d/f '%s/l'", plain, plain, plain), ==, 0);
+	check_int(ca_image_make(ptar, plain, &o, d, NULL), ==, 0);
+	struct tt_reader pt = { .fd = open(ptar, O_RDONLY | O_CLOEXEC) };
+	fstat(pt.fd, &st);
+	struct ca_catar_source psrc = { .read = tt_read, .userdata = &pt, .size = (uint64_t)st.st_size,
+		                        .index_flags = UINT64_MAX };
+	struct ca_buf b3 = CA_BUF_INIT;
+	check_int(ca_sidecar_build(&psrc, digest, &b3), ==, 0);
+	check_int(ca_sidecar_parse(b3.data, b3.size, digest, (uint64_t)st.st_size, &sc), ==, 0);
+	if (sc)
+		check_int(ca_sidecar_xattr_sources(sc), ==, 0);
+	ca_sidecar_free(sc);
+	ca_buf_release(&b3);
+	close(pt.fd);
 
 	char *s1 = ca_sidecar_name_for("/a/x.caidx"), *s2 = ca_sidecar_name_for("http://h/x.caidx?t=1#f");
 	check_str(s1, "/a/x.caidx.cameta");

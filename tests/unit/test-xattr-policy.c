@@ -52,5 +52,23 @@ int main(void)
 	check(allows(false, false, false, ALL, CA_XATTR_ACL, "system.posix_acl_default"));
 	check(!allows(true, true, true, ALL, CA_XATTR_ACL, "system.other"));
 	check(!allows(true, true, true, ALL & ~CA_FORMAT_WITH_ACL, CA_XATTR_ACL, "system.posix_acl_access"));
+	/* where a name comes from */
+	check_int(ca_xattr_source_of("security.capability"), ==, CA_XATTR_FCAPS);
+	check_int(ca_xattr_source_of("security.selinux"), ==, CA_XATTR_SELINUX);
+	check_int(ca_xattr_source_of("system.posix_acl_access"), ==, CA_XATTR_ACL);
+	check_int(ca_xattr_source_of("system.posix_acl_default"), ==, CA_XATTR_ACL);
+	check_int(ca_xattr_source_of("user.x"), ==, CA_XATTR_RECORD);
+	check_int(ca_xattr_source_of("security.ima"), ==, CA_XATTR_RECORD); /* refused there */
+	/* whether an archive may show anything: what getxattr ENOSYS rests on */
+	struct ca_xattr_policy off = { 0 }, se = { .selinux = true };
+	check(!ca_xattr_policy_shows_any(&se, ALL, 0));
+	check(!ca_xattr_policy_shows_any(&off, ALL, 1u << CA_XATTR_SELINUX)); /* SELinux off here */
+	check(ca_xattr_policy_shows_any(&se, ALL, 1u << CA_XATTR_SELINUX));
+	check(ca_xattr_policy_shows_any(&off, ALL, 1u << CA_XATTR_RECORD));
+	check(ca_xattr_policy_shows_any(&off, ALL, 1u << CA_XATTR_FCAPS));
+	check(ca_xattr_policy_shows_any(&off, ALL, 1u << CA_XATTR_ACL));
+	check(!ca_xattr_policy_shows_any(&se, 0, CA_XATTR_SOURCES_ALL)); /* made without any */
+	check(ca_xattr_policy_shows_any(&off, CA_FORMAT_WITH_ACL, CA_XATTR_SOURCES_ALL));
+	check(!ca_xattr_policy_shows_any(&off, CA_FORMAT_WITH_SELINUX, CA_XATTR_SOURCES_ALL));
 	return tap_done();
 }
