@@ -83,8 +83,13 @@ static void release_locked(struct ca_workq *q, struct item *it)
 	q->free_items = it;
 	/* wake the submitter at half, not for every job: else it and the
 	 * workers take turns, a futex wake and a context switch per job */
-	if (q->room_waiting && q->live <= q->o.max_jobs / 2 && (!q->o.max_cost || q->cost_live <= q->o.max_cost / 2))
-		pthread_cond_signal(&q->room);
+	if (q->room_waiting && q->live <= q->o.max_jobs / 2 && (!q->o.max_cost || q->cost_live <= q->o.max_cost / 2)) {
+		/* several submitters may wait (workq.h): each takes what room is left */
+		if (q->room_waiting > 1)
+			pthread_cond_broadcast(&q->room);
+		else
+			pthread_cond_signal(&q->room);
+	}
 	if (q->drain_waiting && q->live == 0)
 		pthread_cond_broadcast(&q->idle);
 }

@@ -42,8 +42,9 @@
  *   workers and leaves the queue (and what its jobs point to) to the
  *   exit that follows a cancel.
  *
- * Threads: submit from one thread at a time (the producer); cancel,
- * error and drain from any. run and done must not call submit, drain or
+ * Threads: submit from any thread, several at once (each blocks on the
+ * bound, and all resume when the queue drains to half; jobs queue in the
+ * order their submits took the lock); cancel, error and drain from any. run and done must not call submit, drain or
  * free on their own queue.
  */
 #ifndef CA_WORKQ_H

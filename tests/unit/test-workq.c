@@ -236,6 +236,45 @@ static void test_backpressure(void)
 	pthread_mutex_destroy(&g.lock);
 }
 
+/* Several submitters blocked on the bound at once: together they hold
+ * exactly the bound, and every one of them resumes and finishes. */
+static void test_backpressure_many(void)
+{
+	enum { SUBMITTERS = 4, EACH = 40 };
+	struct gate g = { .open = false };
+	struct ca_workq *q = NULL;
+	const struct ca_workq_ops gops = { .run = gate_run };
+	pthread_mutex_init(&g.lock, NULL);
+	pthread_cond_init(&g.cond, NULL);
+	struct ca_workq_opts o = { .workers = 1, .max_jobs = 6, .max_cost = 4 };
+	check_int(ca_workq_new(&gops, &g, &o, &q), ==, 0);
+	struct submitter s[SUBMITTERS];
+	pthread_t th[SUBMITTERS];
+	for (unsigned i = 0; i < SUBMITTERS; i++) {
+		s[i] = (struct submitter){ .q = q, .n = EACH, .lock = &g.lock };
+		pthread_create(&th[i], NULL, submit_thread, &s[i]);
+	}
+	nap(200000);
+	pthread_mutex_lock(&g.lock);
+	size_t held = 0;
+	for (unsigned i = 0; i < SUBMITTERS; i++)
+		held += s[i].submitted;
+	g.open = true;
+	pthread_cond_broadcast(&g.cond);
+	pthread_mutex_unlock(&g.lock);
+	check_int(held, ==, 4); /* the cost bound (each job costs 1), below max_jobs */
+	size_t all = 0;
+	for (unsigned i = 0; i < SUBMITTERS; i++) {
+		pthread_join(th[i], NULL);
+		all += s[i].submitted;
+	}
+	check_int(ca_workq_free(q), ==, 0);
+	check_int(all, ==, SUBMITTERS * EACH);
+	check_int(g.ran, ==, SUBMITTERS * EACH);
+	pthread_cond_destroy(&g.cond);
+	pthread_mutex_destroy(&g.lock);
+}
+
 static void test_errors(void)
 {
 	enum { N = 100 };
@@ -372,6 +411,7 @@ int main(void)
 {
 	test_ordered();
 	test_backpressure();
+	test_backpressure_many();
 	test_errors();
 	test_cancel();
 	test_stuck();
