@@ -14,6 +14,8 @@
 #include "chunk/compress.h"
 #include "base/log.h"
 #include "base/thread.h"
+#include "base/workq.h"
+#include "format/idset.h"
 
 #define MAX_BACKENDS 16
 #define HASH_BUCKETS 4096
@@ -51,7 +53,6 @@ struct cache_job {
 	uint8_t id[CA_CHUNK_ID_SIZE];
 	struct ca_buf raw;  /* the chunk file's bytes, or the data when !compressed */
 	bool compressed;    /* false: the writer compresses raw first */
-	struct cache_job *next;
 };
 
 struct ca_chunksrc {
@@ -84,18 +85,19 @@ struct ca_chunksrc {
 	pthread_cond_t ra_gone;         /* signalled when a thread returns */
 
 	/* the cache writer (cw_*): a fetch hands its chunk over and goes on;
-	 * one thread compresses (when needed) and writes them, in order.
-	 * Bounded: a fetch waits while CW_JOBS_MAX jobs or CW_BYTES_MAX bytes
-	 * are queued. A queued chunk counts as cached (cache_has, cache_get).
-	 * Own lock, never held with src->lock taken after it. */
+	 * a one-worker work queue compresses (when needed) and writes them, in
+	 * order. Bounded by the queue: a fetch waits while CW_JOBS_MAX jobs or
+	 * CW_BYTES_MAX bytes are queued. A queued chunk counts as cached
+	 * (cache_has, cache_get_queued): cw_ids maps its id to its job from
+	 * before the submit until the job's done. cw_lock guards cw_*; never
+	 * held with src->lock taken after it, nor across a submit. */
 	pthread_mutex_t cw_lock;
-	pthread_cond_t cw_work, cw_room; /* a job queued or stop; room freed */
-	struct cache_job *cw_head, *cw_tail;
-	struct cache_job *cw_busy;       /* being written: still findable */
-	size_t cw_n, cw_bytes;
+	pthread_cond_t cw_idle;  /* signalled when cw_submitting drops to 0 */
+	struct ca_workq *cw_q;   /* started with the first queued chunk */
+	struct ca_idset *cw_ids; /* queued chunks: id -> (uintptr_t)struct cache_job * */
+	unsigned cw_submitting;  /* fetches between their id's entry and their submit's return */
 	bool cw_async; /* set before the first fetch (ca_chunksrc_set_cache_async) */
-	bool cw_started, cw_stop;
-	pthread_t cw_thread;
+	bool cw_failed, cw_stop; /* the queue could not start; stopping */
 };
 
 #define CW_JOBS_MAX 256
@@ -194,40 +196,45 @@ static void cache_job_free(struct cache_job *j)
 	free(j);
 }
 
-static void *cache_writer_main(void *arg)
+/* The writer's codec, for bare chunks; without one they fail to cache,
+ * with a warning (cache_write) */
+static int cw_init(void *qdata, void **ret_wdata)
 {
-	struct ca_chunksrc *src = arg;
+	struct ca_chunksrc *src = qdata;
 	struct ca_codec *codec = NULL;
-	if (ca_codec_new(src->digest, &codec) < 0)
-		codec = NULL; /* uncompressed chunks then fail to cache, with a warning */
-	pthread_mutex_lock(&src->cw_lock);
-	for (;;) {
-		while (!src->cw_head && !src->cw_stop)
-			pthread_cond_wait(&src->cw_work, &src->cw_lock);
-		struct cache_job *j = src->cw_head;
-		if (!j)
-			break; /* stopping, and nothing left */
-		src->cw_busy = j;
-		pthread_mutex_unlock(&src->cw_lock);
-		cache_write(src, codec, j);
-		pthread_mutex_lock(&src->cw_lock);
-		src->cw_head = j->next;
-		if (!src->cw_head)
-			src->cw_tail = NULL;
-		src->cw_busy = NULL;
-		src->cw_n--;
-		src->cw_bytes -= j->raw.size;
-		pthread_cond_broadcast(&src->cw_room);
-		cache_job_free(j);
-	}
-	pthread_mutex_unlock(&src->cw_lock);
-	ca_codec_free(codec);
-	return NULL;
+	*ret_wdata = ca_codec_new(src->digest, &codec) == 0 ? codec : NULL;
+	return 0;
 }
 
+static void cw_fini(void *qdata, void *wdata)
+{
+	(void)qdata;
+	ca_codec_free(wdata);
+}
+
+static int cw_run(void *qdata, void *wdata, void *job)
+{
+	cache_write(qdata, wdata, job);
+	return 0; /* a failed write was a warning: the queue goes on */
+}
+
+/* Written (or dropped): the chunk stops counting as queued. */
+static void cw_done(void *qdata, void *job, int r)
+{
+	struct ca_chunksrc *src = qdata;
+	struct cache_job *j = job;
+	(void)r;
+	pthread_mutex_lock(&src->cw_lock);
+	ca_idset_remove(src->cw_ids, j->id);
+	pthread_mutex_unlock(&src->cw_lock);
+	cache_job_free(j);
+}
+
+static const struct ca_workq_ops cw_ops = { .init = cw_init, .fini = cw_fini, .run = cw_run, .done = cw_done };
+
 /* Hand the chunk (raw's bytes, taken: raw is left empty) to the writer;
- * waits while the queue is full. Without a writer (it could not start,
- * or is stopping) the chunk is written here. */
+ * waits while the queue is full. Without a writer (off, it could not
+ * start, or it is stopping) the chunk is written here. */
 static void cache_put(struct ca_chunksrc *src, struct ca_codec *codec, const uint8_t *id, struct ca_buf *raw,
                       bool compressed)
 {
@@ -242,40 +249,53 @@ static void cache_put(struct ca_chunksrc *src, struct ca_codec *codec, const uin
 	j->raw = *raw;
 	j->compressed = compressed;
 	*raw = (struct ca_buf)CA_BUF_INIT;
-	if (!src->cw_async) {
-		cache_write(src, codec, j);
-		cache_job_free(j);
-		return;
-	}
+	if (!src->cw_async)
+		goto write_here;
 	pthread_mutex_lock(&src->cw_lock);
-	if (!src->cw_started && !src->cw_stop)
-		src->cw_started = ca_thread_create(&src->cw_thread, cache_writer_main, src) == 0;
-	if (!src->cw_started || src->cw_stop) {
+	if (!src->cw_q && !src->cw_failed && !src->cw_stop) {
+		/* one worker takes jobs first in, first out: ordered writes */
+		struct ca_workq_opts o = { .workers = 1, .max_jobs = CW_JOBS_MAX, .max_cost = CW_BYTES_MAX };
+		src->cw_failed = ca_idset_new(CW_JOBS_MAX, &src->cw_ids) < 0 ||
+		                 ca_workq_new(&cw_ops, src, &o, &src->cw_q) < 0;
+	}
+	if (!src->cw_q || src->cw_stop) {
 		pthread_mutex_unlock(&src->cw_lock);
-		cache_write(src, codec, j);
+		goto write_here;
+	}
+	int r = ca_idset_add(src->cw_ids, id, (uint64_t)(uintptr_t)j);
+	if (r == 0) { /* queued already (two fetches of one chunk): written once */
+		pthread_mutex_unlock(&src->cw_lock);
 		cache_job_free(j);
 		return;
 	}
-	while (src->cw_n > 0 && (src->cw_n >= CW_JOBS_MAX || src->cw_bytes + j->raw.size > CW_BYTES_MAX))
-		pthread_cond_wait(&src->cw_room, &src->cw_lock);
-	if (src->cw_tail)
-		src->cw_tail->next = j;
-	else
-		src->cw_head = j;
-	src->cw_tail = j;
-	src->cw_n++;
-	src->cw_bytes += j->raw.size;
-	pthread_cond_signal(&src->cw_work);
+	if (r < 0) {
+		pthread_mutex_unlock(&src->cw_lock);
+		goto write_here;
+	}
+	src->cw_submitting++;
 	pthread_mutex_unlock(&src->cw_lock);
+	/* not under cw_lock: a full queue waits for jobs whose done takes it */
+	r = ca_workq_submit(src->cw_q, j, j->raw.size);
+	pthread_mutex_lock(&src->cw_lock);
+	if (r < 0) /* never cancelled, but: not taken, so not queued */
+		ca_idset_remove(src->cw_ids, id);
+	if (--src->cw_submitting == 0)
+		pthread_cond_broadcast(&src->cw_idle);
+	pthread_mutex_unlock(&src->cw_lock);
+	if (r == 0)
+		return;
+write_here:
+	cache_write(src, codec, j);
+	cache_job_free(j);
 }
 
 /* The queued job for id (cw_lock held), or NULL. */
 static struct cache_job *cache_queued(struct ca_chunksrc *src, const uint8_t *id)
 {
-	for (struct cache_job *j = src->cw_head; j; j = j->next)
-		if (!memcmp(j->id, id, CA_CHUNK_ID_SIZE))
-			return j;
-	return NULL;
+	uint64_t v;
+	if (!src->cw_ids || ca_idset_get(src->cw_ids, id, &v) <= 0)
+		return NULL;
+	return (struct cache_job *)(uintptr_t)v;
 }
 
 /* 1 if the cache has id (on disk or on its way there), 0 if not. */
@@ -305,16 +325,21 @@ static int cache_get_queued(struct ca_chunksrc *src, const uint8_t *id, struct c
 	return r;
 }
 
-/* Write what is queued and end the writer. */
+/* Write what is queued and end the writer: later chunks (a stuck
+ * read-ahead thread's) are written by their fetching thread. */
 static void cache_writer_stop(struct ca_chunksrc *src)
 {
 	pthread_mutex_lock(&src->cw_lock);
-	bool started = src->cw_started;
 	src->cw_stop = true;
-	pthread_cond_broadcast(&src->cw_work);
+	while (src->cw_submitting > 0)
+		pthread_cond_wait(&src->cw_idle, &src->cw_lock);
 	pthread_mutex_unlock(&src->cw_lock);
-	if (started)
-		pthread_join(src->cw_thread, NULL);
+	(void)ca_workq_free(src->cw_q); /* drains: every job is written first */
+	pthread_mutex_lock(&src->cw_lock);
+	src->cw_q = NULL;
+	ca_idset_free(src->cw_ids);
+	src->cw_ids = NULL;
+	pthread_mutex_unlock(&src->cw_lock);
 }
 
 int ca_chunksrc_new(enum ca_digest_type digest, size_t lru_bytes, struct ca_chunksrc **ret)
@@ -330,8 +355,7 @@ int ca_chunksrc_new(enum ca_digest_type digest, size_t lru_bytes, struct ca_chun
 	pthread_cond_init(&src->ra_work, NULL);
 	pthread_cond_init(&src->ra_gone, NULL);
 	pthread_mutex_init(&src->cw_lock, NULL);
-	pthread_cond_init(&src->cw_work, NULL);
-	pthread_cond_init(&src->cw_room, NULL);
+	pthread_cond_init(&src->cw_idle, NULL);
 	*ret = src;
 	return 0;
 }
@@ -389,8 +413,7 @@ void ca_chunksrc_free(struct ca_chunksrc *src)
 	pthread_cond_destroy(&src->done);
 	pthread_cond_destroy(&src->room);
 	pthread_mutex_destroy(&src->lock);
-	pthread_cond_destroy(&src->cw_work);
-	pthread_cond_destroy(&src->cw_room);
+	pthread_cond_destroy(&src->cw_idle);
 	pthread_mutex_destroy(&src->cw_lock);
 	free(src);
 }
