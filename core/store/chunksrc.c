@@ -34,6 +34,7 @@ struct entry {
 	struct entry *prev, *next; /* LRU list, most recent first; only when ready */
 	unsigned refs;             /* callers holding chunk */
 	bool in_table, ready;
+	bool unread;               /* fetched ahead (CA_CHUNKSRC_AHEAD), no demand get took it yet */
 	int err;                   /* when done without data */
 	uint8_t *mem;
 };
@@ -74,6 +75,13 @@ struct ca_chunksrc {
 	pthread_cond_t room;            /* signalled when inflight drops */
 	unsigned demand;                /* gets (not background) running a fetch; done on change */
 
+	/* chunks fetched ahead of readers (a fill, CA_CHUNKSRC_AHEAD): the
+	 * decoded bytes of those in the LRU that no demand get took yet, and
+	 * when a demand get last took one (CLOCK_MONOTONIC ns; 0: never) */
+	uint64_t ahead_unread, ahead_taken_ns;
+	pthread_cond_t ahead_room; /* broadcast when a demand get takes one */
+	unsigned ahead_waiting;
+
 	/* read-ahead (ca_chunksrc_readahead): a ring of jobs for ra threads */
 	struct ra_job *ra_jobs;         /* RA_QUEUE_MAX, allocated with the threads */
 	size_t ra_head, ra_n;           /* ring start and length */
@@ -100,6 +108,16 @@ struct ca_chunksrc {
 	bool cw_failed, cw_stop; /* the queue could not start; stopping */
 };
 
+/* readers follow a fill while one took a chunk it fetched this recently */
+#define AHEAD_FOLLOWED_NS (UINT64_C(500) * 1000000)
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 #define CW_JOBS_MAX 256
 #define CW_BYTES_MAX ((size_t)32 << 20)
 
@@ -125,6 +143,10 @@ static void table_remove(struct ca_chunksrc *src, struct entry *e)
 		pp = &(*pp)->hnext;
 	*pp = e->hnext;
 	e->in_table = false;
+	if (e->unread) {
+		e->unread = false;
+		src->ahead_unread -= e->chunk.size;
+	}
 	if (e->ready) {
 		if (e->prev)
 			e->prev->next = e->next;
@@ -232,12 +254,15 @@ static void cw_done(void *qdata, void *job, int r)
 
 static const struct ca_workq_ops cw_ops = { .init = cw_init, .fini = cw_fini, .run = cw_run, .done = cw_done };
 
-/* Hand the chunk (raw's bytes, taken: raw is left empty) to the writer;
- * waits while the queue is full. Without a writer (off, it could not
- * start, or it is stopping) the chunk is written here. */
-static void cache_put(struct ca_chunksrc *src, struct ca_codec *codec, const uint8_t *id, struct ca_buf *raw,
-                      bool compressed)
+/* Stage the chunk (raw's bytes, taken: raw is left empty) for the
+ * cache. With the writer on, it counts as queued from now (cw_ids), and
+ * *ret_staged is the job for cache_submit, once the chunk went to its
+ * readers. Else (off, the writer could not start or is stopping) it is
+ * written here and *ret_staged is NULL. Never waits for the queue. */
+static void cache_stage(struct ca_chunksrc *src, struct ca_codec *codec, const uint8_t *id, struct ca_buf *raw,
+                        bool compressed, struct cache_job **ret_staged)
 {
+	*ret_staged = NULL;
 	struct cache_job *j = calloc(1, sizeof(*j));
 	if (!j) {
 		struct cache_job t = { .raw = *raw, .compressed = compressed };
@@ -274,19 +299,30 @@ static void cache_put(struct ca_chunksrc *src, struct ca_codec *codec, const uin
 	}
 	src->cw_submitting++;
 	pthread_mutex_unlock(&src->cw_lock);
-	/* not under cw_lock: a full queue waits for jobs whose done takes it */
-	r = ca_workq_submit(src->cw_q, j, j->raw.size);
-	pthread_mutex_lock(&src->cw_lock);
-	if (r < 0) /* never cancelled, but: not taken, so not queued */
-		ca_idset_remove(src->cw_ids, id);
-	if (--src->cw_submitting == 0)
-		pthread_cond_broadcast(&src->cw_idle);
-	pthread_mutex_unlock(&src->cw_lock);
-	if (r == 0)
-		return;
+	*ret_staged = j;
+	return;
 write_here:
 	cache_write(src, codec, j);
 	cache_job_free(j);
+}
+
+/* Hand a staged job to the writer, waiting while the queue is full: a
+ * background fetch (low) already at half of it, so that a reader's own
+ * fetch finds the other half free and does not wait behind a fill. */
+static void cache_submit(struct ca_chunksrc *src, struct ca_codec *codec, struct cache_job *j, bool low)
+{
+	/* not under cw_lock: a full queue waits for jobs whose done takes it */
+	int r = low ? ca_workq_submit_low(src->cw_q, j, j->raw.size) : ca_workq_submit(src->cw_q, j, j->raw.size);
+	pthread_mutex_lock(&src->cw_lock);
+	if (r < 0) /* never cancelled, but: not taken, so not queued */
+		ca_idset_remove(src->cw_ids, j->id);
+	if (--src->cw_submitting == 0)
+		pthread_cond_broadcast(&src->cw_idle);
+	pthread_mutex_unlock(&src->cw_lock);
+	if (r < 0) {
+		cache_write(src, codec, j);
+		cache_job_free(j);
+	}
 }
 
 /* The queued job for id (cw_lock held), or NULL. */
@@ -352,6 +388,7 @@ int ca_chunksrc_new(enum ca_digest_type digest, size_t lru_bytes, struct ca_chun
 	pthread_mutex_init(&src->lock, NULL);
 	pthread_cond_init(&src->done, NULL);
 	pthread_cond_init(&src->room, NULL);
+	pthread_cond_init(&src->ahead_room, NULL);
 	pthread_cond_init(&src->ra_work, NULL);
 	pthread_cond_init(&src->ra_gone, NULL);
 	pthread_mutex_init(&src->cw_lock, NULL);
@@ -412,6 +449,7 @@ void ca_chunksrc_free(struct ca_chunksrc *src)
 	}
 	pthread_cond_destroy(&src->done);
 	pthread_cond_destroy(&src->room);
+	pthread_cond_destroy(&src->ahead_room);
 	pthread_mutex_destroy(&src->lock);
 	pthread_cond_destroy(&src->cw_idle);
 	pthread_mutex_destroy(&src->cw_lock);
@@ -542,8 +580,10 @@ static int decode(struct ca_codec *codec, struct ca_buf *raw, bool compressed, c
 	return 0;
 }
 
+/* Fetch and decode id into out; a chunk from a backend is staged for
+ * the cache (*ret_staged: see cache_stage). */
 static int fetch_chain(struct ca_chunksrc *src, struct ca_codec *codec, const uint8_t *id, uint64_t size,
-                       struct ca_buf *out)
+                       struct ca_buf *out, struct cache_job **ret_staged)
 {
 	struct ca_buf raw = CA_BUF_INIT;
 	bool compressed = true;
@@ -599,11 +639,11 @@ static int fetch_chain(struct ca_chunksrc *src, struct ca_codec *codec, const ui
 		/* off the reader's path: the writer thread compresses (a bare
 		 * chunk) and writes it, while this chunk goes to its readers */
 		if (src->cache && compressed) {
-			cache_put(src, codec, id, &raw, true);
+			cache_stage(src, codec, id, &raw, true, ret_staged);
 		} else if (src->cache) {
 			struct ca_buf copy = CA_BUF_INIT;
 			if (ca_buf_append(&copy, out->data, out->size, SIZE_MAX) == 0)
-				cache_put(src, codec, id, &copy, false);
+				cache_stage(src, codec, id, &copy, false, ret_staged);
 			ca_buf_release(&copy);
 		}
 		r = 0;
@@ -645,6 +685,14 @@ static int join_wait(struct ca_chunksrc *src, struct entry *e)
 	return 0;
 }
 
+/* Is a reader taking what the fill fetches ahead (lock held)? Then its
+ * chunks enter the LRU hot: the reader comes for them next, while stale
+ * chunks it read already are what the LRU should give up. */
+static bool ahead_followed(struct ca_chunksrc *src, unsigned flags)
+{
+	return (flags & CA_CHUNKSRC_AHEAD) && src->ahead_taken_ns && now_ns() - src->ahead_taken_ns < AHEAD_FOLLOWED_NS;
+}
+
 static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size, unsigned flags,
                      const struct ca_chunk **ret)
 {
@@ -677,6 +725,15 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 		if (r == 0 && e->ready) {
 			if (e->in_table)
 				lru_front(src, e);
+			if (e->unread && !background) {
+				/* a reader took what a fill fetched ahead: the fill
+				 * may go on (ca_chunksrc_ahead_wait) */
+				e->unread = false;
+				src->ahead_unread -= e->chunk.size;
+				src->ahead_taken_ns = now_ns();
+				if (src->ahead_waiting)
+					pthread_cond_broadcast(&src->ahead_room);
+			}
 			pthread_mutex_unlock(&src->lock);
 			*ret = &e->chunk;
 			return 0;
@@ -713,10 +770,9 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 	pthread_mutex_unlock(&src->lock);
 
 	struct ca_buf out = CA_BUF_INIT;
+	struct cache_job *staged = NULL;
 	struct codec_slot *cs = codec_take(src);
-	r = cs ? fetch_chain(src, cs->codec, id, size, &out) : -ENOMEM;
-	if (cs)
-		codec_give(src, cs);
+	r = cs ? fetch_chain(src, cs->codec, id, size, &out, &staged) : -ENOMEM;
 
 	pthread_mutex_lock(&src->lock);
 	src->inflight -= need;
@@ -740,7 +796,7 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 				pp = &(*pp)->hnext;
 			*pp = e->hnext;
 			e->in_table = false;
-		} else if ((flags & CA_CHUNKSRC_LRU_COLD) && src->lru_tail) {
+		} else if ((flags & CA_CHUNKSRC_LRU_COLD) && src->lru_tail && !ahead_followed(src, flags)) {
 			/* at the end that is evicted first: a read moves it up */
 			e->prev = src->lru_tail;
 			src->lru_tail->next = e;
@@ -757,11 +813,21 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 			src->lru_bytes += out.size;
 			lru_evict(src);
 		}
+		if ((flags & CA_CHUNKSRC_AHEAD) && e->in_table) {
+			e->unread = true;
+			src->ahead_unread += out.size;
+		}
 	}
 	pthread_cond_broadcast(&src->done);
 	if (r < 0 && --e->refs == 0)
 		entry_free(e);
 	pthread_mutex_unlock(&src->lock);
+	/* the chunk is with its readers (who joined this fetch) and counts
+	 * as cached: only now may a full cache queue hold this thread up */
+	if (staged)
+		cache_submit(src, cs->codec, staged, background);
+	if (cs)
+		codec_give(src, cs);
 	if (r < 0)
 		return r;
 	*ret = &e->chunk;
@@ -858,6 +924,23 @@ int ca_chunksrc_get_background(struct ca_chunksrc *src, const uint8_t id[CA_CHUN
                                unsigned flags, const struct ca_chunk **ret)
 {
 	return get_flags(src, id, size, flags | CA_CHUNKSRC_BACKGROUND, ret);
+}
+
+bool ca_chunksrc_ahead_wait(struct ca_chunksrc *src)
+{
+	bool waited = false;
+	pthread_mutex_lock(&src->lock);
+	/* a quarter of the LRU: the reader's own reads, moved to the front as
+	 * it takes them, and the fill's unread chunks both stay within it */
+	while (src->lru_limit && src->ahead_unread > src->lru_limit / 4 && ahead_followed(src, CA_CHUNKSRC_AHEAD)) {
+		waited = true;
+		src->ahead_waiting++;
+		/* timed: a reader that stops taking them lets the fill go on */
+		ca_cond_wait_ms(&src->ahead_room, &src->lock, 50);
+		src->ahead_waiting--;
+	}
+	pthread_mutex_unlock(&src->lock);
+	return waited;
 }
 
 bool ca_chunksrc_wait_no_demand(struct ca_chunksrc *src)
