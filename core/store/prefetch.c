@@ -89,8 +89,9 @@ static int worker(void *qdata, void *wdata, void *job)
 			continue;
 		}
 		/* a fill keeps pace with a reader that follows it (chunksrc.h) */
-		bool waited = fill && ca_chunksrc_ahead_wait(p->src);
-		if (ca_chunksrc_wait_no_demand(p->src) || waited) {
+		if (fill)
+			(void)ca_chunksrc_ahead_wait(p->src);
+		if (ca_chunksrc_wait_no_demand(p->src)) {
 			pthread_mutex_lock(&p->lock);
 			p->st.waits++;
 			pthread_mutex_unlock(&p->lock);
