@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -926,13 +927,14 @@ int ca_chunksrc_get_background(struct ca_chunksrc *src, const uint8_t id[CA_CHUN
 	return get_flags(src, id, size, flags | CA_CHUNKSRC_BACKGROUND, ret);
 }
 
-bool ca_chunksrc_ahead_wait(struct ca_chunksrc *src)
+bool ca_chunksrc_ahead_wait(struct ca_chunksrc *src, const atomic_bool *stop)
 {
 	bool waited = false;
 	pthread_mutex_lock(&src->lock);
 	/* a quarter of the LRU: the reader's own reads, moved to the front as
 	 * it takes them, and the fill's unread chunks both stay within it */
-	while (src->lru_limit && src->ahead_unread > src->lru_limit / 4 && ahead_followed(src, CA_CHUNKSRC_AHEAD)) {
+	while (src->lru_limit && src->ahead_unread > src->lru_limit / 4 && ahead_followed(src, CA_CHUNKSRC_AHEAD) &&
+	       !atomic_load(stop)) {
 		waited = true;
 		src->ahead_waiting++;
 		/* timed: a reader that stops taking them lets the fill go on */

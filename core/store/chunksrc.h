@@ -28,6 +28,7 @@
 #ifndef CA_CHUNKSRC_H
 #define CA_CHUNKSRC_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -148,8 +149,9 @@ bool ca_chunksrc_wait_no_demand(struct ca_chunksrc *src);
  * more than a quarter of the LRU and readers are taking them (a fill
  * further ahead would have its chunks evicted before they are read, and
  * each decoded again from the cache); a reader that stops taking them
- * (500 ms) lets the fill run free. True if it had to wait. */
-bool ca_chunksrc_ahead_wait(struct ca_chunksrc *src);
+ * (500 ms) lets the fill run free, and so does stop (looked at every
+ * 50 ms). True if it had to wait. */
+bool ca_chunksrc_ahead_wait(struct ca_chunksrc *src, const atomic_bool *stop);
 
 /* Read-ahead of a chunk a reader will want soon (size as get's): starts
  * its download (as prefetch), and has one of the chunk source's own

@@ -90,7 +90,7 @@ static int worker(void *qdata, void *wdata, void *job)
 		}
 		/* a fill keeps pace with a reader that follows it (chunksrc.h) */
 		if (fill)
-			(void)ca_chunksrc_ahead_wait(p->src);
+			(void)ca_chunksrc_ahead_wait(p->src, &p->stop);
 		if (ca_chunksrc_wait_no_demand(p->src)) {
 			pthread_mutex_lock(&p->lock);
 			p->st.waits++;
