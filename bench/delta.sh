@@ -21,7 +21,9 @@
 #
 # Env: CAFS, BENCH_DIR (work dir parent, default /var/tmp), BENCH_ZSTD_LEVEL
 # (zstd --patch-from's level, default 19; BENCH_ZSTD=0: not run, it takes
-# minutes), BENCH_LEVEL (the pack's, default 19).
+# minutes), BENCH_LEVEL (the pack's, default 19), BENCH_MOUNT=0: no mount rows
+# (a cold read of TO through `cafs mount` with FROM's chunks in its cache,
+# without and with the pack; needs FUSE).
 # Needs: cafs, nginx, zstd, rsync, python3, tar; dpkg-deb for minbase.
 set -u
 what=${1:-all}
@@ -54,6 +56,49 @@ nginx_start "$T/www" || die "nginx did not start"
 U=$NGINX_URL
 
 row() { printf '  %-46s %12s %9s\n' "$1" "$(mb "$2")" "$3"; }
+
+# mount_rows NAME EXT KIND: a cold read of all of TO (tar of the tree,
+# cat of the blob) through `cafs mount` whose cache holds FROM's chunks,
+# without and with the pack (--delta): bytes and requests (the access log)
+mount_pass() {
+	local name=$1 ext=$2 kind=$3 cache=$4 mnt=$T/mnt
+	shift 4
+	mkdir -p "$mnt"
+	"$CAFS" mount -f --cache "$cache" --profile=none --store "$U/store" "$@" "$U/$name.$ext" "$mnt" 2>"$cache.log" &
+	local pid=$! i
+	at_cleanup "fusermount3 -u -z '$mnt'; kill $pid"
+	for ((i = 0; i < 200; i++)); do is_mounted "$mnt" && break; sleep 0.05; done
+	is_mounted "$mnt" || die "mount did not appear: $(cat "$cache.log")"
+	local t0 t1 got
+	t0=$(now_ms)
+	if [ "$kind" = tree ]; then
+		got=$(tar -cf - -C "$mnt" . | wc -c)
+	else
+		got=$(cat "$mnt/$name" | wc -c)
+	fi
+	t1=$(now_ms)
+	fusermount3 -u "$mnt"
+	wait "$pid"
+	grep -q warning "$cache.log" && echo "  mount: $(grep warning "$cache.log")" >&2
+	echo "$((t1 - t0)) $got"
+}
+mount_rows() {
+	local name=$1 ext=$2 kind=$3 mb mr pb pr x
+	command -v fusermount3 >/dev/null && [ -c /dev/fuse ] || { echo "  (no FUSE: mount rows skipped)"; return; }
+	# a cache holding FROM's chunks (from the device's own store)
+	"$CAFS" cache fill -q --cache "$name/cfrom" --store "$name/default.castr" "$name/from.$ext" || die "cache fill FROM"
+	cp -a "$name/cfrom" "$name/cpack"
+	nginx_log_reset
+	x=$(mount_pass "$name" "$ext" "$kind" "$name/cfrom")
+	mb=$(log_bytes) mr=$(log_reqs)
+	nginx_log_reset
+	x="$x / $(mount_pass "$name" "$ext" "$kind" "$name/cpack" --delta "$U/$name.pack")"
+	pb=$(log_bytes) pr=$(log_reqs)
+	row "cafs mount, cold read of TO, by chunk store" "$mb" "$mr"
+	row "cafs mount --delta (pack), cold read of TO" "$pb" "$pr"
+	echo "  mount reads (ms, bytes read): $x"
+	rm -rf "$name/cfrom" "$name/cpack"
+}
 
 # compare NAME FROM TO KIND: FROM/TO files (blob) or directories (tree);
 # for trees, FROM.tar/TO.tar are what zstd and rsync get
@@ -109,6 +154,7 @@ compare() {
 	row "  the pack file ($(stat -c %s "www/$name.pack") bytes)" "$(stat -c %s "www/$name.pack")" 1
 	row "zstd -$zlevel --long=31 --patch-from" "$zb" 1
 	row "rsync -z --no-whole-file (bytes sent)" "$rz" -
+	[ "${BENCH_MOUNT:-1}" = 0 ] || mount_rows "$name" "$ext" "$kind"
 	echo "  delta info: $(sed -n 's/^By chunk store: //p' "$name/info.txt" | tr -d '\n'); pack: $(sed -n 's/^By delta pack: //p' "$name/info.txt")"
 	echo "  delta make: $make_ms ms; $(sed -n 's/^cafs: //p' "$name/make.log")"
 	echo "  extract with the pack: $((t1 - t0)) ms; zstd --patch-from: $((zt1 - zt0)) ms"

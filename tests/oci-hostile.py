@@ -9,7 +9,17 @@
 #   /v2/slow/...   its token endpoint never answers
 #   /v2/private/...  the image, whose tokens are given only for basic
 #                  credentials bob:pw-of-bob (an authenticated bearer token)
-# GET /stats: {"tokens": N, "manifests": N, "blobs": N}. Prints its port
+#   /v2/tagsnum/tags/list    "tags" is a number, not a list
+#   /v2/loop/tags/list       pages whose Links go round: first -> b -> first
+#   /v2/elsewhere/tags/list  a Link to another host that begins with this
+#                  one's URL (http://127.0.0.1:PORT@localhost:PORT/...)
+#   /v2/redir/...  the image, its blobs redirected (307) to another host
+#                  (http://localhost:PORT/v2/away/blobs/...), which serves
+#                  them to anyone and counts the requests that came with
+#                  an Authorization header
+# GET /stats: {"tokens": N, "manifests": N, "blobs": N, "pages": N,
+# "elsewhere": N (requests for the elsewhere page), "away": N (blob
+# requests at the other host), "away_auth": N (of those, with credentials)}. Prints its port
 # into PORTFILE once listening.
 import base64, hashlib, json, os, sys, threading, time
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
@@ -18,7 +28,7 @@ from urllib.parse import urlparse, parse_qs
 STORE, INDEX, PORTFILE = sys.argv[1:4]
 TOKEN = "tok-" + os.urandom(8).hex()
 PRIVATE_TOKEN = "ptok-" + os.urandom(8).hex()
-stats = {"tokens": 0, "manifests": 0, "blobs": 0}
+stats = {"tokens": 0, "manifests": 0, "blobs": 0, "pages": 0, "elsewhere": 0, "away": 0, "away_auth": 0}
 lock = threading.Lock()
 blobs = {}
 
@@ -81,10 +91,35 @@ class H(BaseHTTPRequestHandler):
         if len(parts) < 5 or parts[1] != "v2":
             return self.send(404)
         repo, what, ref = parts[2], parts[3], "/".join(parts[4:])
+        if repo == "elsewhere" and "page=2" in u.query:
+            with lock:
+                stats["elsewhere"] += 1
+        if repo == "away" and what == "blobs":
+            with lock:
+                stats["away"] += 1
+                stats["away_auth"] += self.headers.get("Authorization") is not None
+            b = blobs.get(ref)
+            return self.send(200, b, "application/octet-stream") if b is not None else self.send(404)
         if self.headers.get("Authorization") != "Bearer " + (PRIVATE_TOKEN if repo == "private" else TOKEN):
             port = self.server.server_address[1]
             ch = 'Bearer realm="http://127.0.0.1:%d/token",service="hostile",scope="repository:%s:pull"' % (port, repo)
             return self.send(401, b'{"errors":[]}', extra=[("WWW-Authenticate", ch)])
+        if what == "tags":
+            with lock:
+                stats["pages"] += 1
+            port = self.server.server_address[1]
+            body, link = {"name": repo, "tags": []}, None
+            if repo == "tagsnum":
+                body["tags"] = 7
+            elif repo == "loop":
+                link = "/v2/loop/tags/list?n=1000" if "page=b" in u.query else "/v2/loop/tags/list?page=b"
+            elif repo == "elsewhere" and "page=2" not in u.query:
+                link = "http://127.0.0.1:%d@localhost:%d/v2/elsewhere/tags/list?page=2" % (port, port)
+            extra = [("Link", '<%s>; rel="next"' % link)] if link else []
+            return self.send(200, json.dumps(body).encode(), extra=extra)
+        if what == "blobs" and repo == "redir":
+            port = self.server.server_address[1]
+            return self.send(307, extra=[("Location", "http://localhost:%d/v2/away/blobs/%s" % (port, ref))])
         if what == "blobs":
             with lock:
                 stats["blobs"] += 1

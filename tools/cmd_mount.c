@@ -63,6 +63,7 @@ struct mount_args {
 	const char *record_profile; /* written at unmount (profile.h) */
 	const char *profile;        /* replayed at mount; "none": not even the one beside the index */
 	bool fill;                  /* fetch the whole image into the cache in the background */
+	const char *delta;          /* --delta: a delta pack from the cache's image (default: the one named for the kept index) */
 	bool takeover;              /* --takeover MOUNTPOINT */
 	/* the options again, as a keeper passes them to its servers: paths
 	 * made absolute, -f and --takeover left out (NULL-terminated) */
@@ -389,6 +390,10 @@ static const struct cafs_option mount_options[] = {
 	  .help = "fetch the whole image into the cache in the background\n"
 	  "(progress: cafs stats)",
 	  .keep = CAFS_KEEP_AS_IS },
+	{ "delta", 0, "PACK|URL", CAFS_OPT_DELTA,
+	  .help = "build chunks from the cache's with this delta pack\n"
+	  "(default: SOURCE.cadelta-<digest of the index kept before>)",
+	  .keep = CAFS_KEEP_PATH },
 	{ "options", 'o', "OPT[,OPT...]", CAFS_OPT_OPTIONS,
 	  .help = "FUSE mount options (allow_other, ...), and\n"
 	  "store=, cache=, offline, no_cache, lru_size=, threads=,\n"
@@ -490,6 +495,9 @@ static int mount_set(struct cafs_request *q, int id, const char *arg)
 		return 0;
 	case CAFS_OPT_FILL:
 		a->fill = true;
+		return 0;
+	case CAFS_OPT_DELTA:
+		a->delta = arg;
 		return 0;
 	case CAFS_OPT_TAKEOVER:
 		a->takeover = true;
@@ -622,6 +630,9 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 		.lru_bytes = a->lru_bytes,
 		.http = &http,
 		.outage = a->hard ? CA_REMOTE_OUTAGE_HARD : CA_REMOTE_OUTAGE_SOFT,
+		.delta = a->delta,
+		.delta_kept = true,
+		.delta_bulk = a->fill,
 	};
 	cafs_trusted_keys_apply(&a->trusted, &io);
 	io.index_data = d->ks.index; /* a restarted server: the image served before */

@@ -108,6 +108,46 @@ static const char *string_scan(const char *p, const char *end, char *out, size_t
 	return NULL;
 }
 
+static const char *digits(const char *p, const char *end)
+{
+	while (p < end && *p >= '0' && *p <= '9')
+		p++;
+	return p;
+}
+
+/* The end of the number at p, or NULL: RFC 8259's grammar exactly
+ * (-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?), so "01", "1.", "1e",
+ * "1.2.3" or "1-2" are not numbers. */
+static const char *number_end(const char *p, const char *end)
+{
+	const char *q;
+	if (p < end && *p == '-')
+		p++;
+	if (p >= end || !(*p >= '0' && *p <= '9'))
+		return NULL;
+	p = *p == '0' ? p + 1 : digits(p, end);
+	if (p < end && *p == '.') {
+		q = digits(p + 1, end);
+		if (q == p + 1)
+			return NULL;
+		p = q;
+	}
+	if (p < end && (*p == 'e' || *p == 'E')) {
+		p++;
+		if (p < end && (*p == '+' || *p == '-'))
+			p++;
+		q = digits(p, end);
+		if (q == p)
+			return NULL;
+		p = q;
+	}
+	/* what follows a number is a blank, a separator or the end: "01" is
+	 * "0" and then "1", which no caller lets through; said here at once */
+	if (p < end && ((*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' || *p == 'E' || *p == '+' || *p == '-'))
+		return NULL;
+	return p;
+}
+
 /* The end of the value at p, or NULL. */
 static const char *value_end(const char *p, const char *end, unsigned depth)
 {
@@ -143,17 +183,8 @@ static const char *value_end(const char *p, const char *end, unsigned depth)
 			return p < end && *p == close ? p + 1 : NULL;
 		}
 	}
-	if (*p == '-' || (*p >= '0' && *p <= '9')) {
-		const char *s = p;
-		if (*p == '-')
-			p++;
-		if (p >= end || !(*p >= '0' && *p <= '9'))
-			return NULL;
-		while (p < end && ((*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' || *p == 'E' || *p == '+' ||
-		                   *p == '-'))
-			p++;
-		return p > s ? p : NULL;
-	}
+	if (*p == '-' || (*p >= '0' && *p <= '9'))
+		return number_end(p, end);
 	static const char *const words[] = { "true", "false", "null" };
 	for (size_t i = 0; i < 3; i++) {
 		size_t k = strlen(words[i]);
@@ -195,6 +226,9 @@ static int next(struct ca_json v, char open, size_t *pos, char *key, size_t cap,
 				return -E2BIG;
 			string_scan(k, end, key, cap - 1, &len);
 			key[len] = 0;
+			/* "token\u0000x" is not the key "token" */
+			if (strlen(key) != len)
+				return -EBADMSG;
 		}
 		p = blanks(p, end);
 		if (p >= end || *p != ':')

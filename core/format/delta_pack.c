@@ -189,11 +189,20 @@ int ca_delta_table_parse(const struct ca_delta_header *h, const uint8_t hdr[CA_D
 	es = calloc(h->n_entries ? h->n_entries : 1, sizeof(*es));
 	if (!es)
 		return -ENOMEM;
+	uint64_t data_end = 0;
 	for (uint64_t i = 0; i < h->n_entries; i++) {
 		size_t used;
 		r = parse_entry(h, p + pos, body - pos, size_max, &es[i], &used);
 		if (r < 0)
 			goto fail;
+		/* the writer lays the entries' bytes out in table order; a reader
+		 * that cuts the data into ranges relies on no entry beginning
+		 * before the end of the one before it */
+		if (es[i].offset < data_end) {
+			r = bad("entries' bytes out of order or overlapping");
+			goto fail;
+		}
+		data_end = es[i].offset + es[i].length;
 		pos += used;
 	}
 	if (pos != body) {

@@ -34,7 +34,9 @@
  *       64  n_refs * { u8[32] a FROM chunk's id, le64 its size }
  *     u8[32] SHA-256 of the header and the entries (everything before it)
  *   data, at 128 + table size: data size bytes, the entries' bytes in TO's
- *   stream order (so that a client needing most of them reads one range).
+ *   stream order (so that a client needing most of them reads one range),
+ *   in table order: no entry's bytes begin before the end of the one
+ *   before it (refused: a reader cutting ranges relies on it).
  *   The file ends there: its size is 128 + table size + data size.
  *
  * The parser checks everything it can without the data: the magic,

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +338,8 @@ out:
 
 /* ---- the client ---- */
 
+#define WINDOWS 4
+
 struct ca_delta_client {
 	char *location;
 	bool remote;
@@ -347,10 +350,32 @@ struct ca_delta_client {
 	struct ca_delta_entry *entries;
 	enum ca_digest_type digest;
 	uint64_t requests, wire_bytes;
-	bool from_known; /* the header's FROM was checked: missing references are a partial cache, not a lie */
+	bool from_known; /* the header's FROM is checked: missing references are a partial cache, not a lie */
 	const struct ca_index *to; /* borrowed */
 	struct ca_buf head;        /* the pack's first bytes, read with the header: ranges inside are not read again */
 	char *shown; /* the location as messages show it */
+	/* a chunk at a time (ca_delta_client_build): entries by id, and the
+	 * lock over the counters and broken, which ends the pack's use once
+	 * it proved bad (one warning) */
+	struct ca_idset *by_id;
+	pthread_mutex_t lock;
+	bool broken;
+	/* the data read a chunk at a time, in windows of CA_DELTA_WINDOW
+	 * bytes at multiples of it (no two overlap): a reader in TO's order
+	 * finds the next entries in the last ones. win_lock is held across
+	 * their reads, so that readers of neighbouring entries (read-ahead
+	 * threads) share one request instead of each reading the window */
+	pthread_mutex_t win_lock;
+	struct window {
+		uint64_t k; /* data [k * CA_DELTA_WINDOW, ...) */
+		struct ca_buf b;
+		uint64_t used; /* LRU clock */
+	} win[WINDOWS];
+	uint64_t win_clock;
+	bool quiet_missing;
+	int open_errno; /* a local pack that could not be opened: said by the load */
+	bool not_regular; /* a local pack that is not a regular file: said by the load */
+	uint8_t from_digest[CA_DELTA_DIGEST_SIZE];
 };
 
 void ca_delta_client_free(struct ca_delta_client *c)
@@ -362,6 +387,11 @@ void ca_delta_client_free(struct ca_delta_client *c)
 	ca_http_free(c->http);
 	ca_endpoint_clear(&c->ep);
 	free(c->entries);
+	ca_idset_free(c->by_id);
+	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->win_lock);
+	for (size_t i = 0; i < WINDOWS; i++)
+		ca_buf_release(&c->win[i].b);
 	ca_buf_release(&c->head);
 	free(c->location);
 	free(c->shown);
@@ -387,7 +417,9 @@ static int read_range(struct ca_delta_client *c, uint64_t off, size_t len, struc
 		ca_buf_release(&more);
 		return r;
 	}
+	pthread_mutex_lock(&c->lock);
 	c->requests++;
+	pthread_mutex_unlock(&c->lock);
 	if (c->remote) {
 		uint64_t total = UINT64_MAX;
 		r = ca_http_get_range(c->http, c->ep.fetch_url, off, len, out, &total);
@@ -406,14 +438,17 @@ static int read_range(struct ca_delta_client *c, uint64_t off, size_t len, struc
 		r = ca_buf_reserve(out, len, SIZE_MAX);
 		if (r < 0)
 			return r;
-		ssize_t k = pread(c->fd, out->data, len, (off_t)off);
+		ssize_t k = ca_pread_full(c->fd, out->data, len, off);
 		if (k < 0)
-			return -errno;
+			return (int)k;
 		out->size = (size_t)k;
 		r = 0;
 	}
-	if (r == 0)
+	if (r == 0) {
+		pthread_mutex_lock(&c->lock);
 		c->wire_bytes += out->size;
+		pthread_mutex_unlock(&c->lock);
+	}
 	return r;
 }
 
@@ -423,15 +458,12 @@ static int client_warn(struct ca_delta_client *c, const char *why)
 	return -EBADMSG;
 }
 
-int ca_delta_client_open(const char *location, const struct ca_index *to, const struct ca_delta_client_opts *o,
-                         struct ca_delta_client **ret)
+int ca_delta_client_new(const char *location, const struct ca_index *to, const struct ca_delta_client_opts *o,
+                        struct ca_delta_client **ret)
 {
 	static const struct ca_delta_client_opts none = { 0 };
 	struct ca_delta_client *c = calloc(1, sizeof(*c));
-	struct ca_buf first = CA_BUF_INIT, rest = CA_BUF_INIT;
 	struct ca_http_opts http;
-	uint8_t to_digest[CA_DELTA_DIGEST_SIZE];
-	uint64_t total = 0;
 	int r;
 	*ret = NULL;
 	if (!o)
@@ -439,12 +471,19 @@ int ca_delta_client_open(const char *location, const struct ca_index *to, const 
 	if (!c)
 		return ca_log_error_errno(ENOMEM, "delta pack");
 	c->fd = -1;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->win_lock, NULL);
 	c->location = strdup(location);
 	c->shown = ca_location_redact(location);
 	if (!c->location || !c->shown) {
 		r = ca_log_error_errno(ENOMEM, "delta pack");
 		goto fail;
 	}
+	c->to = to;
+	c->quiet_missing = o->quiet_missing;
+	c->from_known = o->from_digest != NULL;
+	if (o->from_digest)
+		memcpy(c->from_digest, o->from_digest, CA_DELTA_DIGEST_SIZE);
 	c->digest = ca_digest_type_from_flags(ca_index_feature_flags(to));
 	c->remote = ca_location_kind(location) == CA_LOCATION_HTTP;
 	if (ca_location_kind(location) == CA_LOCATION_OTHER) {
@@ -456,7 +495,7 @@ int ca_delta_client_open(const char *location, const struct ca_index *to, const 
 	if (c->remote) {
 		if (!o->http)
 			ca_source_http_opts(&http);
-		r = ca_endpoint_init(&c->ep, location, o->http ? o->http : &http, NULL);
+		r = ca_endpoint_init(&c->ep, location, o->http ? o->http : &http, o->conf);
 		if (r == 0)
 			r = ca_http_new(&c->ep.http, &c->http);
 		if (r < 0) {
@@ -465,11 +504,35 @@ int ca_delta_client_open(const char *location, const struct ca_index *to, const 
 			goto fail;
 		}
 	} else {
-		c->fd = open(ca_location_path(location), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-		if (c->fd < 0) {
-			r = -errno;
-			goto unusable;
-		}
+		/* O_NONBLOCK: a FIFO planted under the pack's name (beside an
+		 * index in a shared directory) cannot hang the open; only a
+		 * regular file is read (both said by the load) */
+		struct stat st;
+		c->fd = open(ca_location_path(location), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		if (c->fd < 0 || fstat(c->fd, &st) < 0)
+			c->open_errno = -errno;
+		else if (!S_ISREG(st.st_mode))
+			c->not_regular = true;
+	}
+	*ret = c;
+	return 0;
+fail:
+	ca_delta_client_free(c);
+	return r;
+}
+
+int ca_delta_client_load(struct ca_delta_client *c)
+{
+	struct ca_buf first = CA_BUF_INIT, rest = CA_BUF_INIT;
+	uint8_t to_digest[CA_DELTA_DIGEST_SIZE];
+	const struct ca_index *to = c->to;
+	uint64_t total = 0;
+	int r = c->open_errno;
+	if (r < 0)
+		goto unusable;
+	if (c->not_regular) {
+		r = client_warn(c, "not a regular file");
+		goto out;
 	}
 	/* the header and (nearly always) the whole table in one request */
 	r = read_range(c, 0, CA_DELTA_FIRST_READ, &first, &total);
@@ -477,37 +540,35 @@ int ca_delta_client_open(const char *location, const struct ca_index *to, const 
 		goto unusable;
 	r = ca_delta_header_parse(first.data, first.size, &c->h);
 	if (r < 0) {
-		client_warn(c, "not a delta pack, or a corrupt one");
-		goto fail_quiet;
+		r = client_warn(c, "not a delta pack, or a corrupt one");
+		goto out;
 	}
 	if (total != UINT64_MAX && total != CA_DELTA_HEADER_SIZE + c->h.table_size + c->h.data_size) {
-		client_warn(c, "truncated or of the wrong size");
-		goto fail_quiet;
+		r = client_warn(c, "truncated or of the wrong size");
+		goto out;
 	}
 	r = ca_delta_index_digest(to, to_digest);
 	if (r < 0)
-		goto fail;
+		goto out;
 	if (memcmp(to_digest, c->h.to_digest, sizeof(to_digest)) || c->h.feature_flags != ca_index_feature_flags(to)) {
-		client_warn(c, "made for another TO index");
-		goto fail_quiet;
+		r = client_warn(c, "made for another TO index");
+		goto out;
 	}
-	if (o->from_digest && memcmp(o->from_digest, c->h.from_digest, CA_DELTA_DIGEST_SIZE)) {
-		client_warn(c, "made for another FROM index");
-		goto fail_quiet;
+	if (c->from_known && memcmp(c->from_digest, c->h.from_digest, CA_DELTA_DIGEST_SIZE)) {
+		r = client_warn(c, "made for another FROM index");
+		goto out;
 	}
-	c->from_known = o->from_digest != NULL;
-	c->to = to;
 	/* a table with more entries than TO has chunks is a lie: its memory is
 	 * bounded by TO's size as well as CA_DELTA_TABLE_MAX */
 	if (c->h.n_entries > ca_index_n_chunks(to)) {
-		client_warn(c, "more entries than TO has chunks");
-		goto fail_quiet;
+		r = client_warn(c, "more entries than TO has chunks");
+		goto out;
 	}
 	uint64_t need = CA_DELTA_HEADER_SIZE + c->h.table_size;
 	if (first.size < need) {
 		if (first.size != CA_DELTA_FIRST_READ) {
-			client_warn(c, "truncated");
-			goto fail_quiet;
+			r = client_warn(c, "truncated");
+			goto out;
 		}
 		r = read_range(c, first.size, (size_t)(need - first.size), &rest, NULL);
 		if (r == 0)
@@ -515,35 +576,57 @@ int ca_delta_client_open(const char *location, const struct ca_index *to, const 
 		if (r < 0)
 			goto unusable;
 		if (first.size < need) {
-			client_warn(c, "truncated");
-			goto fail_quiet;
+			r = client_warn(c, "truncated");
+			goto out;
 		}
 	}
 	r = ca_delta_table_parse(&c->h, first.data, first.data + CA_DELTA_HEADER_SIZE, (size_t)c->h.table_size,
 	                         ca_index_chunk_size_max(to), &c->entries);
 	if (r == -ENOMEM) {
 		ca_log_error_errno(r, "%s", c->shown);
-		goto fail;
+		goto out;
 	}
 	if (r < 0) {
-		client_warn(c, "corrupt table");
-		goto fail_quiet;
+		r = client_warn(c, "corrupt table");
+		goto out;
+	}
+	r = ca_idset_new(c->h.n_entries, &c->by_id);
+	for (uint64_t i = 0; r >= 0 && i < c->h.n_entries; i++)
+		r = ca_idset_add(c->by_id, c->entries[i].id, i);
+	if (r < 0) {
+		ca_log_error_errno(r, "%s", c->shown);
+		goto out;
 	}
 	c->head = first; /* ranges inside it cost no request */
-	ca_buf_release(&rest);
-	*ret = c;
-	return 0;
+	first = (struct ca_buf)CA_BUF_INIT;
+	r = 0;
+	goto out;
 unusable:
-	if (!(r == -ENOENT && o->quiet_missing))
+	if (r == -ENOMEM)
+		ca_log_error_errno(r, "%s", c->shown);
+	else if (!(r == -ENOENT && c->quiet_missing))
 		ca_log_warning_errno(r, "%s: the delta pack cannot be read; fetching from the chunk store instead",
 		                     c->shown);
-fail_quiet:
-	r = 0;
-fail:
+out:
 	ca_buf_release(&first);
 	ca_buf_release(&rest);
-	ca_delta_client_free(c);
 	return r;
+}
+
+int ca_delta_client_open(const char *location, const struct ca_index *to, const struct ca_delta_client_opts *o,
+                         struct ca_delta_client **ret)
+{
+	struct ca_delta_client *c = NULL;
+	int r = ca_delta_client_new(location, to, o, &c);
+	if (r == 0 && c)
+		r = ca_delta_client_load(c);
+	if (r < 0 || !c) {
+		ca_delta_client_free(c);
+		*ret = NULL;
+		return r == -ENOMEM ? r : 0;
+	}
+	*ret = c;
+	return 0;
 }
 
 int ca_delta_client_refs(const struct ca_delta_client *c, struct ca_idset *s)
@@ -561,18 +644,15 @@ struct range {
 	uint64_t start, end;
 };
 
-/* Rebuild entry e from its bytes p[0..n) into out (the chunk, verified). */
-static int rebuild(struct ca_delta_client *c, struct ca_store *store, const struct ca_delta_entry *e,
-                   const uint8_t *p, size_t n, struct ca_codec *codec, ZSTD_DCtx *dctx, struct ca_buf *prefix,
-                   struct ca_buf *raw, struct ca_buf *out)
+/* Rebuild entry e from its bytes p[0..n) into out (the chunk, verified),
+ * its references read from store. */
+static int rebuild(const struct ca_delta_entry *e, struct ca_store *store, const uint8_t *p, size_t n,
+                   struct ca_codec *codec, ZSTD_DCtx *dctx, struct ca_buf *prefix, struct ca_buf *raw,
+                   struct ca_buf *out)
 {
 	int r;
-	if (e->encoding == CA_DELTA_PLAIN) {
-		r = ca_codec_decode_chunk(codec, p, n, e->id, e->size, out);
-		if (r < 0)
-			return r;
-		return ca_store_put_raw(store, e->id, p, n);
-	}
+	if (e->encoding == CA_DELTA_PLAIN)
+		return ca_codec_decode_chunk(codec, p, n, e->id, e->size, out);
 	prefix->size = 0;
 	for (unsigned k = 0; k < e->n_refs; k++) {
 		bool compressed = true;
@@ -615,6 +695,20 @@ static int rebuild(struct ca_delta_client *c, struct ca_store *store, const stru
 		return r;
 	if (memcmp(id, e->id, CA_CHUNK_ID_SIZE))
 		return -EBADMSG;
+	return 0;
+}
+
+/* Rebuild entry e (as rebuild) and put it into store: a plain entry's
+ * bytes are its chunk file as they are. */
+static int rebuild_put(const struct ca_delta_entry *e, struct ca_store *store, const uint8_t *p, size_t n,
+                       struct ca_codec *codec, ZSTD_DCtx *dctx, struct ca_buf *prefix, struct ca_buf *raw,
+                       struct ca_buf *out)
+{
+	int r = rebuild(e, store, p, n, codec, dctx, prefix, raw, out);
+	if (r < 0)
+		return r;
+	if (e->encoding == CA_DELTA_PLAIN)
+		return ca_store_put_raw(store, e->id, p, n);
 	r = ca_codec_compress(codec, out->data, out->size, raw);
 	if (r == 0)
 		r = ca_store_put_raw(store, e->id, raw->data, raw->size);
@@ -624,6 +718,12 @@ static int rebuild(struct ca_delta_client *c, struct ca_store *store, const stru
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
 	return x < y ? -1 : x > y;
 }
 
@@ -638,6 +738,11 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 	bool failed = false;
 	int r;
 	*ret = (struct ca_delta_client_stats){ 0 };
+	pthread_mutex_lock(&c->lock);
+	failed = c->broken; /* said already */
+	pthread_mutex_unlock(&c->lock);
+	if (failed)
+		return 0;
 	use = calloc(c->h.n_entries ? c->h.n_entries : 1, sizeof(*use));
 	ranges = calloc(c->h.n_entries ? c->h.n_entries : 1, sizeof(*ranges));
 	r = ca_codec_new(c->digest, &codec);
@@ -682,14 +787,34 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 			ranges[n_ranges++] = (struct range){ e->offset, e->offset + e->length };
 		}
 	}
-	while (n_ranges > CA_DELTA_RANGES_MAX) {
-		size_t best = 0;
-		for (size_t i = 1; i + 1 < n_ranges; i++)
-			if (ranges[i + 1].start - ranges[i].end < ranges[best + 1].start - ranges[best].end)
-				best = i;
-		ranges[best].end = ranges[best + 1].end;
-		memmove(&ranges[best + 1], &ranges[best + 2], (n_ranges - best - 2) * sizeof(*ranges));
-		n_ranges--;
+	if (n_ranges > CA_DELTA_RANGES_MAX) {
+		/* merging the smallest gap until CA_DELTA_RANGES_MAX are left
+		 * keeps the CA_DELTA_RANGES_MAX - 1 largest gaps (a merge leaves
+		 * the other gaps as they are): found in one pass, not a pass per
+		 * merge (a table of a million ranges took minutes) */
+		enum { K = CA_DELTA_RANGES_MAX - 1 };
+		size_t keep[K], nk = 0;
+		for (size_t i = 0; i + 1 < n_ranges; i++) {
+			uint64_t g = ranges[i + 1].start - ranges[i].end;
+			size_t j = nk;
+			for (; j > 0 && ranges[keep[j - 1] + 1].start - ranges[keep[j - 1]].end < g; j--)
+				if (j < K)
+					keep[j] = keep[j - 1];
+			if (j < K) {
+				keep[j] = i;
+				nk += nk < K;
+			}
+		}
+		qsort(keep, nk, sizeof(*keep), cmp_size);
+		struct range merged[CA_DELTA_RANGES_MAX];
+		uint64_t start = ranges[0].start;
+		for (size_t k = 0; k < nk; k++) {
+			merged[k] = (struct range){ start, ranges[keep[k]].end };
+			start = ranges[keep[k] + 1].start;
+		}
+		merged[nk] = (struct range){ start, ranges[n_ranges - 1].end };
+		n_ranges = nk + 1;
+		memcpy(ranges, merged, n_ranges * sizeof(*ranges));
 	}
 	/* each range, in pieces of at most CA_DELTA_RANGE_MAX that end on an
 	 * entry's end (an entry longer than that is a piece of its own) */
@@ -728,8 +853,8 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 				const struct ca_delta_entry *e = &c->entries[use[u] & 0xffffff];
 				if (ca_store_has(store, e->id) > 0)
 					continue; /* the same chunk twice in a lying table */
-				r = rebuild(c, store, e, data.data + (e->offset - pos), (size_t)e->length, codec, dctx,
-				            &prefix, &raw, &out);
+				r = rebuild_put(e, store, data.data + (e->offset - pos), (size_t)e->length, codec, dctx,
+				                &prefix, &raw, &out);
 				if (r == -ENOMEM)
 					goto out;
 				if (r < 0) {
@@ -745,6 +870,9 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 	}
 	if (failed) {
 		ret->left += n_use - u;
+		pthread_mutex_lock(&c->lock);
+		c->broken = true; /* said once: a chunk at a time no longer tries it */
+		pthread_mutex_unlock(&c->lock);
 	} else {
 		/* TO's chunks the store still lacks: the pack did not have them */
 		uint64_t lacking = 0;
@@ -777,6 +905,152 @@ out:
 	ca_buf_release(&out);
 	free(use);
 	free(ranges);
+	return r;
+}
+
+/* ---- a chunk at a time ---- */
+
+/* The entry for id, or NULL (also once the pack proved bad). */
+static const struct ca_delta_entry *entry_of(struct ca_delta_client *c, const uint8_t id[CA_CHUNK_ID_SIZE])
+{
+	uint64_t i;
+	pthread_mutex_lock(&c->lock);
+	bool broken = c->broken;
+	pthread_mutex_unlock(&c->lock);
+	if (broken || ca_idset_get(c->by_id, id, &i) <= 0)
+		return NULL;
+	return &c->entries[i];
+}
+
+/* The pack proved bad: the first to see it says so, and it is used no further. */
+static void client_break(struct ca_delta_client *c, const char *why)
+{
+	pthread_mutex_lock(&c->lock);
+	bool first = !c->broken;
+	c->broken = true;
+	pthread_mutex_unlock(&c->lock);
+	if (first)
+		client_warn(c, why);
+}
+
+/* The kept window k, or NULL (win_lock held). */
+static struct window *window_find(struct ca_delta_client *c, uint64_t k)
+{
+	for (size_t i = 0; i < WINDOWS; i++)
+		if (c->win[i].used && c->win[i].k == k) {
+			c->win[i].used = ++c->win_clock;
+			return &c->win[i];
+		}
+	return NULL;
+}
+
+/* Entry e's bytes into out, from the windows it spans; those not kept are
+ * read in one request (win_lock held). An entry larger than the windows
+ * kept is read alone. */
+static int read_windows(struct ca_delta_client *c, const struct ca_delta_entry *e, struct ca_buf *out)
+{
+	const uint64_t W = CA_DELTA_WINDOW, base = CA_DELTA_HEADER_SIZE + c->h.table_size;
+	uint64_t k0 = e->offset / W, k1 = (e->offset + e->length - 1) / W, lo = UINT64_MAX, hi = 0;
+	struct ca_buf got = CA_BUF_INIT;
+	int r = 0;
+	if (e->length == 0)
+		return 0;
+	if (k1 - k0 >= WINDOWS)
+		return read_range(c, base + e->offset, (size_t)e->length, out, NULL);
+	for (uint64_t k = k0; k <= k1; k++)
+		if (!window_find(c, k)) {
+			lo = k < lo ? k : lo;
+			hi = k;
+		}
+	if (lo != UINT64_MAX) {
+		uint64_t end = (hi + 1) * W < c->h.data_size ? (hi + 1) * W : c->h.data_size;
+		r = read_range(c, base + lo * W, (size_t)(end - lo * W), &got, NULL);
+		for (uint64_t k = lo; r == 0 && k <= hi; k++) {
+			struct window *w = &c->win[0];
+			for (size_t i = 1; i < WINDOWS; i++)
+				if (c->win[i].used < w->used)
+					w = &c->win[i];
+			uint64_t from = (k - lo) * W;
+			w->b.size = 0;
+			w->used = 0;
+			if (from < got.size)
+				r = ca_buf_append(&w->b, got.data + from, got.size - from < W ? got.size - from : W, SIZE_MAX);
+			if (r == 0) {
+				w->k = k;
+				w->used = ++c->win_clock;
+			}
+		}
+	}
+	/* a short read (a truncated pack) leaves the entry short: said by the caller */
+	for (uint64_t k = k0; r == 0 && k <= k1; k++) {
+		struct window *w = window_find(c, k);
+		uint64_t a = k == k0 ? e->offset - k * W : 0;
+		uint64_t b = k == k1 ? e->offset + e->length - k * W : W;
+		if (!w || w->b.size < b)
+			break;
+		r = ca_buf_append(out, w->b.data + a, (size_t)(b - a), SIZE_MAX);
+	}
+	ca_buf_release(&got);
+	return r;
+}
+
+/* Entry e's bytes into out (emptied first). */
+static int read_entry(struct ca_delta_client *c, const struct ca_delta_entry *e, struct ca_buf *out)
+{
+	out->size = 0;
+	pthread_mutex_lock(&c->win_lock);
+	int r = read_windows(c, e, out);
+	pthread_mutex_unlock(&c->win_lock);
+	return r;
+}
+
+bool ca_delta_client_has(struct ca_delta_client *c, const uint8_t id[CA_CHUNK_ID_SIZE])
+{
+	return entry_of(c, id) != NULL;
+}
+
+int ca_delta_client_build(struct ca_delta_client *c, struct ca_store *store, const uint8_t id[CA_CHUNK_ID_SIZE],
+                          struct ca_buf *out)
+{
+	const struct ca_delta_entry *e = entry_of(c, id);
+	struct ca_codec *codec = NULL;
+	ZSTD_DCtx *dctx = NULL;
+	struct ca_buf data = CA_BUF_INIT, prefix = CA_BUF_INIT, raw = CA_BUF_INIT;
+	int r;
+	if (!e)
+		return -ENOENT;
+	for (unsigned k = 0; k < e->n_refs; k++)
+		if (ca_store_has(store, e->refs[k].id) <= 0)
+			return -ENOENT; /* a partial cache: the chunk store serves it */
+	dctx = ZSTD_createDCtx();
+	r = ca_codec_new(c->digest, &codec);
+	if (r < 0 || !dctx) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = read_entry(c, e, &data);
+	if (r == -ENOMEM)
+		goto out;
+	if (r < 0 || data.size != e->length) {
+		if (r < 0)
+			ca_log_debug_errno(r, "%s", c->shown);
+		client_break(c, r < 0 ? "cannot be read" : "truncated");
+		r = -ENOENT;
+		goto out;
+	}
+	r = rebuild(e, store, data.data, data.size, codec, dctx, &prefix, &raw, out);
+	if (r == -EBADMSG) {
+		client_break(c, "a chunk does not match its id");
+		r = -ENOENT;
+	} else if (r < 0 && r != -ENOMEM) {
+		r = -ENOENT; /* a reference gone since (a prune): the chunk store serves it */
+	}
+out:
+	ca_codec_free(codec);
+	ZSTD_freeDCtx(dctx);
+	ca_buf_release(&data);
+	ca_buf_release(&prefix);
+	ca_buf_release(&raw);
 	return r;
 }
 

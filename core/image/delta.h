@@ -24,8 +24,9 @@
  *
  * Memory: the table (bounded by CA_DELTA_TABLE_MAX and by TO's chunk
  * count), one range (CA_DELTA_RANGE_MAX) and one chunk with its
- * references. Errors: 0 or a negative errno, logged as one line. Runs in
- * the calling thread.
+ * references; a chunk at a time, 4 windows (1 MiB) and a chunk with its
+ * references per build in flight. Errors: 0 or a negative errno, logged
+ * as one line. Runs in the calling thread.
  */
 #ifndef CA_IMAGE_DELTA_H
 #define CA_IMAGE_DELTA_H
@@ -37,7 +38,9 @@
 #include "format/delta_pack.h"
 #include "format/idset.h"
 #include "format/index.h"
+#include "base/buf.h"
 #include "net/http.h"
+#include "net/storeconf.h"
 #include "store/store.h"
 
 struct ca_image_opts;
@@ -46,6 +49,7 @@ struct ca_image_opts;
 #define CA_DELTA_RANGES_MAX 3               /* data ranges, beside the table's request */
 #define CA_DELTA_RANGE_MAX ((size_t)64 << 20) /* bytes per range request */
 #define CA_DELTA_FIRST_READ ((size_t)256 << 10)
+#define CA_DELTA_WINDOW ((size_t)256 << 10) /* a chunk at a time: the data is read in windows of this */
 
 /* ---- make ---- */
 
@@ -93,8 +97,9 @@ struct ca_delta_client_opts {
 	/* SHA-256 of FROM's index file when known: a pack for another FROM
 	 * is refused (one warning). NULL: unknown; references are looked up
 	 * by id in the store. */
-	const uint8_t *from_digest;
+	const uint8_t *from_digest; /* copied */
 	bool quiet_missing; /* a pack found by name: 404 is silent */
+	const struct ca_storeconf *conf; /* the settings file as read already (NULL: read it) */
 };
 
 /* Open the pack at location (a path or an http(s) URL) for building the
@@ -103,6 +108,15 @@ struct ca_delta_client_opts {
  * 404); errors only for ENOMEM. */
 int ca_delta_client_open(const char *location, const struct ca_index *to, const struct ca_delta_client_opts *o,
                          struct ca_delta_client **ret);
+/* The same in two steps, for a caller that reads the pack off its own
+ * start-up path (delta_source.h): new does no I/O but open a local
+ * path (*ret NULL when the location cannot be a pack, said); load reads
+ * the header and table: 0, -ENOMEM, or another negative errno when the
+ * pack is missing or unusable (said as open says it). A client whose
+ * load failed is only freed. */
+int ca_delta_client_new(const char *location, const struct ca_index *to, const struct ca_delta_client_opts *o,
+                        struct ca_delta_client **ret);
+int ca_delta_client_load(struct ca_delta_client *c);
 void ca_delta_client_free(struct ca_delta_client *c); /* accepts NULL */
 /* Add the FROM chunks the pack's entries refer to (value: size) to s,
  * for a seeder to put them into the store before ca_delta_client_run. */
@@ -118,6 +132,22 @@ struct ca_delta_client_stats {
  * references it holds). 0 (also when the pack failed: said once, the
  * store then serves), or -ENOMEM/-ECANCELED. */
 int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struct ca_delta_client_stats *ret);
+
+/* A chunk at a time (a mount: delta_source.h). Both are thread-safe and
+ * never block on anything but the chunk's own range request. */
+/* true if the pack has an entry for id (and has not proved bad). */
+bool ca_delta_client_has(struct ca_delta_client *c, const uint8_t id[CA_CHUNK_ID_SIZE]);
+/* Rebuild chunk id into out (emptied first; the chunk's bytes, verified
+ * against id), its entry's bytes read by one range request and its
+ * references from store. That request reads the windows of the data
+ * section (CA_DELTA_WINDOW bytes at its multiples) the entry spans, and
+ * the last 4 are kept for the entries in them: a reader in TO's order
+ * needs one request per window, not one per chunk, and no byte twice.
+ * -ENOENT: no entry, a reference store lacks, or the pack is bad (said
+ * once for the client's life, then never used again, run included);
+ * -ENOMEM. */
+int ca_delta_client_build(struct ca_delta_client *c, struct ca_store *store, const uint8_t id[CA_CHUNK_ID_SIZE],
+                          struct ca_buf *out);
 
 /* The name beside index of a pack from the index whose file digest is
  * from_digest: index + ".cadelta-" + hex (location.h's beside rule, before

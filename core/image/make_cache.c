@@ -25,6 +25,7 @@
 #include "base/atomic_file.h"
 #include "base/buf.h"
 #include "base/digest.h"
+#include "base/fdio.h"
 #include "base/log.h"
 #include "chunk/chunker.h"
 #include "format/index.h"
@@ -70,6 +71,10 @@ struct item {
 struct ca_make_cache {
 	char *dir, *name;
 	bool usable; /* the directory is trusted: records may be read and written */
+	/* the directory checked at open, kept: the record is written into it,
+	 * not into whatever its name leads to by then (a parent that another
+	 * user can write may have had it swapped for a symlink meanwhile) */
+	int dfd;
 	struct ca_make_cache_key key;
 	uint64_t started_ns;
 
@@ -343,6 +348,7 @@ int ca_make_cache_open(const char *dir, const struct ca_make_cache_key *k, struc
 	struct timespec now;
 	if (!c)
 		return -ENOMEM;
+	c->dfd = -1;
 	c->key = *k;
 	c->gap = (struct ca_buf)CA_BUF_INIT;
 	c->identical = true;
@@ -372,11 +378,10 @@ int ca_make_cache_open(const char *dir, const struct ca_make_cache_key *k, struc
 		ca_make_cache_free(c);
 		return r;
 	}
-	int dfd = open_dir(dir); /* warns */
-	if (dfd >= 0) {
+	c->dfd = open_dir(dir); /* warns */
+	if (c->dfd >= 0) {
 		c->usable = true;
-		load(c, dfd); /* warns */
-		close(dfd);
+		load(c, c->dfd); /* warns */
 	}
 	*ret = c;
 	return 0;
@@ -398,6 +403,8 @@ void ca_make_cache_free(struct ca_make_cache *c)
 	free(c->nrecs);
 	ca_buf_release(&c->gap);
 	ca_digest_free(c->gd);
+	if (c->dfd >= 0)
+		close(c->dfd);
 	free(c->dir);
 	free(c->name);
 	free(c);
@@ -872,6 +879,34 @@ void ca_make_cache_digest(struct ca_make_cache *c, const struct ca_make_stats *s
 	}
 }
 
+/* name in the directory dfd, replaced whole (a temporary file renamed) */
+static int write_at(int dfd, const char *name, const void *p, size_t n)
+{
+	char rnd[17], *tmp = NULL;
+	int r = ca_random_hex16(rnd);
+	if (r == 0 && asprintf(&tmp, ".#%s%s", name, rnd) < 0) {
+		tmp = NULL;
+		r = -ENOMEM;
+	}
+	if (r < 0)
+		return r;
+	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		r = -errno;
+		free(tmp);
+		return r;
+	}
+	r = ca_write_all(fd, p, n);
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
+		r = -errno;
+	if (r < 0)
+		(void)unlinkat(dfd, tmp, 0);
+	free(tmp);
+	return r;
+}
+
 /* At most CA_MAKE_CACHE_MAX_ENTRIES records: the oldest others go. */
 static void prune(struct ca_make_cache *c, int dfd)
 {
@@ -912,9 +947,7 @@ void ca_make_cache_save(struct ca_make_cache *c, const char *index_path, const u
 {
 	struct ca_index *idx = NULL;
 	uint8_t *p = NULL;
-	char *path = NULL;
 	struct ca_digest *d = NULL;
-	int dfd = -1;
 	if (!c->usable)
 		return;
 	int r = c->too_big ? -EFBIG : ca_index_open(index_path, &idx);
@@ -953,20 +986,13 @@ void ca_make_cache_save(struct ca_make_cache *c, const char *index_path, const u
 		if (r == 0)
 			r = ca_digest_once(d, p, (size_t)size - TRAILER, q);
 	}
-	if (r == 0 && asprintf(&path, "%s/%s", c->dir, c->name) < 0) {
-		path = NULL;
-		r = -ENOMEM;
-	}
 	if (r == 0)
-		r = ca_atomic_file_write(path, 0600, p, (size_t)size);
-	if (r == 0 && (dfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0)
-		prune(c, dfd);
+		r = write_at(c->dfd, c->name, p, (size_t)size);
+	if (r == 0)
+		prune(c, c->dfd);
 	if (r < 0)
 		ca_log_warning_errno(r, "make cache %s: not updated", c->dir);
-	if (dfd >= 0)
-		close(dfd);
 	ca_digest_free(d);
 	ca_index_free(idx);
-	free(path);
 	free(p);
 }

@@ -26,7 +26,9 @@
  * around it must be recomputed (then only those bytes, by pread).
  *
  * The cache: DIR (made 0700; must be owned by the user and not open to
- * others, as a chunk cache, store.h) holds one file per input (named
+ * others, as a chunk cache, store.h; the directory checked when the make
+ * begins is the one written at its end, by its descriptor, whatever its
+ * name leads to by then) holds one file per input (named
  * after the input's real path and the index kind), written atomically,
  * at most CA_MAKE_CACHE_MAX_FILE bytes (a cap on records and chunks),
  * and at most CA_MAKE_CACHE_MAX_ENTRIES files (the oldest is removed). A

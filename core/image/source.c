@@ -20,6 +20,8 @@
 #include "net/oci.h"
 #include "base/fdio.h"
 #include "format/format.h"
+#include "image/delta.h"
+#include "image/delta_source.h"
 #include "image/index_cache.h"
 #include "base/log.h"
 #include "net/remote_file.h"
@@ -815,10 +817,63 @@ static int adopt_index(const char *source, const struct ca_image_opts *o, struct
 	return 0;
 }
 
+/* The delta pack before im's stores (source.h's delta options); from:
+ * the kept index's digest, or NULL. Nothing when there is none to use. */
+static int add_delta(struct ca_image *im, const struct ca_image_opts *o, const struct ca_storeconf *conf,
+                     const uint8_t *from)
+{
+	struct ca_http_opts buf, http;
+	char *name = NULL;
+	void *be = NULL;
+	uint8_t now[CA_DELTA_DIGEST_SIZE];
+	int r = 0;
+	if (o->offline || !im->src || !(o->delta || from))
+		return 0;
+	if (!im->cache_dir) {
+		if (o->delta)
+			ca_log_warning("%s: a delta pack builds from the chunk cache, and there is none; not used",
+			               o->delta);
+		return 0;
+	}
+	struct ca_delta_source_opts so = { .location = o->delta, .from_digest = from, .bulk = o->delta_bulk,
+		                           .http = &http, .cache_dir = im->cache_dir,
+		                           .conf = conf };
+	/* the pack's reads outlive the open: not the open's deadline */
+	http = *http_opts_or_env(o->http, &buf);
+	http.clock = NULL;
+	if (!o->delta) {
+		r = ca_delta_index_digest(im->idx, now);
+		if (r < 0 || !memcmp(now, from, sizeof(now)))
+			return r; /* the image the cache kept: nothing to update */
+		name = ca_delta_pack_name(im->name, from);
+		if (!name)
+			return ca_log_error_errno(ENOMEM, "%s", im->name);
+		so.location = name;
+		so.quiet_missing = true;
+	}
+	r = ca_delta_source_new(&so, im->idx, &be); /* logs */
+	if (r == 0 && be)
+		r = ca_chunksrc_add_backend_first(im->src, &ca_delta_source_ops, be); /* frees be on failure */
+	if (r < 0)
+		ca_log_error_errno(r, "%s", im->name);
+	free(name);
+	return r;
+}
+
 static int open_indexed(struct ca_image *im, const struct ca_image_opts *o, struct ca_storeconf **conf)
 {
 	struct index_src c;
+	/* the index the cache kept for the URL before this open replaces it:
+	 * the FROM of an update, naming its delta pack */
+	uint8_t from[CA_DELTA_DIGEST_SIZE];
+	bool have_from = false;
 	int r = index_src_init(&im->loc, o, conf, &c);
+	if (r == 0 && o->delta_kept && !o->delta && !o->offline && c.cache) {
+		r = ca_index_cache_kept_digest(c.cache, im->name, from);
+		have_from = r == 0;
+		if (r == -ENOENT)
+			r = 0;
+	}
 	if (r == 0)
 		r = o->index_data ? adopt_index(im->name, o, &im->idx) : open_index(&c, &im->idx);
 	if (r == 0 && im->kind == CA_IMAGE_ARCHIVE_INDEX && !o->no_sidecar && o->sidecar_data) {
@@ -841,6 +896,8 @@ static int open_indexed(struct ca_image *im, const struct ca_image_opts *o, stru
 	im->remotes = ch.remotes;
 	im->n_remotes = ch.n_remotes;
 	im->cache_dir = ch.cache_dir;
+	if (r == 0)
+		r = add_delta(im, o, *conf, have_from ? from : NULL);
 	if (r < 0)
 		return r;
 	r = ca_blob_new(im->idx, im->src, &im->blob);

@@ -182,6 +182,16 @@ struct ca_image_opts {
 	 * mount) wait for the store. Failover groups' members never wait:
 	 * their group moves on to the next member instead. */
 	enum ca_remote_outage outage;
+	/* A delta pack (delta_source.h) tried before the stores, for an
+	 * image read a chunk at a time (the mount): delta, a path or an
+	 * http(s) URL (--delta); else, with delta_kept, the pack named
+	 * (delta.h) for the index the cache kept for this URL before this
+	 * open, when that differs from the one opened (a 404 is silent). Its
+	 * references are read from the chunk cache: none, or offline, no
+	 * pack. delta_bulk: the pack's chunks are built at once (--fill).
+	 * The pack is read on a thread of its own: the open never waits. */
+	const char *delta;
+	bool delta_kept, delta_bulk;
 };
 
 struct ca_image;

@@ -140,7 +140,9 @@ int ca_oci_open(const struct ca_endpoint *e, bool file, struct ca_http *h, struc
 		}
 	}
 	o->repo = p;
-	if (hn == 0 || memchr(s, '@', hn) || !repo_ok(o->repo) || (file && !tag_ok(o->tag))) {
+	/* HOST[:PORT] whole (a name is at most 253 bytes): cut short, it
+	 * would find another host's credentials in an auth file */
+	if (hn == 0 || hn > 255 + 6 || memchr(s, '@', hn) || !repo_ok(o->repo) || (file && !tag_ok(o->tag))) {
 		ca_log_error("%s: not a registry's repository%s (oci+http(s)://HOST[:PORT]/REPO%s, lowercase)", o->shown,
 		             file ? " and tag" : "", file ? "/NAME" : "");
 		r = -EINVAL;
@@ -155,7 +157,7 @@ int ca_oci_open(const struct ca_endpoint *e, bool file, struct ca_http *h, struc
 		goto out;
 	snprintf(o->scope_pull, sizeof(o->scope_pull), "repository:%s:pull", o->repo);
 	snprintf(o->scope_push, sizeof(o->scope_push), "repository:%s:pull,push", o->repo);
-	char host[256];
+	char host[256 + 6 + 1];
 	snprintf(host, sizeof(host), "%.*s", (int)hn, s);
 	r = ca_oci_auth_new(host, https, e->http.username, e->http.password, &o->auth);
 	if (r < 0)
@@ -620,7 +622,9 @@ static int next_link(const struct ca_oci *o, const char *link, char **ret)
 	if (*a == '/') {
 		if (asprintf(ret, "%s%.*s", o->base, (int)(b - a), a) < 0)
 			return -ENOMEM;
-	} else if (!strncmp(a, o->base, strlen(o->base))) {
+	} else if (!strncmp(a, o->base, strlen(o->base)) && a[strlen(o->base)] == '/') {
+		/* the base and a '/': "http://HOST:PORT@elsewhere/" or
+		 * "http://HOST:PORT0/" begin with the base too */
 		if (!(*ret = strndup(a, (size_t)(b - a))))
 			return -ENOMEM;
 	} else {
@@ -671,6 +675,8 @@ int ca_oci_gc(const char *url, const struct ca_http_opts *http, const struct ca_
 	struct ca_http_reply rep = { 0 };
 	char *page = NULL, tag[CA_OCI_TAG_MAX];
 	struct ca_store_gc_stats st = { 0 };
+	char **seen = NULL; /* the pages asked for */
+	size_t n_seen = 0;
 	int r = ca_endpoint_init(&e, url, http, NULL);
 	if (r == 0)
 		r = ca_oci_open(&e, false, NULL, &o);
@@ -683,6 +689,20 @@ int ca_oci_gc(const char *url, const struct ca_http_opts *http, const struct ca_
 			r = -ECANCELED;
 			break;
 		}
+		/* a page asked for before: the Links go round for ever */
+		for (size_t i = 0; i < n_seen && r == 0; i++)
+			if (!strcmp(seen[i], page)) {
+				ca_log_error("%s: the tag list's pages go round in a loop: refused", o->shown);
+				r = -EBADMSG;
+			}
+		char **v = r == 0 ? realloc(seen, (n_seen + 1) * sizeof(*seen)) : NULL;
+		if (v)
+			seen = v;
+		if (r == 0 && (!v || !(seen[n_seen] = strdup(page))))
+			r = -ENOMEM;
+		if (r < 0)
+			break;
+		n_seen++;
 		r = request(o, "GET", NULL, page, false, "application/json", NULL, 0, NULL, TAG_LIST_MAX, &rep);
 		free(page);
 		page = NULL;
@@ -699,10 +719,18 @@ int ca_oci_gc(const char *url, const struct ca_http_opts *http, const struct ca_
 		}
 		if (r == 0 && tags.p[0] == 'n') /* "tags": null */
 			tags = (struct ca_json){ "[]", 2 };
+		if (r == 0 && tags.p[0] != '[') { /* iterating it would not move on */
+			ca_log_error("%s: the tag list is not one", o->shown);
+			r = -EBADMSG;
+		}
 		int k;
 		while (r == 0 && (k = ca_json_next(tags, &pos, &t)) != 0) {
 			uint8_t id[CA_CHUNK_ID_SIZE];
-			if (k < 0 || ca_json_string(t, tag, sizeof(tag)) < 0 || chunk_tag_id(o, tag, id) < 0)
+			if (k < 0) {
+				r = k;
+				break;
+			}
+			if (ca_json_string(t, tag, sizeof(tag)) < 0 || chunk_tag_id(o, tag, id) < 0)
 				continue; /* not a chunk's tag (or not a string): not ours */
 			if (ca_idset_get(go->keep, id, NULL) == 1) {
 				st.kept++;
@@ -714,11 +742,15 @@ int ca_oci_gc(const char *url, const struct ca_http_opts *http, const struct ca_
 			}
 			(void)gc_one(o, tag, go, &st); /* counted and reported */
 		}
-		if (r == 0)
+		if (r == 0) {
 			r = next_link(o, rep.link, &page);
-		if (r == -EBADMSG && !page)
-			ca_log_error("%s: the tag list's next page is elsewhere: refused", o->shown);
+			if (r == -EBADMSG)
+				ca_log_error("%s: the tag list's next page is elsewhere: refused", o->shown);
+		}
 	}
+	for (size_t i = 0; i < n_seen; i++)
+		free(seen[i]);
+	free(seen);
 	if (r == 0 && st.failed)
 		r = -EIO;
 	*ret = st;

@@ -9,11 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/json.h"
 #include "base/log.h"
+#include "base/trusted_file.h"
 #include "net/oci_auth.h"
 
 #define TOKEN_BODY_MAX (64u << 10)
@@ -128,15 +130,24 @@ static bool key_names(const char *key, const char *host)
 }
 
 /* The auth entry for host in the auth file at path: base64 into *ret
- * (NULL if none). Unreadable or malformed files are skipped (debug). */
+ * (NULL if none). Unreadable or malformed files are skipped (debug); one
+ * that someone else could have written (trusted_file.h: it chooses the
+ * credentials sent) is skipped with a warning. */
 static int auth_file(const char *path, const char *host, char **ret)
 {
-	char *buf = NULL;
+	char *buf = NULL, why[CA_TRUSTED_FILE_WHY_MAX];
+	struct stat st;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), r = 0;
 	*ret = NULL;
 	if (fd < 0)
 		return 0;
 	size_t n = 0;
+	if (fstat(fd, &st) < 0)
+		goto out;
+	if (ca_trusted_file_check(&st, S_IFREG, why) < 0) {
+		ca_log_warning("%s: %s; its credentials are not used", path, why);
+		goto out;
+	}
 	buf = malloc(AUTH_FILE_MAX);
 	if (!buf) {
 		r = -ENOMEM;
@@ -288,8 +299,7 @@ void ca_oci_auth_line(struct ca_oci_auth *a, const char *scope, char *line, size
 	pthread_mutex_unlock(&a->lock);
 }
 
-/* One parameter of a challenge ('name="value"' or 'name=value'), or "". */
-static void param(const char *ch, const char *name, char *out, size_t cap)
+void ca_oci_auth_param(const char *ch, const char *name, char *out, size_t cap)
 {
 	size_t k = strlen(name);
 	out[0] = 0;
@@ -351,9 +361,9 @@ static int fetch_token(struct ca_oci_auth *a, struct ca_http *h, const char *cha
 	char *url = NULL, *auth_line = NULL, *tok = NULL, *line = NULL;
 	struct ca_http_reply rep = { 0 };
 	int r = 0;
-	param(challenge + strlen("Bearer"), "realm", realm, sizeof(realm));
-	param(challenge + strlen("Bearer"), "service", service, sizeof(service));
-	param(challenge + strlen("Bearer"), "scope", cscope, sizeof(cscope));
+	ca_oci_auth_param(challenge + strlen("Bearer"), "realm", realm, sizeof(realm));
+	ca_oci_auth_param(challenge + strlen("Bearer"), "service", service, sizeof(service));
+	ca_oci_auth_param(challenge + strlen("Bearer"), "scope", cscope, sizeof(cscope));
 	bool realm_https = !strncasecmp(realm, "https://", 8);
 	if (!realm_https && strncasecmp(realm, "http://", 7) != 0) {
 		ca_log_error("%s: the registry's token realm is not an http(s) URL", a->host);

@@ -17,7 +17,10 @@
  * CAFS_REGISTRY_PASSWORD; the auth file `podman login` / `skopeo login`
  * / `docker login` write: $REGISTRY_AUTH_FILE, then
  * $XDG_RUNTIME_DIR/containers/auth.json, then ~/.docker/config.json,
- * whose auths["HOST[:PORT]"].auth is base64("user:password").
+ * whose auths["HOST[:PORT]"].auth is base64("user:password"); an auth
+ * file that another user owns or that group or others can write is
+ * skipped with a warning (trusted_file.h: it would choose the
+ * credentials sent).
  *
  * A hostile registry: a realm is an http(s) URL, never http:// when the
  * registry is https:// (credentials would travel in clear); the token
@@ -55,6 +58,12 @@ void ca_oci_auth_line(struct ca_oci_auth *a, const char *scope, char *line, size
  * denied", naming whether credentials were sent, never them); other
  * errno from the token request (logged). */
 int ca_oci_auth_challenge(struct ca_oci_auth *a, struct ca_http *h, const char *challenge, const char *scope);
+
+/* One parameter of a challenge's list after its scheme ('name="value"',
+ * with backslash escapes, or 'name=value'; name compared without case)
+ * into out (cap >= 1 bytes, cut to fit, NUL-terminated), or "". Hostile
+ * input (a registry's header): fuzz-www-auth. */
+void ca_oci_auth_param(const char *challenge, const char *name, char *out, size_t cap);
 
 /* Whether credentials were found (for messages). */
 bool ca_oci_auth_has_credentials(const struct ca_oci_auth *a);

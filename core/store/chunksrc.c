@@ -470,6 +470,17 @@ int ca_chunksrc_add_backend(struct ca_chunksrc *src, const struct ca_chunk_backe
 	return 0;
 }
 
+int ca_chunksrc_add_backend_first(struct ca_chunksrc *src, const struct ca_chunk_backend_ops *ops, void *be)
+{
+	int r = ca_chunksrc_add_backend(src, ops, be);
+	if (r == 0) {
+		struct backend b = src->backends[src->n_backends - 1];
+		memmove(&src->backends[1], &src->backends[0], (src->n_backends - 1) * sizeof(b));
+		src->backends[0] = b;
+	}
+	return r;
+}
+
 void ca_chunksrc_set_chunk_size_max(struct ca_chunksrc *src, uint64_t chunk_size_max)
 {
 	src->file_max = ca_compress_file_max(chunk_size_max);

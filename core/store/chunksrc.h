@@ -83,6 +83,9 @@ void ca_chunksrc_free(struct ca_chunksrc *src); /* accepts NULL; no get() may be
 
 /* Append a backend; the chunksrc owns be and frees it with ops->free. */
 int ca_chunksrc_add_backend(struct ca_chunksrc *src, const struct ca_chunk_backend_ops *ops, void *be);
+/* The same, tried before every backend added before it (a delta pack,
+ * which builds from the cache what the stores would download). */
+int ca_chunksrc_add_backend_first(struct ca_chunksrc *src, const struct ca_chunk_backend_ops *ops, void *be);
 /* Convenience: a local store as a read backend (owned). */
 int ca_chunksrc_add_store(struct ca_chunksrc *src, struct ca_store *store);
 /* The cache: tried first, and every chunk fetched from another backend is

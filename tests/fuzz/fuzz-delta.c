@@ -8,7 +8,8 @@
  * digest's). Properties: a header or table is accepted or refused with
  * -EBADMSG; an accepted table's entries keep every promise the header
  * makes (encoding and reference count, sizes within the maximum, bytes
- * inside the data section), and written back they are the input's bytes.
+ * inside the data section, in table order and not overlapping), and
+ * written back they are the input's bytes.
  */
 #include "config.h"
 
@@ -29,9 +30,13 @@ static void check_table(const struct ca_delta_header *h, const uint8_t *hdr, con
 		return;
 	}
 	size_t pos = 0;
+	uint64_t data_end = 0;
 	uint8_t buf[CA_DELTA_ENTRY_SIZE + CA_DELTA_REFS_MAX * CA_DELTA_REF_SIZE];
 	for (uint64_t i = 0; i < h->n_entries; i++) {
 		const struct ca_delta_entry *e = &es[i];
+		fuzz_check(e->offset >= data_end, "entry %llu's bytes begin inside the one before",
+		           (unsigned long long)i);
+		data_end = e->offset + e->length;
 		fuzz_check(e->encoding == CA_DELTA_PLAIN ? e->n_refs == 0
 		                                         : e->encoding == CA_DELTA_PREFIX && e->n_refs >= 1 &&
 		                                                   e->n_refs <= CA_DELTA_REFS_MAX,

@@ -72,6 +72,23 @@ int main(void)
 	check_int(parse("99999999999999999999", &doc), ==, 0);
 	check_int(ca_json_u64(doc, &u), ==, -EBADMSG); /* past 2^63 - 1 */
 
+	/* numbers: RFC 8259's grammar, not any run of digits, dots and signs */
+	static const char *const numbers_ok[] = { "0", "-0", "12", "-1.5e3", "1E+2", "0.25", "[1,-2.0e-3]" };
+	static const char *const numbers_bad[] = { "01", "-", "1.", ".5", "1e", "1e+", "1.2.3", "1-2", "+1", "--1",
+		                                   "[1.2.3]", "{\"a\":1e5e5}", "-01" };
+	for (size_t i = 0; i < sizeof(numbers_ok) / sizeof(numbers_ok[0]); i++)
+		check_int(parse(numbers_ok[i], &doc), ==, 0);
+	for (size_t i = 0; i < sizeof(numbers_bad) / sizeof(numbers_bad[0]); i++)
+		check_int(parse(numbers_bad[i], &doc), ==, -EBADMSG);
+	/* a key with a NUL inside is no shorter key: "token\u0000x" is not
+	 * "token" (the member is refused, never taken for the other) */
+	check_int(parse("{\"token\":\"good\",\"token\\u0000x\":\"evil\"}", &doc), ==, 0);
+	check_int(ca_json_member(doc, "token", &v), ==, -EBADMSG);
+	pos = 0;
+	check_int(ca_json_next_member(doc, &pos, s, sizeof(s), &v), ==, 1);
+	check_str(s, "token");
+	check_int(ca_json_next_member(doc, &pos, s, sizeof(s), &v), ==, -EBADMSG);
+
 	/* depth: CA_JSON_DEPTH_MAX nested arrays pass, one more does not */
 	char deep[2 * (CA_JSON_DEPTH_MAX + 2) + 1];
 	for (int depth = CA_JSON_DEPTH_MAX + 1; depth <= CA_JSON_DEPTH_MAX + 2; depth++) {
