@@ -50,7 +50,10 @@
 # BENCH_DIR (parent of the work dir, default /var/tmp; removed at exit),
 # BENCH_CAP (a casync step's cap, default 240 s), BENCH_WARM_RUNS (3), BENCH_CTR_RUNS (3),
 # BENCH_RTT_MS (20; 0 skips those rows), BENCH_CASYNC (1; 0 leaves casync's rows out: an A/B
-# run of two cafs binaries). Needs root (drop_caches, FUSE,
+# run of two cafs binaries), BENCH_ROWS (all; else the groups named, of: mount (cold/warm
+# metadata, tar, container), plain, fill (cold tar --fill, cafs extract), profile, rtt,
+# offline (cache fill, offline mount): e.g. BENCH_ROWS="fill offline" BENCH_CASYNC=0
+# BENCH_RTT_MS=0, about a minute, for A/B runs of the cold read path). Needs root (drop_caches, FUSE,
 # overlayfs, crun), casync, nginx, fusermount3, crun, python3, and
 # debootstrap unless the image is there. Not part of make check.
 set -u
@@ -63,6 +66,10 @@ CTR_RUNS=${BENCH_CTR_RUNS:-3}
 RTT=${BENCH_RTT_MS:-20}
 TOOLS="casync cafs"
 [ "${BENCH_CASYNC:-1}" = 0 ] && TOOLS=cafs
+# rows GROUP: whether BENCH_ROWS asks for GROUP's rows (all when unset)
+rows() { [ -z "${BENCH_ROWS:-}" ] || [[ " $BENCH_ROWS " == *" $1 "* ]]; }
+rows mount || TOOLS=
+rows rtt || RTT=0
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/.." && pwd)
 
@@ -267,6 +274,7 @@ for tool in $TOOLS; do
 done
 
 # ---- the plain dir ----
+if rows plain; then
 find plain >/dev/null
 best plain.find "$WARM" "find plain | wc -l"
 ls -lR plain >/dev/null
@@ -282,9 +290,10 @@ for ((i = 0; i < CTR_RUNS; i++)); do
 	container plain.try "$T/plain"
 	if [ -z "${R[plain.ctr]:-}" ] || awk -v a="${R[plain.try]}" -v b="${R[plain.ctr]}" 'BEGIN { exit !(a < b) }'; then R[plain.ctr]=${R[plain.try]}; fi
 done
+fi
 
 # ---- prefetch profile and background fill (once cafs has them) ----
-if has_opt --fill; then
+if rows fill && has_opt --fill; then
 	m=$T/mnt.fill
 	mnt_start cafs "$U" "$m" --fill
 	nginx_log_reset
@@ -298,7 +307,7 @@ if has_opt --fill; then
 	timed fill.extract "'$CAFS' extract '$U/minbase.caidx' '$T/extracted'"
 	rm -rf "$T/extracted"
 fi
-if has_opt --record-profile; then
+if rows profile && has_opt --record-profile; then
 	m=$T/mnt.prof
 	mnt_start cafs "$U" "$m" --record-profile="$T/minbase.caprofile"
 	container prof.rec "$m"
@@ -318,13 +327,14 @@ if [ "$RTT" -gt 0 ]; then
 	for tool in $TOOLS; do
 		ctr_best $tool.lag $tool "$L" "$T/mnt.lag"
 	done
-	has_opt --record-profile && ctr_best prof.lag cafs "$L" "$T/mnt.lag" --profile="$T/minbase.caprofile"
+	rows profile && has_opt --record-profile && ctr_best prof.lag cafs "$L" "$T/mnt.lag" --profile="$T/minbase.caprofile"
 	kill "$lag_pid"
 	wait "$lag_pid" 2>/dev/null
 fi
 trips() { awk -v t="$1" -v p="${R[plain.ctrcold]}" -v r="$RTT" 'BEGIN { if (t ~ /^[0-9.]+$/) { n = (t - p) * 1000 / r; if (n < 0.5) printf "< 1 round trip"; else printf "~%.0f round trips", n } }'; }
 
 # ---- offline by URL (last: nginx goes) ----
+if rows offline; then
 C=$T/cache.offline
 t0=$(now)
 nginx_log_reset
@@ -355,6 +365,7 @@ if is_mounted "$T/mnt.off" && [ -n "$(ls "$T/mnt.off" 2>/dev/null)" ]; then
 else
 	R[off]="FAILED: $(head -c 200 "$T/mount.off.log")"
 	mnt_stop
+fi
 fi
 
 # ---- the table ----

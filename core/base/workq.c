@@ -83,8 +83,13 @@ static void release_locked(struct ca_workq *q, struct item *it)
 	q->free_items = it;
 	/* wake the submitter at half, not for every job: else it and the
 	 * workers take turns, a futex wake and a context switch per job */
-	if (q->room_waiting && q->live <= q->o.max_jobs / 2 && (!q->o.max_cost || q->cost_live <= q->o.max_cost / 2))
-		pthread_cond_signal(&q->room);
+	if (q->room_waiting && q->live <= q->o.max_jobs / 2 && (!q->o.max_cost || q->cost_live <= q->o.max_cost / 2)) {
+		/* several submitters may wait (workq.h): each takes what room is left */
+		if (q->room_waiting > 1)
+			pthread_cond_broadcast(&q->room);
+		else
+			pthread_cond_signal(&q->room);
+	}
 	if (q->drain_waiting && q->live == 0)
 		pthread_cond_broadcast(&q->idle);
 }
@@ -215,15 +220,18 @@ fail:
 	return r;
 }
 
-int ca_workq_submit(struct ca_workq *q, void *job, uint64_t cost)
+static int submit(struct ca_workq *q, void *job, uint64_t cost, bool low)
 {
+	/* a low job leaves the upper half of both bounds to the others */
+	size_t max_jobs = low && q->o.max_jobs > 1 ? q->o.max_jobs / 2 : q->o.max_jobs;
+	uint64_t max_cost = low ? q->o.max_cost / 2 : q->o.max_cost;
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
 		if (!q->cancel_err && flag_set(q))
 			cancel_locked(q, -ECANCELED);
 		if (q->cancel_err)
 			break;
-		if (q->live < q->o.max_jobs && (!q->o.max_cost || !q->live || q->cost_live + cost <= q->o.max_cost))
+		if (q->live < max_jobs && (!q->o.max_cost || !q->live || q->cost_live + cost <= max_cost))
 			break;
 		q->room_waiting++;
 		if (q->o.cancel) /* a flag no condition signals: look at it now and then */
@@ -256,6 +264,16 @@ int ca_workq_submit(struct ca_workq *q, void *job, uint64_t cost)
 	}
 	pthread_mutex_unlock(&q->lock);
 	return r;
+}
+
+int ca_workq_submit(struct ca_workq *q, void *job, uint64_t cost)
+{
+	return submit(q, job, cost, false);
+}
+
+int ca_workq_submit_low(struct ca_workq *q, void *job, uint64_t cost)
+{
+	return submit(q, job, cost, true);
 }
 
 void ca_workq_cancel(struct ca_workq *q, int err)

@@ -42,8 +42,9 @@
  *   workers and leaves the queue (and what its jobs point to) to the
  *   exit that follows a cancel.
  *
- * Threads: submit from one thread at a time (the producer); cancel,
- * error and drain from any. run and done must not call submit, drain or
+ * Threads: submit from any thread, several at once (each blocks on the
+ * bound, and all resume when the queue drains to half; jobs queue in the
+ * order their submits took the lock); cancel, error and drain from any. run and done must not call submit, drain or
  * free on their own queue.
  */
 #ifndef CA_WORKQ_H
@@ -85,6 +86,11 @@ unsigned ca_workq_workers(const struct ca_workq *q);
  * 0 when taken (done will be called), or the cancel error when the queue
  * is cancelled (not taken). */
 int ca_workq_submit(struct ca_workq *q, void *job, uint64_t cost);
+/* As submit, for a job that may wait (background work): it is taken
+ * only while the queue holds less than half of either bound, so that the
+ * upper half stays free for submit's jobs (a reader's, that background
+ * work must not make wait). The queue's bounds are unchanged. */
+int ca_workq_submit_low(struct ca_workq *q, void *job, uint64_t cost);
 
 /* Cancel: queued jobs complete with err (< 0) unrun; first one wins. */
 void ca_workq_cancel(struct ca_workq *q, int err);

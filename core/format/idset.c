@@ -119,6 +119,28 @@ int ca_idset_set(struct ca_idset *s, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_
 	return 0;
 }
 
+int ca_idset_remove(struct ca_idset *s, const uint8_t id[CA_CHUNK_ID_SIZE])
+{
+	struct slot *sl = find(s, id);
+	if (!sl->used)
+		return 0;
+	/* backward shift, no tombstones: an entry after the hole moves into
+	 * it unless its home slot lies cyclically in (hole, entry], so that
+	 * every probe still meets its entry before an empty slot */
+	size_t mask = s->cap - 1, hole = (size_t)(sl - s->slots);
+	for (size_t j = (hole + 1) & mask; s->slots[j].used; j = (j + 1) & mask) {
+		size_t home = hash_of(s->slots[j].id) & mask;
+		bool stays = hole <= j ? hole < home && home <= j : hole < home || home <= j;
+		if (stays)
+			continue;
+		s->slots[hole] = s->slots[j];
+		hole = j;
+	}
+	s->slots[hole].used = false;
+	s->n--;
+	return 1;
+}
+
 size_t ca_idset_size(const struct ca_idset *s)
 {
 	return s->n;

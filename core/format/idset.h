@@ -4,7 +4,8 @@
  * what gc, prune, fill and seed use to ask "does this index need that
  * chunk?" in O(1). Open addressing on the id's first bytes (ids are
  * digests, already uniform). Not thread-safe: build it, then share it
- * read-only.
+ * read-only (or guard it with a lock of the caller's, as the chunk
+ * source's set of chunks queued for its cache does).
  */
 #ifndef CA_IDSET_H
 #define CA_IDSET_H
@@ -27,6 +28,9 @@ int ca_idset_add(struct ca_idset *s, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_
 int ca_idset_get(const struct ca_idset *s, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t *ret_value);
 /* Change the value of a present id; -ENOENT if absent. */
 int ca_idset_set(struct ca_idset *s, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t value);
+/* Remove id: 1 if it was there, 0 if not. Positions of ca_idset_next
+ * are not kept across a removal (a slot's neighbours move back). */
+int ca_idset_remove(struct ca_idset *s, const uint8_t id[CA_CHUNK_ID_SIZE]);
 size_t ca_idset_size(const struct ca_idset *s);
 
 /* Add every chunk of idx (value: the chunk's uncompressed size; a chunk

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,6 +15,8 @@
 #include "chunk/compress.h"
 #include "base/log.h"
 #include "base/thread.h"
+#include "base/workq.h"
+#include "format/idset.h"
 
 #define MAX_BACKENDS 16
 #define HASH_BUCKETS 4096
@@ -32,6 +35,7 @@ struct entry {
 	struct entry *prev, *next; /* LRU list, most recent first; only when ready */
 	unsigned refs;             /* callers holding chunk */
 	bool in_table, ready;
+	bool unread;               /* fetched ahead (CA_CHUNKSRC_AHEAD), no demand get took it yet */
 	int err;                   /* when done without data */
 	uint8_t *mem;
 };
@@ -51,7 +55,6 @@ struct cache_job {
 	uint8_t id[CA_CHUNK_ID_SIZE];
 	struct ca_buf raw;  /* the chunk file's bytes, or the data when !compressed */
 	bool compressed;    /* false: the writer compresses raw first */
-	struct cache_job *next;
 };
 
 struct ca_chunksrc {
@@ -73,6 +76,13 @@ struct ca_chunksrc {
 	pthread_cond_t room;            /* signalled when inflight drops */
 	unsigned demand;                /* gets (not background) running a fetch; done on change */
 
+	/* chunks fetched ahead of readers (a fill, CA_CHUNKSRC_AHEAD): the
+	 * decoded bytes of those in the LRU that no demand get took yet, and
+	 * when a demand get last took one (CLOCK_MONOTONIC ns; 0: never) */
+	uint64_t ahead_unread, ahead_taken_ns;
+	pthread_cond_t ahead_room; /* broadcast when a demand get takes one */
+	unsigned ahead_waiting;
+
 	/* read-ahead (ca_chunksrc_readahead): a ring of jobs for ra threads */
 	struct ra_job *ra_jobs;         /* RA_QUEUE_MAX, allocated with the threads */
 	size_t ra_head, ra_n;           /* ring start and length */
@@ -84,19 +94,30 @@ struct ca_chunksrc {
 	pthread_cond_t ra_gone;         /* signalled when a thread returns */
 
 	/* the cache writer (cw_*): a fetch hands its chunk over and goes on;
-	 * one thread compresses (when needed) and writes them, in order.
-	 * Bounded: a fetch waits while CW_JOBS_MAX jobs or CW_BYTES_MAX bytes
-	 * are queued. A queued chunk counts as cached (cache_has, cache_get).
-	 * Own lock, never held with src->lock taken after it. */
+	 * a one-worker work queue compresses (when needed) and writes them, in
+	 * order. Bounded by the queue: a fetch waits while CW_JOBS_MAX jobs or
+	 * CW_BYTES_MAX bytes are queued. A queued chunk counts as cached
+	 * (cache_has, cache_get_queued): cw_ids maps its id to its job from
+	 * before the submit until the job's done. cw_lock guards cw_*; never
+	 * held with src->lock taken after it, nor across a submit. */
 	pthread_mutex_t cw_lock;
-	pthread_cond_t cw_work, cw_room; /* a job queued or stop; room freed */
-	struct cache_job *cw_head, *cw_tail;
-	struct cache_job *cw_busy;       /* being written: still findable */
-	size_t cw_n, cw_bytes;
+	pthread_cond_t cw_idle;  /* signalled when cw_submitting drops to 0 */
+	struct ca_workq *cw_q;   /* started with the first queued chunk */
+	struct ca_idset *cw_ids; /* queued chunks: id -> (uintptr_t)struct cache_job * */
+	unsigned cw_submitting;  /* fetches between their id's entry and their submit's return */
 	bool cw_async; /* set before the first fetch (ca_chunksrc_set_cache_async) */
-	bool cw_started, cw_stop;
-	pthread_t cw_thread;
+	bool cw_failed, cw_stop; /* the queue could not start; stopping */
 };
+
+/* readers follow a fill while one took a chunk it fetched this recently */
+#define AHEAD_FOLLOWED_NS (UINT64_C(500) * 1000000)
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 #define CW_JOBS_MAX 256
 #define CW_BYTES_MAX ((size_t)32 << 20)
@@ -123,6 +144,10 @@ static void table_remove(struct ca_chunksrc *src, struct entry *e)
 		pp = &(*pp)->hnext;
 	*pp = e->hnext;
 	e->in_table = false;
+	if (e->unread) {
+		e->unread = false;
+		src->ahead_unread -= e->chunk.size;
+	}
 	if (e->ready) {
 		if (e->prev)
 			e->prev->next = e->next;
@@ -194,43 +219,51 @@ static void cache_job_free(struct cache_job *j)
 	free(j);
 }
 
-static void *cache_writer_main(void *arg)
+/* The writer's codec, for bare chunks; without one they fail to cache,
+ * with a warning (cache_write) */
+static int cw_init(void *qdata, void **ret_wdata)
 {
-	struct ca_chunksrc *src = arg;
+	struct ca_chunksrc *src = qdata;
 	struct ca_codec *codec = NULL;
-	if (ca_codec_new(src->digest, &codec) < 0)
-		codec = NULL; /* uncompressed chunks then fail to cache, with a warning */
-	pthread_mutex_lock(&src->cw_lock);
-	for (;;) {
-		while (!src->cw_head && !src->cw_stop)
-			pthread_cond_wait(&src->cw_work, &src->cw_lock);
-		struct cache_job *j = src->cw_head;
-		if (!j)
-			break; /* stopping, and nothing left */
-		src->cw_busy = j;
-		pthread_mutex_unlock(&src->cw_lock);
-		cache_write(src, codec, j);
-		pthread_mutex_lock(&src->cw_lock);
-		src->cw_head = j->next;
-		if (!src->cw_head)
-			src->cw_tail = NULL;
-		src->cw_busy = NULL;
-		src->cw_n--;
-		src->cw_bytes -= j->raw.size;
-		pthread_cond_broadcast(&src->cw_room);
-		cache_job_free(j);
-	}
-	pthread_mutex_unlock(&src->cw_lock);
-	ca_codec_free(codec);
-	return NULL;
+	*ret_wdata = ca_codec_new(src->digest, &codec) == 0 ? codec : NULL;
+	return 0;
 }
 
-/* Hand the chunk (raw's bytes, taken: raw is left empty) to the writer;
- * waits while the queue is full. Without a writer (it could not start,
- * or is stopping) the chunk is written here. */
-static void cache_put(struct ca_chunksrc *src, struct ca_codec *codec, const uint8_t *id, struct ca_buf *raw,
-                      bool compressed)
+static void cw_fini(void *qdata, void *wdata)
 {
+	(void)qdata;
+	ca_codec_free(wdata);
+}
+
+static int cw_run(void *qdata, void *wdata, void *job)
+{
+	cache_write(qdata, wdata, job);
+	return 0; /* a failed write was a warning: the queue goes on */
+}
+
+/* Written (or dropped): the chunk stops counting as queued. */
+static void cw_done(void *qdata, void *job, int r)
+{
+	struct ca_chunksrc *src = qdata;
+	struct cache_job *j = job;
+	(void)r;
+	pthread_mutex_lock(&src->cw_lock);
+	ca_idset_remove(src->cw_ids, j->id);
+	pthread_mutex_unlock(&src->cw_lock);
+	cache_job_free(j);
+}
+
+static const struct ca_workq_ops cw_ops = { .init = cw_init, .fini = cw_fini, .run = cw_run, .done = cw_done };
+
+/* Stage the chunk (raw's bytes, taken: raw is left empty) for the
+ * cache. With the writer on, it counts as queued from now (cw_ids), and
+ * *ret_staged is the job for cache_submit, once the chunk went to its
+ * readers. Else (off, the writer could not start or is stopping) it is
+ * written here and *ret_staged is NULL. Never waits for the queue. */
+static void cache_stage(struct ca_chunksrc *src, struct ca_codec *codec, const uint8_t *id, struct ca_buf *raw,
+                        bool compressed, struct cache_job **ret_staged)
+{
+	*ret_staged = NULL;
 	struct cache_job *j = calloc(1, sizeof(*j));
 	if (!j) {
 		struct cache_job t = { .raw = *raw, .compressed = compressed };
@@ -242,40 +275,64 @@ static void cache_put(struct ca_chunksrc *src, struct ca_codec *codec, const uin
 	j->raw = *raw;
 	j->compressed = compressed;
 	*raw = (struct ca_buf)CA_BUF_INIT;
-	if (!src->cw_async) {
-		cache_write(src, codec, j);
-		cache_job_free(j);
-		return;
-	}
+	if (!src->cw_async)
+		goto write_here;
 	pthread_mutex_lock(&src->cw_lock);
-	if (!src->cw_started && !src->cw_stop)
-		src->cw_started = ca_thread_create(&src->cw_thread, cache_writer_main, src) == 0;
-	if (!src->cw_started || src->cw_stop) {
+	if (!src->cw_q && !src->cw_failed && !src->cw_stop) {
+		/* one worker takes jobs first in, first out: ordered writes */
+		struct ca_workq_opts o = { .workers = 1, .max_jobs = CW_JOBS_MAX, .max_cost = CW_BYTES_MAX };
+		src->cw_failed = ca_idset_new(CW_JOBS_MAX, &src->cw_ids) < 0 ||
+		                 ca_workq_new(&cw_ops, src, &o, &src->cw_q) < 0;
+	}
+	if (!src->cw_q || src->cw_stop) {
 		pthread_mutex_unlock(&src->cw_lock);
-		cache_write(src, codec, j);
+		goto write_here;
+	}
+	int r = ca_idset_add(src->cw_ids, id, (uint64_t)(uintptr_t)j);
+	if (r == 0) { /* queued already (two fetches of one chunk): written once */
+		pthread_mutex_unlock(&src->cw_lock);
 		cache_job_free(j);
 		return;
 	}
-	while (src->cw_n > 0 && (src->cw_n >= CW_JOBS_MAX || src->cw_bytes + j->raw.size > CW_BYTES_MAX))
-		pthread_cond_wait(&src->cw_room, &src->cw_lock);
-	if (src->cw_tail)
-		src->cw_tail->next = j;
-	else
-		src->cw_head = j;
-	src->cw_tail = j;
-	src->cw_n++;
-	src->cw_bytes += j->raw.size;
-	pthread_cond_signal(&src->cw_work);
+	if (r < 0) {
+		pthread_mutex_unlock(&src->cw_lock);
+		goto write_here;
+	}
+	src->cw_submitting++;
 	pthread_mutex_unlock(&src->cw_lock);
+	*ret_staged = j;
+	return;
+write_here:
+	cache_write(src, codec, j);
+	cache_job_free(j);
+}
+
+/* Hand a staged job to the writer, waiting while the queue is full: a
+ * background fetch (low) already at half of it, so that a reader's own
+ * fetch finds the other half free and does not wait behind a fill. */
+static void cache_submit(struct ca_chunksrc *src, struct ca_codec *codec, struct cache_job *j, bool low)
+{
+	/* not under cw_lock: a full queue waits for jobs whose done takes it */
+	int r = low ? ca_workq_submit_low(src->cw_q, j, j->raw.size) : ca_workq_submit(src->cw_q, j, j->raw.size);
+	pthread_mutex_lock(&src->cw_lock);
+	if (r < 0) /* never cancelled, but: not taken, so not queued */
+		ca_idset_remove(src->cw_ids, j->id);
+	if (--src->cw_submitting == 0)
+		pthread_cond_broadcast(&src->cw_idle);
+	pthread_mutex_unlock(&src->cw_lock);
+	if (r < 0) {
+		cache_write(src, codec, j);
+		cache_job_free(j);
+	}
 }
 
 /* The queued job for id (cw_lock held), or NULL. */
 static struct cache_job *cache_queued(struct ca_chunksrc *src, const uint8_t *id)
 {
-	for (struct cache_job *j = src->cw_head; j; j = j->next)
-		if (!memcmp(j->id, id, CA_CHUNK_ID_SIZE))
-			return j;
-	return NULL;
+	uint64_t v;
+	if (!src->cw_ids || ca_idset_get(src->cw_ids, id, &v) <= 0)
+		return NULL;
+	return (struct cache_job *)(uintptr_t)v;
 }
 
 /* 1 if the cache has id (on disk or on its way there), 0 if not. */
@@ -305,16 +362,21 @@ static int cache_get_queued(struct ca_chunksrc *src, const uint8_t *id, struct c
 	return r;
 }
 
-/* Write what is queued and end the writer. */
+/* Write what is queued and end the writer: later chunks (a stuck
+ * read-ahead thread's) are written by their fetching thread. */
 static void cache_writer_stop(struct ca_chunksrc *src)
 {
 	pthread_mutex_lock(&src->cw_lock);
-	bool started = src->cw_started;
 	src->cw_stop = true;
-	pthread_cond_broadcast(&src->cw_work);
+	while (src->cw_submitting > 0)
+		pthread_cond_wait(&src->cw_idle, &src->cw_lock);
 	pthread_mutex_unlock(&src->cw_lock);
-	if (started)
-		pthread_join(src->cw_thread, NULL);
+	(void)ca_workq_free(src->cw_q); /* drains: every job is written first */
+	pthread_mutex_lock(&src->cw_lock);
+	src->cw_q = NULL;
+	ca_idset_free(src->cw_ids);
+	src->cw_ids = NULL;
+	pthread_mutex_unlock(&src->cw_lock);
 }
 
 int ca_chunksrc_new(enum ca_digest_type digest, size_t lru_bytes, struct ca_chunksrc **ret)
@@ -327,11 +389,11 @@ int ca_chunksrc_new(enum ca_digest_type digest, size_t lru_bytes, struct ca_chun
 	pthread_mutex_init(&src->lock, NULL);
 	pthread_cond_init(&src->done, NULL);
 	pthread_cond_init(&src->room, NULL);
+	pthread_cond_init(&src->ahead_room, NULL);
 	pthread_cond_init(&src->ra_work, NULL);
 	pthread_cond_init(&src->ra_gone, NULL);
 	pthread_mutex_init(&src->cw_lock, NULL);
-	pthread_cond_init(&src->cw_work, NULL);
-	pthread_cond_init(&src->cw_room, NULL);
+	pthread_cond_init(&src->cw_idle, NULL);
 	*ret = src;
 	return 0;
 }
@@ -388,9 +450,9 @@ void ca_chunksrc_free(struct ca_chunksrc *src)
 	}
 	pthread_cond_destroy(&src->done);
 	pthread_cond_destroy(&src->room);
+	pthread_cond_destroy(&src->ahead_room);
 	pthread_mutex_destroy(&src->lock);
-	pthread_cond_destroy(&src->cw_work);
-	pthread_cond_destroy(&src->cw_room);
+	pthread_cond_destroy(&src->cw_idle);
 	pthread_mutex_destroy(&src->cw_lock);
 	free(src);
 }
@@ -530,8 +592,10 @@ static int decode(struct ca_codec *codec, struct ca_buf *raw, bool compressed, c
 	return 0;
 }
 
+/* Fetch and decode id into out; a chunk from a backend is staged for
+ * the cache (*ret_staged: see cache_stage). */
 static int fetch_chain(struct ca_chunksrc *src, struct ca_codec *codec, const uint8_t *id, uint64_t size,
-                       struct ca_buf *out)
+                       struct ca_buf *out, struct cache_job **ret_staged)
 {
 	struct ca_buf raw = CA_BUF_INIT;
 	bool compressed = true;
@@ -587,11 +651,11 @@ static int fetch_chain(struct ca_chunksrc *src, struct ca_codec *codec, const ui
 		/* off the reader's path: the writer thread compresses (a bare
 		 * chunk) and writes it, while this chunk goes to its readers */
 		if (src->cache && compressed) {
-			cache_put(src, codec, id, &raw, true);
+			cache_stage(src, codec, id, &raw, true, ret_staged);
 		} else if (src->cache) {
 			struct ca_buf copy = CA_BUF_INIT;
 			if (ca_buf_append(&copy, out->data, out->size, SIZE_MAX) == 0)
-				cache_put(src, codec, id, &copy, false);
+				cache_stage(src, codec, id, &copy, false, ret_staged);
 			ca_buf_release(&copy);
 		}
 		r = 0;
@@ -633,6 +697,14 @@ static int join_wait(struct ca_chunksrc *src, struct entry *e)
 	return 0;
 }
 
+/* Is a reader taking what the fill fetches ahead (lock held)? Then its
+ * chunks enter the LRU hot: the reader comes for them next, while stale
+ * chunks it read already are what the LRU should give up. */
+static bool ahead_followed(struct ca_chunksrc *src, unsigned flags)
+{
+	return (flags & CA_CHUNKSRC_AHEAD) && src->ahead_taken_ns && now_ns() - src->ahead_taken_ns < AHEAD_FOLLOWED_NS;
+}
+
 static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size, unsigned flags,
                      const struct ca_chunk **ret)
 {
@@ -665,6 +737,15 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 		if (r == 0 && e->ready) {
 			if (e->in_table)
 				lru_front(src, e);
+			if (e->unread && !background) {
+				/* a reader took what a fill fetched ahead: the fill
+				 * may go on (ca_chunksrc_ahead_wait) */
+				e->unread = false;
+				src->ahead_unread -= e->chunk.size;
+				src->ahead_taken_ns = now_ns();
+				if (src->ahead_waiting)
+					pthread_cond_broadcast(&src->ahead_room);
+			}
 			pthread_mutex_unlock(&src->lock);
 			*ret = &e->chunk;
 			return 0;
@@ -701,10 +782,9 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 	pthread_mutex_unlock(&src->lock);
 
 	struct ca_buf out = CA_BUF_INIT;
+	struct cache_job *staged = NULL;
 	struct codec_slot *cs = codec_take(src);
-	r = cs ? fetch_chain(src, cs->codec, id, size, &out) : -ENOMEM;
-	if (cs)
-		codec_give(src, cs);
+	r = cs ? fetch_chain(src, cs->codec, id, size, &out, &staged) : -ENOMEM;
 
 	pthread_mutex_lock(&src->lock);
 	src->inflight -= need;
@@ -728,7 +808,7 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 				pp = &(*pp)->hnext;
 			*pp = e->hnext;
 			e->in_table = false;
-		} else if ((flags & CA_CHUNKSRC_LRU_COLD) && src->lru_tail) {
+		} else if ((flags & CA_CHUNKSRC_LRU_COLD) && src->lru_tail && !ahead_followed(src, flags)) {
 			/* at the end that is evicted first: a read moves it up */
 			e->prev = src->lru_tail;
 			src->lru_tail->next = e;
@@ -745,11 +825,21 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 			src->lru_bytes += out.size;
 			lru_evict(src);
 		}
+		if ((flags & CA_CHUNKSRC_AHEAD) && e->in_table) {
+			e->unread = true;
+			src->ahead_unread += out.size;
+		}
 	}
 	pthread_cond_broadcast(&src->done);
 	if (r < 0 && --e->refs == 0)
 		entry_free(e);
 	pthread_mutex_unlock(&src->lock);
+	/* the chunk is with its readers (who joined this fetch) and counts
+	 * as cached: only now may a full cache queue hold this thread up */
+	if (staged)
+		cache_submit(src, cs->codec, staged, background);
+	if (cs)
+		codec_give(src, cs);
 	if (r < 0)
 		return r;
 	*ret = &e->chunk;
@@ -846,6 +936,24 @@ int ca_chunksrc_get_background(struct ca_chunksrc *src, const uint8_t id[CA_CHUN
                                unsigned flags, const struct ca_chunk **ret)
 {
 	return get_flags(src, id, size, flags | CA_CHUNKSRC_BACKGROUND, ret);
+}
+
+bool ca_chunksrc_ahead_wait(struct ca_chunksrc *src, const atomic_bool *stop)
+{
+	bool waited = false;
+	pthread_mutex_lock(&src->lock);
+	/* a quarter of the LRU: the reader's own reads, moved to the front as
+	 * it takes them, and the fill's unread chunks both stay within it */
+	while (src->lru_limit && src->ahead_unread > src->lru_limit / 4 && ahead_followed(src, CA_CHUNKSRC_AHEAD) &&
+	       !atomic_load(stop)) {
+		waited = true;
+		src->ahead_waiting++;
+		/* timed: a reader that stops taking them lets the fill go on */
+		ca_cond_wait_ms(&src->ahead_room, &src->lock, 50);
+		src->ahead_waiting--;
+	}
+	pthread_mutex_unlock(&src->lock);
+	return waited;
 }
 
 bool ca_chunksrc_wait_no_demand(struct ca_chunksrc *src)

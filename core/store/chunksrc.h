@@ -28,6 +28,7 @@
 #ifndef CA_CHUNKSRC_H
 #define CA_CHUNKSRC_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -136,11 +137,24 @@ void *ca_chunksrc_backend(const struct ca_chunksrc *src, size_t i, const struct 
  * under way), so that background work can stay out of their way. */
 #define CA_CHUNKSRC_BACKGROUND 1u /* not a demand read (implied below) */
 #define CA_CHUNKSRC_LRU_COLD 2u   /* enters the LRU at the end evicted first */
+/* Fetched ahead of readers who may follow (a fill, in the order they
+ * read): the chunk counts as unread in the LRU until a demand get takes
+ * it, and while readers are taking such chunks (one in the last 500 ms)
+ * it enters the LRU hot despite LRU_COLD, so that it is still decoded
+ * there when its reader comes, not evicted by the fill's next chunk. */
+#define CA_CHUNKSRC_AHEAD 4u
 int ca_chunksrc_get_background(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size,
                                unsigned flags, const struct ca_chunk **ret);
 /* Block while a demand get runs a fetch (returns at once when none);
  * true if it had to wait. */
 bool ca_chunksrc_wait_no_demand(struct ca_chunksrc *src);
+/* Pace a fill to its readers: block while the unread AHEAD chunks hold
+ * more than a quarter of the LRU and readers are taking them (a fill
+ * further ahead would have its chunks evicted before they are read, and
+ * each decoded again from the cache); a reader that stops taking them
+ * (500 ms) lets the fill run free, and so does stop (looked at every
+ * 50 ms). True if it had to wait. */
+bool ca_chunksrc_ahead_wait(struct ca_chunksrc *src, const atomic_bool *stop);
 
 /* Read-ahead of a chunk a reader will want soon (size as get's): starts
  * its download (as prefetch), and has one of the chunk source's own

@@ -88,6 +88,9 @@ static int worker(void *qdata, void *wdata, void *job)
 			done(p, i, fill, 0);
 			continue;
 		}
+		/* a fill keeps pace with a reader that follows it (chunksrc.h) */
+		if (fill)
+			(void)ca_chunksrc_ahead_wait(p->src, &p->stop);
 		if (ca_chunksrc_wait_no_demand(p->src)) {
 			pthread_mutex_lock(&p->lock);
 			p->st.waits++;
@@ -99,7 +102,7 @@ static int worker(void *qdata, void *wdata, void *job)
 			pthread_mutex_unlock(&p->lock);
 			return 0;
 		}
-		r = ca_chunksrc_get_background(p->src, id, end - start, fill ? CA_CHUNKSRC_LRU_COLD : 0, &c);
+		r = ca_chunksrc_get_background(p->src, id, end - start, fill ? CA_CHUNKSRC_LRU_COLD | CA_CHUNKSRC_AHEAD : 0, &c);
 		ca_chunksrc_put(p->src, c);
 		if (r < 0)
 			ca_log_debug_errno(r, "background fetch of chunk %zu", i);

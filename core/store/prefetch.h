@@ -8,10 +8,13 @@
  * chunks in order: first the profile's (in its order; kept in the memory
  * LRU, they are about to be read), then, with fill, every chunk of the
  * index in index order that is not already local (into the cache, and into
- * the LRU at its cold end: a reader close behind finds it decompressed,
- * and a fill far ahead displaces nothing a reader uses). Before each fetch a worker waits until no demand read is waiting
- * on a fetch of its own (ca_chunksrc_wait_no_demand): background work never starts
- * ahead of a demand read, and one already running is at most one chunk
+ * the LRU: CA_CHUNKSRC_AHEAD, hot while a reader follows the fill, and the
+ * fill then waits, not counted in waits, while a quarter of the LRU is its
+ * unread chunks, so that each is decoded once; cold otherwise, so that a
+ * fill far ahead displaces nothing a reader uses). Before each fetch a
+ * worker waits until no demand read is waiting on a fetch of its own
+ * (ca_chunksrc_wait_no_demand): background work never starts ahead of a
+ * demand read, and one already running is at most one chunk
  * per worker. A chunk a demand read is already fetching is joined, not
  * fetched twice (the chunk source's in-flight table).
  *

@@ -52,6 +52,51 @@ static void test_idset(void)
 	ca_idset_free(NULL);
 }
 
+/* Removal against a plain array, ids crowded into few home slots (equal
+ * first bytes) so that removals shift long probe runs that wrap around */
+static void test_idset_remove(void)
+{
+	enum { N = 600 };
+	static uint8_t ids[N][CA_CHUNK_ID_SIZE];
+	static int in[N];
+	struct ca_idset *s = NULL;
+	uint64_t v = 0;
+	int ok = 1;
+	check_int(ca_idset_new(0, &s), ==, 0);
+	srand(24);
+	for (unsigned i = 0; i < N; i++) {
+		memset(ids[i], 0, CA_CHUNK_ID_SIZE);
+		uint64_t home = (uint64_t)(rand() % 8) - (i % 3 ? 0 : 4); /* some wrap from the end */
+		memcpy(ids[i], &home, sizeof(home));
+		memcpy(ids[i] + 8, &i, sizeof(i));
+	}
+	for (unsigned round = 0; round < 20000; round++) {
+		unsigned i = (unsigned)rand() % N;
+		if (rand() % 2) {
+			if (ca_idset_add(s, ids[i], i) != !in[i])
+				ok = 0;
+			in[i] = 1;
+		} else {
+			if (ca_idset_remove(s, ids[i]) != in[i])
+				ok = 0;
+			in[i] = 0;
+		}
+	}
+	size_t want = 0;
+	for (unsigned i = 0; i < N; i++) {
+		want += (size_t)in[i];
+		if (ca_idset_get(s, ids[i], &v) != in[i] || (in[i] && v != i))
+			ok = 0;
+	}
+	check(ok);
+	check_int(ca_idset_size(s), ==, want);
+	for (unsigned i = 0; i < N; i++)
+		ca_idset_remove(s, ids[i]);
+	check_int(ca_idset_size(s), ==, 0);
+	check_int(ca_idset_get(s, ids[0], NULL), ==, 0);
+	ca_idset_free(s);
+}
+
 struct collect {
 	uint64_t ends[4096];
 	uint8_t ids[4096][CA_CHUNK_ID_SIZE];
@@ -149,6 +194,7 @@ static void test_seed(void)
 int main(void)
 {
 	test_idset();
+	test_idset_remove();
 	test_seed();
 	return tap_done();
 }

@@ -1132,6 +1132,85 @@ static void test_stress(const char *back)
 		chunk_free(&chunks[i]);
 }
 
+#define ASYNC_IDS 400 /* more than the cache writer's queue holds (256) */
+#define ASYNC_THREADS 8
+
+struct async_reader {
+	struct ca_chunksrc *src;
+	const struct chunk *chunks;
+	unsigned first, n, bad;
+};
+
+/* Each get's chunk counts as cached at once, written or still queued. */
+static void *async_thread(void *p)
+{
+	struct async_reader *a = p;
+	for (unsigned i = a->first; i < a->first + a->n; i++) {
+		const struct chunk *c = &a->chunks[i];
+		if (!got(a->src, c, NULL) || ca_chunksrc_is_local(a->src, c->id) != 1)
+			a->bad++;
+	}
+	return NULL;
+}
+
+/* The asynchronous cache writer: chunks fetched by many threads at once,
+ * compressed and bare, each cached as soon as its get returns, and every
+ * one on disk, whole, once the chunk source is freed. */
+static void test_cache_async(const char *back)
+{
+	static struct chunk chunks[ASYNC_IDS];
+	struct async_reader ar[ASYNC_THREADS];
+	pthread_t th[ASYNC_THREADS];
+	struct ca_chunksrc *src = NULL;
+	struct ca_store *store = NULL, *cache = NULL;
+	struct ca_codec *codec = NULL;
+	struct ca_buf raw = CA_BUF_INIT, out = CA_BUF_INIT;
+	char cdir[4096];
+	bool compressed;
+	snprintf(cdir, sizeof(cdir), "%s/cache-async", tmpdir);
+	for (unsigned i = 0; i < ASYNC_IDS; i++) {
+		chunk_make(&chunks[i], 2000 + (i * 7919) % 9000, 9000 + i);
+		if (i % 10 == 3)
+			check_int(write_file(path_of(back, chunks[i].id, true), chunks[i].data, chunks[i].size), ==, 0);
+		else
+			store_put(back, &chunks[i]);
+	}
+	check_int(ca_chunksrc_new(CA_DIGEST_SHA512_256, 0, &src), ==, 0);
+	check_int(ca_store_open(cdir, &cache), ==, 0);
+	check_int(ca_chunksrc_set_cache(src, cache, false), ==, 0);
+	ca_chunksrc_set_cache_async(src, true);
+	check_int(ca_store_open(back, &store), ==, 0);
+	check_int(ca_chunksrc_add_store(src, store), ==, 0);
+	for (unsigned t = 0; t < ASYNC_THREADS; t++) {
+		ar[t] = (struct async_reader){ src, chunks, t * (ASYNC_IDS / ASYNC_THREADS), ASYNC_IDS / ASYNC_THREADS, 0 };
+		if (pthread_create(&th[t], NULL, async_thread, &ar[t]))
+			abort();
+	}
+	unsigned bad = 0;
+	for (unsigned t = 0; t < ASYNC_THREADS; t++) {
+		pthread_join(th[t], NULL);
+		bad += ar[t].bad;
+	}
+	check_int(bad, ==, 0);
+	ca_chunksrc_free(src); /* writes what is still queued */
+	check_int(ca_codec_new(CA_DIGEST_SHA512_256, &codec), ==, 0);
+	check_int(ca_store_open(cdir, &cache), ==, 0);
+	unsigned whole = 0;
+	for (unsigned i = 0; i < ASYNC_IDS; i++) {
+		const struct chunk *c = &chunks[i];
+		whole += ca_store_get_raw(cache, c->id, &raw, &compressed) == 0 && compressed &&
+		         ca_codec_decode_chunk(codec, raw.data, raw.size, c->id, c->size, &out) == 0 &&
+		         out.size == c->size && !memcmp(out.data, c->data, c->size);
+	}
+	check_int(whole, ==, ASYNC_IDS);
+	ca_store_free(cache);
+	ca_codec_free(codec);
+	ca_buf_release(&raw);
+	ca_buf_release(&out);
+	for (unsigned i = 0; i < ASYNC_IDS; i++)
+		chunk_free(&chunks[i]);
+}
+
 /* A published store writes a chunk by its path from the store's directory
  * (store.c, put_flat): a prefix directory removed while the store is open
  * (gc, prune) is made again, and a symlink at a prefix is still refused
@@ -1192,6 +1271,7 @@ int main(void)
 	test_in_flight(back);
 	test_cache(back);
 	test_stress(back);
+	test_cache_async(back);
 	testdata_sh("rm -rf '%s'", tmpdir);
 	return tap_done();
 }

@@ -194,13 +194,14 @@ struct submitter {
 	struct ca_workq *q;
 	size_t n, submitted;
 	pthread_mutex_t *lock;
+	bool low;
 };
 
 static void *submit_thread(void *arg)
 {
 	struct submitter *s = arg;
 	for (size_t i = 0; i < s->n; i++) {
-		if (ca_workq_submit(s->q, NULL, 1) < 0)
+		if ((s->low ? ca_workq_submit_low(s->q, NULL, 1) : ca_workq_submit(s->q, NULL, 1)) < 0)
 			break;
 		pthread_mutex_lock(s->lock);
 		s->submitted++;
@@ -232,6 +233,79 @@ static void test_backpressure(void)
 	check_int(ca_workq_free(q), ==, 0);
 	check_int(s.submitted, ==, 50);
 	check_int(g.ran, ==, 50);
+	pthread_cond_destroy(&g.cond);
+	pthread_mutex_destroy(&g.lock);
+}
+
+/* Several submitters blocked on the bound at once: together they hold
+ * exactly the bound, and every one of them resumes and finishes. */
+static void test_backpressure_many(void)
+{
+	enum { SUBMITTERS = 4, EACH = 40 };
+	struct gate g = { .open = false };
+	struct ca_workq *q = NULL;
+	const struct ca_workq_ops gops = { .run = gate_run };
+	pthread_mutex_init(&g.lock, NULL);
+	pthread_cond_init(&g.cond, NULL);
+	struct ca_workq_opts o = { .workers = 1, .max_jobs = 6, .max_cost = 4 };
+	check_int(ca_workq_new(&gops, &g, &o, &q), ==, 0);
+	struct submitter s[SUBMITTERS];
+	pthread_t th[SUBMITTERS];
+	for (unsigned i = 0; i < SUBMITTERS; i++) {
+		s[i] = (struct submitter){ .q = q, .n = EACH, .lock = &g.lock };
+		pthread_create(&th[i], NULL, submit_thread, &s[i]);
+	}
+	nap(200000);
+	pthread_mutex_lock(&g.lock);
+	size_t held = 0;
+	for (unsigned i = 0; i < SUBMITTERS; i++)
+		held += s[i].submitted;
+	g.open = true;
+	pthread_cond_broadcast(&g.cond);
+	pthread_mutex_unlock(&g.lock);
+	check_int(held, ==, 4); /* the cost bound (each job costs 1), below max_jobs */
+	size_t all = 0;
+	for (unsigned i = 0; i < SUBMITTERS; i++) {
+		pthread_join(th[i], NULL);
+		all += s[i].submitted;
+	}
+	check_int(ca_workq_free(q), ==, 0);
+	check_int(all, ==, SUBMITTERS * EACH);
+	check_int(g.ran, ==, SUBMITTERS * EACH);
+	pthread_cond_destroy(&g.cond);
+	pthread_mutex_destroy(&g.lock);
+}
+
+/* Low jobs take the lower half of the bound: with them held there, the
+ * others' jobs still find room, up to the whole bound; all finish. */
+static void test_submit_low(void)
+{
+	struct gate g = { .open = false };
+	struct ca_workq *q = NULL;
+	const struct ca_workq_ops gops = { .run = gate_run };
+	pthread_mutex_init(&g.lock, NULL);
+	pthread_cond_init(&g.cond, NULL);
+	struct ca_workq_opts o = { .workers = 1, .max_jobs = 8 };
+	check_int(ca_workq_new(&gops, &g, &o, &q), ==, 0);
+	struct submitter lo = { .q = q, .n = 30, .lock = &g.lock, .low = true };
+	struct submitter hi = { .q = q, .n = 30, .lock = &g.lock };
+	pthread_t tl, th;
+	pthread_create(&tl, NULL, submit_thread, &lo);
+	nap(100000);
+	pthread_create(&th, NULL, submit_thread, &hi);
+	nap(100000);
+	pthread_mutex_lock(&g.lock);
+	size_t held_lo = lo.submitted, held_hi = hi.submitted;
+	g.open = true;
+	pthread_cond_broadcast(&g.cond);
+	pthread_mutex_unlock(&g.lock);
+	check_int(held_lo, ==, 4); /* half of max_jobs */
+	check_int(held_hi, ==, 4); /* the other half, still free for it */
+	pthread_join(tl, NULL);
+	pthread_join(th, NULL);
+	check_int(ca_workq_free(q), ==, 0);
+	check_int(lo.submitted + hi.submitted, ==, 60);
+	check_int(g.ran, ==, 60);
 	pthread_cond_destroy(&g.cond);
 	pthread_mutex_destroy(&g.lock);
 }
@@ -372,6 +446,8 @@ int main(void)
 {
 	test_ordered();
 	test_backpressure();
+	test_backpressure_many();
+	test_submit_low();
 	test_errors();
 	test_cancel();
 	test_stuck();
