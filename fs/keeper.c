@@ -155,35 +155,58 @@ static int recv_msg(int sock, char tag[4], int *fds, size_t max_fds, size_t *ret
 
 /* ---- the takeover socket ---- */
 
-/* The socket's directory: made 0700 when missing. NULL when there is none. */
-static char *runtime_dir(void)
+/* a refused runtime directory's name and why, as one message says it */
+#define DIR_WHY_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) + CA_TRUSTED_FILE_WHY_MAX + 4)
+
+/* The socket's directory, made 0700 when missing: -ENOENT when there is
+ * none; -EPERM (why says it, with the directory) when another user owns it
+ * or may write it (CAFS_RUNTIME_DIR given, or made before us): they could
+ * swap the socket, and a takeover would talk to their keeper. The rule of
+ * the files that decide trust (trusted_file.h). */
+static int runtime_dir(char **ret, char why[DIR_WHY_MAX])
 {
 	const char *env = getenv("CAFS_RUNTIME_DIR");
-	char *dir = NULL;
+	char *dir = NULL, reason[CA_TRUSTED_FILE_WHY_MAX] = "";
+	struct stat st;
+	int fd = -1, r;
 	if (env && *env)
 		dir = strdup(env);
 	else if (geteuid() == 0)
 		dir = strdup("/run/cafs");
 	else if ((env = getenv("XDG_RUNTIME_DIR")) && *env && asprintf(&dir, "%s/cafs", env) < 0)
 		dir = NULL;
-	if (dir && mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		free(dir);
-		dir = NULL;
+	if (!dir || (mkdir(dir, 0700) < 0 && errno != EEXIST)) {
+		r = -ENOENT;
+		goto out;
 	}
-	return dir;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	r = fd < 0 || fstat(fd, &st) < 0 ? -errno : ca_trusted_file_check(&st, S_IFDIR, reason);
+	if (r < 0) {
+		snprintf(why, DIR_WHY_MAX, "%s: %s", dir, *reason ? reason : strerror(-r));
+		r = -EPERM;
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	if (r < 0)
+		free(dir);
+	else
+		*ret = dir;
+	return r;
 }
 
 /* DIR/mnt-<FNV-1a of the mountpoint>.sock: the path may be longer than a
  * socket name can be; the old keeper sends its mountpoint, which the
- * client compares. */
-static int socket_addr(const char *mountpoint, struct sockaddr_un *ret)
+ * client compares. Errors as runtime_dir's. */
+static int socket_addr(const char *mountpoint, struct sockaddr_un *ret, char why[DIR_WHY_MAX])
 {
 	uint64_t h = UINT64_C(14695981039346656037);
 	for (const char *p = mountpoint; *p; p++)
 		h = (h ^ (unsigned char)*p) * UINT64_C(1099511628211);
-	char *dir = runtime_dir();
-	if (!dir)
-		return -ENOENT;
+	char *dir = NULL;
+	int r = runtime_dir(&dir, why);
+	if (r < 0)
+		return r;
 	memset(ret, 0, sizeof(*ret));
 	ret->sun_family = AF_UNIX;
 	int n = snprintf(ret->sun_path, sizeof(ret->sun_path), "%s/mnt-%016llx.sock", dir, (unsigned long long)h);
@@ -199,7 +222,11 @@ static int socket_addr(const char *mountpoint, struct sockaddr_un *ret)
 static int listen_socket(const char *mountpoint, struct sockaddr_un *ret_addr)
 {
 	struct sockaddr_un tmp;
-	if (socket_addr(mountpoint, ret_addr) < 0) {
+	char why[DIR_WHY_MAX];
+	int r = socket_addr(mountpoint, ret_addr, why);
+	if (r == -EPERM)
+		ca_log_warning("mount: %s; no takeover socket", why);
+	if (r < 0) {
 		ca_log_debug("mount: no runtime directory: no takeover socket");
 		return -1;
 	}
@@ -755,12 +782,24 @@ int fs_keeper_takeover(const char *mountpoint, struct fs_keeper_conf *c, char **
 	size_t n = 0;
 	void *blob = NULL;
 	size_t size = 0;
-	int r = socket_addr(mountpoint, &addr);
+	char why[DIR_WHY_MAX];
+	int r = socket_addr(mountpoint, &addr, why);
+	if (r == -EPERM)
+		return ca_log_error("takeover: %s: no keeper socket: %s", mountpoint, why), 1;
 	if (r < 0)
 		return ca_log_error("takeover: %s: no keeper socket (no runtime directory)", mountpoint), 1;
 	int sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (sock < 0 || connect(sock, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
 		ca_log_error_errno(errno, "takeover: %s: no keeper answers at %s", mountpoint, addr.sun_path);
+		goto fail;
+	}
+	/* the keeper answering must be root's or ours: it hands over the
+	 * arguments this process will serve with */
+	struct ucred cr = { .uid = (uid_t)-1 };
+	socklen_t crlen = sizeof(cr);
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0 || (cr.uid != 0 && cr.uid != geteuid())) {
+		ca_log_error("takeover: %s: the socket at %s is another user's (uid %u): refused", mountpoint,
+		             addr.sun_path, (unsigned)cr.uid);
 		goto fail;
 	}
 	r = recv_msg(sock, tag, fds, MAX_FDS, &n);
