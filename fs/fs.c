@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 
 #include "fs_private.h"
+#include "warm.h"
 
 #define COUNT(fs, field, n) atomic_fetch_add_explicit(&(fs)->field, (n), memory_order_relaxed)
 #define DEFAULT_READAHEAD_CHUNKS 8
@@ -324,6 +325,12 @@ size_t fs_stats_text(struct fs *fs, char *buf, size_t len)
 	}
 	if (fs->o.prefetch && used + 1 < len)
 		used += prefetch_stats_text(fs->o.prefetch, buf + used, len - used);
+	if (fs->o.warm && used + 1 < len) {
+		uint64_t files, done;
+		fs_warm_progress(fs->o.warm, &files, &done);
+		n = snprintf(buf + used, len - used, "warm_files: %" PRIu64 "\nwarm_files_done: %" PRIu64 "\n", files, done);
+		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
+	}
 	return used;
 }
 

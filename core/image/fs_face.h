@@ -21,6 +21,7 @@
 #include "base/location.h"     /* ca_image_kind: a .caibx is a blob mount, the rest tree mounts */
 #include "base/digest.h"       /* the kept index's sha256 a restarted server names (extras.h) */
 #include "base/metrics.h"      /* the counters as OpenMetrics/JSON (fs/metrics.c) */
+#include "base/thread.h"       /* the replayed profile's warming thread (fs/warm.c) logs where the mount does */
 
 /* format */
 #include "format/feature.h" /* ca_feature_to_chattr: FS_IOC_GETFLAGS */

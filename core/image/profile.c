@@ -260,6 +260,16 @@ size_t ca_profile_count(const struct ca_profile *p)
 	return p->n;
 }
 
+bool ca_profile_file(const struct ca_profile *p, size_t i, const char **path, uint64_t *start, uint64_t *len)
+{
+	if (i >= p->n || !p->items[i].path)
+		return false;
+	*path = p->items[i].path;
+	*start = p->items[i].start;
+	*len = p->items[i].len;
+	return true;
+}
+
 const uint8_t *ca_profile_index_digest(const struct ca_profile *p)
 {
 	return p->has_digest ? p->digest : NULL;

@@ -80,6 +80,9 @@ struct ca_profile;
 int ca_profile_parse(const void *data, size_t size, struct ca_profile **ret);
 void ca_profile_free(struct ca_profile *p); /* accepts NULL */
 size_t ca_profile_count(const struct ca_profile *p);
+/* Item i's file (an "f" item): its path (from the root, no leading
+ * '/') and byte range, true; false for an image range ("r"). */
+bool ca_profile_file(const struct ca_profile *p, size_t i, const char **path, uint64_t *start, uint64_t *len);
 /* The index digest it names, or NULL ("index -"). */
 const uint8_t *ca_profile_index_digest(const struct ca_profile *p);
 
