@@ -50,7 +50,8 @@
 # BENCH_DIR (parent of the work dir, default /var/tmp; removed at exit),
 # BENCH_CAP (a casync step's cap, default 240 s), BENCH_WARM_RUNS (3), BENCH_CTR_RUNS (3),
 # BENCH_RTT_MS (20; 0 skips those rows), BENCH_CASYNC (1; 0 leaves casync's rows out: an A/B
-# run of two cafs binaries). Needs root (drop_caches, FUSE,
+# run of two cafs binaries), BENCH_ONLY (ctr: only the container rows, with and without a
+# profile, and the plain dir's; a few minutes less). Needs root (drop_caches, FUSE,
 # overlayfs, crun), casync, nginx, fusermount3, crun, python3, and
 # debootstrap unless the image is there. Not part of make check.
 set -u
@@ -63,6 +64,8 @@ CTR_RUNS=${BENCH_CTR_RUNS:-3}
 RTT=${BENCH_RTT_MS:-20}
 TOOLS="casync cafs"
 [ "${BENCH_CASYNC:-1}" = 0 ] && TOOLS=cafs
+ONLY=${BENCH_ONLY:-}
+case $ONLY in '' | ctr) ;; *) echo "bench/minbase.sh: BENCH_ONLY: only ctr is known" >&2; exit 1 ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/.." && pwd)
 
@@ -235,6 +238,7 @@ export CRUN_ROOT _crun_hybrid
 # ---- casync and cafs ----
 for tool in $TOOLS; do
 	m=$T/mnt.$tool
+	[ "$ONLY" = ctr ] && { ctr_best $tool.ctr $tool "$U" "$m"; continue; }
 	mnt_start $tool "$U" "$m"
 	R[$tool.ls]=$mnt_ls_s
 	R[$tool.lsgets]=$mnt_ls_gets
@@ -267,13 +271,15 @@ for tool in $TOOLS; do
 done
 
 # ---- the plain dir ----
-find plain >/dev/null
-best plain.find "$WARM" "find plain | wc -l"
-ls -lR plain >/dev/null
-best plain.ls "$WARM" "ls -lR plain | wc -l"
-best plain.stat "$WARM" "find plain -print0 | xargs -0 stat | wc -l"
-tar -cf - -C plain . | cat >/dev/null
-best plain.tar "$WARM" "tar -cf - -C plain . | cat >/dev/null"
+if [ "$ONLY" != ctr ]; then
+	find plain >/dev/null
+	best plain.find "$WARM" "find plain | wc -l"
+	ls -lR plain >/dev/null
+	best plain.ls "$WARM" "ls -lR plain | wc -l"
+	best plain.stat "$WARM" "find plain -print0 | xargs -0 stat | wc -l"
+	tar -cf - -C plain . | cat >/dev/null
+	best plain.tar "$WARM" "tar -cf - -C plain . | cat >/dev/null"
+fi
 # cold: page cache dropped before each; warm: right after
 for ((i = 0; i < CTR_RUNS; i++)); do
 	drop_caches
@@ -284,7 +290,7 @@ for ((i = 0; i < CTR_RUNS; i++)); do
 done
 
 # ---- prefetch profile and background fill (once cafs has them) ----
-if has_opt --fill; then
+if has_opt --fill && [ "$ONLY" != ctr ]; then
 	m=$T/mnt.fill
 	mnt_start cafs "$U" "$m" --fill
 	nginx_log_reset
@@ -325,6 +331,7 @@ fi
 trips() { awk -v t="$1" -v p="${R[plain.ctrcold]}" -v r="$RTT" 'BEGIN { if (t ~ /^[0-9.]+$/) { n = (t - p) * 1000 / r; if (n < 0.5) printf "< 1 round trip"; else printf "~%.0f round trips", n } }'; }
 
 # ---- offline by URL (last: nginx goes) ----
+offline_rows() {
 C=$T/cache.offline
 t0=$(now)
 nginx_log_reset
@@ -356,6 +363,8 @@ else
 	R[off]="FAILED: $(head -c 200 "$T/mount.off.log")"
 	mnt_stop
 fi
+}
+if [ "$ONLY" = ctr ]; then R[off]="-" R[off.fill]="-"; else offline_rows; fi
 
 # ---- the table ----
 set +u # rows left out (BENCH_CASYNC=0, no RTT) print empty
