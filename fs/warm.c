@@ -22,6 +22,7 @@
 struct warm_item {
 	char *path;
 	uint64_t start, len;
+	bool name_only; /* an "l" item: looked up, a symlink's target read */
 };
 
 struct fs_warm {
@@ -52,7 +53,7 @@ int fs_warm_new(const struct ca_profile *p, struct fs_warm **ret)
 	uint64_t start, len;
 	*ret = NULL;
 	for (size_t i = 0; i < n; i++)
-		k += ca_profile_file(p, i, &path, &start, &len);
+		k += ca_profile_file(p, i, &path, &start, &len) || ca_profile_lookup(p, i, &path);
 	if (k == 0)
 		return 0;
 	struct fs_warm *w = calloc(1, sizeof(*w));
@@ -62,11 +63,17 @@ int fs_warm_new(const struct ca_profile *p, struct fs_warm **ret)
 	}
 	atomic_init(&w->refs, 1);
 	for (size_t i = 0; i < n; i++) {
-		if (!ca_profile_file(p, i, &path, &start, &len))
-			continue;
+		bool name_only = false;
+		if (!ca_profile_file(p, i, &path, &start, &len)) {
+			if (!ca_profile_lookup(p, i, &path))
+				continue;
+			name_only = true;
+			start = len = 0;
+		}
 		struct warm_item *it = &w->items[w->n++];
 		it->start = start;
 		it->len = len;
+		it->name_only = name_only;
 		if (!(it->path = strdup(path))) {
 			warm_unref(w);
 			return -ENOMEM;
@@ -92,6 +99,22 @@ static int open_beneath(int dir, const char *path)
 	return fd;
 }
 
+/* Look path up beneath dir (the kernel keeps the entry, or that there is
+ * none), and a symlink's target too (FUSE_CACHE_SYMLINKS keeps it). */
+static void look_up(int dir, const char *path)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+	};
+	char target[256];
+	int fd = (int)syscall(SYS_openat2, dir, path, &how, sizeof(how));
+	if (fd < 0)
+		return;
+	(void)readlinkat(fd, "", target, sizeof(target)); /* EINVAL for a non-symlink: nothing asked */
+	close(fd);
+}
+
 static void *warm_thread(void *arg)
 {
 	struct fs_warm *w = arg;
@@ -100,6 +123,12 @@ static void *warm_thread(void *arg)
 		/* the root again for each file: no descriptor of ours keeps the
 		 * mount busy while the next one is looked up */
 		int dir = open(w->mountpoint, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dir >= 0 && w->items[i].name_only) {
+			look_up(dir, w->items[i].path);
+			close(dir);
+			atomic_fetch_add(&w->done, 1);
+			continue;
+		}
 		int fd = dir < 0 ? -1 : open_beneath(dir, w->items[i].path);
 		if (fd >= 0) {
 			/* the reads run in the kernel's background, into its page
