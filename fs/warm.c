@@ -119,17 +119,28 @@ static void *warm_thread(void *arg)
 {
 	struct fs_warm *w = arg;
 	size_t skipped = 0;
+	dev_t dev = 0;
 	for (size_t i = 0; i < w->n && !atomic_load(&w->stop); i++) {
 		/* the root again for each file: no descriptor of ours keeps the
-		 * mount busy while the next one is looked up */
+		 * mount busy while the next one is looked up. The first one is
+		 * the mount (it answers: INIT is done); a later one that is not
+		 * (unmounted, or another mount over it) ends the warm */
+		struct stat st;
 		int dir = open(w->mountpoint, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (dir >= 0 && w->items[i].name_only) {
+		if (dir >= 0 && fstat(dir, &st) == 0 && (i == 0 || st.st_dev == dev)) {
+			dev = st.st_dev;
+		} else {
+			if (dir >= 0)
+				close(dir);
+			break;
+		}
+		if (w->items[i].name_only) {
 			look_up(dir, w->items[i].path);
 			close(dir);
 			atomic_fetch_add(&w->done, 1);
 			continue;
 		}
-		int fd = dir < 0 ? -1 : open_beneath(dir, w->items[i].path);
+		int fd = open_beneath(dir, w->items[i].path);
 		if (fd >= 0) {
 			/* the reads run in the kernel's background, into its page
 			 * cache; one call reads no more than the mount's readahead
@@ -142,8 +153,7 @@ static void *warm_thread(void *arg)
 		} else {
 			skipped++;
 		}
-		if (dir >= 0)
-			close(dir);
+		close(dir);
 		atomic_fetch_add(&w->done, 1);
 	}
 	if (skipped)
