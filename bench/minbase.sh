@@ -53,7 +53,8 @@
 # run of two cafs binaries), BENCH_ROWS (all; else the groups named, of: mount (cold/warm
 # metadata, tar, container), plain, fill (cold tar --fill, cafs extract), profile, rtt,
 # offline (cache fill, offline mount): e.g. BENCH_ROWS="fill offline" BENCH_CASYNC=0
-# BENCH_RTT_MS=0, about a minute, for A/B runs of the cold read path). Needs root (drop_caches, FUSE,
+# BENCH_RTT_MS=0, about a minute, for A/B runs of the cold read path), BENCH_ONLY (ctr: of
+# those, only the container rows, with and without a profile, and the plain dir's). Needs root (drop_caches, FUSE,
 # overlayfs, crun), casync, nginx, fusermount3, crun, python3, and
 # debootstrap unless the image is there. Not part of make check.
 set -u
@@ -69,6 +70,8 @@ TOOLS="casync cafs"
 # rows GROUP: whether BENCH_ROWS asks for GROUP's rows (all when unset)
 rows() { [ -z "${BENCH_ROWS:-}" ] || [[ " $BENCH_ROWS " == *" $1 "* ]]; }
 rows mount || TOOLS=
+ONLY=${BENCH_ONLY:-}
+case $ONLY in '' | ctr) ;; *) echo "bench/minbase.sh: BENCH_ONLY: only ctr is known" >&2; exit 1 ;; esac
 rows rtt || RTT=0
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/.." && pwd)
@@ -228,7 +231,13 @@ ctr_best() {
 		mnt_start "$tool" "$url" "$mnt" "$@"
 		local lsgets=$mnt_ls_gets lss=$mnt_ls_s
 		nginx_log_reset
+		local ops0=
+		[ "$tool" = cafs ] && ops0=$("$CAFS" stats "$mnt" 2>/dev/null | grep '^fuse_')
 		container "$key.try" "$mnt"
+		# the FUSE requests of the start (the stats' own getxattr left out)
+		[ "$tool" = cafs ] && R[$key.ops]=$("$CAFS" stats "$mnt" 2>/dev/null | grep '^fuse_' |
+			awk -v before="$ops0" 'BEGIN { n = split(before, b, "\n"); for (i = 1; i <= n; i++) { split(b[i], f, ": "); was[f[1]] = f[2] } }
+				{ k = $1; sub(":", "", k); d = $2 - was[k] - (k == "fuse_getxattr"); if (d > 0) printf "%s%s %d", sep, substr(k, 6), d; sep = ", " }')
 		mnt_stop
 		[ "${R[$key.try]}" = FAILED ] && { R[$key]=FAILED; return; }
 		if [ -z "$b" ] || awk -v a="${R[$key.try]}" -v b="$b" 'BEGIN { exit !(a < b) }'; then
@@ -242,6 +251,7 @@ export CRUN_ROOT _crun_hybrid
 # ---- casync and cafs ----
 for tool in $TOOLS; do
 	m=$T/mnt.$tool
+	[ "$ONLY" = ctr ] && { ctr_best $tool.ctr $tool "$U" "$m"; continue; }
 	mnt_start $tool "$U" "$m"
 	R[$tool.ls]=$mnt_ls_s
 	R[$tool.lsgets]=$mnt_ls_gets
@@ -374,6 +384,7 @@ echo
 w=36
 row() { printf "%-28s | %-${w}s | %-${w}s | %s\n" "$@"; }
 row work casync cafs "plain dir / goal"
+if [ "$ONLY" != ctr ]; then
 row "mount + first ls" "$(secs "${R[casync.ls]}")" "$(secs "${R[cafs.ls]}")" "keep"
 row "  fetched" "${R[casync.lsgets]}" "${R[cafs.lsgets]}" ""
 row "cold find | wc -l" "$(secs "${R[casync.find]}")" "$(secs "${R[cafs.find]}")" "goal <= 0.3 s"
@@ -392,19 +403,23 @@ row "cold tar" "$(mbs "$tree_bytes" "${R[casync.tarcold]}") = $(ratio "${R[casyn
 row "  fetched" "${R[casync.targets]}" "${R[cafs.targets]}" ""
 row "warm tar" "$(secs "${R[casync.tarwarm]}") = $(ratio "${R[casync.tarwarm]}" "${R[plain.tar]}") plain" \
 	"$(secs "${R[cafs.tarwarm]}") = $(ratio "${R[cafs.tarwarm]}" "${R[plain.tar]}") plain" "${R[plain.tar]} s; goal <= 2x"
+fi # not BENCH_ONLY=ctr
 row "container start (crun)" "$(secs "${R[casync.ctr]}") = $(ratio "${R[casync.ctr]}" "${R[plain.ctr]}") plain" \
 	"$(secs "${R[cafs.ctr]}") = $(ratio "${R[cafs.ctr]}" "${R[plain.ctr]}") plain" \
 	"${R[plain.ctr]} s warm, ${R[plain.ctrcold]} s cold; goal <= 2x (no profile)"
 row "  fetched" "${R[casync.ctr.gets]}" "${R[cafs.ctr.gets]}" ""
 row "  (its mount + ls before)" "${R[casync.ctr.lsgets]}" "${R[cafs.ctr.lsgets]}" ""
+row "  FUSE requests (the last start)" "" "${R[cafs.ctr.ops]}" ""
 if [ "$RTT" -gt 0 ]; then
 	row "container start, $RTT ms RTT" "$(secs "${R[casync.lag]}"), $(trips "${R[casync.lag]}")" \
 		"$(secs "${R[cafs.lag]}"), $(trips "${R[cafs.lag]}")" "goal <= 4 round trips (with a profile)"
 	row "  (its mount + ls before)" "${R[casync.lag.lsgets]}" "${R[cafs.lag.lsgets]}" ""
 fi
+if [ "$ONLY" != ctr ]; then
 row "offline by URL" "-" "${R[off]}" "works"
 row "  (before)" "" "${R[off.fill]}" ""
-if has_opt --fill; then
+fi
+if has_opt --fill && [ "$ONLY" != ctr ]; then
 	row "cold tar with --fill" "-" "$(mbs "$tree_bytes" "${R[fill.tarcold]}") = $(ratio "${R[fill.tarcold]}" "${R[fill.tarwarm]}") warm" "goal <= 2.5x warm"
 	row "  fetched" "" "${R[fill.targets]}" ""
 	row "  (cpu of tar: cold, warm)" "" "${R[fill.tarcold.us]}; ${R[fill.tarwarm.us]}" ""
@@ -415,10 +430,11 @@ if has_opt --record-profile; then
 	row "container with --profile" "-" "$(secs "${R[prof.ctr]}") = $(ratio "${R[prof.ctr]}" "${R[plain.ctr]}") plain" "goal <= 1.2x plain"
 	row "  fetched" "" "${R[prof.ctr.gets]}" ""
 	row "  (its mount + ls before)" "" "${R[prof.ctr.lsgets]}" ""
+	row "  FUSE requests (the last start)" "" "${R[prof.ctr.ops]}" ""
 	if [ "$RTT" -gt 0 ]; then
 		row "  at $RTT ms RTT" "-" "$(secs "${R[prof.lag]}"), $(trips "${R[prof.lag]}")" "goal <= 4 round trips"
 		row "  (its mount + ls before)" "" "${R[prof.lag.lsgets]}" ""
 	fi
 fi
-echo "# cafs's FUSE requests after the warm metadata runs (cafs stats): $(cat "$T/fuseops" 2>/dev/null)"
+[ "$ONLY" = ctr ] || echo "# cafs's FUSE requests after the warm metadata runs (cafs stats): $(cat "$T/fuseops" 2>/dev/null)"
 echo "# load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -49,6 +49,8 @@ int fs_extras_prefetch(struct fs_extras *x, struct ca_image *im, const char *sou
 		else
 			ca_log_info("prefetch profile: %zu chunks (%zu of %zu items name nothing in this image)", n,
 			            skipped, ca_profile_count(prof));
+		if (r == 0 && ca_image_sidecar(im) && !x->rec && (r = fs_warm_new(prof, &x->warm)) < 0)
+			ca_log_error_errno(r, "%s", source);
 	}
 	ca_profile_free(prof);
 	if (r == 0 && (n > 0 || fill)) {
@@ -76,6 +78,8 @@ void fs_extras_stop(struct fs_extras *x)
 {
 	ca_prefetch_stop(x->pf); /* its workers read through the image */
 	x->pf = NULL;
+	fs_warm_release(x->warm); /* a thread still warming starts no further file */
+	x->warm = NULL;
 }
 
 void fs_extras_release(struct fs_extras *x)

@@ -14,19 +14,23 @@
 #include <stddef.h>
 
 #include "image/fs_face.h"
+#include "warm.h"
 
 /* what runs beside the filesystem: give rec and pf to fs_options (record,
  * prefetch); zeroed: nothing */
 struct fs_extras {
 	struct ca_profile_rec *rec; /* --record-profile */
 	struct ca_prefetch *pf;     /* profile replay and fill */
+	struct fs_warm *warm;       /* the replayed profile's files into the kernel's caches */
 };
 
 /* --record-profile: start recording. 0 or a negative errno (logged). */
 int fs_extras_record(struct fs_extras *x);
 
 /* Start the background work: the profile's chunks, then with fill the
- * rest. profile: a file, "none", or NULL for the one published beside the
+ * rest; and, for a tree mount with a sidecar that records no profile,
+ * x->warm: the profile's files, for fs_serve to warm once the mount
+ * answers (warm.h; not when recording: the recorder must see the reads). profile: a file, "none", or NULL for the one published beside the
  * index (its bytes into kept, for a restarted server); a profile that
  * cannot be used is one warning and the mount goes on without it.
  * source names the image in messages. 0 or a negative errno (logged). */

@@ -18,6 +18,7 @@
 #include <sys/uio.h>
 
 #include "fs_private.h"
+#include "warm.h"
 
 #define COUNT(fs, field, n) atomic_fetch_add_explicit(&(fs)->field, (n), memory_order_relaxed)
 #define DEFAULT_READAHEAD_CHUNKS 8
@@ -340,6 +341,12 @@ size_t fs_stats_text(struct fs *fs, char *buf, size_t len)
 	}
 	if (fs->o.prefetch && used + 1 < len)
 		used += prefetch_stats_text(fs->o.prefetch, buf + used, len - used);
+	if (fs->o.warm && used + 1 < len) {
+		uint64_t files, done;
+		fs_warm_progress(fs->o.warm, &files, &done);
+		n = snprintf(buf + used, len - used, "warm_files: %" PRIu64 "\nwarm_files_done: %" PRIu64 "\n", files, done);
+		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
+	}
 	return used;
 }
 
@@ -467,6 +474,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		child = !strcmp(name, fs->blob_name) ? fs_inode_find(fs->inodes, FS_BLOB_FILE_INO) : NULL;
 		r = child ? 0 : -ENOENT;
 	}
+	/* a name a start probes for (PATH, ld.so): a replay's warm looks it
+	 * up again (warm.h), as it does the symlinks read (op_readlink) */
+	if (fs->o.record && fs->tree && r == -ENOENT)
+		ca_profile_rec_lookup(fs->o.record, dir->ino - 1, name);
 	if (r == -ENOENT) {
 		/* a negative entry the kernel may keep as long as a positive one */
 		memset(&e, 0, sizeof(e));
@@ -530,10 +541,14 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 		reply_err(req, node_errno(fs, r));
 		return;
 	}
-	if (!S_ISLNK(n->st.st_mode) || !n->cn || !n->cn->symlink_target)
+	if (!S_ISLNK(n->st.st_mode) || !n->cn || !n->cn->symlink_target) {
 		reply_err(req, EINVAL);
-	else
+	} else {
+		/* a symlink a start follows: a replay's warm reads it again */
+		if (fs->o.record && fs->tree)
+			ca_profile_rec_lookup(fs->o.record, n->ino - 1, NULL);
 		fuse_reply_readlink(req, n->cn->symlink_target);
+	}
 	node_put(fs, n);
 }
 

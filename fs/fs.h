@@ -38,6 +38,7 @@
 #include "image/fs_face.h"
 
 struct fs;
+struct fs_warm;
 
 struct fs_options {
 	/* Blob mount: the name of the one file (required) and its attributes:
@@ -59,6 +60,9 @@ struct fs_options {
 	struct ca_profile_rec *record;
 	/* --profile / --fill: its progress is shown in the stats. May be NULL. */
 	struct ca_prefetch *prefetch;
+	/* The replayed profile's files warmed through the mount (warm.h): its
+	 * progress is shown in the stats. May be NULL. */
+	struct fs_warm *warm;
 	/* The mount point (absolute), the "mountpoint" label of every metric,
 	 * so that mounts of one machine are told apart. May be NULL. */
 	const char *mountpoint;
@@ -96,6 +100,10 @@ struct fs_serve_opts {
 	 * request's bytes (NULL when resuming). May be NULL. */
 	void (*serving)(void *userdata, int fuse_fd, const void *init, size_t init_size);
 	void *serving_userdata;
+	/* Warm these files into the kernel's caches once a new mount answers
+	 * (warm.h; not when resuming: the kernel has kept what it had). May be
+	 * NULL. */
+	struct fs_warm *warm;
 };
 
 /* For a blob mount: a sequential reader's request is then 1 MiB, not

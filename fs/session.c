@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fs.h"
+#include "warm.h"
 
 /*
  * SIGINT, SIGTERM and SIGHUP end the loop: a clean unmount. Not with
@@ -159,7 +160,7 @@ int fs_serve(struct fs *fs, const char *mountpoint, const struct fs_serve_opts *
 	bool resume = o->resume_fd >= 0, handed = false;
 	/* canonical, as mountinfo shows it; before the mount, which would make
 	 * realpath wait for the INIT reply */
-	char *canon = o->kernel_readahead_kb && !resume ? realpath(mountpoint, NULL) : NULL;
+	char *canon = (o->kernel_readahead_kb || o->warm) && !resume ? realpath(mountpoint, NULL) : NULL;
 	char devfd[32];
 
 	if (!fsname || asprintf(&opts, "ro,default_permissions,subtype=cafs,fsname=%s%s%s%s", fsname,
@@ -195,7 +196,7 @@ int fs_serve(struct fs *fs, const char *mountpoint, const struct fs_serve_opts *
 		r = -EINVAL;
 		goto out_signals;
 	}
-	if (canon)
+	if (canon && o->kernel_readahead_kb)
 		raise_kernel_readahead(canon, o->kernel_readahead_kb);
 	cfg = fuse_loop_cfg_create();
 	if (!cfg) {
@@ -215,6 +216,8 @@ int fs_serve(struct fs *fs, const char *mountpoint, const struct fs_serve_opts *
 			ca_log_info("%s: serving %s again", o->fsname, mountpoint);
 		else
 			ca_log_info("%s mounted on %s", o->fsname, mountpoint);
+		if (canon && o->warm)
+			fs_warm_start(o->warm, canon); /* its requests wait for the loop below */
 		r = fuse_session_loop_mt(se, cfg);
 	}
 	ca_stop_signals_end(stop); /* it stops waking us; a later signal stays pending */

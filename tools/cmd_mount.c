@@ -697,6 +697,7 @@ static int image_open(const struct mount_args *a, struct daemon *d, struct image
 	if (r < 0)
 		return r;
 	o.prefetch = im->x.pf;
+	o.warm = im->x.warm;
 	r = fs_new(im->im, &o, &im->fs);
 	if (r == -EBADMSG)
 		ca_log_error_errno(r, "%s: not a valid archive", a->source);
@@ -735,6 +736,7 @@ static int run(const struct mount_args *a, struct daemon *d)
 	 * a tree's files keep the default, so a partial read stays partial */
 	if (r == 0 && ca_image_kind(im.im) == CA_IMAGE_BLOB_INDEX)
 		so.kernel_readahead_kb = FS_BLOB_KERNEL_READAHEAD_KB;
+	so.warm = im.x.warm;
 	if (r == 0)
 		r = fs_serve(im.fs, a->mountpoint, &so);
 	if (r == 0 && im.x.rec)

@@ -22,6 +22,7 @@
 #include "base/digest.h"       /* the kept index's sha256 a restarted server names (extras.h) */
 #include "base/metrics.h"      /* the counters as OpenMetrics/JSON (fs/metrics.c) */
 #include "base/trusted_file.h" /* the takeover socket's directory: root's or ours, not writable by others */
+#include "base/thread.h"       /* the replayed profile's warming thread (fs/warm.c) logs where the mount does */
 
 /* format */
 #include "format/feature.h" /* ca_feature_to_chattr: FS_IOC_GETFLAGS */

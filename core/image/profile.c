@@ -27,10 +27,12 @@
 #define PATH_MAX_PROFILE 4096 /* a path's bytes, NUL included */
 
 struct item {
-	uint64_t entry; /* UINT64_MAX: an image range (r) */
+	uint64_t entry; /* UINT64_MAX: an image range (r); a lookup's: its directory's */
 	uint64_t payload;
 	uint64_t start, len;
-	char *path; /* parsed "f" items only */
+	char *path; /* parsed "f" and "l" items only */
+	char *name; /* a recorded lookup's name (in entry) */
+	bool lookup; /* an "l" item: a name looked up, no data */
 };
 
 /* ---- recording ---- */
@@ -40,7 +42,14 @@ struct ca_profile_rec {
 	struct item *items;
 	size_t n, cap;
 	bool full;
+	/* the lookups recorded, by a hash of directory and name (a hint: two
+	 * names of one hash keep the first); LOOKUPS_MAX slots at most */
+	uint64_t *seen;
+	size_t n_lookups;
 };
+
+/* at most this many "l" items, the hash table twice as many slots */
+#define LOOKUPS_MAX 16384
 
 int ca_profile_rec_new(struct ca_profile_rec **ret)
 {
@@ -57,7 +66,10 @@ void ca_profile_rec_free(struct ca_profile_rec *rec)
 	if (!rec)
 		return;
 	pthread_mutex_destroy(&rec->lock);
+	for (size_t i = 0; i < rec->n; i++)
+		free(rec->items[i].name);
 	free(rec->items);
+	free(rec->seen);
 	free(rec);
 }
 
@@ -83,7 +95,7 @@ static void rejoin(struct ca_profile_rec *rec, size_t j)
 	size_t lo = rec->n > COALESCE_BACK ? rec->n - COALESCE_BACK : 0;
 	for (size_t i = lo; i < rec->n; i++) {
 		struct item *a = &rec->items[i], *b = &rec->items[j];
-		if (i == j || a->entry != b->entry || !joins(a, b->start, b->start + b->len))
+		if (i == j || a->lookup || a->entry != b->entry || !joins(a, b->start, b->start + b->len))
 			continue;
 		size_t keep = i < j ? i : j, drop = i < j ? j : i;
 		extend(&rec->items[keep], rec->items[drop].start, rec->items[drop].start + rec->items[drop].len);
@@ -92,6 +104,27 @@ static void rejoin(struct ca_profile_rec *rec, size_t j)
 		j = keep;
 		i = lo - 1; /* look again from the start of the window */
 	}
+}
+
+/* Append it (rec->lock held): -ENOSPC when the profile is full. */
+static int append(struct ca_profile_rec *rec, const struct item *it)
+{
+	if (rec->n == CA_PROFILE_ITEMS_MAX) {
+		rec->full = true;
+		return -ENOSPC;
+	}
+	if (rec->n == rec->cap) {
+		size_t nc = rec->cap ? rec->cap * 2 : 256;
+		struct item *ni = realloc(rec->items, nc * sizeof(*ni));
+		if (!ni) {
+			rec->full = true; /* a profile is a hint: recording stops, the mount goes on */
+			return -ENOSPC;
+		}
+		rec->items = ni;
+		rec->cap = nc;
+	}
+	rec->items[rec->n++] = *it;
+	return 0;
 }
 
 void ca_profile_rec_read(struct ca_profile_rec *rec, uint64_t entry, uint64_t payload, uint64_t off, uint64_t len)
@@ -103,27 +136,51 @@ void ca_profile_rec_read(struct ca_profile_rec *rec, uint64_t entry, uint64_t pa
 	for (size_t k = 0; k < COALESCE_BACK && k < rec->n; k++) {
 		size_t j = rec->n - 1 - k;
 		struct item *it = &rec->items[j];
-		if (it->entry != entry || !joins(it, off, end))
+		if (it->lookup || it->entry != entry || !joins(it, off, end))
 			continue;
 		extend(it, off, end);
 		rejoin(rec, j);
 		goto out;
 	}
-	if (rec->n == CA_PROFILE_ITEMS_MAX) {
-		rec->full = true;
+	(void)append(rec, &(struct item){ .entry = entry, .payload = payload, .start = off, .len = len });
+out:
+	pthread_mutex_unlock(&rec->lock);
+}
+
+/* FNV-1a of a lookup, never 0 (an empty slot) */
+static uint64_t lookup_hash(uint64_t dir, const char *name)
+{
+	uint64_t h = UINT64_C(14695981039346656037);
+	for (int i = 0; i < 8; i++)
+		h = (h ^ ((dir >> (8 * i)) & 0xff)) * UINT64_C(1099511628211);
+	for (const unsigned char *s = (const unsigned char *)name; *s; s++)
+		h = (h ^ *s) * UINT64_C(1099511628211);
+	return h ? h : 1;
+}
+
+void ca_profile_rec_lookup(struct ca_profile_rec *rec, uint64_t dir_entry, const char *name)
+{
+	size_t len = name ? strlen(name) : 0;
+	if ((name && len == 0) || len > 255 || dir_entry > NUM_MAX)
+		return;
+	uint64_t h = lookup_hash(dir_entry, name ? name : "");
+	pthread_mutex_lock(&rec->lock);
+	if (!rec->seen && !(rec->seen = calloc(2 * LOOKUPS_MAX, sizeof(*rec->seen))))
+		goto out;
+	if (rec->n_lookups == LOOKUPS_MAX)
+		goto out;
+	size_t i = (size_t)(h % (2 * LOOKUPS_MAX));
+	while (rec->seen[i] && rec->seen[i] != h)
+		i = (i + 1) % (2 * LOOKUPS_MAX);
+	if (rec->seen[i])
+		goto out; /* looked up before */
+	struct item it = { .entry = dir_entry, .lookup = true, .name = name ? strdup(name) : NULL };
+	if ((name && !it.name) || append(rec, &it) < 0) {
+		free(it.name);
 		goto out;
 	}
-	if (rec->n == rec->cap) {
-		size_t nc = rec->cap ? rec->cap * 2 : 256;
-		struct item *ni = realloc(rec->items, nc * sizeof(*ni));
-		if (!ni) {
-			rec->full = true; /* a profile is a hint: recording stops, the mount goes on */
-			goto out;
-		}
-		rec->items = ni;
-		rec->cap = nc;
-	}
-	rec->items[rec->n++] = (struct item){ .entry = entry, .payload = payload, .start = off, .len = len };
+	rec->seen[i] = h;
+	rec->n_lookups++;
 out:
 	pthread_mutex_unlock(&rec->lock);
 }
@@ -187,6 +244,12 @@ static int entry_path(const struct ca_sidecar *sc, size_t i, char *path, size_t 
 static int put_item(struct ca_buf *b, const struct item *it, const char *path)
 {
 	char line[64];
+	if (it->lookup) {
+		int r = put(b, "l ", 2);
+		if (r == 0)
+			r = put_escaped(b, path);
+		return r == 0 ? put(b, "\n", 1) : r;
+	}
 	int n = snprintf(line, sizeof(line), "%c %" PRIu64 " %" PRIu64 "%s", path ? 'f' : 'r', it->start, it->len,
 	                 path ? " " : "\n");
 	int r = put(b, line, (size_t)n);
@@ -203,6 +266,20 @@ static int format_rec_item(struct ca_buf *b, const struct item *it, const struct
                            size_t cap)
 {
 	size_t i;
+	if (it->lookup) {
+		/* its directory's path and the name (a readlink's: the entry's
+		 * own path); none without a sidecar */
+		if (!sc || ca_sidecar_find(sc, it->entry, &i) < 0 || entry_path(sc, i, path, cap) < 0)
+			return 0;
+		size_t l = strlen(path), nl = it->name ? strlen(it->name) : 0;
+		if (l + 1 + nl + 1 > cap || (!it->name && !l))
+			return 0;
+		if (it->name && l)
+			path[l++] = '/';
+		if (it->name)
+			memcpy(path + l, it->name, nl + 1);
+		return put_item(b, it, path);
+	}
 	if (it->entry == UINT64_MAX)
 		return put_item(b, it, NULL);
 	if (sc && ca_sidecar_find(sc, it->entry, &i) == 0 && entry_path(sc, i, path, cap) == 0)
@@ -258,6 +335,24 @@ void ca_profile_free(struct ca_profile *p)
 size_t ca_profile_count(const struct ca_profile *p)
 {
 	return p->n;
+}
+
+bool ca_profile_file(const struct ca_profile *p, size_t i, const char **path, uint64_t *start, uint64_t *len)
+{
+	if (i >= p->n || !p->items[i].path || p->items[i].lookup)
+		return false;
+	*path = p->items[i].path;
+	*start = p->items[i].start;
+	*len = p->items[i].len;
+	return true;
+}
+
+bool ca_profile_lookup(const struct ca_profile *p, size_t i, const char **path)
+{
+	if (i >= p->n || !p->items[i].lookup)
+		return false;
+	*path = p->items[i].path;
+	return true;
 }
 
 const uint8_t *ca_profile_index_digest(const struct ca_profile *p)
@@ -335,6 +430,21 @@ static int parse_line(struct ca_profile *p, size_t lineno, const char *s, const 
 		if (ca_id_from_hex(hex, p->digest) < 0)
 			return bad(lineno, "bad index digest");
 		p->has_digest = true;
+		return 0;
+	}
+	if (end - s >= 2 && s[0] == 'l' && s[1] == ' ') {
+		int r = parse_path(s + 2, end, &it.path);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0)
+			return bad(lineno, "bad path");
+		it.entry = 0;
+		it.lookup = true;
+		if (p->n == p->cap) {
+			free(it.path);
+			return bad(lineno, "too many items");
+		}
+		p->items[p->n++] = it;
 		return 0;
 	}
 	if (end - s < 2 || (s[0] != 'f' && s[0] != 'r') || s[1] != ' ')
@@ -438,6 +548,8 @@ int ca_profile_resolve(const struct ca_profile *p, const struct ca_index *idx, c
 	for (size_t k = 0; k < p->n && n < nc; k++) {
 		const struct item *it = &p->items[k];
 		uint64_t start = it->start, len = it->len;
+		if (it->lookup)
+			continue; /* a name, no data */
 		if (it->path) {
 			size_t i;
 			struct ca_catar_node cn;

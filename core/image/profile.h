@@ -16,6 +16,9 @@
  *                                 regular file <path> (from the root, no
  *                                 leading '/'; bytes <= 0x20, '%' and
  *                                 >= 0x7f written %XX)
+ *     l <path>                    a name looked up (none with data: one
+ *                                 the image does not have, a symlink);
+ *                                 no chunk, a replay looks it up again
  *     r <start> <length>          bytes of the image itself: a blob's, or
  *                                 an archive's stream (a tree mount
  *                                 without a metadata sidecar records these)
@@ -64,6 +67,12 @@ void ca_profile_rec_free(struct ca_profile_rec *rec); /* accepts NULL */
  * payload; or, with entry == UINT64_MAX, bytes of the image (payload 0).
  * Reads adjoining or overlapping a recent one of the same file extend it.
  * Past CA_PROFILE_ITEMS_MAX items, further reads are not recorded. */
+/* A name looked up in the directory whose ENTRY is at archive offset
+ * dir_entry that a replay's walk would not find on its own: one the image
+ * does not have (a start probes PATH and ld.so's paths).
+ * Each (directory, name) once, at most 16384. With name NULL, the entry
+ * at dir_entry itself: a symlink read (readlink). */
+void ca_profile_rec_lookup(struct ca_profile_rec *rec, uint64_t dir_entry, const char *name);
 void ca_profile_rec_read(struct ca_profile_rec *rec, uint64_t entry, uint64_t payload, uint64_t off, uint64_t len);
 
 /* Write what was recorded to path (atomically, mode 0600): files by
@@ -80,6 +89,11 @@ struct ca_profile;
 int ca_profile_parse(const void *data, size_t size, struct ca_profile **ret);
 void ca_profile_free(struct ca_profile *p); /* accepts NULL */
 size_t ca_profile_count(const struct ca_profile *p);
+/* Item i's name (an "l" item), true; false for the others. */
+bool ca_profile_lookup(const struct ca_profile *p, size_t i, const char **path);
+/* Item i's file (an "f" item): its path (from the root, no leading
+ * '/') and byte range, true; false for an image range ("r"). */
+bool ca_profile_file(const struct ca_profile *p, size_t i, const char **path, uint64_t *start, uint64_t *len);
 /* The index digest it names, or NULL ("index -"). */
 const uint8_t *ca_profile_index_digest(const struct ca_profile *p);
 

@@ -51,6 +51,10 @@ int main(void)
 	ca_profile_rec_read(rec, 100, 1000, 5, 5);   /* already there */
 	ca_profile_rec_read(rec, UINT64_MAX, 0, 7, 0); /* nothing read */
 	ca_profile_rec_read(rec, UINT64_MAX, 0, 70000, 100);
+	/* names looked up (and a symlink read) need a sidecar for their paths */
+	ca_profile_rec_lookup(rec, 0, "nosuch");
+	ca_profile_rec_lookup(rec, 0, "nosuch"); /* once */
+	ca_profile_rec_lookup(rec, 200, NULL);
 	check_int(ca_profile_rec_write(rec, path, NULL, NULL), ==, 0);
 	ca_profile_rec_free(rec);
 	/* without a sidecar, files are written as archive ranges */
@@ -63,15 +67,22 @@ int main(void)
 	struct ca_buf b = CA_BUF_INIT;
 	uint8_t d[CA_CHUNK_ID_SIZE];
 	memset(d, 0xab, sizeof(d));
-	const char *good = "cafs-profile 1\nindex -\n# a comment\n\nf 0 6 etc/a\nf 3 4 sp%20ace/x%25y%C3%A9\nr 1 2\n";
+	const char *good = "cafs-profile 1\nindex -\n# a comment\n\nf 0 6 etc/a\nf 3 4 sp%20ace/x%25y%C3%A9\nr 1 2\n"
+	                   "l usr/local/bin/s%20h\n";
+	const char *name, *fpath;
+	uint64_t fstart, flen;
 	check_int(ca_profile_parse(good, strlen(good), &p), ==, 0);
-	check_int((int)ca_profile_count(p), ==, 3);
+	check_int((int)ca_profile_count(p), ==, 4);
+	check(ca_profile_lookup(p, 3, &name) && !strcmp(name, "usr/local/bin/s h"));
+	check(!ca_profile_file(p, 3, &fpath, &fstart, &flen));
+	check(ca_profile_file(p, 0, &fpath, &fstart, &flen) && !strcmp(fpath, "etc/a") && flen == 6);
+	check(!ca_profile_lookup(p, 0, &name));
 	check(ca_profile_index_digest(p) == NULL);
 	check_int(ca_profile_format(p, d, &b), ==, 0);
 	ca_buf_append(&b, "", 1, SIZE_MAX);
 	check_str((char *)b.data, "cafs-profile 1\nindex "
 	          "abababababababababababababababababababababababababababababababab\n"
-	          "f 0 6 etc/a\nf 3 4 sp%20ace/x%25y%C3%A9\nr 1 2\n");
+	          "f 0 6 etc/a\nf 3 4 sp%20ace/x%25y%C3%A9\nr 1 2\nl usr/local/bin/s%20h\n");
 	ca_profile_free(p);
 	p = NULL;
 	check_int(ca_profile_parse(b.data, b.size - 1, &p), ==, 0);
@@ -98,6 +109,9 @@ int main(void)
 		"cafs-profile 1\nindex -\nr 99999999999999999999 2\n",
 		"cafs-profile 1\nindex -\nr 1  2\n",
 		"cafs-profile 1\nindex -\nx 1 2\n",
+		"cafs-profile 1\nindex -\nl \n",                /* a name without a path */
+		"cafs-profile 1\nindex -\nl a b\n",             /* a raw space */
+		"cafs-profile 1\nindex -\nl\n",
 		"cafs-profile 1\r\nindex -\n",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
