@@ -245,7 +245,7 @@ static int put_item(struct ca_buf *b, const struct item *it, const char *path)
 {
 	char line[64];
 	if (it->lookup) {
-		int r = put(b, "l ", 2);
+		int r = put(b, "#l ", 3);
 		if (r == 0)
 			r = put_escaped(b, path);
 		return r == 0 ? put(b, "\n", 1) : r;
@@ -414,6 +414,35 @@ bad:
 	return -1;
 }
 
+/* The lookup item of a "#l PATH" hint (s at "l "). */
+static int parse_lookup_item(struct ca_profile *p, size_t lineno, const char *s, const char *end, struct item *itp)
+{
+	struct item it = *itp;
+	int r = parse_path(s + 2, end, &it.path);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return bad(lineno, "bad path");
+	it.entry = 0;
+	it.lookup = true;
+	if (p->n == p->cap) {
+		free(it.path);
+		return bad(lineno, "too many items");
+	}
+	p->items[p->n++] = it;
+	return 0;
+}
+
+/* A "#l PATH" hint (profile.h): a name looked up. A bad one is skipped,
+ * as the older readers that take it for a comment do; only -ENOMEM
+ * fails. */
+static int parse_lookup(struct ca_profile *p, size_t lineno, const char *s, const char *end)
+{
+	struct item it = { .entry = UINT64_MAX };
+	int r = parse_lookup_item(p, lineno, s, end, &it);
+	return r == -EBADMSG ? 0 : r;
+}
+
 static int parse_line(struct ca_profile *p, size_t lineno, const char *s, const char *end)
 {
 	struct item it = { .entry = UINT64_MAX };
@@ -430,21 +459,6 @@ static int parse_line(struct ca_profile *p, size_t lineno, const char *s, const 
 		if (ca_id_from_hex(hex, p->digest) < 0)
 			return bad(lineno, "bad index digest");
 		p->has_digest = true;
-		return 0;
-	}
-	if (end - s >= 2 && s[0] == 'l' && s[1] == ' ') {
-		int r = parse_path(s + 2, end, &it.path);
-		if (r == -ENOMEM)
-			return r;
-		if (r < 0)
-			return bad(lineno, "bad path");
-		it.entry = 0;
-		it.lookup = true;
-		if (p->n == p->cap) {
-			free(it.path);
-			return bad(lineno, "too many items");
-		}
-		p->items[p->n++] = it;
 		return 0;
 	}
 	if (end - s < 2 || (s[0] != 'f' && s[0] != 'r') || s[1] != ' ')
@@ -503,6 +517,8 @@ int ca_profile_parse(const void *data, size_t size, struct ca_profile **ret)
 			r = bad(lineno, "no newline at the end");
 		else if ((size_t)(e - s) > CA_PROFILE_LINE_MAX)
 			r = bad(lineno, "line too long");
+		else if (lineno > 1 && e - s >= 3 && !memcmp(s, "#l ", 3))
+			r = parse_lookup(p, lineno, s + 1, e);
 		else if (lineno > 1 && e > s && *s != '#')
 			r = parse_line(p, lineno, s, e);
 		s = e + 1;

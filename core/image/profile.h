@@ -16,12 +16,15 @@
  *                                 regular file <path> (from the root, no
  *                                 leading '/'; bytes <= 0x20, '%' and
  *                                 >= 0x7f written %XX)
- *     l <path>                    a name looked up (none with data: one
- *                                 the image does not have, a symlink);
- *                                 no chunk, a replay looks it up again
  *     r <start> <length>          bytes of the image itself: a blob's, or
  *                                 an archive's stream (a tree mount
  *                                 without a metadata sidecar records these)
+ *     #l <path>                   a hint: a name looked up (none with
+ *                                 data: one the image does not have, a
+ *                                 symlink); no chunk, a replay looks it
+ *                                 up again. A comment to older readers,
+ *                                 so a profile with hints still serves
+ *                                 them; a bad one is skipped, not fatal
  *     # ...                       a comment
  *
  * Numbers are decimal. Anything else (an unknown keyword, a number out of

@@ -68,7 +68,7 @@ int main(void)
 	uint8_t d[CA_CHUNK_ID_SIZE];
 	memset(d, 0xab, sizeof(d));
 	const char *good = "cafs-profile 1\nindex -\n# a comment\n\nf 0 6 etc/a\nf 3 4 sp%20ace/x%25y%C3%A9\nr 1 2\n"
-	                   "l usr/local/bin/s%20h\n";
+	                   "#l usr/local/bin/s%20h\n#l a b\n";
 	const char *name, *fpath;
 	uint64_t fstart, flen;
 	check_int(ca_profile_parse(good, strlen(good), &p), ==, 0);
@@ -82,7 +82,7 @@ int main(void)
 	ca_buf_append(&b, "", 1, SIZE_MAX);
 	check_str((char *)b.data, "cafs-profile 1\nindex "
 	          "abababababababababababababababababababababababababababababababab\n"
-	          "f 0 6 etc/a\nf 3 4 sp%20ace/x%25y%C3%A9\nr 1 2\nl usr/local/bin/s%20h\n");
+	          "f 0 6 etc/a\nf 3 4 sp%20ace/x%25y%C3%A9\nr 1 2\n#l usr/local/bin/s%20h\n");
 	ca_profile_free(p);
 	p = NULL;
 	check_int(ca_profile_parse(b.data, b.size - 1, &p), ==, 0);
