@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/location.h"
 #include "base/log.h"
 #include "format/feature.h"
@@ -151,12 +152,6 @@ static void fill_report(void *userdata, const uint8_t id[CA_CHUNK_ID_SIZE], int 
 		ca_log_error_errno(r, "chunk %s", hex);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* one source: its index and what to fetch for it */
 struct fill_source {
@@ -290,7 +285,7 @@ int ca_store_ops_fill(const struct ca_store_ops_fill_opts *o, struct ca_store_op
 			goto out;
 		}
 	}
-	uint64_t t0 = now_ns();
+	uint64_t t0 = ca_now_ns();
 	if (o->progress_start)
 		o->progress_start(o->progress_userdata, ret->fill.todo_bytes);
 	for (size_t i = 0; i < o->n_sources && !(o->cancel && *o->cancel); i++) {
@@ -302,7 +297,7 @@ int ca_store_ops_fill(const struct ca_store_ops_fill_opts *o, struct ca_store_op
 		o->progress_end(o->progress_userdata);
 	if (rep.reported > FILL_MAX_REPORTED)
 		ca_log_error("%llu more chunks failed", (unsigned long long)(rep.reported - FILL_MAX_REPORTED));
-	ret->fetch_ns = now_ns() - t0;
+	ret->fetch_ns = ca_now_ns() - t0;
 out:
 	for (size_t i = 0; sources && i < o->n_sources; i++) {
 		ca_cache_fill_plan_free(sources[i].plan);

@@ -3,6 +3,7 @@
  * remote_stream.h). */
 #include "config.h"
 
+
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "net/remote_stream.h"
 
@@ -45,12 +47,6 @@ struct ca_remote_stream {
 	int err;            /* the transfer's failure, said once */
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
 
 static int fail(struct ca_remote_stream *s, int err, const char *why)
 {
@@ -200,9 +196,9 @@ static int pump(struct ca_remote_stream *s)
 			s->span_ms = 0;
 			s->span_bytes = s->received;
 		}
-		uint64_t t0 = now_ms();
+		uint64_t t0 = ca_now_ms();
 		curl_multi_poll(s->multi, NULL, 0, 100, NULL);
-		uint64_t waited = now_ms() - t0;
+		uint64_t waited = ca_now_ms() - t0;
 		s->idle_ms += waited;
 		s->span_ms += waited;
 	}

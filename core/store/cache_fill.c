@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "store/cache_fill.h"
 #include "store/chunksrc.h"
 #include "format/idset.h"
@@ -143,12 +144,6 @@ struct job {
 	bool cancelled;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* sleep until the bytes the backends delivered since the start fit the rate */
 static void throttle(struct job *j)
@@ -157,7 +152,7 @@ static void throttle(struct job *j)
 	ca_chunksrc_get_stats(j->src, &st);
 	uint64_t bytes = st.fetched_bytes - j->wire_start;
 	uint64_t due = j->start_ns + (uint64_t)((double)bytes * 1e9 / (double)j->opts->rate_limit_bps);
-	uint64_t t = now_ns();
+	uint64_t t = ca_now_ns();
 	if (due > t) {
 		uint64_t d = due - t;
 		struct timespec ts = { (time_t)(d / 1000000000u), (long)(d % 1000000000u) };
@@ -223,7 +218,7 @@ int ca_cache_fill_run(const struct ca_cache_fill_plan *p, struct ca_chunksrc *sr
 		return 0;
 	ca_chunksrc_get_stats(src, &before);
 	struct job j = {
-		.p = p, .src = src, .opts = opts, .start_ns = now_ns(), .wire_start = before.fetched_bytes,
+		.p = p, .src = src, .opts = opts, .start_ns = ca_now_ns(), .wire_start = before.fetched_bytes,
 		.done_base = ret_stats->fetched_bytes,
 	};
 	if (threads > CA_CACHE_FILL_THREADS_MAX)

@@ -26,6 +26,7 @@ TOOLS_ALLOW=$(cat <<'LIST'
 base/log.h            the one logger: "cafs: what: why" lines and -v/-q levels, the library's own
 base/location.h       operands classified by core's rules (image kind by suffix, URLs redacted in messages)
 base/stop_signals.h   the signals that stop a command (interrupt.c)
+base/clock.h          the monotonic clock: progress lines' rates and their redraw interval (progress.c)
 base/atomic_file.h    stats --textfile: the metrics file replaced whole (temp + rename), never read half-written
 base/json_out.h           --json outputs: file names and URLs as JSON strings (escaped, not-UTF-8 bytes shown as U+FFFD)
 format/feature.h      the feature flags stat prints (cmd_tree_read.c)
