@@ -9,6 +9,8 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "base/log.h"
+#include "store/blob.h"
 #include "store/cache_fill.h"
 #include "store/chunksrc.h"
 #include "format/idset.h"
@@ -137,12 +139,30 @@ struct job {
 	const struct ca_cache_fill_opts *opts;
 	uint64_t start_ns, wire_start; /* for the rate limit */
 	uint64_t done_base;            /* fetched_bytes on entry, for progress */
+	uint64_t failed_base;          /* failed on entry: the error lines' cap is over all runs */
 
 	pthread_mutex_t lock;          /* guards the fields below */
 	size_t next, prefetched;
 	uint64_t fetched, fetched_bytes, failed;
+	int first_err;
 	bool cancelled;
 };
+
+/* The one line a chunk that could not be filled gets. */
+static void log_failed(const struct job *j, const uint8_t *id, int err, bool not_stored)
+{
+	const char *name = j->opts->name, *sep = name ? ": " : "";
+	char hex[2 * CA_CHUNK_ID_SIZE + 1];
+	ca_id_to_hex(id, hex);
+	if (name == NULL)
+		name = "";
+	if (err == -ENOENT)
+		ca_log_error("%s%schunk %s: not found in any store", name, sep, hex);
+	else if (not_stored)
+		ca_log_error("%s%schunk %s: cannot store it in %s", name, sep, hex, ca_store_path(j->p->cache));
+	else
+		ca_log_error_errno(err, "%s%schunk %s", name, sep, hex);
+}
 
 
 /* sleep until the bytes the backends delivered since the start fit the rate */
@@ -190,17 +210,20 @@ static void *worker_main(void *arg)
 			not_stored = r == 0;
 			r = r > 0 ? 0 : r == 0 ? -EIO : r;
 		}
-		if (r < 0 && o->on_error)
-			o->on_error(o->error_userdata, w->id, r, not_stored);
+		bool log = false;
 		pthread_mutex_lock(&j->lock);
 		if (r == 0) {
 			j->fetched++;
 			j->fetched_bytes += w->size;
 		} else {
-			j->failed++;
+			log = j->failed_base + j->failed++ < CA_CACHE_FILL_MAX_REPORTED;
+			if (!j->first_err)
+				j->first_err = not_stored ? -EIO : ca_blob_chunk_errno(r);
 		}
 		uint64_t done = j->done_base + j->fetched_bytes;
 		pthread_mutex_unlock(&j->lock);
+		if (log)
+			log_failed(j, w->id, r, not_stored);
 		if (o->progress)
 			o->progress(o->progress_userdata, done);
 		if (o->rate_limit_bps)
@@ -219,7 +242,7 @@ int ca_cache_fill_run(const struct ca_cache_fill_plan *p, struct ca_chunksrc *sr
 	ca_chunksrc_get_stats(src, &before);
 	struct job j = {
 		.p = p, .src = src, .opts = opts, .start_ns = ca_now_ns(), .wire_start = before.fetched_bytes,
-		.done_base = ret_stats->fetched_bytes,
+		.done_base = ret_stats->fetched_bytes, .failed_base = ret_stats->failed,
 	};
 	if (threads > CA_CACHE_FILL_THREADS_MAX)
 		threads = CA_CACHE_FILL_THREADS_MAX;
@@ -233,5 +256,13 @@ int ca_cache_fill_run(const struct ca_cache_fill_plan *p, struct ca_chunksrc *sr
 	ret_stats->fetched_bytes += j.fetched_bytes;
 	ret_stats->wire_bytes += after.fetched_bytes - before.fetched_bytes;
 	ret_stats->failed += j.failed;
+	if (!ret_stats->first_err)
+		ret_stats->first_err = j.first_err;
 	return j.cancelled ? -ECANCELED : 0;
+}
+
+void ca_cache_fill_log_rest(const struct ca_cache_fill_stats *st)
+{
+	if (st->failed > CA_CACHE_FILL_MAX_REPORTED)
+		ca_log_error("%llu more chunks failed", (unsigned long long)(st->failed - CA_CACHE_FILL_MAX_REPORTED));
 }
