@@ -148,20 +148,20 @@ struct job {
 	bool cancelled;
 };
 
-/* The one line a chunk that could not be filled gets. */
+/* The one line a chunk that could not be filled gets: a fetched chunk
+ * the cache did not take names the cache; the rest as every reader says
+ * it (ca_blob_log_chunk_error). */
 static void log_failed(const struct job *j, const uint8_t *id, int err, bool not_stored)
 {
-	const char *name = j->opts->name, *sep = name ? ": " : "";
+	const char *name = j->opts->name;
 	char hex[2 * CA_CHUNK_ID_SIZE + 1];
+	if (!not_stored) {
+		ca_blob_log_chunk_error(name, id, err);
+		return;
+	}
 	ca_id_to_hex(id, hex);
-	if (name == NULL)
-		name = "";
-	if (err == -ENOENT)
-		ca_log_error("%s%schunk %s: not found in any store", name, sep, hex);
-	else if (not_stored)
-		ca_log_error("%s%schunk %s: cannot store it in %s", name, sep, hex, ca_store_path(j->p->cache));
-	else
-		ca_log_error_errno(err, "%s%schunk %s", name, sep, hex);
+	ca_log_error("%s%schunk %s: cannot store it in %s", name ? name : "", name ? ": " : "", hex,
+	             ca_store_path(j->p->cache));
 }
 
 
