@@ -17,10 +17,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* the image calls' options: their types (digests, uid shifts, keys) are
- * these headers' own */
+/* the image calls' options: their types (digests, uid shifts) are this
+ * header's own; an image's options (source.h) only by pointer here, for
+ * the commands that open one to include */
 #include "image/image_make.h"
-#include "image/source.h"
+
+struct ca_image_opts;
+struct ca_minisign_key;
 
 #define EXIT_USAGE 2
 

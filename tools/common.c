@@ -15,6 +15,7 @@
 #include "base/json_out.h"
 #include "base/location.h"
 #include "base/log.h"
+#include "image/source.h"
 
 void cafs_set_verbosity(int level)
 {

@@ -32,7 +32,7 @@ base/json_out.h           --json outputs: file names and URLs as JSON strings (e
 format/feature.h      the feature flags stat prints (cmd_tree_read.c)
 image/image_make.h    make, meta make, sign, digest, a directory's archive stream (list/mtree/stat): one call each; make's options by name (--chunk-size, --with, --compression)
 image/image_seed.h    extract (with --seed, --cache) and cache seed: one call each
-image/source.h        an image opened from a source string, and its options (cmd.h); --trusted-key's key read
+image/source.h        an image's options for the commands that open one (mount, cache fill, delta), the default cache directory (cache_util.c); --trusted-key's key read (common.c)
 image/tree_walk.h     list/mtree/stat/digest of an archive or a directory's stream: one walk each, tools/ prints
 image/delta.h         delta make and delta info (static delta packs): one call each
 image/store_ops.h     gc, cache stat/fill/prune/verify, the settings check at start-up: one call each
