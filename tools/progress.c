@@ -10,7 +10,6 @@
 #include "base/clock.h"
 #include "progress.h"
 
-
 void cafs_progress_init(struct cafs_progress *p, const char *label, uint64_t total)
 {
 	memset(p, 0, sizeof(*p));

@@ -38,7 +38,6 @@ struct ca_http_clock {
 	_Atomic uint64_t progress_ms; /* the last progress of any request */
 };
 
-
 int ca_http_clock_new(unsigned deadline_s, struct ca_http_clock **ret)
 {
 	struct ca_http_clock *c = calloc(1, sizeof(*c));
@@ -190,7 +189,6 @@ static void opts_fill(struct ca_http_opts *o, const struct ca_http_opts *in)
 	if (!o->retry_delay_ms)
 		o->retry_delay_ms = 250;
 }
-
 
 /* The one place curl's codes become errnos. */
 static int curl_errno(CURLcode c)
@@ -729,7 +727,6 @@ static void wipe_list(struct curl_slist *l)
 const uint64_t ca_http_latency_bounds_us[CA_HTTP_LATENCY_BUCKETS] = {
 	1000, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 10000000, 30000000,
 };
-
 
 /* the latency histogram's slot for t microseconds (12 bounds: a scan is
  * as cheap as a search) */

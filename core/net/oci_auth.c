@@ -39,7 +39,6 @@ struct ca_oci_auth {
 	bool basic_on; /* the registry asked for basic auth */
 };
 
-
 static void free_secret(char *s)
 {
 	if (s)

@@ -94,8 +94,6 @@ struct ca_remote_store {
 	uint64_t probes, outage_waits;
 };
 
-
-
 static unsigned bucket_of(const uint8_t *id)
 {
 	return id[0]; /* ids are digests: one byte is uniform enough */

@@ -3,7 +3,6 @@
  * remote_stream.h). */
 #include "config.h"
 
-
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -46,7 +45,6 @@ struct ca_remote_stream {
 	bool paused, done, back_logged;
 	int err;            /* the transfer's failure, said once */
 };
-
 
 static int fail(struct ca_remote_stream *s, int err, const char *why)
 {

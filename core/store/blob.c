@@ -52,7 +52,7 @@ int ca_blob_log_chunk_error(const char *name, const uint8_t *id, int err)
 	ca_id_to_hex(id, hex);
 	if (!name)
 		name = "";
-	if (err == -ENOENT || err == ENOENT) {
+	if (err == -ENOENT) {
 		ca_log_error("%s%schunk %s: not found in any store", name, sep, hex);
 		return -ENOENT;
 	}

@@ -164,7 +164,6 @@ static void log_failed(const struct job *j, const uint8_t *id, int err, bool not
 	             ca_store_path(j->p->cache));
 }
 
-
 /* sleep until the bytes the backends delivered since the start fit the rate */
 static void throttle(struct job *j)
 {
