@@ -38,13 +38,6 @@
 
 /* ---- small helpers ---- */
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS + ts.tv_nsec;
-}
-
 static void close_fd(int *fd)
 {
 	if (*fd >= 0)
@@ -344,7 +337,7 @@ static int spawn(struct keeper *k)
 	close_fd(&k->chan);
 	k->chan = sp[0];
 	k->server = pid;
-	k->started = now_ns();
+	k->started = (int64_t)ca_now_ns();
 	k->served_at = 0;
 	return 0;
 }
@@ -454,7 +447,7 @@ static void on_server_msg(struct keeper *k)
 		close(fds[i]);
 	if (r < 0 || (memcmp(tag, "STAT", 4) && memcmp(tag, "SERV", 4)))
 		return;
-	k->served_at = now_ns();
+	k->served_at = (int64_t)ca_now_ns();
 	if (k->old >= 0) {
 		/* a takeover: the old keeper stops its server now */
 		if (send_msg(k->old, "GO!!", NULL, 0) < 0)
@@ -557,7 +550,7 @@ static bool count_death(struct keeper *k, int64_t now)
 /* The server ended. Returns -1 to go on, or the keeper's exit code. */
 static int on_server_exit(struct keeper *k, int status)
 {
-	int64_t now = now_ns();
+	int64_t now = (int64_t)ca_now_ns();
 	pid_t pid = k->server;
 	k->server = -1;
 	while (k->chan >= 0) { /* what it said before it went */

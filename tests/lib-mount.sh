@@ -158,3 +158,60 @@ for i in range(count):
         sys.exit("read %d at %d differs (%d bytes back)" % (n, off, len(got)))
 PY
 }
+
+# ---- mounts that outlive their server (fs/keeper.h) ----
+#
+#   keeper_setup                           # $LOAD, $CAFS2, keeper_of, cleanup
+#   serve_images "$src" "$T/bref/disk"     # $W/img.caidx, $W/disk.caibx at $U
+#   mount_start "mounts" "$T/m1" "$T/log.1" "$U/img.caidx"
+#   "$CAFS2" mount --takeover "$T/m1"; stop_keeper "$T/m1"
+
+# keeper_setup: what the tests of a keeper share: $LOAD (keeper-load.py:
+# the pids serving a mount, the reader loads), a takeover socket directory
+# of the test's own ($CAFS_RUNTIME_DIR), $CAFS2 (a copy of the binary: a
+# takeover by another binary), and a cleanup that stops whichever keeper
+# serves each mount under $T/m* and in $KEEPER_MOUNTS (mount_start's own
+# cleanup knows only the first keeper; a takeover's is another process).
+keeper_setup() {
+	LOAD="python3 $top_srcdir/tests/keeper-load.py"
+	export CAFS_RUNTIME_DIR=$T/run
+	mkdir -p "$CAFS_RUNTIME_DIR" "$T/bin2"
+	cp "$CAFS" "$T/bin2/cafs"
+	CAFS2=$T/bin2/cafs
+	at_cleanup 'for m in "$T"/m* ${KEEPER_MOUNTS:-}; do k=$(keeper_of "$m"); [ "$k" != 0 ] && kill "$k"; done; sleep 0.3'
+}
+
+# keeper_of MNT, server_of MNT: the keeper of MNT now (it changes with each
+# takeover) and the server it runs; 0 when there is none
+keeper_of() { $LOAD pids "$1" | cut -d' ' -f1; }
+server_of() { $LOAD pids "$1" | cut -d' ' -f2; }
+
+# stop_keeper MNT: SIGTERM to whichever keeper serves MNT; within 10 s it is
+# gone and MNT is not mounted
+stop_keeper() {
+	local k i
+	k=$(keeper_of "$1")
+	[ "$k" != 0 ] || return 1
+	kill -TERM "$k" || return 1
+	for ((i = 0; i < 200; i++)); do
+		! is_mounted "$1" && ! kill -0 "$k" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# serve_images SRC [BLOB]: the tree SRC made into $W/img.caidx and the file
+# BLOB (if given) into $W/disk.caibx, both in the store $W/default.castr,
+# and $W served by nginx (lib-http.sh) at $U, with /slow/ the same store at
+# 100 KB/s a connection (reads that stay in flight). Sets W and U.
+serve_images() {
+	W=$T/www
+	mkdir -p "$W"
+	"$CAFS" make -q --store="$W/default.castr" "$W/img.caidx" "$1" >/dev/null || return 1
+	if [ -n "${2:-}" ]; then
+		"$CAFS" make -q --store="$W/default.castr" "$W/disk.caibx" "$2" >/dev/null || return 1
+	fi
+	NGINX_EXTRA="location /slow/ { alias $W/default.castr/; limit_rate 100k; } ${NGINX_EXTRA:-}" \
+		nginx_start "$W" || return 1
+	U=$NGINX_URL
+}

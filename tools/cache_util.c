@@ -10,6 +10,7 @@
 #include "cache.h"
 #include "cmd.h"
 #include "base/log.h"
+#include "image/source.h"
 
 char *cafs_cache_dir(const char *opt)
 {

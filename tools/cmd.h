@@ -17,10 +17,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* the image calls' options: their types (digests, uid shifts, keys) are
- * these headers' own */
+/* the image calls' options: their types (digests, uid shifts) are this
+ * header's own; an image's options (source.h) only by pointer here, for
+ * the commands that open one to include */
 #include "image/image_make.h"
-#include "image/source.h"
+
+struct ca_image_opts;
+struct ca_minisign_key;
 
 #define EXIT_USAGE 2
 
@@ -221,18 +224,16 @@ struct cafs_trusted_keys {
 	bool allow_downgrade;    /* --allow-downgrade (source.h) */
 	const char *signed_name; /* --signed-name=NAME (source.h) */
 };
-/* --allow-downgrade and --signed-name=NAME, beside --trusted-key: what an
- * index's signature must say besides verifying (cafs(1) SECURITY) */
-#define CAFS_TRUST_POLICY_OPTIONS                                                       \
-	{ "allow-downgrade", no_argument, NULL, CAFS_OPT_ALLOW_DOWNGRADE },              \
-	{ "signed-name", required_argument, NULL, CAFS_OPT_SIGNED_NAME }
-/* Take CAFS_OPT_ALLOW_DOWNGRADE or CAFS_OPT_SIGNED_NAME (c) into tk: 0,
- * or the exit code (2: an empty or path-like name; reported). */
-int cafs_trust_policy_option(const char *cmd, int c, const char *arg, struct cafs_trusted_keys *tk);
-/* Read the key file now, so that a bad one is reported before anything is
- * opened, and append its key: 0, or the exit code (2: a usage error, the
- * file unreadable or not a key; reported). */
-int cafs_trusted_key_add(const char *cmd, struct cafs_trusted_keys *tk, const char *path);
+/* The trust options every command that opens an image takes, and the one
+ * place they are parsed: --trusted-key FILE (the file is read now, so that
+ * a bad one is reported before anything is opened), --allow-downgrade and
+ * --signed-name=NAME (what an index's signature must say besides
+ * verifying; cafs(1) SECURITY). Its ids as case labels, for set():
+ *   case CAFS_TRUST_OPTION_IDS: return cafs_trust_option(cmd, id, arg, &tk);
+ * Returns 0, or the exit code (2: a usage error, the key file unreadable or
+ * not a key, an empty or path-like name; reported). */
+#define CAFS_TRUST_OPTION_IDS CAFS_OPT_TRUSTED_KEY: case CAFS_OPT_ALLOW_DOWNGRADE: case CAFS_OPT_SIGNED_NAME
+int cafs_trust_option(const char *cmd, int id, const char *arg, struct cafs_trusted_keys *tk);
 void cafs_trusted_keys_release(struct cafs_trusted_keys *tk); /* accepts a zeroed one */
 /* Give io tk's keys (tk may be NULL: none beyond the trusted key directory's). */
 void cafs_trusted_keys_apply(const struct cafs_trusted_keys *tk, struct ca_image_opts *io);

@@ -189,11 +189,8 @@ static int read_set(const char *cmd, struct cafs_extract_args *a, int id, const 
 	case CAFS_OPT_DELTA:
 		a->delta = arg;
 		return 0;
-	case CAFS_OPT_ALLOW_DOWNGRADE:
-	case CAFS_OPT_SIGNED_NAME:
-		return cafs_trust_policy_option(cmd, id, arg, &a->trusted);
-	case CAFS_OPT_TRUSTED_KEY:
-		return cafs_trusted_key_add(cmd, &a->trusted, arg);
+	case CAFS_TRUST_OPTION_IDS:
+		return cafs_trust_option(cmd, id, arg, &a->trusted);
 	case CAFS_OPT_OFFLINE:
 		a->offline = true;
 		return 0;
@@ -357,11 +354,8 @@ static int digest_set(struct cafs_request *q, int id, const char *arg)
 		if (ca_digest_type_parse(arg, &d->type) < 0)
 			return cafs_usage_error("digest", "unknown digest '%s'", arg);
 		return 0;
-	case CAFS_OPT_ALLOW_DOWNGRADE:
-	case CAFS_OPT_SIGNED_NAME:
-		return cafs_trust_policy_option("digest", id, arg, &d->trusted);
-	case CAFS_OPT_TRUSTED_KEY:
-		return cafs_trusted_key_add("digest", &d->trusted, arg);
+	case CAFS_TRUST_OPTION_IDS:
+		return cafs_trust_option("digest", id, arg, &d->trusted);
 	default:
 		return 0;
 	}
@@ -416,9 +410,7 @@ static int info_set(struct cafs_request *q, int id, const char *arg)
 	switch (id) {
 	case CAFS_OPT_STORE:
 	case CAFS_OPT_THREADS:
-	case CAFS_OPT_TRUSTED_KEY:
-	case CAFS_OPT_ALLOW_DOWNGRADE:
-	case CAFS_OPT_SIGNED_NAME:
+	case CAFS_TRUST_OPTION_IDS:
 	case 'v':
 	case 'q':
 		return read_set("info", (struct cafs_extract_args *)q, id, arg);

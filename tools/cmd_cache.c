@@ -193,11 +193,8 @@ static int cache_set(struct cafs_request *r, int id, const char *arg)
 		if (cafs_parse_size(arg, &q->rate_limit_bps) < 0 || q->rate_limit_bps == 0)
 			return cafs_usage_error("cache", "invalid rate '%s'", arg);
 		return 0;
-	case CAFS_OPT_TRUSTED_KEY:
-		return cafs_trusted_key_add("cache", &q->trusted, arg);
-	case CAFS_OPT_ALLOW_DOWNGRADE:
-	case CAFS_OPT_SIGNED_NAME:
-		return cafs_trust_policy_option("cache", id, arg, &q->trusted);
+	case CAFS_TRUST_OPTION_IDS:
+		return cafs_trust_option("cache", id, arg, &q->trusted);
 	case CAFS_OPT_MAX_SIZE:
 		if (cafs_parse_size(arg, &q->max_size) < 0)
 			return cafs_usage_error("cache", "invalid size '%s'", arg);

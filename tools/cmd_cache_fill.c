@@ -14,6 +14,7 @@
 
 #include "cache.h"
 #include "cmd.h"
+#include "image/source.h"
 #include "image/store_ops.h"
 #include "interrupt.h"
 #include "base/log.h"

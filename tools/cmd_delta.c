@@ -19,6 +19,7 @@
 #include "cache.h"
 #include "cmd.h"
 #include "image/delta.h"
+#include "image/source.h"
 
 enum { DELTA_MAKE, DELTA_INFO };
 

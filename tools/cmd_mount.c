@@ -270,13 +270,13 @@ static int parse_o(const char *cmd, struct mount_args *a, char *arg)
 		} else if (!strncmp(opt, "log=", 4)) {
 			a->log_file = opt + 4;
 		} else if (opt_is(opt, len, "allow_downgrade")) {
-			a->trusted.allow_downgrade = true;
+			cafs_trust_option(cmd, CAFS_OPT_ALLOW_DOWNGRADE, NULL, &a->trusted);
 		} else if (!strncmp(opt, "signed_name=", 12)) {
-			int e = cafs_trust_policy_option(cmd, CAFS_OPT_SIGNED_NAME, opt + 12, &a->trusted);
+			int e = cafs_trust_option(cmd, CAFS_OPT_SIGNED_NAME, opt + 12, &a->trusted);
 			if (e)
 				return e;
 		} else if (!strncmp(opt, "trusted_key=", 12)) {
-			int e = cafs_trusted_key_add(cmd, &a->trusted, opt + 12);
+			int e = cafs_trust_option(cmd, CAFS_OPT_TRUSTED_KEY, opt + 12, &a->trusted);
 			if (e)
 				return e;
 		} else if (opt_is(opt, len, "no_cache")) {
@@ -478,11 +478,8 @@ static int mount_set(struct cafs_request *q, int id, const char *arg)
 	case CAFS_OPT_LOG:
 		a->log_file = arg;
 		return 0;
-	case CAFS_OPT_ALLOW_DOWNGRADE:
-	case CAFS_OPT_SIGNED_NAME:
-		return cafs_trust_policy_option(cmd, id, arg, &a->trusted);
-	case CAFS_OPT_TRUSTED_KEY:
-		return cafs_trusted_key_add(cmd, &a->trusted, arg);
+	case CAFS_TRUST_OPTION_IDS:
+		return cafs_trust_option(cmd, id, arg, &a->trusted);
 	case CAFS_OPT_RATE_LIMIT_BPS:
 		if (cafs_parse_size(arg, &a->rate_limit_bps) < 0 || a->rate_limit_bps == 0)
 			return cafs_usage_error(cmd, "invalid rate '%s'", arg);

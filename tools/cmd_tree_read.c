@@ -331,11 +331,8 @@ static int list_set(struct cafs_request *q, int id, const char *arg)
 			                        arg);
 		l->flat = !strcmp(arg, "no");
 		return 0;
-	case CAFS_OPT_ALLOW_DOWNGRADE:
-	case CAFS_OPT_SIGNED_NAME:
-		return cafs_trust_policy_option(cmd, id, arg, &l->trusted);
-	case CAFS_OPT_TRUSTED_KEY:
-		return cafs_trusted_key_add(cmd, &l->trusted, arg);
+	case CAFS_TRUST_OPTION_IDS:
+		return cafs_trust_option(cmd, id, arg, &l->trusted);
 	case CAFS_OPT_DIGEST:
 		/* casync names the field after --digest, whatever
 		 * digest the archive's contents are hashed with */

@@ -15,6 +15,7 @@
 #include "base/json_out.h"
 #include "base/location.h"
 #include "base/log.h"
+#include "image/source.h"
 
 void cafs_set_verbosity(int level)
 {
@@ -40,7 +41,7 @@ int cafs_parse_threads(const char *s, unsigned *ret)
 }
 
 
-int cafs_trusted_key_add(const char *cmd, struct cafs_trusted_keys *tk, const char *path)
+static int trusted_key_add(const char *cmd, struct cafs_trusted_keys *tk, const char *path)
 {
 	struct ca_minisign_key *n = realloc(tk->keys, (tk->n + 1) * sizeof(*n));
 	char why[128];
@@ -55,9 +56,11 @@ int cafs_trusted_key_add(const char *cmd, struct cafs_trusted_keys *tk, const ch
 	return 0;
 }
 
-int cafs_trust_policy_option(const char *cmd, int c, const char *arg, struct cafs_trusted_keys *tk)
+int cafs_trust_option(const char *cmd, int id, const char *arg, struct cafs_trusted_keys *tk)
 {
-	if (c == CAFS_OPT_ALLOW_DOWNGRADE) {
+	if (id == CAFS_OPT_TRUSTED_KEY)
+		return trusted_key_add(cmd, tk, arg);
+	if (id == CAFS_OPT_ALLOW_DOWNGRADE) {
 		tk->allow_downgrade = true;
 		return 0;
 	}

@@ -7,14 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "progress.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
-}
 
 void cafs_progress_init(struct cafs_progress *p, const char *label, uint64_t total)
 {
@@ -22,7 +16,7 @@ void cafs_progress_init(struct cafs_progress *p, const char *label, uint64_t tot
 	p->label = label;
 	p->total = total;
 	p->enabled = isatty(STDERR_FILENO);
-	p->start_ns = now_ns();
+	p->start_ns = ca_now_ns();
 	pthread_mutex_init(&p->lock, NULL);
 }
 
@@ -42,7 +36,7 @@ void cafs_progress_update(void *arg, uint64_t done)
 	if (!p->enabled)
 		return;
 	pthread_mutex_lock(&p->lock);
-	uint64_t t = now_ns();
+	uint64_t t = ca_now_ns();
 	if (t - p->last_ns >= 100000000u || (p->total && done >= p->total)) {
 		char a[32], b[32], rate[32];
 		double secs = (t - p->start_ns) / 1e9;

@@ -156,28 +156,11 @@ out:
 	return r;
 }
 
-struct fill {
-	struct progress p;
-	const char *name;
-	int first_err; /* atomic: the first chunk's error, what the call returns */
-};
-
 static void fill_progress(void *userdata, uint64_t done)
 {
-	struct fill *f = userdata;
-	if (f->p.fn)
-		f->p.fn(f->p.userdata, done, f->p.total);
-}
-
-static void fill_error(void *userdata, const uint8_t id[CA_CHUNK_ID_SIZE], int err, bool not_stored)
-{
-	struct fill *f = userdata;
-	char hex[2 * CA_CHUNK_ID_SIZE + 1];
-	int none = 0;
-	ca_id_to_hex(id, hex);
-	err = not_stored ? err : ca_blob_chunk_errno(err);
-	ca_log_error_errno(err, "%s: chunk %s%s", f->name, hex, not_stored ? ": cannot keep it in the cache" : "");
-	__atomic_compare_exchange_n(&f->first_err, &none, err, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	struct progress *p = userdata;
+	if (p->fn)
+		p->fn(p->userdata, done, p->total);
 }
 
 int cafs_image_fill_cache(struct cafs_image *img, const struct cafs_fill_options *user_o)
@@ -192,25 +175,24 @@ int cafs_image_fill_cache(struct cafs_image *img, const struct cafs_fill_options
 	struct ca_cache_fill_plan *plan = NULL;
 	struct ca_cache_fill_stats st = { 0 };
 	struct ca_store *cache = NULL;
-	struct fill f = { .name = ca_image_name(img->im) };
+	struct progress p = { 0 };
 	struct ca_cache_fill_opts fo = {
 		.cancel = &img->ctx->cancelled,
 		.progress = fill_progress,
-		.progress_userdata = &f,
-		.on_error = fill_error,
-		.error_userdata = &f,
+		.progress_userdata = &p,
+		.name = ca_image_name(img->im),
 	};
 	int r = api_options(user_o, &o, sizeof(o));
 	if (r < 0)
 		goto out;
 	if (!ca_image_index(img->im) || !dir) {
-		r = ca_log_error_errno(EINVAL, "%s: %s", f.name,
+		r = ca_log_error_errno(EINVAL, "%s: %s", fo.name,
 		                       dir ? "a .catar has no chunks" : "opened without a cache: nothing to fill");
 		goto out;
 	}
 	fo.threads = o.threads;
 	fo.rate_limit_bps = o.rate_limit_bps;
-	f.p = (struct progress){ o.progress, o.progress_userdata, 0 };
+	p = (struct progress){ o.progress, o.progress_userdata, 0 };
 	r = img->ctx->cancelled ? -ECANCELED : ca_store_open_private(dir, true, &cache);
 	if (r < 0) /* logged by ca_store_open_private */
 		goto out;
@@ -219,12 +201,13 @@ int cafs_image_fill_cache(struct cafs_image *img, const struct cafs_fill_options
 		ca_log_error_errno(r, "cache %s", dir);
 		goto out;
 	}
-	f.p.total = st.todo_bytes;
-	if (f.p.fn)
-		f.p.fn(f.p.userdata, 0, f.p.total);
+	p.total = st.todo_bytes;
+	if (p.fn)
+		p.fn(p.userdata, 0, p.total);
 	r = ca_cache_fill_run(plan, ca_image_chunksrc(img->im), &fo, &st);
+	ca_cache_fill_log_rest(&st);
 	if (r == 0 && st.failed)
-		r = f.first_err ? f.first_err : -EIO;
+		r = st.first_err ? st.first_err : -EIO;
 out:
 	ca_cache_fill_plan_free(plan);
 	ca_store_free(cache);

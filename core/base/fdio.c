@@ -10,27 +10,13 @@
 
 #include "base/fdio.h"
 
-int ca_write_all(int fd, const void *p, size_t n)
+/* write (at the file position) or pwrite (at off) all n bytes; EINTR is
+ * retried */
+static int write_loop(int fd, const void *p, size_t n, bool at_off, uint64_t off)
 {
 	const uint8_t *q = p;
 	while (n > 0) {
-		ssize_t k = write(fd, q, n);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		q += k;
-		n -= k;
-	}
-	return 0;
-}
-
-int ca_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
-{
-	const uint8_t *q = p;
-	while (n > 0) {
-		ssize_t k = pwrite(fd, q, n, (off_t)off);
+		ssize_t k = at_off ? pwrite(fd, q, n, (off_t)off) : write(fd, q, n);
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
@@ -43,12 +29,24 @@ int ca_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
 	return 0;
 }
 
-ssize_t ca_read_full(int fd, void *p, size_t n)
+int ca_write_all(int fd, const void *p, size_t n)
+{
+	return write_loop(fd, p, n, false, 0);
+}
+
+int ca_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
+{
+	return write_loop(fd, p, n, true, off);
+}
+
+/* read (at the file position) or pread (at off) until n bytes, the end or
+ * an error; EINTR is retried */
+static ssize_t read_loop(int fd, void *p, size_t n, bool at_off, uint64_t off)
 {
 	uint8_t *q = p;
 	size_t done = 0;
 	while (done < n) {
-		ssize_t k = read(fd, q + done, n - done);
+		ssize_t k = at_off ? pread(fd, q + done, n - done, (off_t)(off + done)) : read(fd, q + done, n - done);
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
@@ -61,22 +59,14 @@ ssize_t ca_read_full(int fd, void *p, size_t n)
 	return (ssize_t)done;
 }
 
+ssize_t ca_read_full(int fd, void *p, size_t n)
+{
+	return read_loop(fd, p, n, false, 0);
+}
+
 ssize_t ca_pread_full(int fd, void *p, size_t n, uint64_t off)
 {
-	uint8_t *q = p;
-	size_t done = 0;
-	while (done < n) {
-		ssize_t k = pread(fd, q + done, n - done, (off_t)(off + done));
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (k == 0)
-			break;
-		done += k;
-	}
-	return (ssize_t)done;
+	return read_loop(fd, p, n, true, off);
 }
 
 #define SPARSE_BLOCK 4096

@@ -17,6 +17,7 @@
 /* base */
 #include "base/log.h"          /* logging; the mounting thread's logger, used on libfuse's threads */
 #include "base/condwait.h"     /* ca_deadline_ms: a metadata wait gives up (FS_META_WAIT_MS) */
+#include "base/clock.h"        /* ca_now_ns: the keeper's restart window (a server that keeps dying) */
 #include "base/stop_signals.h" /* SIGINT/SIGTERM/SIGHUP end the session loop */
 #include "base/location.h"     /* ca_image_kind: a .caibx is a blob mount, the rest tree mounts */
 #include "base/digest.h"       /* the kept index's sha256 a restarted server names (extras.h) */

@@ -30,6 +30,7 @@
 #include "image/image_seed.h"
 #include "image/source.h"
 #include "net/http.h"
+#include "store/blob.h"
 #include "store/chunksrc.h"
 #include "store/store.h"
 

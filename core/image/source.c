@@ -28,6 +28,7 @@
 #include "image/source.h"
 #include "net/storeconf.h"
 #include "image/sidecar.h"
+#include "store/blob.h"
 #include "trust/trust.h"
 
 /* An index downloaded whole; indexes list 40 bytes per chunk, so this is a
@@ -1124,7 +1125,6 @@ int ca_image_log_read_error(struct ca_image *im, int err, uint64_t off, size_t l
 		uint64_t s, e;
 		const uint8_t *id;
 		const struct ca_chunk *c = NULL;
-		char hex[2 * CA_CHUNK_ID_SIZE + 1];
 		ca_index_chunk(im->idx, i, &s, &e, &id);
 		if (s >= off + len)
 			break;
@@ -1133,11 +1133,7 @@ int ca_image_log_read_error(struct ca_image *im, int err, uint64_t off, size_t l
 		ca_chunksrc_put(im->src, c);
 		if (r == 0)
 			continue;
-		ca_id_to_hex(id, hex);
-		if (r == -ENOENT)
-			ca_log_error("%s: chunk %s: not found in any store", im->name, hex);
-		else
-			ca_log_error_errno(r, "%s: chunk %s", im->name, hex);
+		ca_blob_log_chunk_error(im->name, id, r);
 		return err;
 	}
 	return ca_log_error_errno(err, "%s", im->name);

@@ -47,15 +47,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "store/blob.h"
-#include "catar/catar_ra.h"
-#include "store/chunksrc.h"
-#include "net/http.h"
-#include "format/index.h"
-#include "base/location.h"
-#include "trust/minisign.h"
-#include "net/remote.h"
-#include "store/store.h"
+#include "base/location.h" /* enum ca_image_kind */
+#include "net/remote.h"     /* enum ca_remote_outage; the remote stores' stats */
+#include "trust/minisign.h" /* ca_source_read_trusted_key fills the caller's key */
+
+/* the rest only by pointer: a caller that uses one includes its header */
+struct ca_blob;
+struct ca_catar_source;
+struct ca_index;
+struct ca_store;
 
 /* HTTP settings: the defaults of http.h, overridden by the environment:
  * CAFS_HTTP_TIMEOUT=SECONDS (connect timeout, and how long a transfer may

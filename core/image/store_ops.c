@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/location.h"
 #include "base/log.h"
 #include "format/feature.h"
@@ -127,37 +128,6 @@ out:
 
 /* ---- fill ---- */
 
-/* chunk errors logged one per line; past that only counted, since a store
- * that is gone entirely would otherwise print one line per chunk of the image */
-#define FILL_MAX_REPORTED 20
-
-struct fill_reporter {
-	const char *cache_dir;
-	uint64_t reported; /* chunk errors seen, over all sources (atomic: workers call in) */
-};
-
-static void fill_report(void *userdata, const uint8_t id[CA_CHUNK_ID_SIZE], int r, bool not_stored)
-{
-	struct fill_reporter *rep = userdata;
-	char hex[2 * CA_CHUNK_ID_SIZE + 1];
-	if (__atomic_fetch_add(&rep->reported, 1, __ATOMIC_RELAXED) >= FILL_MAX_REPORTED)
-		return;
-	ca_id_to_hex(id, hex);
-	if (r == -ENOENT)
-		ca_log_error("chunk %s: not found in any store", hex);
-	else if (not_stored)
-		ca_log_error("chunk %s: cannot store it in %s", hex, rep->cache_dir);
-	else
-		ca_log_error_errno(r, "chunk %s", hex);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* one source: its index and what to fetch for it */
 struct fill_source {
 	const char *name;
@@ -244,11 +214,9 @@ int ca_store_ops_fill(const struct ca_store_ops_fill_opts *o, struct ca_store_op
 	struct fill_source *sources = calloc(o->n_sources ? o->n_sources : 1, sizeof(*sources));
 	struct ca_idset *queued = NULL;
 	struct ca_store *cache = NULL;
-	struct fill_reporter rep = { .cache_dir = o->cache };
 	struct ca_cache_fill_opts fo = {
 		.threads = o->threads, .rate_limit_bps = o->rate_limit_bps, .cancel = o->cancel,
 		.progress = o->progress, .progress_userdata = o->progress_userdata,
-		.on_error = fill_report, .error_userdata = &rep,
 	};
 	struct ca_image_opts io = { 0 };
 	int r = 0;
@@ -290,7 +258,7 @@ int ca_store_ops_fill(const struct ca_store_ops_fill_opts *o, struct ca_store_op
 			goto out;
 		}
 	}
-	uint64_t t0 = now_ns();
+	uint64_t t0 = ca_now_ns();
 	if (o->progress_start)
 		o->progress_start(o->progress_userdata, ret->fill.todo_bytes);
 	for (size_t i = 0; i < o->n_sources && !(o->cancel && *o->cancel); i++) {
@@ -300,9 +268,8 @@ int ca_store_ops_fill(const struct ca_store_ops_fill_opts *o, struct ca_store_op
 	}
 	if (o->progress_end)
 		o->progress_end(o->progress_userdata);
-	if (rep.reported > FILL_MAX_REPORTED)
-		ca_log_error("%llu more chunks failed", (unsigned long long)(rep.reported - FILL_MAX_REPORTED));
-	ret->fetch_ns = now_ns() - t0;
+	ca_cache_fill_log_rest(&ret->fill);
+	ret->fetch_ns = ca_now_ns() - t0;
 out:
 	for (size_t i = 0; sources && i < o->n_sources; i++) {
 		ca_cache_fill_plan_free(sources[i].plan);

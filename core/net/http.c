@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "format/format.h"
+#include "base/clock.h"
 #include "base/digest.h"
 #include "net/http.h"
 #include "base/location.h"
@@ -37,15 +38,13 @@ struct ca_http_clock {
 	_Atomic uint64_t progress_ms; /* the last progress of any request */
 };
 
-static uint64_t now_ms(void);
-
 int ca_http_clock_new(unsigned deadline_s, struct ca_http_clock **ret)
 {
 	struct ca_http_clock *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	c->deadline_s = deadline_s ? deadline_s : 45;
-	c->progress_ms = now_ms();
+	c->progress_ms = ca_now_ms();
 	*ret = c;
 	return 0;
 }
@@ -58,7 +57,7 @@ void ca_http_clock_free(struct ca_http_clock *c)
 static void clock_progress(struct ca_http_clock *c)
 {
 	if (c)
-		c->progress_ms = now_ms();
+		c->progress_ms = ca_now_ms();
 }
 
 /* When the shared clock runs out (UINT64_MAX without one). */
@@ -189,13 +188,6 @@ static void opts_fill(struct ca_http_opts *o, const struct ca_http_opts *in)
 		o->retries = 3;
 	if (!o->retry_delay_ms)
 		o->retry_delay_ms = 250;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* The one place curl's codes become errnos. */
@@ -506,7 +498,7 @@ static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, cur
 		q->clock_mark = (uint64_t)dlnow;
 		clock_progress(c);
 	}
-	uint64_t now = now_ms();
+	uint64_t now = ca_now_ms();
 	if (now < allowed && now < clock_deadline(c))
 		return 0;
 	q->body_err = -ETIMEDOUT;
@@ -736,13 +728,6 @@ const uint64_t ca_http_latency_bounds_us[CA_HTTP_LATENCY_BUCKETS] = {
 	1000, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 10000000, 30000000,
 };
 
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* the latency histogram's slot for t microseconds (12 bounds: a scan is
  * as cheap as a search) */
 static size_t latency_slot(uint64_t t)
@@ -755,7 +740,7 @@ static size_t latency_slot(uint64_t t)
 
 static void complete(struct ca_http *h, struct req *q, int r)
 {
-	uint64_t took = now_us() - q->submit_us;
+	uint64_t took = ca_now_us() - q->submit_us;
 	if (r == 0 || r == -ENOENT)
 		clock_progress(h->o.clock); /* an answer */
 	pthread_mutex_lock(&h->lock);
@@ -813,7 +798,7 @@ static void start(struct ca_http *h, struct req *q)
 		return;
 	}
 	if (q->attempts++ == 0)
-		q->deadline_ms = now_ms() + (uint64_t)h->o.total_timeout_s * 1000;
+		q->deadline_ms = ca_now_ms() + (uint64_t)h->o.total_timeout_s * 1000;
 	pthread_mutex_lock(&h->lock);
 	h->stats.attempts++;
 	pthread_mutex_unlock(&h->lock);
@@ -914,7 +899,7 @@ static int s3_error(struct ca_http *h, struct req *q, long status)
 	xml_text(q->s3_err, "Message", msg, sizeof(msg));
 	if (status == 404 && strcmp(code, "NoSuchBucket"))
 		return 0; /* NoSuchKey, or no body (HEAD): a missing object */
-	uint64_t now = now_ms();
+	uint64_t now = ca_now_ms();
 	/* without a body (HEAD) there is nothing to add: the caller says it */
 	if (code[0] && (strcmp(code, h->last_code) || now - h->last_code_ms > FAIL_SAY_MS)) {
 		snprintf(h->last_code, sizeof(h->last_code), "%s", code);
@@ -947,7 +932,7 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 		curl_off_t got = 0, took_us = 0;
 		curl_easy_getinfo(e, CURLINFO_SIZE_DOWNLOAD_T, &got);
 		curl_easy_getinfo(e, CURLINFO_TOTAL_TIME_T, &took_us);
-		h->paced_ms = now_ms() - (uint64_t)took_us / 1000 + (uint64_t)got * 1000 / h->o.max_recv_speed;
+		h->paced_ms = ca_now_ms() - (uint64_t)took_us / 1000 + (uint64_t)got * 1000 / h->o.max_recv_speed;
 	}
 	curl_multi_remove_handle(h->multi, e);
 	unlink_active(h, q);
@@ -1013,7 +998,7 @@ static void finished(struct ca_http *h, CURL *e, CURLcode code)
 		ca_log_debug("GET %s: %s%s%s", q->url, curl_easy_strerror(code), q->errbuf[0] ? ": " : "", q->errbuf);
 	}
 
-	uint64_t delay = retry ? backoff(h, q) : 0, now = now_ms();
+	uint64_t delay = retry ? backoff(h, q) : 0, now = ca_now_ms();
 	if (retry && !(q->flags & CA_HTTP_NO_RETRY) && q->attempts <= (unsigned)h->o.retries &&
 	    now + delay < q->deadline_ms && now + delay < clock_deadline(h->o.clock)) {
 		ca_log_debug("GET %s: attempt %u failed (HTTP %ld), retrying in %llu ms", q->url, q->attempts, status,
@@ -1057,7 +1042,7 @@ static struct req *queue_pop(struct ca_http *h)
 /* Start what may start; returns how long the loop may sleep (ms). */
 static long start_ready(struct ca_http *h)
 {
-	uint64_t now = now_ms(), next = UINT64_MAX;
+	uint64_t now = ca_now_ms(), next = UINT64_MAX;
 	struct req **pp = &h->delayed;
 	bool paced = now < h->paced_ms; /* under --rate-limit-bps */
 
@@ -1197,10 +1182,8 @@ int ca_http_new(const struct ca_http_opts *o, struct ca_http **ret)
 	 * fetches one chunk at a time from a store, each at most that fast */
 	h->max_active = h->o.max_recv_speed ? 1 : h->o.max_transfers;
 	/* a seed per engine: two clients (or stores) failing together do not
-	 * retry in step; never 0, xorshift's fixed point */
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	h->rng = ((uint64_t)ts.tv_nsec << 32 ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)h) | 1;
+	 * retry in step */
+	h->rng = ca_rng_seed(h);
 	pthread_mutex_init(&h->lock, NULL);
 	if (h->o.sigv4) {
 		h->sigv4 = strdup(h->o.sigv4);
@@ -1283,7 +1266,7 @@ int ca_http_submit(struct ca_http *h, const char *url, size_t cap, ca_http_done_
 static int submit(struct ca_http *h, struct req *q, const char *url)
 {
 	q->h = h;
-	q->submit_us = now_us();
+	q->submit_us = ca_now_us();
 	q->url = strdup(url);
 	if (!q->url) {
 		free(q);

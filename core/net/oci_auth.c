@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/trusted_file.h"
@@ -39,13 +40,6 @@ struct ca_oci_auth {
 	unsigned next_slot;
 	bool basic_on; /* the registry asked for basic auth */
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void free_secret(char *s)
 {
@@ -280,7 +274,7 @@ bool ca_oci_auth_has_credentials(const struct ca_oci_auth *a)
 /* The valid token for scope, under a->lock. */
 static struct token *token_of(struct ca_oci_auth *a, const char *scope)
 {
-	uint64_t now = now_ms();
+	uint64_t now = ca_now_ms();
 	for (unsigned i = 0; i < TOKENS; i++)
 		if (a->tokens[i].scope && !strcmp(a->tokens[i].scope, scope) && a->tokens[i].expires_ms > now)
 			return &a->tokens[i];
@@ -437,7 +431,7 @@ static int fetch_token(struct ca_oci_auth *a, struct ca_http *h, const char *cha
 		t->scope = sc;
 		t->line = line;
 		/* a little early: a token must not expire on its way */
-		t->expires_ms = now_ms() + (life > 10 ? life - 5 : life) * 1000;
+		t->expires_ms = ca_now_ms() + (life > 10 ? life - 5 : life) * 1000;
 		line = NULL;
 	} else {
 		r = -ENOMEM;

@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/condwait.h"
 #include "base/digest.h"
 #include "base/log.h"
@@ -93,14 +94,6 @@ struct ca_remote_store {
 	uint64_t probes, outage_waits;
 };
 
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static unsigned bucket_of(const uint8_t *id)
 {
 	return id[0]; /* ids are digests: one byte is uniform enough */
@@ -134,7 +127,7 @@ static void schedule_probe(struct ca_remote_store *rs, uint64_t now)
 /* How a download ended, for the store's state (lock held). */
 static void health_update(struct ca_remote_store *rs, struct pf *e, int r)
 {
-	uint64_t now = now_ms();
+	uint64_t now = ca_now_ms();
 	char errbuf[64];
 	if (e->probe) {
 		rs->probing = false;
@@ -216,7 +209,7 @@ static bool expired(const struct pf *e, uint64_t now)
  * the entry bound or the age. */
 static void trim(struct ca_remote_store *rs)
 {
-	uint64_t now = now_ms();
+	uint64_t now = ca_now_ms();
 	while (rs->oldest && (rs->parked_bytes > PF_MAX_PARKED_BYTES || rs->n_entries > PF_MAX_ENTRIES ||
 	                      expired(rs->oldest, now))) {
 		rs->prefetch_drops += rs->oldest->prefetched; /* nobody claimed it */
@@ -258,7 +251,7 @@ static void settle(struct ca_remote_store *rs, struct pf *e, int r, struct ca_bu
 	pthread_mutex_lock(&rs->lock);
 	e->r = r;
 	e->done = true;
-	e->done_ms = now_ms();
+	e->done_ms = ca_now_ms();
 	if (r != -ECANCELED)
 		health_update(rs, e, r);
 	if (r == 0 && body) {
@@ -363,7 +356,7 @@ static int fetch_fail_fast(struct ca_remote_store *rs, const uint8_t *id, struct
 	pthread_mutex_lock(&rs->lock);
 	trim(rs);
 	e = lookup(rs, id);
-	if (e && e->done && e->waiters == 0 && expired(e, now_ms())) {
+	if (e && e->done && e->waiters == 0 && expired(e, ca_now_ms())) {
 		drop(rs, e); /* a remembered failure behind a younger parked entry */
 		e = NULL;
 	}
@@ -421,7 +414,7 @@ static int wait_over(struct ca_remote_store *rs, const struct wait *w)
 	if (ca_chunksrc_wait_cancelled())
 		return -EINTR;
 	if (!w->hard && rs->failing && rs->failed_attempts > w->seen_failed &&
-	    (w->began_failing || now_ms() >= w->start_ms + (uint64_t)rs->deadline_s * 1000))
+	    (w->began_failing || ca_now_ms() >= w->start_ms + (uint64_t)rs->deadline_s * 1000))
 		return rs->last_err;
 	return 0;
 }
@@ -441,7 +434,7 @@ static int wait_turn(struct ca_remote_store *rs, const struct wait *w, bool *ret
 	uint64_t d = (uint64_t)rs->deadline_s * 1000;
 	*ret_probe = false;
 	while (rs->failing && !(r = wait_over(rs, w))) {
-		uint64_t now = now_ms();
+		uint64_t now = ca_now_ms();
 		bool late = now >= rs->since_ms + d, unanswered = rs->failed_attempts == w->seen_failed;
 		bool alone = rs->waiting == (counted ? 1u : 0u);
 		if (!rs->probing && (now >= rs->next_probe_ms ||
@@ -478,7 +471,7 @@ static int fetch_waiting(struct ca_remote_store *rs, const uint8_t *id, struct c
 	int r;
 
 	pthread_mutex_lock(&rs->lock);
-	struct wait w = { now_ms(), rs->failed_attempts, rs->outage == CA_REMOTE_OUTAGE_HARD, rs->failing };
+	struct wait w = { ca_now_ms(), rs->failed_attempts, rs->outage == CA_REMOTE_OUTAGE_HARD, rs->failing };
 	for (;;) {
 		r = wait_turn(rs, &w, &probe);
 		if (r < 0)
@@ -654,11 +647,7 @@ int ca_remote_store_open(const struct ca_endpoint *e, struct ca_remote_store **r
 	if (r < 0)
 		goto fail;
 	rs->deadline_s = ca_http_deadline_s(rs->http); /* the store's own settings included */
-	{
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		rs->rng = ((uint64_t)ts.tv_nsec << 32 ^ (uint64_t)(uintptr_t)rs) | 1;
-	}
+	rs->rng = ca_rng_seed(rs);
 	/* a store whose settings say so: its query goes on (a CDN's token) */
 	const char *q = strchr(url, '?');
 	if (e->store_query && q && q[1] != '#' && q[1] && !(rs->query = strndup(q, strcspn(q, "#")))) {
@@ -738,7 +727,7 @@ size_t ca_remote_store_state_text(struct ca_remote_store *rs, char *buf, size_t 
 	if (!rs->failing) {
 		n = snprintf(buf, len, "%s up", base);
 	} else {
-		uint64_t now = now_ms();
+		uint64_t now = ca_now_ms();
 		struct tm tm;
 		char since[32], errbuf[64];
 		gmtime_r(&rs->since_wall, &tm);

@@ -66,8 +66,9 @@
 #include "base/buf.h"
 #include "store/chunksrc.h"
 #include "format/format.h"
-#include "net/endpoint.h"
 #include "net/http.h"
+
+struct ca_endpoint; /* endpoint.h: only by pointer here */
 
 /* A .cacnk larger than this is refused before it is decompressed; the
  * chunk source lowers it to what the index's largest chunk can compress

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "net/remote_stream.h"
 
@@ -44,13 +45,6 @@ struct ca_remote_stream {
 	bool paused, done, back_logged;
 	int err;            /* the transfer's failure, said once */
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
 
 static int fail(struct ca_remote_stream *s, int err, const char *why)
 {
@@ -200,9 +194,9 @@ static int pump(struct ca_remote_stream *s)
 			s->span_ms = 0;
 			s->span_bytes = s->received;
 		}
-		uint64_t t0 = now_ms();
+		uint64_t t0 = ca_now_ms();
 		curl_multi_poll(s->multi, NULL, 0, 100, NULL);
-		uint64_t waited = now_ms() - t0;
+		uint64_t waited = ca_now_ms() - t0;
 		s->idle_ms += waited;
 		s->span_ms += waited;
 	}

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/digest.h"
+#include "base/log.h"
 #include "store/blob.h"
 
 struct ca_blob {
@@ -41,6 +43,20 @@ int ca_blob_chunk_errno(int r)
 	if (r == -EBADMSG)
 		return -EUCLEAN;
 	return r;
+}
+
+int ca_blob_log_chunk_error(const char *name, const uint8_t *id, int err)
+{
+	const char *sep = name ? ": " : "";
+	char hex[2 * CA_CHUNK_ID_SIZE + 1];
+	ca_id_to_hex(id, hex);
+	if (!name)
+		name = "";
+	if (err == -ENOENT) {
+		ca_log_error("%s%schunk %s: not found in any store", name, sep, hex);
+		return -ENOENT;
+	}
+	return ca_log_error_errno(err, "%s%schunk %s", name, sep, hex);
 }
 
 uint64_t ca_blob_size(const struct ca_blob *b) { return b->size; }

@@ -36,6 +36,11 @@ ssize_t ca_blob_read(struct ca_blob *b, void *buf, size_t len, uint64_t off);
  * -ENOENT becomes -ENOLINK, -EBADMSG becomes -EUCLEAN, the rest is kept. */
 int ca_blob_chunk_errno(int r);
 
+/* The one line a chunk that could not be had gets, from the chunk source's
+ * err: "NAME: chunk ID: not found in any store" for -ENOENT, else "NAME:
+ * chunk ID: <err's text>" (name NULL: no "NAME: "). Returns -abs(err). */
+int ca_blob_log_chunk_error(const char *name, const uint8_t *id, int err);
+
 /* Hint: [off, off+len) will be read soon; start fetching it. Never blocks on I/O. */
 void ca_blob_readahead(struct ca_blob *b, uint64_t off, uint64_t len);
 

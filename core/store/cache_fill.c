@@ -8,6 +8,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
+#include "base/log.h"
+#include "store/blob.h"
 #include "store/cache_fill.h"
 #include "store/chunksrc.h"
 #include "format/idset.h"
@@ -136,18 +139,29 @@ struct job {
 	const struct ca_cache_fill_opts *opts;
 	uint64_t start_ns, wire_start; /* for the rate limit */
 	uint64_t done_base;            /* fetched_bytes on entry, for progress */
+	uint64_t failed_base;          /* failed on entry: the error lines' cap is over all runs */
 
 	pthread_mutex_t lock;          /* guards the fields below */
 	size_t next, prefetched;
 	uint64_t fetched, fetched_bytes, failed;
+	int first_err;
 	bool cancelled;
 };
 
-static uint64_t now_ns(void)
+/* The one line a chunk that could not be filled gets: a fetched chunk
+ * the cache did not take names the cache; the rest as every reader says
+ * it (ca_blob_log_chunk_error). */
+static void log_failed(const struct job *j, const uint8_t *id, int err, bool not_stored)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	const char *name = j->opts->name;
+	char hex[2 * CA_CHUNK_ID_SIZE + 1];
+	if (!not_stored) {
+		ca_blob_log_chunk_error(name, id, err);
+		return;
+	}
+	ca_id_to_hex(id, hex);
+	ca_log_error("%s%schunk %s: cannot store it in %s", name ? name : "", name ? ": " : "", hex,
+	             ca_store_path(j->p->cache));
 }
 
 /* sleep until the bytes the backends delivered since the start fit the rate */
@@ -157,7 +171,7 @@ static void throttle(struct job *j)
 	ca_chunksrc_get_stats(j->src, &st);
 	uint64_t bytes = st.fetched_bytes - j->wire_start;
 	uint64_t due = j->start_ns + (uint64_t)((double)bytes * 1e9 / (double)j->opts->rate_limit_bps);
-	uint64_t t = now_ns();
+	uint64_t t = ca_now_ns();
 	if (due > t) {
 		uint64_t d = due - t;
 		struct timespec ts = { (time_t)(d / 1000000000u), (long)(d % 1000000000u) };
@@ -195,17 +209,20 @@ static void *worker_main(void *arg)
 			not_stored = r == 0;
 			r = r > 0 ? 0 : r == 0 ? -EIO : r;
 		}
-		if (r < 0 && o->on_error)
-			o->on_error(o->error_userdata, w->id, r, not_stored);
+		bool log = false;
 		pthread_mutex_lock(&j->lock);
 		if (r == 0) {
 			j->fetched++;
 			j->fetched_bytes += w->size;
 		} else {
-			j->failed++;
+			log = j->failed_base + j->failed++ < CA_CACHE_FILL_MAX_REPORTED;
+			if (!j->first_err)
+				j->first_err = not_stored ? -EIO : ca_blob_chunk_errno(r);
 		}
 		uint64_t done = j->done_base + j->fetched_bytes;
 		pthread_mutex_unlock(&j->lock);
+		if (log)
+			log_failed(j, w->id, r, not_stored);
 		if (o->progress)
 			o->progress(o->progress_userdata, done);
 		if (o->rate_limit_bps)
@@ -223,8 +240,8 @@ int ca_cache_fill_run(const struct ca_cache_fill_plan *p, struct ca_chunksrc *sr
 		return 0;
 	ca_chunksrc_get_stats(src, &before);
 	struct job j = {
-		.p = p, .src = src, .opts = opts, .start_ns = now_ns(), .wire_start = before.fetched_bytes,
-		.done_base = ret_stats->fetched_bytes,
+		.p = p, .src = src, .opts = opts, .start_ns = ca_now_ns(), .wire_start = before.fetched_bytes,
+		.done_base = ret_stats->fetched_bytes, .failed_base = ret_stats->failed,
 	};
 	if (threads > CA_CACHE_FILL_THREADS_MAX)
 		threads = CA_CACHE_FILL_THREADS_MAX;
@@ -238,5 +255,13 @@ int ca_cache_fill_run(const struct ca_cache_fill_plan *p, struct ca_chunksrc *sr
 	ret_stats->fetched_bytes += j.fetched_bytes;
 	ret_stats->wire_bytes += after.fetched_bytes - before.fetched_bytes;
 	ret_stats->failed += j.failed;
+	if (!ret_stats->first_err)
+		ret_stats->first_err = j.first_err;
 	return j.cancelled ? -ECANCELED : 0;
+}
+
+void ca_cache_fill_log_rest(const struct ca_cache_fill_stats *st)
+{
+	if (st->failed > CA_CACHE_FILL_MAX_REPORTED)
+		ca_log_error("%llu more chunks failed", (unsigned long long)(st->failed - CA_CACHE_FILL_MAX_REPORTED));
 }

@@ -42,13 +42,17 @@ struct ca_cache_fill_opts {
 	 * worker threads, possibly concurrently. May be NULL. */
 	void (*progress)(void *userdata, uint64_t done_bytes);
 	void *progress_userdata;
-	/* Called for each chunk that could not be filled, from the worker
-	 * threads, possibly concurrently: err is what ca_chunksrc_get said
-	 * (-ENOENT: no store has it), or -EIO with not_stored set when it was
-	 * fetched and verified but could not be written into the cache. May be NULL. */
-	void (*on_error)(void *userdata, const uint8_t id[CA_CHUNK_ID_SIZE], int err, bool not_stored);
-	void *error_userdata;
+	/* A chunk that could not be filled is logged by the run itself, one
+	 * line each ("NAME: chunk ID: not found in any store", "...: cannot
+	 * store it in CACHE", "...: <errno>"), the first
+	 * CA_CACHE_FILL_MAX_REPORTED over every run summed into one stats
+	 * struct; ca_cache_fill_log_rest says how many more. name: the
+	 * image's, before each line; NULL: none. */
+	const char *name;
 };
+
+/* chunk error lines a fill logs (over the runs summed into one stats struct) */
+#define CA_CACHE_FILL_MAX_REPORTED 20
 
 /* Counters that the plan and the runs add to, so one struct can sum the
  * fills of several indexes; zero it first. */
@@ -58,6 +62,9 @@ struct ca_cache_fill_stats {
 	uint64_t fetched, fetched_bytes; /* run: chunks now in the cache (uncompressed bytes) */
 	uint64_t wire_bytes;             /* run: compressed bytes the backends delivered */
 	uint64_t failed;                 /* run: chunks that could not be filled */
+	int first_err;                   /* run: the first failed chunk's error as a reader of the
+	                                  * image sees it (ca_blob_chunk_errno), -EIO if it was
+	                                  * fetched but not stored; 0 when none failed */
 };
 
 /* How much of idx's image cache holds, as `cache stat SOURCE` shows it:
@@ -89,10 +96,14 @@ void ca_cache_fill_plan_free(struct ca_cache_fill_plan *p); /* accepts NULL */
  * must be the plan's cache directory: a chunk counts as filled only once
  * the plan's cache store has it. src is borrowed and may be used by others
  * meanwhile (its wire bytes are then counted too). Adds to ret_stats
- * fetched, fetched_bytes, wire_bytes and failed. Returns 0 when every chunk
+ * fetched, fetched_bytes, wire_bytes, failed and first_err. Returns 0 when every chunk
  * was tried (failures are counted, not returned), -ECANCELED if *cancel
  * stopped it, or another negative errno. Blocks until its threads are done. */
 int ca_cache_fill_run(const struct ca_cache_fill_plan *p, struct ca_chunksrc *src,
                       const struct ca_cache_fill_opts *opts, struct ca_cache_fill_stats *ret_stats);
+
+/* After the last run: "N more chunks failed" when the runs summed into st
+ * failed more chunks than they logged lines for; nothing otherwise. */
+void ca_cache_fill_log_rest(const struct ca_cache_fill_stats *st);
 
 #endif

@@ -18,6 +18,7 @@
 #include "base/digest.h"
 #include "format/feature.h"
 #include "base/condwait.h"
+#include "store/blob.h"
 #include "store/extract.h"
 #include "base/fdio.h"
 #include "base/log.h"
@@ -184,12 +185,8 @@ static int fetch(struct extract_job *x, const uint8_t *id, uint64_t size, const 
 			x->err_logged = true;
 		}
 		pthread_mutex_unlock(&x->lock);
-		char hex[2 * CA_CHUNK_ID_SIZE + 1];
-		ca_id_to_hex(id, hex);
-		if (first && r == -ENOENT)
-			ca_log_error("chunk %s: not found in any store", hex);
-		else if (first)
-			ca_log_error_errno(r, "chunk %s", hex);
+		if (first)
+			ca_blob_log_chunk_error(NULL, id, r);
 	}
 	return r;
 }

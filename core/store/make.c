@@ -530,23 +530,30 @@ fail:
 	return r;
 }
 
+/* Queue s for the chunker and wake it (lock held): the one way in for
+ * both kinds of segment, data (push_segment) and known chunks. */
+static void cq_append_locked(struct ca_maker *m, struct segment *s)
+{
+	if (m->cq_tail)
+		m->cq_tail->next_c = s;
+	else
+		m->cq_head = s;
+	m->cq_tail = s;
+	pthread_cond_signal(&m->chunker_cond);
+}
+
 static int push_segment(struct ca_maker *m)
 {
 	struct segment *s = m->cur;
 	m->cur = NULL;
 	s->refs = 2;
 	pthread_mutex_lock(&m->lock);
-	if (m->cq_tail)
-		m->cq_tail->next_c = s;
-	else
-		m->cq_head = s;
-	m->cq_tail = s;
+	cq_append_locked(m, s);
 	if (m->dq_tail)
 		m->dq_tail->next_d = s;
 	else
 		m->dq_head = s;
 	m->dq_tail = s;
-	pthread_cond_signal(&m->chunker_cond);
 	pthread_cond_signal(&m->digest_cond);
 	int r = m->err;
 	pthread_mutex_unlock(&m->lock);
@@ -648,13 +655,8 @@ int ca_maker_feed_known(struct ca_maker *m, const uint8_t (*ids)[CA_CHUNK_ID_SIZ
 	memcpy(s->data + n * sizeof(uint64_t), ids, n * CA_CHUNK_ID_SIZE);
 	pthread_mutex_lock(&m->lock);
 	/* not a live segment (it holds no data): only the chunker sees it */
-	if (m->cq_tail)
-		m->cq_tail->next_c = s;
-	else
-		m->cq_head = s;
-	m->cq_tail = s;
+	cq_append_locked(m, s);
 	m->digest_partial = true;
-	pthread_cond_signal(&m->chunker_cond);
 	r = m->err;
 	pthread_mutex_unlock(&m->lock);
 	m->fed += size;

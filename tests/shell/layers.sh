@@ -26,12 +26,13 @@ TOOLS_ALLOW=$(cat <<'LIST'
 base/log.h            the one logger: "cafs: what: why" lines and -v/-q levels, the library's own
 base/location.h       operands classified by core's rules (image kind by suffix, URLs redacted in messages)
 base/stop_signals.h   the signals that stop a command (interrupt.c)
+base/clock.h          the monotonic clock: progress lines' rates and their redraw interval (progress.c)
 base/atomic_file.h    stats --textfile: the metrics file replaced whole (temp + rename), never read half-written
 base/json_out.h           --json outputs: file names and URLs as JSON strings (escaped, not-UTF-8 bytes shown as U+FFFD)
 format/feature.h      the feature flags stat prints (cmd_tree_read.c)
 image/image_make.h    make, meta make, sign, digest, a directory's archive stream (list/mtree/stat): one call each; make's options by name (--chunk-size, --with, --compression)
 image/image_seed.h    extract (with --seed, --cache) and cache seed: one call each
-image/source.h        an image opened from a source string, and its options (cmd.h); --trusted-key's key read
+image/source.h        an image's options for the commands that open one (mount, cache fill, delta), the default cache directory (cache_util.c); --trusted-key's key read (common.c)
 image/tree_walk.h     list/mtree/stat/digest of an archive or a directory's stream: one walk each, tools/ prints
 image/delta.h         delta make and delta info (static delta packs): one call each
 image/store_ops.h     gc, cache stat/fill/prune/verify, the settings check at start-up: one call each

@@ -14,14 +14,10 @@
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need python3
-LOAD="python3 $top_srcdir/tests/keeper-load.py"
-export CAFS_RUNTIME_DIR=$T/run # the takeover sockets: this test's own
-mkdir -p "$CAFS_RUNTIME_DIR"
-keeper_of() { $LOAD pids "$1" | cut -d' ' -f1; }
-at_cleanup 'for m in "$T"/m*; do k=$(keeper_of "$m"); [ "$k" != 0 ] && kill "$k"; done; sleep 0.3'
+keeper_setup
 
-src=$T/src W=$T/www
-mkdir -p "$src/a/b/c" "$src/d" "$src/e" "$W"
+src=$T/src
+mkdir -p "$src/a/b/c" "$src/d" "$src/e"
 for i in 0 1 2 3 4 5; do "$GEN" $((20 + 40 * i))K $((i + 10)) >"$src/a/f$i"; done
 "$GEN" 300K 20 >"$src/a/b/c/deep"
 for i in $(seq 1 40); do echo "$i" >"$src/e/n$i"; done
@@ -31,15 +27,13 @@ ln -s b/c/deep "$src/a/deeplink"
 chmod 0751 "$src/a/f2"
 chmod 0700 "$src/e"
 touch -d '2001-02-03 04:05:06' "$src/a/f3"
-"$CAFS" make -q --store="$W/default.castr" "$W/img.caidx" "$src" >/dev/null || exit 1
+serve_images "$src" || exit 1
 # a copy of the image whose chunks are all damaged (the sidecar has the tree)
 cp -r "$W/default.castr" "$W/bad.castr"
 find "$W/bad.castr" -name '*.cacnk' -exec python3 -c '
 import sys
 for p in sys.argv[1:]:
     b = bytearray(open(p, "rb").read()); b[len(b) // 2] ^= 0xff; open(p, "wb").write(b)' {} +
-nginx_start "$W" || exit 1
-U=$NGINX_URL
 
 # a directory's size is not archived (0 on the mount): left out
 listing() { (cd "$1" && find . -printf '%p %y %m %s %T@ %U %G %l\n' | awk '$2 == "d" { $4 = "-" } 1' | sort); }
@@ -64,9 +58,8 @@ ok "... and one OPENDIR in all: its ENOSYS tells the kernel to open directories 
 	sh -c "echo '$after' | grep -q 'fuse_opendir: 1 '"
 ok "a second listing is still right (from the kernel's caches)" cmp <(listing "$m") "$T/want"
 
-mkdir -p "$T/bin2" && cp "$CAFS" "$T/bin2/cafs"
 kp=$MOUNT_PID
-ok "takeover: exit 0" "$T/bin2/cafs" mount --takeover "$m"
+ok "takeover: exit 0" "$CAFS2" mount --takeover "$m"
 wait "$kp"
 ok "... the listing and attributes after it are right" cmp <(listing "$m") "$T/want"
 ok "... and the symlink targets" cmp <(links "$m") "$T/links.want"

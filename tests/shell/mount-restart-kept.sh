@@ -13,12 +13,7 @@
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need python3 getfattr setfattr
-LOAD="python3 $top_srcdir/tests/keeper-load.py"
-export CAFS_RUNTIME_DIR=$T/run # the takeover sockets: this test's own
-mkdir -p "$CAFS_RUNTIME_DIR"
-keeper_of() { $LOAD pids "$1" | cut -d' ' -f1; }
-server_of() { $LOAD pids "$1" | cut -d' ' -f2; }
-at_cleanup 'for m in "$T"/m*; do k=$(keeper_of "$m"); [ "$k" != 0 ] && kill "$k"; done; sleep 0.3'
+keeper_setup
 # kill_server MNT LOG: SIGKILL the server; wait for the next one to serve
 kill_server() {
 	local n
@@ -110,9 +105,8 @@ fi
 # ---- takeover: the index at the URL unchanged, then replaced ----
 m=$T/m2
 mount_start "tree mount with a cache" "$m" "$T/log.2" --cache="$T/cache" "$U/img.caidx" || exit 1
-mkdir -p "$T/bin2" && cp "$CAFS" "$T/bin2/cafs"
 kp=$MOUNT_PID
-ok "takeover, index unchanged: exit 0" sh -c "'$T/bin2/cafs' mount --takeover '$m' 2>'$T/to1.err'"
+ok "takeover, index unchanged: exit 0" sh -c "'$CAFS2' mount --takeover '$m' 2>'$T/to1.err'"
 ok "... no line about a change" sh -c "! grep -q 'changed since it was mounted' '$T/to1.err'"
 wait "$kp"
 # a newer image at the same URL: other files, other chunks

@@ -13,43 +13,19 @@
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need python3 timeout
-LOAD="python3 $top_srcdir/tests/keeper-load.py"
-export CAFS_RUNTIME_DIR=$T/run # the takeover sockets: this test's own
-mkdir -p "$CAFS_RUNTIME_DIR"
+keeper_setup
 chmod 0755 "$CAFS_RUNTIME_DIR" # another user may reach the socket (and be refused by the keeper)
 
 # the image: 12 files of 64 KiB to 1 MiB; a blob of 6 MiB
-src=$T/src W=$T/www
-mkdir -p "$src/d1" "$src/d2" "$W" "$T/bref"
+src=$T/src
+mkdir -p "$src/d1" "$src/d2" "$T/bref"
 for i in 0 1 2 3 4 5; do "$GEN" $((64 << i))K $((i + 10)) >"$src/d1/f$i"; done
 for i in 0 1 2 3 4 5; do "$GEN" $((1024 - 150 * i))K $((i + 20)) >"$src/d2/g$i"; done
 "$GEN" 6M 30 >"$T/bref/disk"
-"$CAFS" make -q --store="$W/default.castr" "$W/img.caidx" "$src" >/dev/null || exit 1
-"$CAFS" make -q --store="$W/default.castr" "$W/disk.caibx" "$T/bref/disk" >/dev/null || exit 1
-# /slow/ is the same store at 100 KB/s per connection
-NGINX_EXTRA="location /slow/ { alias $W/default.castr/; limit_rate 100k; }" nginx_start "$W" || exit 1
-U=$NGINX_URL
-mkdir -p "$T/bin2"
-cp "$CAFS" "$T/bin2/cafs"
-CAFS2=$T/bin2/cafs
+serve_images "$src" "$T/bref/disk" || exit 1 # /slow/: the store at 100 KB/s a connection
 
 not_mounted() { ! is_mounted "$1"; }
 fails_with() { local want=$1 rc=0; shift; "$@" || rc=$?; [ "$rc" = "$want" ]; }
-# the keeper of a mount now (it changes with each takeover)
-keeper_of() { $LOAD pids "$1" | cut -d' ' -f1; }
-# stop_keeper MNT: SIGTERM to whichever keeper serves MNT; the mount goes away
-stop_keeper() {
-	local k i
-	k=$(keeper_of "$1")
-	[ "$k" != 0 ] || return 1
-	kill -TERM "$k" || return 1
-	for ((i = 0; i < 100; i++)); do
-		! is_mounted "$1" && ! kill -0 "$k" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	return 1
-}
-at_cleanup 'for m in "$T"/m*; do k=$(keeper_of "$m"); [ "$k" != 0 ] && kill "$k"; done; sleep 0.3'
 
 # load DESC TODO MNT REF MODE [BINARIES]: the reader loop and 20 events
 load() {

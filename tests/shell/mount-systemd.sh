@@ -15,13 +15,10 @@
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need python3
-LOAD="python3 $top_srcdir/tests/keeper-load.py"
-export CAFS_RUNTIME_DIR=$T/run # the takeover sockets: this test's own
-mkdir -p "$CAFS_RUNTIME_DIR"
 UNIT=$top_srcdir/systemd/cafs-mount@.service
-keeper_of() { $LOAD pids "$1" | cut -d' ' -f1; }
-server_of() { $LOAD pids "$1" | cut -d' ' -f2; }
-M=$T/srv/img
+M=$T/srv/img KEEPER_MOUNTS=$T/srv/img
+at_cleanup 'fusermount3 -u -z "$M"' # after the keeper's cleanup: a dead mount left behind
+keeper_setup
 # gone PID...: none of them runs (a zombie nobody reaped yet counts as gone)
 gone() {
 	local p
@@ -30,14 +27,12 @@ gone() {
 	done
 	return 0
 }
-at_cleanup 'k=$(keeper_of "$M"); [ "$k" != 0 ] && kill "$k"; sleep 0.3; fusermount3 -u -z "$M"'
 
-src=$T/src W=$T/www
-mkdir -p "$src/d" "$W"
+src=$T/src
+mkdir -p "$src/d"
 "$GEN" 3M 61 >"$src/d/big"
 echo hello >"$src/hello"
-"$CAFS" make -q --store="$W/default.castr" "$W/img.caidx" "$src" >/dev/null || exit 1
-nginx_start "$W" || exit 1
+serve_images "$src" || exit 1
 
 # the instance's file, as EnvironmentFile= reads it
 cat >"$T/img.conf" <<EOF

@@ -18,32 +18,15 @@
 . "$top_srcdir/tests/lib-mount.sh"
 . "$top_srcdir/tests/lib-http.sh"
 need python3 timeout
-LOAD="python3 $top_srcdir/tests/keeper-load.py"
-export CAFS_RUNTIME_DIR=$T/run # the takeover sockets: this test's own
-mkdir -p "$CAFS_RUNTIME_DIR"
-keeper_of() { $LOAD pids "$1" | cut -d' ' -f1; }
-at_cleanup 'for m in "$T"/m*; do k=$(keeper_of "$m"); [ "$k" != 0 ] && kill "$k"; done; sleep 0.3'
+keeper_setup
 
-src=$T/src W=$T/www
-mkdir -p "$src/d" "$W" "$T/bref"
+src=$T/src
+mkdir -p "$src/d" "$T/bref"
 for i in 0 1 2 3; do "$GEN" 1M $((i + 60)) >"$src/d/f$i"; done
 "$GEN" 6M 30 >"$T/bref/disk"
-"$CAFS" make -q --store="$W/default.castr" "$W/img.caidx" "$src" >/dev/null || exit 1
-"$CAFS" make -q --store="$W/default.castr" "$W/disk.caibx" "$T/bref/disk" >/dev/null || exit 1
-NGINX_EXTRA="location /slow/ { alias $W/default.castr/; limit_rate 100k; }" nginx_start "$W" || exit 1
-U=$NGINX_URL
-mkdir -p "$T/bin2"
-cp "$CAFS" "$T/bin2/cafs"
-CAFS2=$T/bin2/cafs
+serve_images "$src" "$T/bref/disk" || exit 1
 TAKEOVERS=6
 [ -n "${CAFS_TEST_FULL:-}" ] && TAKEOVERS=20
-
-# stop_keeper MNT: SIGTERM to whichever keeper serves MNT; the mount goes away
-stop_keeper() {
-	local k
-	k=$(keeper_of "$1")
-	[ "$k" != 0 ] && kill -TERM "$k" && wait_until 10 "" sh -c "! kill -0 $k 2>/dev/null && ! grep -q ' $1 ' /proc/mounts"
-}
 
 # inflight DESC MNT LOG FILE...: the i-th 512 KiB block of MNT/FILE, i =
 # STRIDE * n + 1 for the n-th FILE, read (and compared with REF/FILE) with

@@ -22,6 +22,7 @@
 #include "store/chunksrc.h"
 #include "chunk/compress.h"
 #include "base/digest.h"
+#include "base/log.h"
 #include "format/idset.h"
 #include "format/index.h"
 #include "store/store.h"
@@ -375,16 +376,18 @@ static void test_gc(void)
 	ca_store_free(s);
 }
 
+/* the lines a fill logs (from its workers, which log where their creator does) */
 struct fill_errs {
 	unsigned n, enoent;
 };
 
-static void on_fill_error(void *userdata, const uint8_t id[CA_CHUNK_ID_SIZE], int err, bool not_stored)
+static void on_fill_log(void *userdata, enum ca_log_level level, const char *line)
 {
 	struct fill_errs *e = userdata;
-	(void)id, (void)not_stored;
+	if (level != CA_LOG_ERROR)
+		return;
 	__atomic_fetch_add(&e->n, 1, __ATOMIC_RELAXED);
-	if (err == -ENOENT)
+	if (strstr(line, "b.caibx: chunk ") == line && strstr(line, ": not found in any store"))
 		__atomic_fetch_add(&e->enoent, 1, __ATOMIC_RELAXED);
 }
 
@@ -427,8 +430,9 @@ static void test_fill(void)
 	struct ca_chunksrc *src = NULL;
 	struct fill_errs errs = { 0 };
 	uint64_t done = 0;
-	struct ca_cache_fill_opts o = { .threads = 3, .progress = progress, .progress_userdata = &done,
-	                                .on_error = on_fill_error, .error_userdata = &errs };
+	struct ca_cache_fill_opts o = { .threads = 3, .progress = progress, .progress_userdata = &done };
+	struct ca_logger lg = { .fn = on_fill_log, .userdata = &errs, .level = CA_LOG_ERROR };
+	struct ca_logger *old_lg = ca_log_use(&lg);
 	snprintf(ipath, sizeof(ipath), "%s/a.caibx", tmpdir);
 	struct ca_index *a = index_of(ipath, (unsigned[]){ 0, 1, 2, 1, 3 }, 5);
 	snprintf(ipath, sizeof(ipath), "%s/b.caibx", tmpdir);
@@ -478,9 +482,13 @@ static void test_fill(void)
 	check_u64(st.fetched, ==, 3);
 	check_u64(st.failed, ==, 0);
 	check_u64(st.wire_bytes, >, 0);
+	check_int(st.first_err, ==, 0);
+	o.name = "b.caibx";
 	check_int(ca_cache_fill_run(p2, src, &o, &st), ==, 0);
+	ca_log_use(old_lg);
 	check_u64(st.fetched, ==, 4);
 	check_u64(st.failed, ==, 1);
+	check_int(st.first_err, ==, -ENOLINK); /* as a reader of the image sees it */
 	check_int(errs.n, ==, 1);
 	check_int(errs.enoent, ==, 1);
 	check_u64(done, ==, st.fetched_bytes);

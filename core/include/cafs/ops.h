@@ -87,7 +87,8 @@ struct cafs_fill_options {
 /* Fetch every chunk of img that its cache lacks (img must have been opened
  * with a cache), so that it can later be opened offline. 0 when every
  * chunk is in the cache; CAFS_ECHUNKMISSING (or another error) when some
- * could not be fetched: each is logged, the others are kept. */
+ * could not be fetched: each is logged (the first 20, then how many more),
+ * the others are kept. */
 int cafs_image_fill_cache(struct cafs_image *img, const struct cafs_fill_options *o);
 
 #ifdef __cplusplus
