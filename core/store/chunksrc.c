@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "store/chunksrc.h"
+#include "base/clock.h"
 #include "base/condwait.h"
 #include "chunk/compress.h"
 #include "base/log.h"
@@ -111,13 +112,6 @@ struct ca_chunksrc {
 
 /* readers follow a fill while one took a chunk it fetched this recently */
 #define AHEAD_FOLLOWED_NS (UINT64_C(500) * 1000000)
-
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 #define CW_JOBS_MAX 256
 #define CW_BYTES_MAX ((size_t)32 << 20)
@@ -702,7 +696,7 @@ static int join_wait(struct ca_chunksrc *src, struct entry *e)
  * chunks it read already are what the LRU should give up. */
 static bool ahead_followed(struct ca_chunksrc *src, unsigned flags)
 {
-	return (flags & CA_CHUNKSRC_AHEAD) && src->ahead_taken_ns && now_ns() - src->ahead_taken_ns < AHEAD_FOLLOWED_NS;
+	return (flags & CA_CHUNKSRC_AHEAD) && src->ahead_taken_ns && ca_now_ns() - src->ahead_taken_ns < AHEAD_FOLLOWED_NS;
 }
 
 static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE], uint64_t size, unsigned flags,
@@ -724,13 +718,10 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 		/* a get joining a fetch under way is not counted as demand:
 		 * background work starting now does not delay that fetch */
 		if (!e->ready && e->err == 0 && !background) {
-			struct timespec t0, t1;
-			clock_gettime(CLOCK_MONOTONIC, &t0);
+			uint64_t t0 = ca_now_us();
 			r = join_wait(src, e);
-			clock_gettime(CLOCK_MONOTONIC, &t1);
 			src->stats.demand_joins++;
-			src->stats.demand_join_wait_us +=
-				(uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+			src->stats.demand_join_wait_us += ca_now_us() - t0;
 		} else {
 			r = join_wait(src, e);
 		}
@@ -742,7 +733,7 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 				 * may go on (ca_chunksrc_ahead_wait) */
 				e->unread = false;
 				src->ahead_unread -= e->chunk.size;
-				src->ahead_taken_ns = now_ns();
+				src->ahead_taken_ns = ca_now_ns();
 				if (src->ahead_waiting)
 					pthread_cond_broadcast(&src->ahead_room);
 			}
