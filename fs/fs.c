@@ -298,9 +298,10 @@ size_t fs_stats_text(struct fs *fs, char *buf, size_t len)
 		             "http_errors: %" PRIu64 "\n"
 		             "http_bytes: %" PRIu64 "\n"
 		             "prefetches: %" PRIu64 "\n"
-		             "prefetch_hits: %" PRIu64 "\n",
+		             "prefetch_hits: %" PRIu64 "\n"
+		             "http_urgent: %" PRIu64 "\n",
 		             rs.http.requests, rs.http.attempts, rs.http.retries, rs.http.ok, rs.http.missing,
-		             rs.http.errors, rs.http.bytes, rs.prefetches, rs.prefetch_hits);
+		             rs.http.errors, rs.http.bytes, rs.prefetches, rs.prefetch_hits, rs.http.urgent);
 		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
 	}
 	if (used + 1 < len) {
@@ -308,8 +309,10 @@ size_t fs_stats_text(struct fs *fs, char *buf, size_t len)
 		             "readahead_decoded: %" PRIu64 "\n"
 		             "demand_fetches: %" PRIu64 "\n"
 		             "demand_joins: %" PRIu64 "\n"
-		             "demand_join_wait_ms: %" PRIu64 "\n",
-		             s.ra_decoded, s.demand_fetches, s.demand_joins, s.demand_join_wait_us / 1000);
+		             "demand_join_wait_ms: %" PRIu64 "\n"
+		             "demand_fetch_ms: %" PRIu64 "\n",
+		             s.ra_decoded, s.demand_fetches, s.demand_joins, s.demand_join_wait_us / 1000,
+		             s.demand_fetch_us / 1000);
 		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
 	}
 	struct ca_failover *g;
@@ -829,13 +832,17 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 	}
 	if (size > fsize - (uint64_t)off)
 		size = (size_t)(fsize - (uint64_t)off);
+	struct ca_blob *blob = ca_image_blob(fs->im);
 	if (fs->tree && fsize <= WHOLE_FILE_MAX && fs->readahead_bytes && fs->img.readahead &&
 	    !atomic_exchange(&n->read_once, true)) {
+		/* this read's own chunks first: queueing the rest of the file
+		 * takes a while, and the server starts on what is queued */
+		if (blob && !(n->cn && fs->ra))
+			ca_blob_hurry(blob, n->data_off + (uint64_t)off, size);
 		fs->img.readahead(fs->img.userdata, n->data_off, fsize);
 		atomic_store(&n->readahead_end, fsize);
 	}
 	maybe_readahead(fs, n, (uint64_t)off, (uint64_t)off + size);
-	struct ca_blob *blob = ca_image_blob(fs->im);
 	char *buf = NULL;
 	ssize_t k;
 	if (blob && !(n->cn && fs->ra)) {

@@ -1107,6 +1107,7 @@ bool ca_image_remote_stats(const struct ca_image *im, struct ca_remote_store_sta
 		ret->http.missing += s.http.missing;
 		ret->http.errors += s.http.errors;
 		ret->http.bytes += s.http.bytes;
+		ret->http.urgent += s.http.urgent;
 		ret->prefetches += s.prefetches;
 		ret->prefetch_hits += s.prefetch_hits;
 		ret->prefetch_drops += s.prefetch_drops;

@@ -238,6 +238,17 @@ static void group_prefetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE])
 		m->ops->prefetch(m->be, id);
 }
 
+/* A reader waits for id: the active member's queued download of it goes first. */
+static void group_hurry(void *be, const uint8_t id[CA_CHUNK_ID_SIZE])
+{
+	struct ca_failover *g = be;
+	pthread_mutex_lock(&g->lock);
+	const struct member *m = &g->members[g->active];
+	pthread_mutex_unlock(&g->lock);
+	if (m->ops->hurry)
+		m->ops->hurry(m->be, id);
+}
+
 static void group_set_file_max(void *be, size_t max)
 {
 	struct ca_failover *g = be;
@@ -255,6 +266,7 @@ const struct ca_chunk_backend_ops ca_failover_ops = {
 	.kind = "group",
 	.fetch = group_fetch,
 	.prefetch = group_prefetch,
+	.hurry = group_hurry,
 	.set_file_max = group_set_file_max,
 	.free = group_free,
 };

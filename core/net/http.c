@@ -133,6 +133,9 @@ struct ca_http {
 
 	pthread_mutex_t lock; /* guards queue, stop and stats */
 	struct req *queue_head, *queue_tail;
+	/* the last urgent request in the queue (they lead it, in the order
+	 * they became urgent), or NULL */
+	struct req *queue_urgent;
 	bool stop;
 	struct ca_http_stats stats;
 
@@ -1034,9 +1037,24 @@ static struct req *queue_pop(struct ca_http *h)
 		h->queue_head = q->next;
 		if (!h->queue_head)
 			h->queue_tail = NULL;
+		if (h->queue_urgent == q)
+			h->queue_urgent = NULL;
 	}
 	pthread_mutex_unlock(&h->lock);
 	return q;
+}
+
+/* Put q (not in the queue) behind the urgent ones, ahead of the rest
+ * (lock held). */
+static void queue_urgent_insert(struct ca_http *h, struct req *q)
+{
+	struct req **pp = h->queue_urgent ? &h->queue_urgent->next : &h->queue_head;
+	q->next = *pp;
+	*pp = q;
+	if (!q->next)
+		h->queue_tail = q;
+	h->queue_urgent = q;
+	h->stats.urgent++;
 }
 
 /* Start what may start; returns how long the loop may sleep (ms). */
@@ -1279,12 +1297,16 @@ static int submit(struct ca_http *h, struct req *q, const char *url)
 		free(q);
 		return -ECANCELED;
 	}
-	if (h->queue_tail)
-		h->queue_tail->next = q;
-	else
-		h->queue_head = q;
-	h->queue_tail = q;
 	h->stats.requests++;
+	if (q->flags & CA_HTTP_URGENT) {
+		queue_urgent_insert(h, q);
+	} else {
+		if (h->queue_tail)
+			h->queue_tail->next = q;
+		else
+			h->queue_head = q;
+		h->queue_tail = q;
+	}
 	pthread_mutex_unlock(&h->lock);
 	curl_multi_wakeup(h->multi);
 	return 0;
@@ -1301,6 +1323,28 @@ int ca_http_submit_flags(struct ca_http *h, const char *url, size_t cap, unsigne
 	q->fn = fn;
 	q->userdata = userdata;
 	return submit(h, q, url);
+}
+
+bool ca_http_hurry(struct ca_http *h, const void *userdata)
+{
+	bool moved = false;
+	pthread_mutex_lock(&h->lock);
+	/* the urgent ones lead the queue: past them, a plain one is moved */
+	struct req **pp = h->queue_urgent ? &h->queue_urgent->next : &h->queue_head, *prev = h->queue_urgent;
+	for (; *pp; prev = *pp, pp = &(*pp)->next) {
+		struct req *q = *pp;
+		if (q->userdata != userdata)
+			continue;
+		*pp = q->next;
+		if (h->queue_tail == q)
+			h->queue_tail = prev;
+		q->flags |= CA_HTTP_URGENT;
+		queue_urgent_insert(h, q);
+		moved = true;
+		break;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return moved;
 }
 
 int ca_http_submit_range(struct ca_http *h, const char *url, uint64_t start, size_t len, ca_http_range_fn fn,

@@ -127,6 +127,7 @@ struct ca_http_stats {
 	uint64_t retries;
 	uint64_t ok, missing, errors; /* final outcomes */
 	uint64_t bytes;    /* body bytes of successful requests */
+	uint64_t urgent;   /* queued ahead of others (CA_HTTP_URGENT, ca_http_hurry) */
 	/* how long requests took from submission to their final outcome
 	 * (retries and queueing included): latency[i] counts those that took
 	 * at most ca_http_latency_bounds_us[i] and more than the bound before
@@ -163,8 +164,19 @@ int ca_http_submit(struct ca_http *h, const char *url, size_t cap, ca_http_done_
 /* CA_HTTP_NO_RETRY: one attempt, whatever o.retries says (a store's probe
  * during an outage, remote.h, whose back-off is its own). */
 #define CA_HTTP_NO_RETRY 4u
+/* CA_HTTP_URGENT: someone waits for it now (a reader's page fault):
+ * queued ahead of every request not started yet that is not urgent
+ * itself (read-ahead, a whole file's prefetch), behind the urgent ones
+ * queued before it. It still waits for a free transfer slot: those
+ * running are never stopped. */
+#define CA_HTTP_URGENT 8u
 int ca_http_submit_flags(struct ca_http *h, const char *url, size_t cap, unsigned flags, ca_http_done_fn fn,
                          void *userdata);
+/* Make the queued, not yet started request submitted with userdata
+ * urgent (as CA_HTTP_URGENT) now: a reader came to wait for what was a
+ * prefetch. True if one was moved; false when it started already (or
+ * ended, or is urgent already). */
+bool ca_http_hurry(struct ca_http *h, const void *userdata);
 
 /* Submit and wait: the body goes into out (which must be empty). */
 int ca_http_get(struct ca_http *h, const char *url, size_t cap, struct ca_buf *out);

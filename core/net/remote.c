@@ -54,6 +54,7 @@ struct pf {
 	unsigned waiters;         /* fetch() calls blocked on it */
 	bool done, parked, prefetched;
 	bool probe;               /* started as the store's probe (outages) */
+	bool urgent;              /* a reader waits for it: queued ahead of prefetches */
 	int r;
 	struct ca_buf body;
 	uint64_t done_ms;
@@ -318,12 +319,23 @@ static int start_download(struct ca_remote_store *rs, struct pf *e)
 	}
 	chunk_url(rs, e->id, &url);
 	/* a probe is one attempt: the back-off between probes is the store's */
-	int r = url ? ca_http_submit_flags(rs->http, url, rs->file_max, e->probe ? CA_HTTP_NO_RETRY : 0, on_done, e) :
-	              -ENOMEM;
+	unsigned flags = (e->probe ? CA_HTTP_NO_RETRY : 0) | (e->urgent ? CA_HTTP_URGENT : 0);
+	int r = url ? ca_http_submit_flags(rs->http, url, rs->file_max, flags, on_done, e) : -ENOMEM;
 	free(url);
 	if (r < 0)
 		settle(rs, e, r, NULL);
 	return r;
+}
+
+/* A fetch (lock held) joins e: when it is a reader's and e a download
+ * still queued behind others (a prefetch), e goes to the front. The
+ * engine only compares the pointer: e stays ours while we wait on it. */
+static void join_hurry(struct ca_remote_store *rs, struct pf *e)
+{
+	if (!e->done && !e->urgent && !rs->oci && ca_chunksrc_fetch_is_demand()) {
+		e->urgent = true;
+		(void)ca_http_hurry(rs->http, e);
+	}
 }
 
 /* A finished download's answer for one waiter (lock held, the waiter
@@ -368,6 +380,7 @@ static int fetch_fail_fast(struct ca_remote_store *rs, const uint8_t *id, struct
 		e->prefetched = false; /* claimed */
 		unpark(rs, e);
 		e->waiters++;
+		join_hurry(rs, e);
 	} else {
 		e = entry_new(rs, id);
 		if (!e) {
@@ -375,6 +388,7 @@ static int fetch_fail_fast(struct ca_remote_store *rs, const uint8_t *id, struct
 			return -ENOMEM;
 		}
 		e->waiters = 1;
+		e->urgent = ca_chunksrc_fetch_is_demand();
 		pthread_mutex_unlock(&rs->lock);
 		(void)start_download(rs, e); /* a failure settles e */
 		pthread_mutex_lock(&rs->lock);
@@ -488,6 +502,7 @@ static int fetch_waiting(struct ca_remote_store *rs, const uint8_t *id, struct c
 			e->prefetched = false;
 			unpark(rs, e);
 			e->waiters++;
+			join_hurry(rs, e);
 			if (probe && !e->done) {
 				/* a download of this chunk is on its way: it is the probe */
 				e->probe = true;
@@ -504,6 +519,7 @@ static int fetch_waiting(struct ca_remote_store *rs, const uint8_t *id, struct c
 			}
 			e->waiters = 1;
 			e->probe = probe;
+			e->urgent = ca_chunksrc_fetch_is_demand();
 			pthread_mutex_unlock(&rs->lock);
 			(void)start_download(rs, e); /* a failure settles e */
 			pthread_mutex_lock(&rs->lock);
@@ -576,11 +592,24 @@ static void remote_prefetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE])
 	e = entry_new(rs, id);
 	if (e) {
 		e->prefetched = true;
+		e->urgent = ca_chunksrc_fetch_is_demand(); /* ca_chunksrc_hurry: a reader comes next */
 		rs->prefetches++;
 	}
 	pthread_mutex_unlock(&rs->lock);
 	if (e)
 		(void)start_download(rs, e);
+}
+
+static void remote_hurry(void *be, const uint8_t id[CA_CHUNK_ID_SIZE])
+{
+	struct ca_remote_store *rs = be;
+	pthread_mutex_lock(&rs->lock);
+	struct pf *e = lookup(rs, id);
+	if (e && !e->done && !e->urgent && !rs->oci) {
+		e->urgent = true;
+		(void)ca_http_hurry(rs->http, e);
+	}
+	pthread_mutex_unlock(&rs->lock);
 }
 
 static void remote_free(void *be)
@@ -600,6 +629,7 @@ const struct ca_chunk_backend_ops ca_remote_store_ops = {
 	.kind = "http",
 	.fetch = remote_fetch,
 	.prefetch = remote_prefetch,
+	.hurry = remote_hurry,
 	.set_file_max = remote_set_file_max,
 	.free = remote_free,
 };

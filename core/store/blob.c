@@ -83,6 +83,25 @@ void ca_blob_readahead(struct ca_blob *b, uint64_t off, uint64_t len)
 	}
 }
 
+void ca_blob_hurry(struct ca_blob *b, uint64_t off, uint64_t len)
+{
+	if (off >= b->size || len == 0)
+		return;
+	if (len > b->size - off)
+		len = b->size - off;
+	ssize_t i = ca_index_find(b->idx, off);
+	if (i < 0)
+		return;
+	for (size_t n = ca_index_n_chunks(b->idx); (size_t)i < n; i++) {
+		uint64_t start;
+		const uint8_t *id;
+		ca_index_chunk(b->idx, i, &start, NULL, &id);
+		if (start >= off + len)
+			break;
+		ca_chunksrc_hurry(b->src, id);
+	}
+}
+
 ssize_t ca_blob_read(struct ca_blob *b, void *buf, size_t len, uint64_t off)
 {
 	if (off >= b->size || len == 0)
@@ -100,6 +119,8 @@ ssize_t ca_blob_read(struct ca_blob *b, void *buf, size_t len, uint64_t off)
 	ca_index_chunk(b->idx, first, &fstart, &fend, NULL);
 	if (off + len > fend)
 		ca_blob_readahead(b, fend, off + len - fend);
+	if (off + len > fend) /* this read waits for them in turn: all downloads at once */
+		ca_blob_hurry(b, fend, off + len - fend);
 
 	uint8_t *out = buf;
 	size_t done = 0;
@@ -148,6 +169,8 @@ int ca_blob_get_spans(struct ca_blob *b, uint64_t off, size_t len, struct ca_blo
 	ca_index_chunk(b->idx, first, &fstart, &fend, NULL);
 	if (off + len > fend)
 		ca_blob_readahead(b, fend, off + len - fend);
+	if (off + len > fend) /* this read waits for them in turn: all downloads at once */
+		ca_blob_hurry(b, fend, off + len - fend);
 	for (ssize_t i = first; i <= last; i++) {
 		uint64_t start, end;
 		const uint8_t *id;

@@ -43,6 +43,10 @@ int ca_blob_log_chunk_error(const char *name, const uint8_t *id, int err);
 
 /* Hint: [off, off+len) will be read soon; start fetching it. Never blocks on I/O. */
 void ca_blob_readahead(struct ca_blob *b, uint64_t off, uint64_t len);
+/* A reader waits for [off, off+len) now: the downloads of its chunks
+ * start, or move ahead of those queued for read-ahead, as urgent
+ * (ca_chunksrc_hurry). Never blocks. */
+void ca_blob_hurry(struct ca_blob *b, uint64_t off, uint64_t len);
 
 /* The chunks that hold [off, off+len), for a reader that hands their bytes
  * on without copying them (the mount's reply to a read): *ret_n spans in

@@ -663,6 +663,23 @@ done:
 
 static __thread ca_chunk_cancelled_fn hook_fn;
 static __thread void *hook_arg;
+static __thread bool fetch_demand; /* this thread runs a demand get's fetch_chain */
+
+bool ca_chunksrc_fetch_is_demand(void)
+{
+	return fetch_demand;
+}
+
+/* A reader joined a fetch under way (lock held): its download may be
+ * queued behind read-ahead's, so the backends move it to the front. */
+static void hurry_backends(struct ca_chunksrc *src, const uint8_t *id)
+{
+	if (src->offline)
+		return;
+	for (unsigned i = 0; i < src->n_backends; i++)
+		if (src->backends[i].ops->hurry)
+			src->backends[i].ops->hurry(src->backends[i].be, id);
+}
 
 void ca_chunksrc_wait_hook(ca_chunk_cancelled_fn fn, void *arg)
 {
@@ -719,6 +736,7 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 		 * background work starting now does not delay that fetch */
 		if (!e->ready && e->err == 0 && !background) {
 			uint64_t t0 = ca_now_us();
+			hurry_backends(src, id);
 			r = join_wait(src, e);
 			src->stats.demand_joins++;
 			src->stats.demand_join_wait_us += ca_now_us() - t0;
@@ -775,9 +793,14 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 	struct ca_buf out = CA_BUF_INIT;
 	struct cache_job *staged = NULL;
 	struct codec_slot *cs = codec_take(src);
+	fetch_demand = !background;
+	uint64_t f0 = background ? 0 : ca_now_us();
 	r = cs ? fetch_chain(src, cs->codec, id, size, &out, &staged) : -ENOMEM;
+	fetch_demand = false;
 
 	pthread_mutex_lock(&src->lock);
+	if (!background)
+		src->stats.demand_fetch_us += ca_now_us() - f0;
 	src->inflight -= need;
 	src->demand -= dm;
 	pthread_cond_broadcast(&src->room);
@@ -893,6 +916,36 @@ void ca_chunksrc_prefetch(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_
 				break;
 			}
 		}
+	}
+	pthread_mutex_unlock(&src->lock);
+}
+
+void ca_chunksrc_hurry(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE])
+{
+	if (src->offline)
+		return;
+	/* under the lock, as ca_chunksrc_prefetch: a get of id either
+	 * registered first (its download is hurried) or joins the one
+	 * started here */
+	pthread_mutex_lock(&src->lock);
+	struct entry *e = lookup(src, id);
+	if (e && !e->ready && e->err == 0) {
+		hurry_backends(src, id);
+	} else if (!e && !(cache_has(src, id) > 0)) {
+		bool was = fetch_demand;
+		fetch_demand = true; /* the backend's prefetch starts it urgent */
+		for (unsigned i = 0; i < src->n_backends; i++) {
+			const struct backend *b = &src->backends[i];
+			if (b->ops->has && b->ops->has(b->be, id) > 0)
+				break;
+			if (b->ops->hurry)
+				b->ops->hurry(b->be, id); /* a prefetch of it queued already */
+			if (b->ops->prefetch) {
+				b->ops->prefetch(b->be, id);
+				break;
+			}
+		}
+		fetch_demand = was;
 	}
 	pthread_mutex_unlock(&src->lock);
 }

@@ -52,6 +52,11 @@ struct ca_chunk_backend_ops {
 	void (*set_file_max)(void *be, size_t max);
 	/* Optional: 1 if the backend holds the chunk locally, 0 if not, without fetching. */
 	int (*has)(void *be, const uint8_t id[CA_CHUNK_ID_SIZE]);
+	/* Optional, non-blocking: a reader waits for id now (it joined a
+	 * read-ahead's fetch): move its download, if one is queued behind
+	 * others, to the front. A fetch learns the same from
+	 * ca_chunksrc_fetch_is_demand. */
+	void (*hurry)(void *be, const uint8_t id[CA_CHUNK_ID_SIZE]);
 	void (*free)(void *be);
 };
 
@@ -74,6 +79,7 @@ struct ca_chunksrc_stats {
 	 * and how long they waited in all: where a reader's time goes
 	 * beside a background fill */
 	uint64_t demand_fetches, demand_joins, demand_join_wait_us;
+	uint64_t demand_fetch_us; /* how long the demand gets' own fetches took in all */
 	uint64_t lru_bytes, lru_limit; /* the memory LRU now, and its bound */
 };
 
@@ -117,6 +123,13 @@ void ca_chunksrc_put(struct ca_chunksrc *src, const struct ca_chunk *chunk); /* 
 /* Like get, but only makes sure the chunk will be quick to get: starts
  * backend prefetches; never blocks on the network. */
 void ca_chunksrc_prefetch(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]);
+
+/* A reader is about to wait for id (a read that spans several chunks
+ * gets them one after another): start its download now, or move one
+ * queued behind background downloads (read-ahead, a whole file's) to the
+ * front, as a demand get does itself. Never blocks; nothing when the
+ * chunk is local or ready. */
+void ca_chunksrc_hurry(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]);
 
 /* 1 if the chunk is in the LRU or the cache store, 0 if not. */
 int ca_chunksrc_is_local(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]);
@@ -178,6 +191,11 @@ void ca_chunksrc_readahead(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID
  * polled about every 100 ms by the waiting thread itself. A thread-local
  * setting (as the logger, log.h); NULL clears it. */
 typedef bool (*ca_chunk_cancelled_fn)(void *arg);
+/* For a backend's fetch: true while the calling thread runs a demand get's
+ * fetch (a reader waits for it), false in background ones (read-ahead, a
+ * fill, a profile): a backend queues a demand fetch's download ahead of
+ * the background ones it has queued (remote.h). Thread-local. */
+bool ca_chunksrc_fetch_is_demand(void);
 void ca_chunksrc_wait_hook(ca_chunk_cancelled_fn fn, void *arg);
 bool ca_chunksrc_wait_cancelled(void);
 
