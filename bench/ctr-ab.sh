@@ -7,7 +7,9 @@
 # time, then the best and the median of each, and the ratio to the plain
 # dir's best; with CTR_AB_STATS=1 also `cafs stats` of each start; with
 # CTR_AB_WARM_SERVER=1 the store's files are read back into the page cache
-# after it is dropped (what the start costs beside nginx's cold disk reads).
+# after it is dropped (what the start costs beside nginx's cold disk reads);
+# with CTR_AB_LOGS=DIR each mount's output is kept there (mount.K.ROUND.log);
+# with CTR_AB_PERF=DIR a perf record of the mount during each start is.
 #
 #   CAFS_A=old/cafs CAFS_B=new/cafs BENCH_CTR_RUNS=10 bench/ctr-ab.sh
 #
@@ -65,6 +67,15 @@ start() {
 	rm -rf "$o" "$T/bundle.$n"
 	{ [ "$rc" = 0 ] && { echo; cat plain/etc/os-release; } | cmp -s - "$T/out"; } || { t=FAILED; head -c 300 "$T/err" >&2; }
 }
+# cpu_ms PID: the user + system time so far of PID and its children (a
+# keeper's server), in ms
+cpu_ms() {
+	local p t=0
+	for p in $1 $(pgrep -P "$1"); do
+		t=$((t + $(awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print int(($12 + $13) * 1000 / hz) }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+	done
+	echo "$t"
+}
 declare -A times=()
 for ((round = 0; round < RUNS; round++)); do
 	for ((k = 0; k < ${#bins[@]}; k++)); do
@@ -81,15 +92,24 @@ for ((round = 0; round < RUNS; round++)); do
 			sleep 0.01
 		done
 		[ -n "${CTR_AB_STATS:-}" ] && s0=$("${bins[$k]}" stats "$m" 2>/dev/null)
+		c0=$(cpu_ms "$mnt_pid")
+		if [ -n "${CTR_AB_PERF:-}" ]; then
+			perf record -q -g -o "$CTR_AB_PERF/perf.$k.$round" -p "$(echo $mnt_pid $(pgrep -P "$mnt_pid") | tr ' ' ,)" 2>/dev/null &
+			perf_pid=$!
+			sleep 0.5
+		fi
 		start "$m"
+		c1=$(cpu_ms "$mnt_pid")
+		[ -n "${CTR_AB_PERF:-}" ] && { kill -INT "$perf_pid"; wait "$perf_pid"; }
 		times[$k]+=" $t"
 		if [ -n "${CTR_AB_STATS:-}" ]; then
-			echo "## ${bins[$k]} round $round: $t s"
+			echo "## ${bins[$k]} round $round: $t s, the mount's cpu $((c1 - c0)) ms"
 			diff <(echo "$s0") <("${bins[$k]}" stats "$m" 2>/dev/null) | grep '^>' | head -60
 		fi
 		fusermount3 -u "$m" 2>/dev/null || fusermount3 -u -z "$m"
 		wait "$mnt_pid" 2>/dev/null
 		mnt_pid= mnt_dir=
+		[ -n "${CTR_AB_LOGS:-}" ] && cp "$T/mount.log" "$CTR_AB_LOGS/mount.$k.$round.log"
 	done
 	start "$T/plain"
 	times[p]+=" $t"

@@ -56,6 +56,7 @@ struct cache_job {
 	uint8_t id[CA_CHUNK_ID_SIZE];
 	struct ca_buf raw;  /* the chunk file's bytes, or the data when !compressed */
 	bool compressed;    /* false: the writer compresses raw first */
+	uint64_t queued_ns; /* when it was staged (CLOCK_MONOTONIC) */
 };
 
 struct ca_chunksrc {
@@ -76,6 +77,7 @@ struct ca_chunksrc {
 	size_t inflight;                /* bytes reserved by running fetches */
 	pthread_cond_t room;            /* signalled when inflight drops */
 	unsigned demand;                /* gets (not background) running a fetch; done on change */
+	uint64_t demand_ns;             /* when a demand get last began or ended a wait for a chunk */
 
 	/* chunks fetched ahead of readers (a fill, CA_CHUNKSRC_AHEAD): the
 	 * decoded bytes of those in the LRU that no demand get took yet, and
@@ -108,6 +110,7 @@ struct ca_chunksrc {
 	unsigned cw_submitting;  /* fetches between their id's entry and their submit's return */
 	bool cw_async; /* set before the first fetch (ca_chunksrc_set_cache_async) */
 	bool cw_failed, cw_stop; /* the queue could not start; stopping */
+	_Atomic unsigned cw_n;   /* chunks queued (in cw_ids) */
 };
 
 /* readers follow a fill while one took a chunk it fetched this recently */
@@ -115,6 +118,15 @@ struct ca_chunksrc {
 
 #define CW_JOBS_MAX 256
 #define CW_BYTES_MAX ((size_t)32 << 20)
+/* Readers first: the writer holds a chunk back while readers wait for
+ * chunks (a demand get ran in the last CW_QUIET_NS), for at most
+ * CW_DEFER_NS from when it was staged, and not while the queue is half
+ * full: on two cores, a cold container start spent a quarter of the
+ * mount's CPU creating cache files (ext4 inode allocation, a directory
+ * per chunk) beside the reads it waited for. A sustained reader (a tar)
+ * fills the queue to half and the writer keeps its pace from there. */
+#define CW_QUIET_NS (UINT64_C(50) * 1000000)
+#define CW_DEFER_NS (UINT64_C(500) * 1000000)
 
 static unsigned bucket_of(const uint8_t id[CA_CHUNK_ID_SIZE])
 {
@@ -229,8 +241,23 @@ static void cw_fini(void *qdata, void *wdata)
 	ca_codec_free(wdata);
 }
 
+/* Hold j back while readers wait for chunks (CW_QUIET_NS above). */
+static void cw_defer(struct ca_chunksrc *src, const struct cache_job *j)
+{
+	pthread_mutex_lock(&src->lock);
+	for (;;) {
+		uint64_t now = ca_now_ns();
+		if (__atomic_load_n(&src->cw_stop, __ATOMIC_RELAXED) || atomic_load(&src->cw_n) >= CW_JOBS_MAX / 2 ||
+		    now >= j->queued_ns + CW_DEFER_NS || (src->demand == 0 && now >= src->demand_ns + CW_QUIET_NS))
+			break;
+		ca_cond_wait_ms(&src->done, &src->lock, 5);
+	}
+	pthread_mutex_unlock(&src->lock);
+}
+
 static int cw_run(void *qdata, void *wdata, void *job)
 {
+	cw_defer(qdata, job);
 	cache_write(qdata, wdata, job);
 	return 0; /* a failed write was a warning: the queue goes on */
 }
@@ -243,6 +270,7 @@ static void cw_done(void *qdata, void *job, int r)
 	(void)r;
 	pthread_mutex_lock(&src->cw_lock);
 	ca_idset_remove(src->cw_ids, j->id);
+	atomic_fetch_sub(&src->cw_n, 1);
 	pthread_mutex_unlock(&src->cw_lock);
 	cache_job_free(j);
 }
@@ -268,6 +296,7 @@ static void cache_stage(struct ca_chunksrc *src, struct ca_codec *codec, const u
 	memcpy(j->id, id, CA_CHUNK_ID_SIZE);
 	j->raw = *raw;
 	j->compressed = compressed;
+	j->queued_ns = ca_now_ns();
 	*raw = (struct ca_buf)CA_BUF_INIT;
 	if (!src->cw_async)
 		goto write_here;
@@ -293,6 +322,7 @@ static void cache_stage(struct ca_chunksrc *src, struct ca_codec *codec, const u
 		goto write_here;
 	}
 	src->cw_submitting++;
+	atomic_fetch_add(&src->cw_n, 1);
 	pthread_mutex_unlock(&src->cw_lock);
 	*ret_staged = j;
 	return;
@@ -309,8 +339,10 @@ static void cache_submit(struct ca_chunksrc *src, struct ca_codec *codec, struct
 	/* not under cw_lock: a full queue waits for jobs whose done takes it */
 	int r = low ? ca_workq_submit_low(src->cw_q, j, j->raw.size) : ca_workq_submit(src->cw_q, j, j->raw.size);
 	pthread_mutex_lock(&src->cw_lock);
-	if (r < 0) /* never cancelled, but: not taken, so not queued */
+	if (r < 0) { /* never cancelled, but: not taken, so not queued */
 		ca_idset_remove(src->cw_ids, j->id);
+		atomic_fetch_sub(&src->cw_n, 1);
+	}
 	if (--src->cw_submitting == 0)
 		pthread_cond_broadcast(&src->cw_idle);
 	pthread_mutex_unlock(&src->cw_lock);
@@ -737,7 +769,9 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 		if (!e->ready && e->err == 0 && !background) {
 			uint64_t t0 = ca_now_us();
 			hurry_backends(src, id);
+			src->demand_ns = ca_now_ns();
 			r = join_wait(src, e);
+			src->demand_ns = ca_now_ns();
 			src->stats.demand_joins++;
 			src->stats.demand_join_wait_us += ca_now_us() - t0;
 		} else {
@@ -779,6 +813,8 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 	src->buckets[b] = e;
 	src->demand += dm;
 	src->stats.demand_fetches += dm;
+	if (dm)
+		src->demand_ns = ca_now_ns();
 	pthread_mutex_unlock(&src->lock);
 
 	/* the file and the decoded chunk, for as long as the fetch runs */
@@ -799,8 +835,10 @@ static int get_flags(struct ca_chunksrc *src, const uint8_t id[CA_CHUNK_ID_SIZE]
 	fetch_demand = false;
 
 	pthread_mutex_lock(&src->lock);
-	if (!background)
+	if (!background) {
 		src->stats.demand_fetch_us += ca_now_us() - f0;
+		src->demand_ns = ca_now_ns();
+	}
 	src->inflight -= need;
 	src->demand -= dm;
 	pthread_cond_broadcast(&src->room);
