@@ -14,6 +14,12 @@
  * as casync's HTTP helper does. The bytes are handed to chunksrc, which
  * decompresses and verifies them (this module never trusts them).
  *
+ * A download a reader waits for goes ahead of the prefetches queued on
+ * the engine (CA_HTTP_URGENT): one a demand fetch starts
+ * (ca_chunksrc_fetch_is_demand), and a queued prefetch that a demand
+ * fetch joins or hurry() names (ca_http_hurry). An oci+ store's
+ * downloads (its fetcher threads) keep their order.
+ *
  * prefetch() starts a download without waiting and parks the result in a
  * small table, so the fetch() that follows takes it instead of downloading
  * again; a fetch() of an id whose prefetch is still running waits for that

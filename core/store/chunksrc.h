@@ -14,9 +14,10 @@
  * All functions are thread-safe. One in-flight table makes concurrent
  * requests for one chunk share one fetch. Locks: src->lock guards the LRU
  * and the in-flight table; it is never held across a backend fetch or a
- * decompression. ca_chunksrc_prefetch holds it across a cache lookup and
- * the backend's non-blocking prefetch, so that a prefetch and a concurrent
- * get of one chunk can never download it twice.
+ * decompression. ca_chunksrc_prefetch (and ca_chunksrc_hurry) holds it
+ * across a cache lookup and the backend's non-blocking prefetch (or
+ * hurry), so that a prefetch and a concurrent get of one chunk can never
+ * download it twice.
  *
  * Memory: the LRU (lru_bytes), plus the chunks callers hold, plus fetches
  * in flight. Each fetch reserves its chunk file's bound and its decoded
