@@ -452,16 +452,24 @@ static int remote_presence(const char *store, const struct ca_index *idx, uint8_
 	struct ca_remote_store *rs = NULL;
 	const uint8_t **ids = malloc((n ? n : 1) * sizeof(*ids));
 	int r = ids ? 0 : -ENOMEM;
+	bool logged = false;
 	ca_source_http_opts(&o);
-	if (r == 0)
-		r = ca_remote_store_new(store, &o, &rs);
+	if (r == 0) {
+		r = ca_remote_store_new(store, &o, &rs); /* logs */
+		logged = r < 0;
+	}
 	for (size_t i = 0; r == 0 && i < n; i++)
 		ca_index_chunk(idx, i, NULL, NULL, &ids[i]);
 	if (r == 0)
 		r = ca_remote_store_probe(rs, ids, n, ret_have);
+	if (r < 0 && !logged) {
+		char *shown = ca_location_redact(store);
+		ca_log_error_errno(r, "%s", shown ? shown : "remote store");
+		free(shown);
+	}
 	ca_remote_store_free(rs);
 	free(ids);
-	return r < 0 ? ca_log_error_errno(r, "%s", store) : 0;
+	return r < 0 ? r : 0;
 }
 
 /* A group's presence: its first member that answers (they are mirrors). */
@@ -582,16 +590,21 @@ out:
 	return r;
 }
 
-/* An http(s) store resolved once (endpoint.h) with http; does not log. */
+/* An http(s) store resolved once (endpoint.h) with http; logs a failure
+ * (one line: the settings file's, S3's or the store's own). */
 static int open_remote(struct chain *ch, const char *url, const struct ca_http_opts *http,
                        struct ca_remote_store **ret)
 {
 	struct ca_endpoint e = { 0 };
-	int r = settings(ch->conf);
-	if (r == 0)
+	int r = settings(ch->conf); /* logs */
+	if (r == 0) {
+		/* url is an http(s) one: only ENOMEM goes unsaid there */
 		r = ca_endpoint_init(&e, url, http, *ch->conf);
+		if (r == -ENOMEM)
+			ca_log_error_errno(r, "remote store");
+	}
 	if (r == 0)
-		r = ca_remote_store_open(&e, ret);
+		r = ca_remote_store_open(&e, ret); /* logs */
 	ca_endpoint_clear(&e);
 	return r;
 }
@@ -633,8 +646,11 @@ static int add_group(struct ca_chunksrc *src, struct chain *ch, const char *stor
 			continue;
 		}
 		r = open_remote(ch, members[i], &mo, &rs);
-		if (r == 0)
-			r = ca_failover_add(g, members[i], &ca_remote_store_ops, rs);
+		if (r < 0) {
+			logged = true; /* it said which member */
+			goto out;
+		}
+		r = ca_failover_add(g, members[i], &ca_remote_store_ops, rs);
 		if (r == 0)
 			r = remember(ch, rs);
 	}
@@ -667,8 +683,9 @@ static int add_store(struct ca_chunksrc *src, struct chain *ch, const struct ca_
 		return r < 0 ? ca_log_error_errno(r, "%s", at->s) : 0;
 	}
 	r = open_remote(ch, at->s, ch->http, &rs);
-	if (r == 0)
-		r = ca_chunksrc_add_backend(src, &ca_remote_store_ops, rs); /* frees rs on failure */
+	if (r < 0)
+		return r; /* said */
+	r = ca_chunksrc_add_backend(src, &ca_remote_store_ops, rs); /* frees rs on failure */
 	if (r < 0)
 		return ca_log_error_errno(r, "%s", at->s);
 	ca_remote_store_set_outage(rs, ch->o->outage);
