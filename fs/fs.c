@@ -996,6 +996,24 @@ static uint64_t stats_digest(uint32_t format, const char *p, size_t n)
 	return h ? h : 1;
 }
 
+/* Where a new rendering of uid's is kept (stats_lock held): an empty
+ * slot, else uid's oldest, else the oldest (fs_private.h: a user's own
+ * renderings are what its next one replaces). */
+static struct fs_stats_doc *stats_slot(struct fs *fs, uid_t uid)
+{
+	struct fs_stats_doc *oldest = NULL, *own = NULL;
+	for (size_t i = 0; i < FS_STATS_KEPT; i++) {
+		struct fs_stats_doc *d = &fs->stats_kept[i];
+		if (!d->digest)
+			return d;
+		if (!oldest || d->age < oldest->age)
+			oldest = d;
+		if (d->uid == uid && (!own || d->age < own->age))
+			own = d;
+	}
+	return own ? own : oldest;
+}
+
 /* One page of a stats document (fs.h, FS_IOC_STATS): page 0 renders and
  * keeps the document, later pages are cut from the kept one. */
 static void stats_ioctl(fuse_req_t req, struct fs *fs, const void *in_buf, size_t in_bufsz, size_t out_bufsz)
@@ -1025,10 +1043,12 @@ static void stats_ioctl(fuse_req_t req, struct fs *fs, const void *in_buf, size_
 			goto out;
 		}
 		pg->digest = stats_digest(pg->format, doc, (size_t)k);
+		const struct fuse_ctx *ctx = fuse_req_ctx(req);
+		uid_t uid = ctx ? ctx->uid : (uid_t)-1;
 		pthread_mutex_lock(&fs->stats_lock);
-		struct fs_stats_doc *d = &fs->stats_kept[fs->stats_next++ % FS_STATS_KEPT];
+		struct fs_stats_doc *d = stats_slot(fs, uid);
 		free(d->bytes);
-		*d = (struct fs_stats_doc){ pg->digest, pg->format, (uint32_t)k, doc };
+		*d = (struct fs_stats_doc){ pg->digest, pg->format, (uint32_t)k, doc, ++fs->stats_clock, uid };
 		doc = NULL; /* the ring's now */
 		pthread_mutex_unlock(&fs->stats_lock);
 	}
