@@ -98,14 +98,23 @@ static int open_beneath(int dir, const char *path, uint64_t *ret_size)
 	};
 	struct stat st;
 	char self[64];
+	dev_t dev;
+	ino_t ino;
 	int fd = -1, at = (int)syscall(SYS_openat2, dir, path, &how, sizeof(how));
 	if (at < 0 || fstat(at, &st) < 0 || !S_ISREG(st.st_mode))
 		goto out;
+	dev = st.st_dev;
+	ino = st.st_ino;
 	/* the same inode again, now for reading: by our own descriptor, no
-	 * second walk of the path */
+	 * second walk of the path; without /proc, by the path again (the
+	 * image does not change under it: the inode it found is checked) */
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", at);
 	fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+	if (fd < 0 && errno == ENOENT) {
+		how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+		fd = (int)syscall(SYS_openat2, dir, path, &how, sizeof(how));
+	}
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != dev || st.st_ino != ino)) {
 		close(fd);
 		fd = -1;
 	}
