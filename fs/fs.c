@@ -312,6 +312,17 @@ size_t fs_stats_text(struct fs *fs, char *buf, size_t len)
 		             s.ra_decoded, s.demand_fetches, s.demand_joins, s.demand_join_wait_us / 1000);
 		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
 	}
+	struct ca_delta_source_stats ds;
+	if (ca_image_delta_stats(fs->im, &ds) && used + 1 < len) {
+		n = snprintf(buf + used, len - used,
+		             "delta_pack: %s\n"
+		             "delta_chunks: %" PRIu64 "\n"
+		             "delta_bytes: %" PRIu64 "\n"
+		             "delta_requests: %" PRIu64 "\n"
+		             "delta_pack_bytes: %" PRIu64 "\n",
+		             ds.state, ds.chunks, ds.bytes, ds.requests, ds.wire_bytes);
+		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
+	}
 	struct ca_failover *g;
 	for (size_t i = 0; (g = ca_image_failover(fs->im, i)) && used + 1 < len; i++) {
 		struct ca_failover_stats fst;

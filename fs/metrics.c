@@ -157,6 +157,27 @@ static void background(struct ca_metrics *m, struct ca_prefetch *p)
 	counter(m, "cafs_background_errors", NULL, "background (profile, fill) fetches that failed", s.errors);
 }
 
+/* the delta pack (delta_source.h): zeros and "none" without one, so the
+ * series are always there */
+static void delta(struct ca_metrics *m, struct fs *fs)
+{
+	static const char *const states[] = { "none", "loading", "filling", "ready", "unusable" };
+	struct ca_delta_source_stats ds = { .state = "none" };
+	ca_image_delta_stats(fs->im, &ds);
+	counter(m, "cafs_delta_chunks", NULL, "chunks rebuilt from the delta pack (not fetched)", ds.chunks);
+	counter(m, "cafs_delta_bytes", "bytes", "bytes of the chunks rebuilt from the delta pack (uncompressed)",
+	        ds.bytes);
+	counter(m, "cafs_delta_pack_requests", NULL, "requests for the delta pack (its table's included)",
+	        ds.requests);
+	counter(m, "cafs_delta_pack_bytes", "bytes", "bytes of the delta pack read", ds.wire_bytes);
+	ca_metrics_family(m, "cafs_delta_pack_state", CA_METRIC_GAUGE, NULL,
+	                  "1 for the delta pack's state: none, loading, filling, ready, unusable");
+	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+		const char *l[] = { "state", states[i], NULL };
+		ca_metrics_u64(m, "", l, !strcmp(states[i], ds.state));
+	}
+}
+
 static void memory(struct ca_metrics *m, struct fs *fs, const struct ca_chunksrc_stats *s)
 {
 	uint64_t tree[4];
@@ -212,7 +233,7 @@ ssize_t fs_metrics(struct fs *fs, const char *name, char *buf)
 	counter(&m, "cafs_read_bytes", "bytes", "bytes served to readers", fs->bytes_read);
 	counter(&m, "cafs_metadata_errors", NULL, "metadata requests that failed on the image", fs->meta_errors);
 	counter(&m, "cafs_cache_hits", NULL, "chunks found in the disk cache", s.cache_hits);
-	counter(&m, "cafs_cache_misses", NULL, "chunks fetched from a store (not in any cache)", s.fetched_chunks);
+	counter(&m, "cafs_cache_misses", NULL, "chunks fetched from a store (not in any cache, not built from a delta pack)", s.fetched_chunks);
 	counter(&m, "cafs_lru_hits", NULL, "chunks found in the memory LRU", s.lru_hits);
 	counter(&m, "cafs_fetched_bytes", "bytes", "chunk file bytes (as stored: compressed) fetched from stores", s.fetched_bytes);
 	counter(&m, "cafs_chunk_errors", NULL, "chunk fetches that failed", s.errors);
@@ -228,6 +249,7 @@ ssize_t fs_metrics(struct fs *fs, const char *name, char *buf)
 	stores(&m, fs);
 	failover(&m, fs);
 	background(&m, fs->o.prefetch);
+	delta(&m, fs);
 	memory(&m, fs, &s);
 	size_t len = ca_metrics_end(&m);
 	return len ? (ssize_t)len : -EFBIG;

@@ -360,6 +360,8 @@ struct ca_delta_client {
 	struct ca_idset *by_id;
 	pthread_mutex_t lock;
 	bool broken;
+	bool stopped; /* ca_delta_client_stop: no more requests */
+	uint64_t built_chunks, built_bytes;
 	/* the data read a chunk at a time, in windows of CA_DELTA_WINDOW
 	 * bytes at multiples of it (no two overlap): a reader in TO's order
 	 * finds the next entries in the last ones. win_lock is held across
@@ -377,6 +379,14 @@ struct ca_delta_client {
 	bool not_regular; /* a local pack that is not a regular file: said by the load */
 	uint8_t from_digest[CA_DELTA_DIGEST_SIZE];
 };
+
+static bool stopped(struct ca_delta_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	bool st = c->stopped;
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
 
 void ca_delta_client_free(struct ca_delta_client *c)
 {
@@ -418,8 +428,11 @@ static int read_range(struct ca_delta_client *c, uint64_t off, size_t len, struc
 		return r;
 	}
 	pthread_mutex_lock(&c->lock);
-	c->requests++;
+	bool stopped = c->stopped;
+	c->requests += !stopped;
 	pthread_mutex_unlock(&c->lock);
+	if (stopped)
+		return -ECANCELED;
 	if (c->remote) {
 		uint64_t total = UINT64_MAX;
 		r = ca_http_get_range(c->http, c->ep.fetch_url, off, len, out, &total);
@@ -604,7 +617,7 @@ int ca_delta_client_load(struct ca_delta_client *c)
 unusable:
 	if (r == -ENOMEM)
 		ca_log_error_errno(r, "%s", c->shown);
-	else if (!(r == -ENOENT && c->quiet_missing))
+	else if (!(r == -ENOENT && c->quiet_missing) && !stopped(c))
 		ca_log_warning_errno(r, "%s: the delta pack cannot be read; fetching from the chunk store instead",
 		                     c->shown);
 out:
@@ -643,6 +656,26 @@ int ca_delta_client_refs(const struct ca_delta_client *c, struct ca_idset *s)
 struct range {
 	uint64_t start, end;
 };
+
+static void count_built(struct ca_delta_client *c, uint64_t size);
+
+void ca_delta_client_stop(struct ca_delta_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->stopped = true;
+	pthread_mutex_unlock(&c->lock);
+	if (c->http)
+		ca_http_cancel(c->http); /* the range request under way ends now */
+}
+
+void ca_delta_client_get_counts(struct ca_delta_client *c, struct ca_delta_client_counts *ret)
+{
+	pthread_mutex_lock(&c->lock);
+	*ret = (struct ca_delta_client_counts){ .chunks = c->built_chunks, .bytes = c->built_bytes,
+		                                .requests = c->requests, .wire_bytes = c->wire_bytes,
+		                                .broken = c->broken };
+	pthread_mutex_unlock(&c->lock);
+}
 
 /* Rebuild entry e from its bytes p[0..n) into out (the chunk, verified),
  * its references read from store. */
@@ -823,6 +856,10 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 	for (size_t k = 0; k < n_ranges && !failed; k++) {
 		uint64_t pos = ranges[k].start;
 		while (pos < ranges[k].end && !failed) {
+			if (stopped(c)) {
+				r = -ECANCELED;
+				goto out;
+			}
 			uint64_t end = pos;
 			size_t v = u;
 			for (; v < n_use; v++) {
@@ -839,8 +876,10 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 			if (end <= pos)
 				break;
 			r = read_range(c, base + pos, (size_t)(end - pos), &data, NULL);
-			if (r == -ENOMEM)
+			if (r == -ENOMEM || stopped(c)) {
+				r = r == -ENOMEM ? r : -ECANCELED; /* a cancelled transfer is no fault of the pack's */
 				goto out;
+			}
 			if (r < 0 || data.size != end - pos) {
 				if (r < 0)
 					ca_log_warning_errno(r, "%s: fetching from the chunk store instead", c->shown);
@@ -851,6 +890,10 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 			}
 			for (; u < v; u++) {
 				const struct ca_delta_entry *e = &c->entries[use[u] & 0xffffff];
+				if (stopped(c)) {
+					r = -ECANCELED;
+					goto out;
+				}
 				if (ca_store_has(store, e->id) > 0)
 					continue; /* the same chunk twice in a lying table */
 				r = rebuild_put(e, store, data.data + (e->offset - pos), (size_t)e->length, codec, dctx,
@@ -864,6 +907,7 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 				}
 				ret->chunks++;
 				ret->bytes += e->size;
+				count_built(c, e->size);
 			}
 			pos = end;
 		}
@@ -909,6 +953,14 @@ out:
 }
 
 /* ---- a chunk at a time ---- */
+
+static void count_built(struct ca_delta_client *c, uint64_t size)
+{
+	pthread_mutex_lock(&c->lock);
+	c->built_chunks++;
+	c->built_bytes += size;
+	pthread_mutex_unlock(&c->lock);
+}
 
 /* The entry for id, or NULL (also once the pack proved bad). */
 static const struct ca_delta_entry *entry_of(struct ca_delta_client *c, const uint8_t id[CA_CHUNK_ID_SIZE])
@@ -1031,6 +1083,10 @@ int ca_delta_client_build(struct ca_delta_client *c, struct ca_store *store, con
 	r = read_entry(c, e, &data);
 	if (r == -ENOMEM)
 		goto out;
+	if (stopped(c)) {
+		r = -ENOENT; /* the mount is stopping: no fault of the pack's */
+		goto out;
+	}
 	if (r < 0 || data.size != e->length) {
 		if (r < 0)
 			ca_log_debug_errno(r, "%s", c->shown);
@@ -1039,6 +1095,8 @@ int ca_delta_client_build(struct ca_delta_client *c, struct ca_store *store, con
 		goto out;
 	}
 	r = rebuild(e, store, data.data, data.size, codec, dctx, &prefix, &raw, out);
+	if (r == 0)
+		count_built(c, e->size);
 	if (r == -EBADMSG) {
 		client_break(c, "a chunk does not match its id");
 		r = -ENOENT;

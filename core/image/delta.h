@@ -130,7 +130,7 @@ struct ca_delta_client_stats {
 
 /* Build into store every chunk of the pack it lacks (and whose
  * references it holds). 0 (also when the pack failed: said once, the
- * store then serves), or -ENOMEM/-ECANCELED. */
+ * store then serves), or -ENOMEM/-ECANCELED (ca_delta_client_stop). */
 int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struct ca_delta_client_stats *ret);
 
 /* A chunk at a time (a mount: delta_source.h). Both are thread-safe and
@@ -148,6 +148,21 @@ bool ca_delta_client_has(struct ca_delta_client *c, const uint8_t id[CA_CHUNK_ID
  * -ENOMEM. */
 int ca_delta_client_build(struct ca_delta_client *c, struct ca_store *store, const uint8_t id[CA_CHUNK_ID_SIZE],
                           struct ca_buf *out);
+
+/* Stop the client now, from any thread (a mount's unmount): a run ends
+ * between ranges and chunks, the range request under way is cancelled,
+ * and a later build or run is -ECANCELED; nothing is said. The client
+ * is still freed by its owner. */
+void ca_delta_client_stop(struct ca_delta_client *c);
+
+/* The counters of the client's life (thread-safe): chunks rebuilt (run
+ * and build), their uncompressed bytes, requests made for the pack (its
+ * table's included) and the bytes read; broken: the pack proved bad. */
+struct ca_delta_client_counts {
+	uint64_t chunks, bytes, requests, wire_bytes;
+	bool broken;
+};
+void ca_delta_client_get_counts(struct ca_delta_client *c, struct ca_delta_client_counts *ret);
 
 /* The name beside index of a pack from the index whose file digest is
  * from_digest: index + ".cadelta-" + hex (location.h's beside rule, before

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,8 @@ enum state {
 	LOADING, /* the thread reads the header and table */
 	BULK,    /* the thread rebuilds everything into the cache (--fill) */
 	READY,
-	NONE, /* no pack, or an unusable one: for the source's life */
+	NONE,     /* no pack (404): for the source's life */
+	UNUSABLE, /* a pack that could not be used: for the source's life */
 };
 
 struct delta_source {
@@ -33,6 +35,7 @@ struct delta_source {
 	enum state state;
 	pthread_t thread;
 	bool started;
+	_Atomic bool stopped; /* ca_delta_source_stop */
 };
 
 static void set_state(struct delta_source *s, enum state st)
@@ -48,7 +51,7 @@ static void *loader(void *arg)
 	struct delta_source *s = arg;
 	int r = ca_delta_client_load(s->c); /* said, unless a quiet 404 */
 	if (r < 0) {
-		set_state(s, NONE);
+		set_state(s, r == -ENOENT ? NONE : UNUSABLE);
 		return NULL;
 	}
 	if (!s->bulk) {
@@ -57,7 +60,7 @@ static void *loader(void *arg)
 	}
 	set_state(s, BULK);
 	struct ca_delta_client_stats ds;
-	r = ca_delta_client_run(s->c, s->refs, &ds);
+	r = ca_delta_client_run(s->c, s->refs, &ds); /* -ECANCELED: stopped, quietly */
 	if (r == 0)
 		ca_log_info("delta pack gave %llu chunks (%llu bytes) in %llu requests (%llu bytes)",
 		            (unsigned long long)ds.chunks, (unsigned long long)ds.bytes,
@@ -98,7 +101,7 @@ static int ds_fetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_buf 
 		if (st == LOADING)
 			return -EINTR;
 	}
-	if (st != READY && st != BULK)
+	if ((st != READY && st != BULK) || s->stopped)
 		return -ENOENT;
 	if (!ca_delta_client_has(s->c, id))
 		return -ENOENT;
@@ -107,6 +110,8 @@ static int ds_fetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_buf 
 		st = wait_while(s, BULK);
 		if (st == BULK)
 			return -EINTR;
+		if (s->stopped)
+			return -ENOENT;
 		if (ca_store_get_raw(s->refs, id, out, ret_compressed) == 0)
 			return 0;
 	}
@@ -123,13 +128,39 @@ static int ds_has(void *be, const uint8_t id[CA_CHUNK_ID_SIZE])
 	return (st == READY || st == BULK) && ca_delta_client_has(s->c, id);
 }
 
+void ca_delta_source_stop(void *be)
+{
+	struct delta_source *s = be;
+	s->stopped = true;
+	ca_delta_client_stop(s->c);
+	/* a fill's fetch waiting for the run sees it end now */
+	pthread_mutex_lock(&s->lock);
+	pthread_cond_broadcast(&s->changed);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void ca_delta_source_get_stats(void *be, struct ca_delta_source_stats *ret)
+{
+	static const char *const names[] = { [LOADING] = "loading", [BULK] = "filling", [READY] = "ready",
+		                             [NONE] = "none", [UNUSABLE] = "unusable" };
+	struct delta_source *s = be;
+	struct ca_delta_client_counts k;
+	ca_delta_client_get_counts(s->c, &k);
+	enum state st = state_of(s);
+	*ret = (struct ca_delta_source_stats){ .chunks = k.chunks, .bytes = k.bytes, .requests = k.requests,
+		                               .wire_bytes = k.wire_bytes,
+		                               .state = k.broken && st != NONE ? "unusable" : names[st] };
+}
+
 static void ds_free(void *be)
 {
 	struct delta_source *s = be;
 	if (!s)
 		return;
-	if (s->started)
+	if (s->started) {
+		ca_delta_source_stop(s); /* a fill's run ends now, not when it is done */
 		pthread_join(s->thread, NULL);
+	}
 	ca_delta_client_free(s->c);
 	ca_store_free(s->refs);
 	pthread_cond_destroy(&s->changed);
@@ -142,6 +173,7 @@ const struct ca_chunk_backend_ops ca_delta_source_ops = {
 	.fetch = ds_fetch,
 	.has = ds_has,
 	.free = ds_free,
+	.builds = true,
 };
 
 int ca_delta_source_new(const struct ca_delta_source_opts *o, const struct ca_index *to, void **ret)

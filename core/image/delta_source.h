@@ -20,6 +20,9 @@
  *   merged into a few ranges, as cache fill); a fetch of a chunk the pack
  *   has waits for that, then reads the cache.
  *
+ * A stop (the unmount) ends the loader's fill between two ranges or
+ * chunks and cancels its range request, so that free's join is prompt.
+ *
  * has() says 1 for a chunk the pack has, so that a chunk source's
  * prefetch (read-ahead) does not download what the pack will build.
  * Memory: the pack's table (delta.h), a chunk and its references per
@@ -48,6 +51,20 @@ struct ca_delta_source_opts {
 };
 
 extern const struct ca_chunk_backend_ops ca_delta_source_ops;
+
+/* What the pack did for the mount (its stats and metrics): chunks rebuilt
+ * from it (by a fill's run or a chunk at a time) and their uncompressed
+ * bytes, the requests made for it and the bytes they read, and its state:
+ * "loading" (its table), "filling" (--fill's run), "ready", "none" (no
+ * pack: 404) or "unusable" (bad, unreadable, or proved bad since). */
+struct ca_delta_source_stats {
+	uint64_t chunks, bytes, requests, wire_bytes;
+	const char *state; /* static */
+};
+void ca_delta_source_get_stats(void *be, struct ca_delta_source_stats *ret);
+/* The mount is stopping: the loader's run and range request end now
+ * (delta.h's ca_delta_client_stop); every later fetch is -ENOENT. */
+void ca_delta_source_stop(void *be);
 
 /* A backend (for ca_chunksrc_add_backend_first) for the index to, which
  * must outlive it; its thread started. Errors: -ENOMEM, or the cache's

@@ -47,6 +47,7 @@
 /* image */
 #include "image/source.h"  /* the opened image the mount serves, and its archive source */
 #include "image/sidecar.h" /* the metadata sidecar: the tree without reading the archive */
+#include "image/delta_source.h" /* the delta pack's counters and state in the stats */
 #include "image/profile.h" /* profiles replayed and recorded (extras.h); every read is told to the recorder */
 
 #endif

@@ -1161,10 +1161,35 @@ struct ca_remote_store *ca_image_remote(const struct ca_image *im, size_t i)
 	return i < im->n_remotes ? im->remotes[i] : NULL;
 }
 
+/* the delta pack's backend (delta_source.h), or NULL */
+static void *delta_backend(const struct ca_image *im)
+{
+	size_t n = im->src ? ca_chunksrc_n_backends(im->src) : 0;
+	for (size_t k = 0; k < n; k++) {
+		const struct ca_chunk_backend_ops *ops;
+		void *be = ca_chunksrc_backend(im->src, k, &ops);
+		if (ops == &ca_delta_source_ops)
+			return be;
+	}
+	return NULL;
+}
+
 void ca_image_abort_waits(struct ca_image *im)
 {
+	void *delta = delta_backend(im);
 	for (size_t i = 0; i < im->n_remotes; i++)
 		ca_remote_store_abort(im->remotes[i]);
+	if (delta)
+		ca_delta_source_stop(delta); /* a --fill's pack run: the unmount does not wait for it */
+}
+
+bool ca_image_delta_stats(const struct ca_image *im, struct ca_delta_source_stats *ret)
+{
+	void *delta = delta_backend(im);
+	if (!delta)
+		return false;
+	ca_delta_source_get_stats(delta, ret);
+	return true;
 }
 
 struct ca_failover *ca_image_failover(const struct ca_image *im, size_t i)
