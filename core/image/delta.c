@@ -378,6 +378,8 @@ struct ca_delta_client {
 	int open_errno; /* a local pack that could not be opened: said by the load */
 	bool not_regular; /* a local pack that is not a regular file: said by the load */
 	uint8_t from_digest[CA_DELTA_DIGEST_SIZE];
+	uint8_t to_digest[CA_DELTA_DIGEST_SIZE];
+	bool to_digest_set;
 };
 
 static bool stopped(struct ca_delta_client *c)
@@ -534,6 +536,18 @@ fail:
 	return r;
 }
 
+int ca_delta_client_to_digest(struct ca_delta_client *c, uint8_t out[CA_DELTA_DIGEST_SIZE])
+{
+	if (!c->to_digest_set) {
+		int r = ca_delta_index_digest(c->to, c->to_digest);
+		if (r < 0)
+			return r;
+		c->to_digest_set = true;
+	}
+	memcpy(out, c->to_digest, CA_DELTA_DIGEST_SIZE);
+	return 0;
+}
+
 int ca_delta_client_load(struct ca_delta_client *c)
 {
 	struct ca_buf first = CA_BUF_INIT, rest = CA_BUF_INIT;
@@ -560,7 +574,7 @@ int ca_delta_client_load(struct ca_delta_client *c)
 		r = client_warn(c, "truncated or of the wrong size");
 		goto out;
 	}
-	r = ca_delta_index_digest(to, to_digest);
+	r = ca_delta_client_to_digest(c, to_digest);
 	if (r < 0)
 		goto out;
 	if (memcmp(to_digest, c->h.to_digest, sizeof(to_digest)) || c->h.feature_flags != ca_index_feature_flags(to)) {

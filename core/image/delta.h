@@ -117,6 +117,9 @@ int ca_delta_client_open(const char *location, const struct ca_index *to, const 
 int ca_delta_client_new(const char *location, const struct ca_index *to, const struct ca_delta_client_opts *o,
                         struct ca_delta_client **ret);
 int ca_delta_client_load(struct ca_delta_client *c);
+/* SHA-256 of TO's index file, computed once (load uses it too); the
+ * loading thread's, before or after load. */
+int ca_delta_client_to_digest(struct ca_delta_client *c, uint8_t out[CA_DELTA_DIGEST_SIZE]);
 void ca_delta_client_free(struct ca_delta_client *c); /* accepts NULL */
 /* Add the FROM chunks the pack's entries refer to (value: size) to s,
  * for a seeder to put them into the store before ca_delta_client_run. */

@@ -44,6 +44,7 @@ struct ca_delta_source_opts {
 	const char *location;       /* the pack: a path or an http(s) URL */
 	const uint8_t *from_digest; /* FROM's index file's SHA-256, when known (the kept index); NULL: unknown */
 	bool quiet_missing;         /* found by name: a 404 is silent */
+	bool none_if_from;          /* no pack when TO's index is FROM's (from_digest): told by the loader */
 	bool bulk;                  /* rebuild everything at once (--fill) */
 	const struct ca_http_opts *http; /* copied; NULL: source.h's defaults */
 	const char *cache_dir;      /* the chunk cache: where references are read */

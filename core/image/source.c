@@ -843,7 +843,6 @@ static int add_delta(struct ca_image *im, const struct ca_image_opts *o, const s
 	struct ca_http_opts buf, http;
 	char *name = NULL;
 	void *be = NULL;
-	uint8_t now[CA_DELTA_DIGEST_SIZE];
 	int r = 0;
 	if (o->offline || !im->src || !(o->delta || from))
 		return 0;
@@ -860,9 +859,9 @@ static int add_delta(struct ca_image *im, const struct ca_image_opts *o, const s
 	http = *http_opts_or_env(o->http, &buf);
 	http.clock = NULL;
 	if (!o->delta) {
-		r = ca_delta_index_digest(im->idx, now);
-		if (r < 0 || !memcmp(now, from, sizeof(now)))
-			return r; /* the image the cache kept: nothing to update */
+		/* whether this is the image the cache kept (nothing to update) is
+		 * the loader's to tell: hashing a big index costs the start */
+		so.none_if_from = true;
 		name = ca_delta_pack_name(im->name, from);
 		if (!name)
 			return ca_log_error_errno(ENOMEM, "%s", im->name);

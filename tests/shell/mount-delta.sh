@@ -20,6 +20,7 @@ pack_gets() { nginx_log | awk '$1 == "GET" && $2 ~ /cadelta|\.pack$/ && $3 ~ /^2
 warnings() { grep -c 'warning' "$1"; }
 stat_of() { "$CAFS" stats "$1" | awk -v k="$2:" '$1 == k { print $2 }'; }
 fill_is() { [ "$(stat_of "$1" fill)" = "$2" ]; }
+delta_is() { [ "$(stat_of "$1" delta_pack)" = "$2" ]; }
 
 cd "$T"
 gen_tree v1 71 0.4
@@ -90,6 +91,15 @@ ok "... the pack in at most $windows + 1 requests ($(pack_gets))" test "$(pack_g
 mount_stop "... unmounts" "$mnt"
 ok "... the cache extracts v2 offline" bash -c "$CAFS extract --offline --cache C $U/cur.caibx out1 && cmp out1 v2.tar"
 
+# the release the cache kept: nothing to update, no pack asked for
+# (told by the loader's thread, off the mount's start)
+nginx_log_reset
+mount_start "mount release v2 again (the cache kept it)" "$mnt" log.same --cache=C --profile=none --store "$U/store" "$U/cur.caibx"
+ok "... delta_pack none" wait_until 5 "$MOUNT_PID" delta_is "$mnt" none
+ok "... reads v2" cmp "$mnt/cur" v2.tar
+ok "... no pack asked for, no warning" test "$(nginx_log | grep -c cadelta)" = 0 -a "$(warnings log.same)" = 0
+mount_stop "... unmounts" "$mnt"
+
 # references the cache lacks: those chunks from the store, quietly
 nginx_log_reset
 mount_start "mount release v2, a pack, a cache with half of v1" "$mnt" log.part --cache=C.part --profile=none --store "$U/store" "$U/cur.caibx"
@@ -121,7 +131,6 @@ mount_stop "... unmounts" "$mnt"
 # an unmount during a slow pack fill: the run stops, its request is cancelled
 nginx_log_reset
 mount_start "mount v2 --delta (slow) --fill" "$mnt" log.slow --cache=C.slow --profile=none --fill --delta "$U/slow/v2.pack" --store "$U/store" "$U/v2.caibx"
-delta_is() { [ "$(stat_of "$1" delta_pack)" = "$2" ]; }
 ok "... the pack's fill runs" wait_until 10 "$MOUNT_PID" delta_is "$mnt" filling
 sleep 0.5
 t0=$(date +%s%N)
