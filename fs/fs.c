@@ -126,6 +126,11 @@ static int fs_alloc(struct ca_image *im, const struct fs_options *o, struct fs *
 	/* a test hook: a server before FS_IOC_STATS (its clients read the xattrs) */
 	const char *old = getenv("CAFS_TEST_NO_STATS_IOCTL");
 	fs->no_stats_ioctl = old && *old;
+	/* a test hook: recount the cache's size sooner than every 5 minutes */
+	const char *every = getenv("CAFS_TEST_CACHE_SIZE_INTERVAL_S");
+	if (ca_image_cache_dir(im))
+		(void)ca_cache_size_new(ca_image_cache_dir(im), every && *every ? (unsigned)strtoul(every, NULL, 10) : 0,
+		                        &fs->cache_size); /* ENOMEM: no size in the metrics */
 	*ret = fs;
 	return 0;
 }
@@ -225,6 +230,7 @@ void fs_free(struct fs *fs)
 	if (fs->tree)
 		fs_tree_free(fs);
 	ca_catar_ra_free(fs->ra);
+	ca_cache_size_free(fs->cache_size);
 	for (size_t i = 0; i < FS_STATS_KEPT; i++)
 		free(fs->stats_kept[i].bytes);
 	pthread_mutex_destroy(&fs->stats_lock);

@@ -79,6 +79,7 @@ struct fs {
 	 * allow_other mount asking again and again cannot push out the
 	 * rendering root is paging through (ESTALE until cafs stats gives up) */
 	pthread_mutex_t stats_lock;
+	struct ca_cache_size *cache_size; /* the disk cache's size (metrics.c); NULL without a cache */
 	struct fs_stats_doc {
 		uint64_t digest; /* 0: empty */
 		uint32_t format, len;

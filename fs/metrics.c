@@ -246,6 +246,16 @@ ssize_t fs_metrics(struct fs *fs, const char *name, char *buf)
 		gauge(&m, "cafs_cache_fs_avail_bytes", "bytes", "bytes free for the disk cache on its file system",
 		      (uint64_t)sv.f_bavail * sv.f_frsize);
 	}
+	/* the last count of a background walk (cache_size.h): a scrape never walks */
+	struct ca_cache_size_stats cz;
+	if (fs->cache_size && ca_cache_size_get(fs->cache_size, &cz)) {
+		gauge(&m, "cafs_cache_size_bytes", "bytes", "bytes of the disk cache's chunk files, as last counted",
+		      cz.bytes);
+		gauge(&m, "cafs_cache_chunks", NULL, "chunk files in the disk cache, as last counted", cz.chunks);
+		ca_metrics_family(&m, "cafs_cache_size_age_seconds", CA_METRIC_GAUGE, "seconds",
+		                  "time since the disk cache's size was counted");
+		ca_metrics_real(&m, "", NULL, (double)cz.age_ms / 1000);
+	}
 	stores(&m, fs);
 	failover(&m, fs);
 	background(&m, fs->o.prefetch);

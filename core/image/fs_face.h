@@ -38,6 +38,7 @@
 /* store */
 #include "store/chunksrc.h" /* a FUSE interrupt ends a chunk wait; the chunk counters in the stats */
 #include "store/blob.h"     /* the image's bytes: chunk spans replied without a copy */
+#include "store/cache_size.h" /* the disk cache's size in the metrics, counted off the scrape's path */
 #include "store/prefetch.h" /* --profile/--fill: started (extras.h), their progress in the stats */
 
 /* net */
