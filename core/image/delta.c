@@ -801,6 +801,10 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 	uint64_t no_ref = 0;
 	for (uint64_t i = 0; i < c->h.n_entries; i++) {
 		const struct ca_delta_entry *e = &c->entries[i];
+		if (i % 4096 == 0 && stopped(c)) { /* a stat per entry: seconds for a big pack */
+			r = -ECANCELED;
+			goto out;
+		}
 		if (ca_store_has(store, e->id) > 0)
 			continue;
 		bool refs = true;
@@ -937,6 +941,10 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 		for (size_t i = 0; i < ca_index_n_chunks(c->to); i++) {
 			uint64_t a, b;
 			const uint8_t *id;
+			if (i % 4096 == 0 && stopped(c)) {
+				r = -ECANCELED;
+				goto out;
+			}
 			ca_index_chunk(c->to, i, &a, &b, &id);
 			lacking += ca_store_has(store, id) <= 0;
 		}
