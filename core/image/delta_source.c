@@ -133,7 +133,7 @@ static int ds_has(void *be, const uint8_t id[CA_CHUNK_ID_SIZE])
 {
 	struct delta_source *s = be;
 	enum state st = state_of(s);
-	return (st == READY || st == BULK) && ca_delta_client_has(s->c, id);
+	return (st == READY || st == BULK) && !s->stopped && ca_delta_client_has(s->c, id);
 }
 
 void ca_delta_source_stop(void *be)
