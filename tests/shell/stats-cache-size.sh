@@ -12,7 +12,7 @@ PY=/usr/bin/python3
 $PY -c 'import prometheus_client.openmetrics.parser' 2>/dev/null ||
 	skip_all "no python3-prometheus-client for /usr/bin/python3"
 
-cd "$T"
+cd "$T" || exit 1
 mkdir -p www src
 for i in 0 1 2; do "$GEN" 512K $((i + 60)) >src/f$i; done
 "$CAFS" make -q --store=www/default.castr www/img.caidx src >/dev/null || exit 1
