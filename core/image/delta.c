@@ -780,7 +780,7 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 	struct range *ranges = NULL;
 	size_t n_use = 0, n_ranges = 0;
 	struct ca_codec *codec = NULL;
-	ZSTD_DCtx *dctx = ZSTD_createDCtx();
+	ZSTD_DCtx *dctx = NULL;
 	struct ca_buf data = CA_BUF_INIT, prefix = CA_BUF_INIT, raw = CA_BUF_INIT, out = CA_BUF_INIT;
 	bool failed = false;
 	int r;
@@ -790,6 +790,7 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 	pthread_mutex_unlock(&c->lock);
 	if (failed)
 		return 0;
+	dctx = ZSTD_createDCtx();
 	use = calloc(c->h.n_entries ? c->h.n_entries : 1, sizeof(*use));
 	ranges = calloc(c->h.n_entries ? c->h.n_entries : 1, sizeof(*ranges));
 	r = ca_codec_new(c->digest, &codec);

@@ -11,12 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/condwait.h"
 #include "base/log.h"
 #include "base/thread.h"
 #include "image/delta.h"
 #include "image/delta_source.h"
 #include "store/store.h"
+
+/* how long a fetch of a chunk a fill's pack run will build waits for it
+ * in the cache; past that the pack server is slow: this fetch and every
+ * later one go to the stores (the run goes on, into the cache) */
+#define BULK_WAIT_MS 3000
 
 enum state {
 	LOADING, /* the thread reads the header and table */
@@ -38,6 +44,7 @@ struct delta_source {
 	bool none_if_from;
 	uint8_t from[CA_DELTA_DIGEST_SIZE];
 	_Atomic bool stopped; /* ca_delta_source_stop */
+	_Atomic bool run_slow; /* a fetch gave up waiting for the run: the rest do not wait */
 };
 
 static void set_state(struct delta_source *s, enum state st)
@@ -114,10 +121,25 @@ static int ds_fetch(void *be, const uint8_t id[CA_CHUNK_ID_SIZE], struct ca_buf 
 	if (!ca_delta_client_has(s->c, id))
 		return -ENOENT;
 	if (st == BULK) {
-		/* the fill's run is building it, with its neighbours, into the cache */
-		st = wait_while(s, BULK);
-		if (st == BULK)
-			return -EINTR;
+		/* the fill's run is building it, with its neighbours, into the
+		 * cache: wait for it there, not for the whole run (a slow pack
+		 * server would hold a read for minutes) */
+		uint64_t until = ca_now_ms() + BULK_WAIT_MS;
+		while ((st = state_of(s)) == BULK && !s->stopped && ca_store_has(s->refs, id) <= 0) {
+			if (ca_chunksrc_wait_cancelled())
+				return -EINTR;
+			if (s->run_slow)
+				return -ENOENT;
+			if (ca_now_ms() >= until) {
+				if (!atomic_exchange(&s->run_slow, true))
+					ca_log_info("delta pack: its run is slow; the chunk stores serve meanwhile");
+				return -ENOENT;
+			}
+			pthread_mutex_lock(&s->lock);
+			if (s->state == BULK)
+				ca_cond_wait_ms(&s->changed, &s->lock, 20);
+			pthread_mutex_unlock(&s->lock);
+		}
 		if (s->stopped)
 			return -ENOENT;
 		if (ca_store_get_raw(s->refs, id, out, ret_compressed) == 0)

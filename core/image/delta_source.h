@@ -18,7 +18,8 @@
  *   bulk (a mount's --fill): the thread then rebuilds every entry the
  *   cache lacks at once into the cache (ca_delta_client_run: neighbours
  *   merged into a few ranges, as cache fill); a fetch of a chunk the pack
- *   has waits for that, then reads the cache.
+ *   has waits for it to reach the cache, 3 s at most: then the pack is
+ *   slow, and this and later fetches go to the stores.
  *
  * A stop (the unmount) ends the loader's fill between two ranges or
  * chunks and cancels its range request, so that free's join is prompt.

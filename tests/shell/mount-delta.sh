@@ -132,6 +132,12 @@ mount_stop "... unmounts" "$mnt"
 nginx_log_reset
 mount_start "mount v2 --delta (slow) --fill" "$mnt" log.slow --cache=C.slow --profile=none --fill --delta "$U/slow/v2.pack" --store "$U/store" "$U/v2.caibx"
 ok "... the pack's fill runs" wait_until 10 "$MOUNT_PID" delta_is "$mnt" filling
+# a read meanwhile waits for the slow run a while, not to its end: the stores serve it
+t0=$(date +%s%N)
+ok "... a read during the slow run gives v2" timeout 20 cmp "$mnt/v2" v2.tar
+ms=$((($(date +%s%N) - t0) / 1000000))
+ok "... within 10 s (${ms} ms)" test "$ms" -lt 10000
+ok "... still filling" delta_is "$mnt" filling
 sleep 0.5
 t0=$(date +%s%N)
 mount_stop "... unmounts" "$mnt"
