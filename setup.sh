@@ -10,7 +10,8 @@
 #   ./setup.sh check --full   the same, then the stress variants (CAFS_TEST_FULL=1),
 #                      the sanitizer build, each fuzzer for a minute (make fuzz),
 #                      make distcheck and the Debian packages built, lintian'd,
-#                      unpacked and run on the demo (what CI runs)
+#                      unpacked and run on the demo, installed by apt into a
+#                      debootstrap minbase copy and purged (what CI runs)
 #   ./setup.sh check TEST...  build, run only these tests (tests/shell/NAME.sh,
 #                      tests/unit/test-NAME, tests/fuzz/replay-NAME, or just
 #                      NAME.sh, test-NAME); their TAP lines, then the same summary
@@ -39,7 +40,7 @@ packages=(
 	busybox-static crun
 	docker-registry skopeo apache2-utils
 	python3-prometheus-client prometheus-node-exporter
-	debhelper dpkg-dev lintian systemd
+	debhelper dpkg-dev lintian systemd debootstrap
 	python3-nacl python3-cryptography
 )
 
@@ -261,7 +262,57 @@ deb_test() {
 		{ echo "setup.sh: deb: docs/example.c could not read through the unpacked libcafs.so.2" >&2; return 1; }
 	echo "setup.sh: deb: docs/example.c built against libcafs-dev ($flags), read a file through libcafs2"
 	make -C "$build" tests/gen-data >/dev/null || return 1
-	GEN=$build/tests/gen-data top_builddir=$build "$top/tests/demo.sh" "$root/usr/bin/cafs"
+	GEN=$build/tests/gen-data top_builddir=$build "$top/tests/demo.sh" "$root/usr/bin/cafs" || return 1
+	deb_install_test
+}
+
+# deb_install_test: the packages installed as a machine installs them: apt
+# in a throwaway copy ($build/deb/chroot) of a debootstrap minbase bookworm
+# root (CAFS_DEB_ROOTFS, else the one bench/minbase.sh keeps, made here the
+# first time), their dependencies from the Debian mirror; dpkg has all three
+# installed, the installed cafs has the changelog's version and makes and
+# extracts a tree there, and a purge leaves none of their files behind
+deb_install_test() {
+	local base=${CAFS_DEB_ROOTFS:-${BENCH_CACHE:-/var/tmp/cafs-bench-cache}/minbase-bookworm}
+	local root=$build/deb/chroot f left=0 want
+	want="cafs $(sed -n '1s/^cafs (\([^)]*\)).*/\1/p' "$top/debian/changelog")"
+	if [ ! -x "$base/bin/sh" ]; then
+		echo "setup.sh: deb: debootstrap --variant=minbase bookworm $base"
+		mkdir -p "$(dirname "$base")" && rm -rf "$base.tmp" &&
+			debootstrap --variant=minbase bookworm "$base.tmp" http://deb.debian.org/debian \
+				>"$build/deb/debootstrap.log" 2>&1 && mv "$base.tmp" "$base" ||
+			{ tail -n 20 "$build/deb/debootstrap.log"; echo "setup.sh: deb: debootstrap failed" >&2; return 1; }
+	fi
+	rm -rf "$root"
+	cp -a "$base" "$root" || return 1
+	mkdir -p "$root/tmp/debs"
+	cp "$build"/deb/cafs_*.deb "$build"/deb/libcafs2_*.deb "$build"/deb/libcafs-dev_*.deb "$root/tmp/debs/" || return 1
+	cp /etc/resolv.conf "$root/etc/resolv.conf"
+	chroot "$root" sh -c 'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends /tmp/debs/*.deb' >"$build/deb/install.log" 2>&1 ||
+		{ tail -n 30 "$build/deb/install.log"; echo "setup.sh: deb: apt could not install the packages" >&2; return 1; }
+	[ "$(chroot "$root" dpkg-query -W -f='${Status}\n' cafs libcafs2 libcafs-dev | sort -u)" = "install ok installed" ] ||
+		{ echo "setup.sh: deb: dpkg does not have all three installed" >&2; return 1; }
+	[ "$(chroot "$root" cafs --version)" = "$want" ] ||
+		{ echo "setup.sh: deb: the installed cafs is not $want" >&2; return 1; }
+	chroot "$root" sh -c 'mkdir -p /tmp/t/src && echo installed >/tmp/t/src/f &&
+		cafs make -q --store=/tmp/t/s /tmp/t/x.caidx /tmp/t/src >/dev/null &&
+		cafs extract --store=/tmp/t/s /tmp/t/x.caidx /tmp/t/out && cmp /tmp/t/src/f /tmp/t/out/f' ||
+		{ echo "setup.sh: deb: the installed cafs cannot make and extract a tree" >&2; return 1; }
+	chroot "$root" dpkg -L cafs libcafs2 libcafs-dev >"$build/deb/files.txt" || return 1
+	chroot "$root" sh -c 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -q cafs libcafs2 libcafs-dev' \
+		>"$build/deb/purge.log" 2>&1 ||
+		{ tail -n 30 "$build/deb/purge.log"; echo "setup.sh: deb: apt could not purge the packages" >&2; return 1; }
+	while read -r f; do
+		[ -d "$root$f" ] && continue # directories (and usrmerge's /lib, /sbin links) are shared
+		if [ -e "$root$f" ] || [ -L "$root$f" ]; then
+			echo "setup.sh: deb: left after purge: $f" >&2
+			left=$((left + 1))
+		fi
+	done <"$build/deb/files.txt"
+	[ "$left" = 0 ] || return 1
+	echo "setup.sh: deb: apt installed the packages into a minbase root ($(wc -l <"$build/deb/files.txt") paths), cafs ran there, a purge removed them"
+	rm -rf "$root"
 }
 
 case "${1:-}" in

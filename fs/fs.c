@@ -126,6 +126,11 @@ static int fs_alloc(struct ca_image *im, const struct fs_options *o, struct fs *
 	/* a test hook: a server before FS_IOC_STATS (its clients read the xattrs) */
 	const char *old = getenv("CAFS_TEST_NO_STATS_IOCTL");
 	fs->no_stats_ioctl = old && *old;
+	/* a test hook: recount the cache's size sooner than every 5 minutes */
+	const char *every = getenv("CAFS_TEST_CACHE_SIZE_INTERVAL_S");
+	if (ca_image_cache_dir(im))
+		(void)ca_cache_size_new(ca_image_cache_dir(im), every && *every ? (unsigned)strtoul(every, NULL, 10) : 0,
+		                        &fs->cache_size); /* ENOMEM: no size in the metrics */
 	*ret = fs;
 	return 0;
 }
@@ -225,6 +230,7 @@ void fs_free(struct fs *fs)
 	if (fs->tree)
 		fs_tree_free(fs);
 	ca_catar_ra_free(fs->ra);
+	ca_cache_size_free(fs->cache_size);
 	for (size_t i = 0; i < FS_STATS_KEPT; i++)
 		free(fs->stats_kept[i].bytes);
 	pthread_mutex_destroy(&fs->stats_lock);
@@ -313,6 +319,17 @@ size_t fs_stats_text(struct fs *fs, char *buf, size_t len)
 		             "demand_fetch_ms: %" PRIu64 "\n",
 		             s.ra_decoded, s.demand_fetches, s.demand_joins, s.demand_join_wait_us / 1000,
 		             s.demand_fetch_us / 1000);
+		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
+	}
+	struct ca_delta_source_stats ds;
+	if (ca_image_delta_stats(fs->im, &ds) && used + 1 < len) {
+		n = snprintf(buf + used, len - used,
+		             "delta_pack: %s\n"
+		             "delta_chunks: %" PRIu64 "\n"
+		             "delta_bytes: %" PRIu64 "\n"
+		             "delta_requests: %" PRIu64 "\n"
+		             "delta_pack_bytes: %" PRIu64 "\n",
+		             ds.state, ds.chunks, ds.bytes, ds.requests, ds.wire_bytes);
 		used += n < 0 ? 0 : (size_t)n >= len - used ? len - used - 1 : (size_t)n;
 	}
 	struct ca_failover *g;
@@ -1003,6 +1020,24 @@ static uint64_t stats_digest(uint32_t format, const char *p, size_t n)
 	return h ? h : 1;
 }
 
+/* Where a new rendering of uid's is kept (stats_lock held): an empty
+ * slot, else uid's oldest, else the oldest (fs_private.h: a user's own
+ * renderings are what its next one replaces). */
+static struct fs_stats_doc *stats_slot(struct fs *fs, uid_t uid)
+{
+	struct fs_stats_doc *oldest = NULL, *own = NULL;
+	for (size_t i = 0; i < FS_STATS_KEPT; i++) {
+		struct fs_stats_doc *d = &fs->stats_kept[i];
+		if (!d->digest)
+			return d;
+		if (!oldest || d->age < oldest->age)
+			oldest = d;
+		if (d->uid == uid && (!own || d->age < own->age))
+			own = d;
+	}
+	return own ? own : oldest;
+}
+
 /* One page of a stats document (fs.h, FS_IOC_STATS): page 0 renders and
  * keeps the document, later pages are cut from the kept one. */
 static void stats_ioctl(fuse_req_t req, struct fs *fs, const void *in_buf, size_t in_bufsz, size_t out_bufsz)
@@ -1032,10 +1067,12 @@ static void stats_ioctl(fuse_req_t req, struct fs *fs, const void *in_buf, size_
 			goto out;
 		}
 		pg->digest = stats_digest(pg->format, doc, (size_t)k);
+		const struct fuse_ctx *ctx = fuse_req_ctx(req);
+		uid_t uid = ctx ? ctx->uid : (uid_t)-1;
 		pthread_mutex_lock(&fs->stats_lock);
-		struct fs_stats_doc *d = &fs->stats_kept[fs->stats_next++ % FS_STATS_KEPT];
+		struct fs_stats_doc *d = stats_slot(fs, uid);
 		free(d->bytes);
-		*d = (struct fs_stats_doc){ pg->digest, pg->format, (uint32_t)k, doc };
+		*d = (struct fs_stats_doc){ pg->digest, pg->format, (uint32_t)k, doc, ++fs->stats_clock, uid };
 		doc = NULL; /* the ring's now */
 		pthread_mutex_unlock(&fs->stats_lock);
 	}

@@ -170,7 +170,8 @@ ssize_t fs_metrics(struct fs *fs, const char *name, char *buf);
  * _IOC_SIZE bytes in and out, at most 16 KiB, so a document comes in
  * pages. Page 0 (offset 0) renders the document anew and names the
  * rendering by its digest; later pages give that digest and are cut from
- * the same rendering (the server keeps the last few), so a reader never
+ * the same rendering (the server keeps the last few, a new one replacing
+ * its own user's oldest first), so a reader never
  * joins two snapshots; a rendering no longer kept is ESTALE (start over).
  * Unknown format: EINVAL; not the root: ENOTTY; a document over
  * FS_METRICS_MAX: EFBIG. Another file system leaves magic unset. */

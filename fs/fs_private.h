@@ -74,14 +74,20 @@ struct fs {
 	unsigned xattr_sources;
 	uint64_t archive_flags;
 	/* the last few renderings FS_IOC_STATS handed out, for their later
-	 * pages (fs.h): a ring under stats_lock (a leaf) */
+	 * pages (fs.h), under stats_lock (a leaf). A new one replaces its
+	 * caller's oldest, if the caller (uid) has one: another user of an
+	 * allow_other mount asking again and again cannot push out the
+	 * rendering root is paging through (ESTALE until cafs stats gives up) */
 	pthread_mutex_t stats_lock;
+	struct ca_cache_size *cache_size; /* the disk cache's size (metrics.c); NULL without a cache */
 	struct fs_stats_doc {
 		uint64_t digest; /* 0: empty */
 		uint32_t format, len;
 		char *bytes;
+		uint64_t age; /* stats_clock when kept */
+		uid_t uid;    /* whose request rendered it */
 	} stats_kept[FS_STATS_KEPT];
-	unsigned stats_next;
+	uint64_t stats_clock;
 	bool no_stats_ioctl; /* a test hook (CAFS_TEST_NO_STATS_IOCTL): FS_IOC_STATS is ENOTTY */
 
 	/* fs_stop_waits: failures are not answered from then on (fs.h) */

@@ -157,6 +157,27 @@ static void background(struct ca_metrics *m, struct ca_prefetch *p)
 	counter(m, "cafs_background_errors", NULL, "background (profile, fill) fetches that failed", s.errors);
 }
 
+/* the delta pack (delta_source.h): zeros and "none" without one, so the
+ * series are always there */
+static void delta(struct ca_metrics *m, struct fs *fs)
+{
+	static const char *const states[] = { "none", "loading", "filling", "ready", "unusable" };
+	struct ca_delta_source_stats ds = { .state = "none" };
+	ca_image_delta_stats(fs->im, &ds);
+	counter(m, "cafs_delta_chunks", NULL, "chunks rebuilt from the delta pack (not fetched)", ds.chunks);
+	counter(m, "cafs_delta_bytes", "bytes", "bytes of the chunks rebuilt from the delta pack (uncompressed)",
+	        ds.bytes);
+	counter(m, "cafs_delta_pack_requests", NULL, "requests for the delta pack (its table's included)",
+	        ds.requests);
+	counter(m, "cafs_delta_pack_bytes", "bytes", "bytes of the delta pack read", ds.wire_bytes);
+	ca_metrics_family(m, "cafs_delta_pack_state", CA_METRIC_GAUGE, NULL,
+	                  "1 for the delta pack's state: none, loading, filling, ready, unusable");
+	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+		const char *l[] = { "state", states[i], NULL };
+		ca_metrics_u64(m, "", l, !strcmp(states[i], ds.state));
+	}
+}
+
 static void memory(struct ca_metrics *m, struct fs *fs, const struct ca_chunksrc_stats *s)
 {
 	uint64_t tree[4];
@@ -212,7 +233,7 @@ ssize_t fs_metrics(struct fs *fs, const char *name, char *buf)
 	counter(&m, "cafs_read_bytes", "bytes", "bytes served to readers", fs->bytes_read);
 	counter(&m, "cafs_metadata_errors", NULL, "metadata requests that failed on the image", fs->meta_errors);
 	counter(&m, "cafs_cache_hits", NULL, "chunks found in the disk cache", s.cache_hits);
-	counter(&m, "cafs_cache_misses", NULL, "chunks fetched from a store (not in any cache)", s.fetched_chunks);
+	counter(&m, "cafs_cache_misses", NULL, "chunks fetched from a store (not in any cache, not built from a delta pack)", s.fetched_chunks);
 	counter(&m, "cafs_lru_hits", NULL, "chunks found in the memory LRU", s.lru_hits);
 	counter(&m, "cafs_fetched_bytes", "bytes", "chunk file bytes (as stored: compressed) fetched from stores", s.fetched_bytes);
 	counter(&m, "cafs_chunk_errors", NULL, "chunk fetches that failed", s.errors);
@@ -225,9 +246,20 @@ ssize_t fs_metrics(struct fs *fs, const char *name, char *buf)
 		gauge(&m, "cafs_cache_fs_avail_bytes", "bytes", "bytes free for the disk cache on its file system",
 		      (uint64_t)sv.f_bavail * sv.f_frsize);
 	}
+	/* the last count of a background walk (cache_size.h): a scrape never walks */
+	struct ca_cache_size_stats cz;
+	if (fs->cache_size && ca_cache_size_get(fs->cache_size, &cz)) {
+		gauge(&m, "cafs_cache_size_bytes", "bytes", "bytes of the disk cache's chunk files, as last counted",
+		      cz.bytes);
+		gauge(&m, "cafs_cache_chunks", NULL, "chunk files in the disk cache, as last counted", cz.chunks);
+		ca_metrics_family(&m, "cafs_cache_size_age_seconds", CA_METRIC_GAUGE, "seconds",
+		                  "time since the disk cache's size was counted");
+		ca_metrics_real(&m, "", NULL, (double)cz.age_ms / 1000);
+	}
 	stores(&m, fs);
 	failover(&m, fs);
 	background(&m, fs->o.prefetch);
+	delta(&m, fs);
 	memory(&m, fs, &s);
 	size_t len = ca_metrics_end(&m);
 	return len ? (ssize_t)len : -EFBIG;

@@ -4,13 +4,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "warm.h"
@@ -83,19 +86,42 @@ int fs_warm_new(const struct ca_profile *p, struct fs_warm **ret)
 	return 0;
 }
 
-/* A regular file beneath dir, read-only, or -1. */
-static int open_beneath(int dir, const char *path)
+/* A regular file beneath dir, read-only, or -1; *ret_size its size.
+ * Looked up O_PATH first and opened only once it is a regular file: the
+ * image's device nodes are the host's devices (a root mount has no
+ * nodev), and opening one may do something (a watchdog, a tape). */
+static int open_beneath(int dir, const char *path, uint64_t *ret_size)
 {
 	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+		.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
 	};
 	struct stat st;
-	int fd = (int)syscall(SYS_openat2, dir, path, &how, sizeof(how));
-	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+	char self[64];
+	dev_t dev;
+	ino_t ino;
+	int fd = -1, at = (int)syscall(SYS_openat2, dir, path, &how, sizeof(how));
+	if (at < 0 || fstat(at, &st) < 0 || !S_ISREG(st.st_mode))
+		goto out;
+	dev = st.st_dev;
+	ino = st.st_ino;
+	/* the same inode again, now for reading: by our own descriptor, no
+	 * second walk of the path; without /proc, by the path again (the
+	 * image does not change under it: the inode it found is checked) */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", at);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0 && errno == ENOENT) {
+		how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
+		fd = (int)syscall(SYS_openat2, dir, path, &how, sizeof(how));
+	}
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != dev || st.st_ino != ino)) {
 		close(fd);
 		fd = -1;
 	}
+	*ret_size = fd >= 0 ? (uint64_t)st.st_size : 0;
+out:
+	if (at >= 0)
+		close(at);
 	return fd;
 }
 
@@ -126,8 +152,13 @@ static void *warm_thread(void *arg)
 		 * the mount (it answers: INIT is done); a later one that is not
 		 * (unmounted, or another mount over it) ends the warm */
 		struct stat st;
+		struct statfs sfs;
 		int dir = open(w->mountpoint, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (dir >= 0 && fstat(dir, &st) == 0 && (i == 0 || st.st_dev == dev)) {
+		/* the first one a FUSE mount's root (not the directory under
+		 * it, were it unmounted before the warm began) */
+		if (dir >= 0 && fstat(dir, &st) == 0 &&
+		    (i > 0 ? st.st_dev == dev :
+		             fstatfs(dir, &sfs) == 0 && sfs.f_type == FUSE_SUPER_MAGIC && st.st_ino == 1 /* FUSE_ROOT_ID */)) {
 			dev = st.st_dev;
 		} else {
 			if (dir >= 0)
@@ -140,12 +171,17 @@ static void *warm_thread(void *arg)
 			atomic_fetch_add(&w->done, 1);
 			continue;
 		}
-		int fd = open_beneath(dir, w->items[i].path);
+		uint64_t size = 0;
+		int fd = open_beneath(dir, w->items[i].path, &size);
 		if (fd >= 0) {
 			/* the reads run in the kernel's background, into its page
 			 * cache; one call reads no more than the mount's readahead
-			 * window (128 KiB on a tree mount), so the range goes in steps */
+			 * window (128 KiB on a tree mount), so the range goes in
+			 * steps: within the file (a profile's range may say 2^62
+			 * bytes: 2^45 calls, a core busy for the mount's life) */
 			uint64_t end = w->items[i].start + w->items[i].len;
+			if (end > size)
+				end = size;
 			for (uint64_t off = w->items[i].start; off < end && !atomic_load(&w->stop); off += WARM_STEP)
 				(void)posix_fadvise(fd, (off_t)off, (off_t)(end - off < WARM_STEP ? end - off : WARM_STEP),
 				                    POSIX_FADV_WILLNEED);

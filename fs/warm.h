@@ -16,10 +16,12 @@
  * that follows finds names, links and pages in the kernel, as on a local
  * disk.
  *
- * Paths are opened beneath the mount only (openat2 RESOLVE_BENEATH |
- * RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV; files: regular ones only), and
- * while the mount point is still the mount the warm began on: no profile
- * reaches outside the image. Nothing is held
+ * Paths are looked up beneath the mount only (openat2 RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV, O_PATH), a file opened for
+ * reading only once it is a regular one (never the image's device nodes
+ * or FIFOs: a root mount has no nodev), its range cut to the file's size,
+ * and while the mount point is still the FUSE mount the warm began on: no
+ * profile reaches outside the image or keeps the thread busy. Nothing is held
  * between files (an unmount is busy at most for one open), and nothing is
  * waited for but the opens: the reads run in the kernel's background.
  * Best effort: a file that cannot be opened is skipped; a kernel without

@@ -595,6 +595,9 @@ struct image {
 
 static void image_release(struct image *im)
 {
+	/* a fill waiting for a failing store or a delta pack's run ends now */
+	if (im->im)
+		ca_image_abort_waits(im->im);
 	fs_extras_stop(&im->x); /* first: its workers read through the image */
 	fs_free(im->fs);
 	ca_image_free(im->im);

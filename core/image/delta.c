@@ -360,6 +360,8 @@ struct ca_delta_client {
 	struct ca_idset *by_id;
 	pthread_mutex_t lock;
 	bool broken;
+	bool stopped; /* ca_delta_client_stop: no more requests */
+	uint64_t built_chunks, built_bytes;
 	/* the data read a chunk at a time, in windows of CA_DELTA_WINDOW
 	 * bytes at multiples of it (no two overlap): a reader in TO's order
 	 * finds the next entries in the last ones. win_lock is held across
@@ -376,7 +378,17 @@ struct ca_delta_client {
 	int open_errno; /* a local pack that could not be opened: said by the load */
 	bool not_regular; /* a local pack that is not a regular file: said by the load */
 	uint8_t from_digest[CA_DELTA_DIGEST_SIZE];
+	uint8_t to_digest[CA_DELTA_DIGEST_SIZE];
+	bool to_digest_set;
 };
+
+static bool stopped(struct ca_delta_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	bool st = c->stopped;
+	pthread_mutex_unlock(&c->lock);
+	return st;
+}
 
 void ca_delta_client_free(struct ca_delta_client *c)
 {
@@ -418,8 +430,11 @@ static int read_range(struct ca_delta_client *c, uint64_t off, size_t len, struc
 		return r;
 	}
 	pthread_mutex_lock(&c->lock);
-	c->requests++;
+	bool stopped = c->stopped;
+	c->requests += !stopped;
 	pthread_mutex_unlock(&c->lock);
+	if (stopped)
+		return -ECANCELED;
 	if (c->remote) {
 		uint64_t total = UINT64_MAX;
 		r = ca_http_get_range(c->http, c->ep.fetch_url, off, len, out, &total);
@@ -521,6 +536,18 @@ fail:
 	return r;
 }
 
+int ca_delta_client_to_digest(struct ca_delta_client *c, uint8_t out[CA_DELTA_DIGEST_SIZE])
+{
+	if (!c->to_digest_set) {
+		int r = ca_delta_index_digest(c->to, c->to_digest);
+		if (r < 0)
+			return r;
+		c->to_digest_set = true;
+	}
+	memcpy(out, c->to_digest, CA_DELTA_DIGEST_SIZE);
+	return 0;
+}
+
 int ca_delta_client_load(struct ca_delta_client *c)
 {
 	struct ca_buf first = CA_BUF_INIT, rest = CA_BUF_INIT;
@@ -547,7 +574,7 @@ int ca_delta_client_load(struct ca_delta_client *c)
 		r = client_warn(c, "truncated or of the wrong size");
 		goto out;
 	}
-	r = ca_delta_index_digest(to, to_digest);
+	r = ca_delta_client_to_digest(c, to_digest);
 	if (r < 0)
 		goto out;
 	if (memcmp(to_digest, c->h.to_digest, sizeof(to_digest)) || c->h.feature_flags != ca_index_feature_flags(to)) {
@@ -604,7 +631,7 @@ int ca_delta_client_load(struct ca_delta_client *c)
 unusable:
 	if (r == -ENOMEM)
 		ca_log_error_errno(r, "%s", c->shown);
-	else if (!(r == -ENOENT && c->quiet_missing))
+	else if (!(r == -ENOENT && c->quiet_missing) && !stopped(c))
 		ca_log_warning_errno(r, "%s: the delta pack cannot be read; fetching from the chunk store instead",
 		                     c->shown);
 out:
@@ -643,6 +670,26 @@ int ca_delta_client_refs(const struct ca_delta_client *c, struct ca_idset *s)
 struct range {
 	uint64_t start, end;
 };
+
+static void count_built(struct ca_delta_client *c, uint64_t size);
+
+void ca_delta_client_stop(struct ca_delta_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->stopped = true;
+	pthread_mutex_unlock(&c->lock);
+	if (c->http)
+		ca_http_cancel(c->http); /* the range request under way ends now */
+}
+
+void ca_delta_client_get_counts(struct ca_delta_client *c, struct ca_delta_client_counts *ret)
+{
+	pthread_mutex_lock(&c->lock);
+	*ret = (struct ca_delta_client_counts){ .chunks = c->built_chunks, .bytes = c->built_bytes,
+		                                .requests = c->requests, .wire_bytes = c->wire_bytes,
+		                                .broken = c->broken };
+	pthread_mutex_unlock(&c->lock);
+}
 
 /* Rebuild entry e from its bytes p[0..n) into out (the chunk, verified),
  * its references read from store. */
@@ -733,7 +780,7 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 	struct range *ranges = NULL;
 	size_t n_use = 0, n_ranges = 0;
 	struct ca_codec *codec = NULL;
-	ZSTD_DCtx *dctx = ZSTD_createDCtx();
+	ZSTD_DCtx *dctx = NULL;
 	struct ca_buf data = CA_BUF_INIT, prefix = CA_BUF_INIT, raw = CA_BUF_INIT, out = CA_BUF_INIT;
 	bool failed = false;
 	int r;
@@ -743,6 +790,7 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 	pthread_mutex_unlock(&c->lock);
 	if (failed)
 		return 0;
+	dctx = ZSTD_createDCtx();
 	use = calloc(c->h.n_entries ? c->h.n_entries : 1, sizeof(*use));
 	ranges = calloc(c->h.n_entries ? c->h.n_entries : 1, sizeof(*ranges));
 	r = ca_codec_new(c->digest, &codec);
@@ -754,6 +802,10 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 	uint64_t no_ref = 0;
 	for (uint64_t i = 0; i < c->h.n_entries; i++) {
 		const struct ca_delta_entry *e = &c->entries[i];
+		if (i % 4096 == 0 && stopped(c)) { /* a stat per entry: seconds for a big pack */
+			r = -ECANCELED;
+			goto out;
+		}
 		if (ca_store_has(store, e->id) > 0)
 			continue;
 		bool refs = true;
@@ -823,6 +875,10 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 	for (size_t k = 0; k < n_ranges && !failed; k++) {
 		uint64_t pos = ranges[k].start;
 		while (pos < ranges[k].end && !failed) {
+			if (stopped(c)) {
+				r = -ECANCELED;
+				goto out;
+			}
 			uint64_t end = pos;
 			size_t v = u;
 			for (; v < n_use; v++) {
@@ -839,8 +895,10 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 			if (end <= pos)
 				break;
 			r = read_range(c, base + pos, (size_t)(end - pos), &data, NULL);
-			if (r == -ENOMEM)
+			if (r == -ENOMEM || stopped(c)) {
+				r = r == -ENOMEM ? r : -ECANCELED; /* a cancelled transfer is no fault of the pack's */
 				goto out;
+			}
 			if (r < 0 || data.size != end - pos) {
 				if (r < 0)
 					ca_log_warning_errno(r, "%s: fetching from the chunk store instead", c->shown);
@@ -851,6 +909,10 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 			}
 			for (; u < v; u++) {
 				const struct ca_delta_entry *e = &c->entries[use[u] & 0xffffff];
+				if (stopped(c)) {
+					r = -ECANCELED;
+					goto out;
+				}
 				if (ca_store_has(store, e->id) > 0)
 					continue; /* the same chunk twice in a lying table */
 				r = rebuild_put(e, store, data.data + (e->offset - pos), (size_t)e->length, codec, dctx,
@@ -864,6 +926,7 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 				}
 				ret->chunks++;
 				ret->bytes += e->size;
+				count_built(c, e->size);
 			}
 			pos = end;
 		}
@@ -879,6 +942,10 @@ int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struc
 		for (size_t i = 0; i < ca_index_n_chunks(c->to); i++) {
 			uint64_t a, b;
 			const uint8_t *id;
+			if (i % 4096 == 0 && stopped(c)) {
+				r = -ECANCELED;
+				goto out;
+			}
 			ca_index_chunk(c->to, i, &a, &b, &id);
 			lacking += ca_store_has(store, id) <= 0;
 		}
@@ -909,6 +976,14 @@ out:
 }
 
 /* ---- a chunk at a time ---- */
+
+static void count_built(struct ca_delta_client *c, uint64_t size)
+{
+	pthread_mutex_lock(&c->lock);
+	c->built_chunks++;
+	c->built_bytes += size;
+	pthread_mutex_unlock(&c->lock);
+}
 
 /* The entry for id, or NULL (also once the pack proved bad). */
 static const struct ca_delta_entry *entry_of(struct ca_delta_client *c, const uint8_t id[CA_CHUNK_ID_SIZE])
@@ -1031,6 +1106,10 @@ int ca_delta_client_build(struct ca_delta_client *c, struct ca_store *store, con
 	r = read_entry(c, e, &data);
 	if (r == -ENOMEM)
 		goto out;
+	if (stopped(c)) {
+		r = -ENOENT; /* the mount is stopping: no fault of the pack's */
+		goto out;
+	}
 	if (r < 0 || data.size != e->length) {
 		if (r < 0)
 			ca_log_debug_errno(r, "%s", c->shown);
@@ -1039,6 +1118,8 @@ int ca_delta_client_build(struct ca_delta_client *c, struct ca_store *store, con
 		goto out;
 	}
 	r = rebuild(e, store, data.data, data.size, codec, dctx, &prefix, &raw, out);
+	if (r == 0)
+		count_built(c, e->size);
 	if (r == -EBADMSG) {
 		client_break(c, "a chunk does not match its id");
 		r = -ENOENT;

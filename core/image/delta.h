@@ -117,6 +117,9 @@ int ca_delta_client_open(const char *location, const struct ca_index *to, const 
 int ca_delta_client_new(const char *location, const struct ca_index *to, const struct ca_delta_client_opts *o,
                         struct ca_delta_client **ret);
 int ca_delta_client_load(struct ca_delta_client *c);
+/* SHA-256 of TO's index file, computed once (load uses it too); the
+ * loading thread's, before or after load. */
+int ca_delta_client_to_digest(struct ca_delta_client *c, uint8_t out[CA_DELTA_DIGEST_SIZE]);
 void ca_delta_client_free(struct ca_delta_client *c); /* accepts NULL */
 /* Add the FROM chunks the pack's entries refer to (value: size) to s,
  * for a seeder to put them into the store before ca_delta_client_run. */
@@ -130,7 +133,7 @@ struct ca_delta_client_stats {
 
 /* Build into store every chunk of the pack it lacks (and whose
  * references it holds). 0 (also when the pack failed: said once, the
- * store then serves), or -ENOMEM/-ECANCELED. */
+ * store then serves), or -ENOMEM/-ECANCELED (ca_delta_client_stop). */
 int ca_delta_client_run(struct ca_delta_client *c, struct ca_store *store, struct ca_delta_client_stats *ret);
 
 /* A chunk at a time (a mount: delta_source.h). Both are thread-safe and
@@ -148,6 +151,21 @@ bool ca_delta_client_has(struct ca_delta_client *c, const uint8_t id[CA_CHUNK_ID
  * -ENOMEM. */
 int ca_delta_client_build(struct ca_delta_client *c, struct ca_store *store, const uint8_t id[CA_CHUNK_ID_SIZE],
                           struct ca_buf *out);
+
+/* Stop the client now, from any thread (a mount's unmount): a run ends
+ * between ranges and chunks, the range request under way is cancelled,
+ * and a later build or run is -ECANCELED; nothing is said. The client
+ * is still freed by its owner. */
+void ca_delta_client_stop(struct ca_delta_client *c);
+
+/* The counters of the client's life (thread-safe): chunks rebuilt (run
+ * and build), their uncompressed bytes, requests made for the pack (its
+ * table's included) and the bytes read; broken: the pack proved bad. */
+struct ca_delta_client_counts {
+	uint64_t chunks, bytes, requests, wire_bytes;
+	bool broken;
+};
+void ca_delta_client_get_counts(struct ca_delta_client *c, struct ca_delta_client_counts *ret);
 
 /* The name beside index of a pack from the index whose file digest is
  * from_digest: index + ".cadelta-" + hex (location.h's beside rule, before

@@ -18,7 +18,11 @@
  *   bulk (a mount's --fill): the thread then rebuilds every entry the
  *   cache lacks at once into the cache (ca_delta_client_run: neighbours
  *   merged into a few ranges, as cache fill); a fetch of a chunk the pack
- *   has waits for that, then reads the cache.
+ *   has waits for it to reach the cache, 3 s at most: then the pack is
+ *   slow, and this and later fetches go to the stores.
+ *
+ * A stop (the unmount) ends the loader's fill between two ranges or
+ * chunks and cancels its range request, so that free's join is prompt.
  *
  * has() says 1 for a chunk the pack has, so that a chunk source's
  * prefetch (read-ahead) does not download what the pack will build.
@@ -41,6 +45,7 @@ struct ca_delta_source_opts {
 	const char *location;       /* the pack: a path or an http(s) URL */
 	const uint8_t *from_digest; /* FROM's index file's SHA-256, when known (the kept index); NULL: unknown */
 	bool quiet_missing;         /* found by name: a 404 is silent */
+	bool none_if_from;          /* no pack when TO's index is FROM's (from_digest): told by the loader */
 	bool bulk;                  /* rebuild everything at once (--fill) */
 	const struct ca_http_opts *http; /* copied; NULL: source.h's defaults */
 	const char *cache_dir;      /* the chunk cache: where references are read */
@@ -48,6 +53,20 @@ struct ca_delta_source_opts {
 };
 
 extern const struct ca_chunk_backend_ops ca_delta_source_ops;
+
+/* What the pack did for the mount (its stats and metrics): chunks rebuilt
+ * from it (by a fill's run or a chunk at a time) and their uncompressed
+ * bytes, the requests made for it and the bytes they read, and its state:
+ * "loading" (its table), "filling" (--fill's run), "ready", "none" (no
+ * pack: 404) or "unusable" (bad, unreadable, or proved bad since). */
+struct ca_delta_source_stats {
+	uint64_t chunks, bytes, requests, wire_bytes;
+	const char *state; /* static */
+};
+void ca_delta_source_get_stats(void *be, struct ca_delta_source_stats *ret);
+/* The mount is stopping: the loader's run and range request end now
+ * (delta.h's ca_delta_client_stop); every later fetch is -ENOENT. */
+void ca_delta_source_stop(void *be);
 
 /* A backend (for ca_chunksrc_add_backend_first) for the index to, which
  * must outlive it; its thread started. Errors: -ENOMEM, or the cache's

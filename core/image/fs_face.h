@@ -38,6 +38,7 @@
 /* store */
 #include "store/chunksrc.h" /* a FUSE interrupt ends a chunk wait; the chunk counters in the stats */
 #include "store/blob.h"     /* the image's bytes: chunk spans replied without a copy */
+#include "store/cache_size.h" /* the disk cache's size in the metrics, counted off the scrape's path */
 #include "store/prefetch.h" /* --profile/--fill: started (extras.h), their progress in the stats */
 
 /* net */
@@ -47,6 +48,7 @@
 /* image */
 #include "image/source.h"  /* the opened image the mount serves, and its archive source */
 #include "image/sidecar.h" /* the metadata sidecar: the tree without reading the archive */
+#include "image/delta_source.h" /* the delta pack's counters and state in the stats */
 #include "image/profile.h" /* profiles replayed and recorded (extras.h); every read is told to the recorder */
 
 #endif

@@ -106,12 +106,29 @@ static int read_kept(const char *cache_dir, const char *url, const char *suffix,
 	return r;
 }
 
+static int read_validator(const char *cache_dir, const char *url, const char *suffix,
+                          char out[CA_HTTP_VALIDATOR_MAX], char sha[2 * CA_CHUNK_ID_SIZE + 1]);
+
 int ca_index_cache_kept_digest(const char *cache_dir, const char *url, uint8_t out[CA_CHUNK_ID_SIZE])
 {
 	struct ca_buf b = CA_BUF_INIT;
 	struct ca_digest *d = NULL;
 	const char *suffix = ca_location_image_kind(url) == CA_IMAGE_BLOB_INDEX ? ".caibx" : ".caidx";
+	char validator[CA_HTTP_VALIDATOR_MAX], sha[2 * CA_CHUNK_ID_SIZE + 1];
+	struct stat st;
 	int r = cache_dir ? kept_dir(cache_dir, false) : -ENOENT; /* a refused cache: logged */
+	/* the digest keep wrote beside a copy with a validator: a big index
+	 * (48 MB: ~50 ms of SHA-256) is not read and hashed on a mount's
+	 * start. Two keepers racing may pair it with the other's copy: then
+	 * the pack named is for another FROM, a 404 or refused by its
+	 * header's digest, never wrong data (every chunk is verified) */
+	if (r == 0 && read_validator(cache_dir, url, suffix, validator, sha) == 0 && ca_id_from_hex(sha, out) == 0) {
+		char *path = ca_index_cache_path(cache_dir, url, suffix);
+		bool kept = path && lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+		free(path);
+		if (kept)
+			return 0;
+	}
 	if (r == 0 && read_kept(cache_dir, url, suffix, INDEX_MAX, &b) < 0)
 		r = -ENOENT; /* none that can be read: no FROM, not an error */
 	if (r == 0)

@@ -452,16 +452,24 @@ static int remote_presence(const char *store, const struct ca_index *idx, uint8_
 	struct ca_remote_store *rs = NULL;
 	const uint8_t **ids = malloc((n ? n : 1) * sizeof(*ids));
 	int r = ids ? 0 : -ENOMEM;
+	bool logged = false;
 	ca_source_http_opts(&o);
-	if (r == 0)
-		r = ca_remote_store_new(store, &o, &rs);
+	if (r == 0) {
+		r = ca_remote_store_new(store, &o, &rs); /* logs */
+		logged = r < 0;
+	}
 	for (size_t i = 0; r == 0 && i < n; i++)
 		ca_index_chunk(idx, i, NULL, NULL, &ids[i]);
 	if (r == 0)
 		r = ca_remote_store_probe(rs, ids, n, ret_have);
+	if (r < 0 && !logged) {
+		char *shown = ca_location_redact(store);
+		ca_log_error_errno(r, "%s", shown ? shown : "remote store");
+		free(shown);
+	}
 	ca_remote_store_free(rs);
 	free(ids);
-	return r < 0 ? ca_log_error_errno(r, "%s", store) : 0;
+	return r < 0 ? r : 0;
 }
 
 /* A group's presence: its first member that answers (they are mirrors). */
@@ -582,16 +590,21 @@ out:
 	return r;
 }
 
-/* An http(s) store resolved once (endpoint.h) with http; does not log. */
+/* An http(s) store resolved once (endpoint.h) with http; logs a failure
+ * (one line: the settings file's, S3's or the store's own). */
 static int open_remote(struct chain *ch, const char *url, const struct ca_http_opts *http,
                        struct ca_remote_store **ret)
 {
 	struct ca_endpoint e = { 0 };
-	int r = settings(ch->conf);
-	if (r == 0)
+	int r = settings(ch->conf); /* logs */
+	if (r == 0) {
+		/* url is an http(s) one: only ENOMEM goes unsaid there */
 		r = ca_endpoint_init(&e, url, http, *ch->conf);
+		if (r == -ENOMEM)
+			ca_log_error_errno(r, "remote store");
+	}
 	if (r == 0)
-		r = ca_remote_store_open(&e, ret);
+		r = ca_remote_store_open(&e, ret); /* logs */
 	ca_endpoint_clear(&e);
 	return r;
 }
@@ -633,8 +646,11 @@ static int add_group(struct ca_chunksrc *src, struct chain *ch, const char *stor
 			continue;
 		}
 		r = open_remote(ch, members[i], &mo, &rs);
-		if (r == 0)
-			r = ca_failover_add(g, members[i], &ca_remote_store_ops, rs);
+		if (r < 0) {
+			logged = true; /* it said which member */
+			goto out;
+		}
+		r = ca_failover_add(g, members[i], &ca_remote_store_ops, rs);
 		if (r == 0)
 			r = remember(ch, rs);
 	}
@@ -667,8 +683,9 @@ static int add_store(struct ca_chunksrc *src, struct chain *ch, const struct ca_
 		return r < 0 ? ca_log_error_errno(r, "%s", at->s) : 0;
 	}
 	r = open_remote(ch, at->s, ch->http, &rs);
-	if (r == 0)
-		r = ca_chunksrc_add_backend(src, &ca_remote_store_ops, rs); /* frees rs on failure */
+	if (r < 0)
+		return r; /* said */
+	r = ca_chunksrc_add_backend(src, &ca_remote_store_ops, rs); /* frees rs on failure */
 	if (r < 0)
 		return ca_log_error_errno(r, "%s", at->s);
 	ca_remote_store_set_outage(rs, ch->o->outage);
@@ -826,7 +843,6 @@ static int add_delta(struct ca_image *im, const struct ca_image_opts *o, const s
 	struct ca_http_opts buf, http;
 	char *name = NULL;
 	void *be = NULL;
-	uint8_t now[CA_DELTA_DIGEST_SIZE];
 	int r = 0;
 	if (o->offline || !im->src || !(o->delta || from))
 		return 0;
@@ -843,9 +859,9 @@ static int add_delta(struct ca_image *im, const struct ca_image_opts *o, const s
 	http = *http_opts_or_env(o->http, &buf);
 	http.clock = NULL;
 	if (!o->delta) {
-		r = ca_delta_index_digest(im->idx, now);
-		if (r < 0 || !memcmp(now, from, sizeof(now)))
-			return r; /* the image the cache kept: nothing to update */
+		/* whether this is the image the cache kept (nothing to update) is
+		 * the loader's to tell: hashing a big index costs the start */
+		so.none_if_from = true;
 		name = ca_delta_pack_name(im->name, from);
 		if (!name)
 			return ca_log_error_errno(ENOMEM, "%s", im->name);
@@ -1145,10 +1161,35 @@ struct ca_remote_store *ca_image_remote(const struct ca_image *im, size_t i)
 	return i < im->n_remotes ? im->remotes[i] : NULL;
 }
 
+/* the delta pack's backend (delta_source.h), or NULL */
+static void *delta_backend(const struct ca_image *im)
+{
+	size_t n = im->src ? ca_chunksrc_n_backends(im->src) : 0;
+	for (size_t k = 0; k < n; k++) {
+		const struct ca_chunk_backend_ops *ops;
+		void *be = ca_chunksrc_backend(im->src, k, &ops);
+		if (ops == &ca_delta_source_ops)
+			return be;
+	}
+	return NULL;
+}
+
 void ca_image_abort_waits(struct ca_image *im)
 {
+	void *delta = delta_backend(im);
 	for (size_t i = 0; i < im->n_remotes; i++)
 		ca_remote_store_abort(im->remotes[i]);
+	if (delta)
+		ca_delta_source_stop(delta); /* a --fill's pack run: the unmount does not wait for it */
+}
+
+bool ca_image_delta_stats(const struct ca_image *im, struct ca_delta_source_stats *ret)
+{
+	void *delta = delta_backend(im);
+	if (!delta)
+		return false;
+	ca_delta_source_get_stats(delta, ret);
+	return true;
 }
 
 struct ca_failover *ca_image_failover(const struct ca_image *im, size_t i)

@@ -264,8 +264,12 @@ int ca_image_log_read_error(struct ca_image *im, int err, uint64_t off, size_t l
  * order: the i-th, or NULL past the last. Borrowed. */
 struct ca_remote_store *ca_image_remote(const struct ca_image *im, size_t i);
 /* End every wait of a read for a failing store, now and later (the mount
- * is stopping; remote.h). */
+ * is stopping; remote.h), and a delta pack's fill run (delta_source.h). */
 void ca_image_abort_waits(struct ca_image *im);
+/* The delta pack's counters and state (delta_source.h); false when the
+ * image has no pack to use (none given or named, or no cache). */
+struct ca_delta_source_stats;
+bool ca_image_delta_stats(const struct ca_image *im, struct ca_delta_source_stats *ret);
 
 /* The failover groups among the image's stores (failover.h), in chain
  * order: the i-th, or NULL past the last. Borrowed, as long as im lives. */

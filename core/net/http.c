@@ -1276,6 +1276,15 @@ void ca_http_free(struct ca_http *h)
 	free(h);
 }
 
+void ca_http_cancel(struct ca_http *h)
+{
+	/* the engine's thread leaves its loop and completes every request */
+	pthread_mutex_lock(&h->lock);
+	h->stop = true;
+	pthread_mutex_unlock(&h->lock);
+	curl_multi_wakeup(h->multi);
+}
+
 int ca_http_submit(struct ca_http *h, const char *url, size_t cap, ca_http_done_fn fn, void *userdata)
 {
 	return ca_http_submit_flags(h, url, cap, 0, fn, userdata);

@@ -146,6 +146,10 @@ int ca_http_new(const struct ca_http_opts *o, struct ca_http **ret);
  * (their callbacks run, on the engine thread, before this returns), the
  * thread is joined and every handle freed. Accepts NULL. */
 void ca_http_free(struct ca_http *h);
+/* Cancel from any thread: what is queued or running completes with
+ * -ECANCELED now, as in ca_http_free, and every later submission fails
+ * with -ECANCELED; the engine is still freed with ca_http_free. */
+void ca_http_cancel(struct ca_http *h);
 
 /* Called exactly once per successful submission, on the engine thread.
  * r is 0 or a negative errno; body holds the response on success and may

@@ -638,10 +638,11 @@ int ca_remote_store_open(const struct ca_endpoint *e, struct ca_remote_store **r
 {
 	struct ca_remote_store *rs;
 	const char *url = e->fetch_url; /* an s3+ URL's bucket and prefix, as http(s) */
+	bool logged = false; /* by the settings' and the registry's opens (they say which store) */
 	int r;
 	rs = calloc(1, sizeof(*rs));
 	if (!rs)
-		return -ENOMEM;
+		return ca_log_error_errno(ENOMEM, "remote store");
 	pthread_mutex_init(&rs->lock, NULL);
 	pthread_cond_init(&rs->cond, NULL);
 	/* as casync: parameters are not part of the chunk URLs */
@@ -650,6 +651,7 @@ int ca_remote_store_open(const struct ca_endpoint *e, struct ca_remote_store **r
 		n--;
 	rs->file_max = CA_REMOTE_CHUNK_FILE_MAX;
 	r = ca_storeconf_crypt_of(e->settings, e->url, &rs->crypt); /* logs */
+	logged = r < 0;
 	if (r < 0)
 		goto fail;
 	if (rs->crypt)
@@ -666,8 +668,10 @@ int ca_remote_store_open(const struct ca_endpoint *e, struct ca_remote_store **r
 		ho.username = ho.password = NULL;
 		ho.netrc = -1;
 		r = ca_http_new(&ho, &rs->http);
-		if (r == 0)
-			r = ca_oci_open(e, false, rs->http, &rs->oci); /* logs */
+		if (r == 0) {
+			r = ca_oci_open(e, false, rs->http, &rs->oci); /* logs, but for ENOMEM */
+			logged = r < 0 && r != -ENOMEM;
+		}
 		struct ca_workq_opts qo = { .workers = OCI_FETCHERS, .max_jobs = 2 * PF_MAX_ENTRIES };
 		if (r == 0)
 			r = ca_workq_new(&oci_ops, rs, &qo, &rs->oci_q);
@@ -687,6 +691,11 @@ int ca_remote_store_open(const struct ca_endpoint *e, struct ca_remote_store **r
 	*ret = rs;
 	return 0;
 fail:
+	if (!logged) {
+		char *shown = ca_location_redact(e->url);
+		ca_log_error_errno(r, "%s", shown ? shown : "remote store");
+		free(shown);
+	}
 	ca_remote_store_free(rs);
 	return r;
 }
@@ -694,9 +703,18 @@ fail:
 int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca_remote_store **ret)
 {
 	struct ca_endpoint e;
+	if (ca_location_kind(url) != CA_LOCATION_HTTP) {
+		char *shown = ca_location_redact(url);
+		ca_log_error("%s: not a remote store's URL", shown ? shown : "remote store");
+		free(shown);
+		return -EINVAL;
+	}
+	/* an http(s) URL: the settings' and S3's failures are said there */
 	int r = ca_endpoint_init(&e, url, o, NULL);
+	if (r == -ENOMEM)
+		ca_log_error_errno(r, "remote store");
 	if (r == 0)
-		r = ca_remote_store_open(&e, ret);
+		r = ca_remote_store_open(&e, ret); /* logs */
 	ca_endpoint_clear(&e);
 	return r;
 }

@@ -84,11 +84,12 @@ struct ca_endpoint; /* endpoint.h: only by pointer here */
 struct ca_remote_store;
 
 /* The store at an endpoint resolved once (endpoint.h): its URL, settings
- * and S3 signing. Copies what it needs: e may go after. */
+ * and S3 signing. Copies what it needs: e may go after. Logs a failure
+ * (one line naming the store, redacted): callers do not log it again. */
 int ca_remote_store_open(const struct ca_endpoint *e, struct ca_remote_store **ret);
 /* The same from a string (ca_endpoint_init with the settings file read
  * here); o may be NULL for the defaults. -EINVAL if url is not http(s)://
- * or s3+http(s):// (location.h). */
+ * or s3+http(s):// (location.h). Logs a failure, as open does. */
 int ca_remote_store_new(const char *url, const struct ca_http_opts *o, struct ca_remote_store **ret);
 /* Accepts NULL. Logs the store's statistics at info level (-v). */
 void ca_remote_store_free(struct ca_remote_store *rs);

@@ -672,8 +672,8 @@ static int fetch_chain(struct ca_chunksrc *src, struct ca_codec *codec, const ui
 			result = r;
 			continue;
 		}
-		count(src, &src->stats.fetched_bytes, raw.size);
-		count(src, &src->stats.fetched_chunks, 1);
+		count(src, b->ops->builds ? &src->stats.built_bytes : &src->stats.fetched_bytes, raw.size);
+		count(src, b->ops->builds ? &src->stats.built_chunks : &src->stats.fetched_chunks, 1);
 		/* off the reader's path: the writer thread compresses (a bare
 		 * chunk) and writes it, while this chunk goes to its readers */
 		if (src->cache && compressed) {

@@ -59,6 +59,9 @@ struct ca_chunk_backend_ops {
 	 * ca_chunksrc_fetch_is_demand. */
 	void (*hurry)(void *be, const uint8_t id[CA_CHUNK_ID_SIZE]);
 	void (*free)(void *be);
+	/* true: the backend builds chunks here rather than downloading them
+	 * (a delta pack): they count as built, not fetched */
+	bool builds;
 };
 
 /* A decompressed, verified chunk, shared by reference. */
@@ -73,6 +76,7 @@ struct ca_chunksrc;
 
 struct ca_chunksrc_stats {
 	uint64_t lru_hits, cache_hits, fetched_chunks, fetched_bytes, errors, corrupt;
+	uint64_t built_chunks, built_bytes; /* from a backend that builds (ops.builds), not fetched */
 	uint64_t ra_decoded; /* chunks the read-ahead threads decoded into the LRU */
 	/* demand gets (not background) that were not LRU hits: those that
 	 * ran a fetch of their own (cache or backends), those that waited
