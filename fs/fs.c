@@ -102,6 +102,9 @@ static int fs_alloc(struct ca_image *im, const struct fs_options *o, struct fs *
 	if (!fs)
 		return -ENOMEM;
 	fs->im = im;
+	/* the cache's writes wait while reads wait for chunks (chunksrc.h) */
+	if (ca_image_chunksrc(im))
+		ca_chunksrc_set_cache_defer(ca_image_chunksrc(im), true);
 	fs->logger = ca_log_current();
 	ca_image_archive_source(im, &fs->img);
 	fs->o = *o;

@@ -36,7 +36,7 @@
 #include "catar/xattr_policy.h" /* which of the archive's xattrs a caller may see */
 
 /* store */
-#include "store/chunksrc.h" /* a FUSE interrupt ends a chunk wait; the chunk counters in the stats */
+#include "store/chunksrc.h" /* a FUSE interrupt ends a chunk wait; the chunk counters in the stats; cache writes behind reads */
 #include "store/blob.h"     /* the image's bytes: chunk spans replied without a copy */
 #include "store/cache_size.h" /* the disk cache's size in the metrics, counted off the scrape's path */
 #include "store/prefetch.h" /* --profile/--fill: started (extras.h), their progress in the stats */

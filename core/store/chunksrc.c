@@ -111,6 +111,7 @@ struct ca_chunksrc {
 	bool cw_async; /* set before the first fetch (ca_chunksrc_set_cache_async) */
 	bool cw_failed, cw_stop; /* the queue could not start; stopping */
 	_Atomic unsigned cw_n;   /* chunks queued (in cw_ids) */
+	atomic_bool cw_defer;    /* ca_chunksrc_set_cache_defer */
 };
 
 /* readers follow a fill while one took a chunk it fetched this recently */
@@ -118,8 +119,9 @@ struct ca_chunksrc {
 
 #define CW_JOBS_MAX 256
 #define CW_BYTES_MAX ((size_t)32 << 20)
-/* Readers first: the writer holds a chunk back while readers wait for
- * chunks (a demand get ran in the last CW_QUIET_NS), for at most
+/* Readers first (ca_chunksrc_set_cache_defer, a mount's): the writer
+ * holds a chunk back while readers wait for chunks (a demand get ran in
+ * the last CW_QUIET_NS), for at most
  * CW_DEFER_NS from when it was staged, and not while the queue is half
  * full: on two cores, a cold container start spent a quarter of the
  * mount's CPU creating cache files (ext4 inode allocation, a directory
@@ -244,6 +246,8 @@ static void cw_fini(void *qdata, void *wdata)
 /* Hold j back while readers wait for chunks (CW_QUIET_NS above). */
 static void cw_defer(struct ca_chunksrc *src, const struct cache_job *j)
 {
+	if (!atomic_load(&src->cw_defer))
+		return;
 	pthread_mutex_lock(&src->lock);
 	for (;;) {
 		uint64_t now = ca_now_ns();
@@ -548,6 +552,11 @@ int ca_chunksrc_set_cache(struct ca_chunksrc *src, struct ca_store *cache, bool 
 	src->cache = cache;
 	src->touch_cache = touch;
 	return 0;
+}
+
+void ca_chunksrc_set_cache_defer(struct ca_chunksrc *src, bool defer)
+{
+	atomic_store(&src->cw_defer, defer);
 }
 
 void ca_chunksrc_set_cache_async(struct ca_chunksrc *src, bool async)

@@ -111,6 +111,15 @@ int ca_chunksrc_set_cache(struct ca_chunksrc *src, struct ca_store *cache, bool 
  * default: a caller that checks the cache store itself after a get
  * (cafs cache fill) keeps writes synchronous. */
 void ca_chunksrc_set_cache_async(struct ca_chunksrc *src, bool async);
+/* Readers first (a mount's): the writer holds a chunk back while demand
+ * gets wait for chunks (one began or ended in the last 50 ms), for at
+ * most 500 ms from its staging and not while half the queue is taken, so
+ * the cache's file creation does not take the CPU from a cold start's
+ * reads. Meanwhile the chunk counts as cached for this source (as any
+ * queued one) but is not in the cache store yet: a caller that checks the
+ * store itself after a get (an API fill) leaves this off, the default.
+ * May be set at any time. */
+void ca_chunksrc_set_cache_defer(struct ca_chunksrc *src, bool defer);
 /* The index's largest chunk: chunk files beyond what it compresses to
  * (ca_compress_file_max) are corrupt, and backends with set_file_max stop
  * downloading there (the default is CA_CHUNK_SIZE_LIMIT_MAX's bound). */
