@@ -63,7 +63,10 @@ uint64_t ca_blob_size(const struct ca_blob *b) { return b->size; }
 struct ca_index *ca_blob_index(const struct ca_blob *b) { return b->idx; }
 struct ca_chunksrc *ca_blob_chunksrc(const struct ca_blob *b) { return b->src; }
 
-void ca_blob_readahead(struct ca_blob *b, uint64_t off, uint64_t len)
+/* Each chunk of [off, off+len) (cut to the blob), in order: hurried
+ * (a reader waits for them) or read ahead (the chunk source's own
+ * threads decode them, the reader only copies). */
+static void each_chunk(struct ca_blob *b, uint64_t off, uint64_t len, bool hurry)
 {
 	if (off >= b->size || len == 0)
 		return;
@@ -78,28 +81,21 @@ void ca_blob_readahead(struct ca_blob *b, uint64_t off, uint64_t len)
 		ca_index_chunk(b->idx, i, &start, &end, &id);
 		if (start >= off + len)
 			break;
-		/* decoded by the chunk source's threads: the reader only copies */
-		ca_chunksrc_readahead(b->src, id, end - start);
+		if (hurry)
+			ca_chunksrc_hurry(b->src, id);
+		else
+			ca_chunksrc_readahead(b->src, id, end - start);
 	}
+}
+
+void ca_blob_readahead(struct ca_blob *b, uint64_t off, uint64_t len)
+{
+	each_chunk(b, off, len, false);
 }
 
 void ca_blob_hurry(struct ca_blob *b, uint64_t off, uint64_t len)
 {
-	if (off >= b->size || len == 0)
-		return;
-	if (len > b->size - off)
-		len = b->size - off;
-	ssize_t i = ca_index_find(b->idx, off);
-	if (i < 0)
-		return;
-	for (size_t n = ca_index_n_chunks(b->idx); (size_t)i < n; i++) {
-		uint64_t start;
-		const uint8_t *id;
-		ca_index_chunk(b->idx, i, &start, NULL, &id);
-		if (start >= off + len)
-			break;
-		ca_chunksrc_hurry(b->src, id);
-	}
+	each_chunk(b, off, len, true);
 }
 
 ssize_t ca_blob_read(struct ca_blob *b, void *buf, size_t len, uint64_t off)
