@@ -52,6 +52,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	char *store = ca_location_default_store(s);
 	size_t store_n = store ? strlen(store) : 0, castr_n = strlen("default.castr");
+	/* a registry's repository: the index's directory, whatever its last
+	 * name ends with ("oci+https://hdefault.castr/" has a host whose name
+	 * ends so: its repository is still the host's root) */
+	bool oci_repo = store && ca_location_is_oci(s) && store_n < strlen(s) && !memcmp(store, s, store_n) &&
+	                s[store_n] == '/';
 	if (store && ca_location_is_oci(s) && (store_n < castr_n || strcmp(store + store_n - castr_n, "default.castr"))) {
 		/* a registry's index is a tag of its repository, and so are
 		 * the chunks: the store is the repository, the index's directory
@@ -59,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size_t n = strlen(store);
 		fuzz_check(n < strlen(s) && !memcmp(store, s, n) && s[n] == '/', "oci: default store '%s' is not the repository",
 		           store);
-	} else if (store) {
+	} else if (store && !oci_repo) {
 		size_t n = strlen(store), k = strlen("default.castr");
 		fuzz_check(n >= k && !strcmp(store + n - k, "default.castr"), "default store '%s'", store);
 		/* its directory is the input's; but a URL with no path
